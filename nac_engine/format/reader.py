@@ -1,0 +1,640 @@
+"""bytes → :class:`NacFile`, recording a byte span for every field.
+
+Sections are located through the header's offset table, sorted by offset (the physical
+order is kept: v1.6 writes RSRC before ORCH although its slot comes after), and each is
+bounded by the next section's start. Tables are decoded before OPS because instruction
+lengths depend on PERM signatures and the header's output count.
+
+``strict=True`` raises the first :class:`NacFormatError`; ``strict=False`` records
+problems in ``nacfile.problems`` and keeps everything that decoded (the Studio opens
+broken files this way).
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from typing import Optional
+
+import numpy as np
+
+from ..errors import NacFormatError
+from ..isa.optable import (CONST_CODES, OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT,
+                           SYSTEM_OPS)
+from . import layout as L
+from .cursor import Cursor
+from .model import (Constant, Header, InputName, Instruction, MmapCommand, MmapRecord, NacFile,
+                    NamedArray, Orch, Parameter, Proc, Resource, TensorMeta)
+from .spans import UNPARSED, Span
+
+# Ops whose signature may be missing: the reference reader then assumes one constant and
+# one D value (research §3.3). Only a defensive path; kept for files in the wild.
+_GETITEM_LIKE = frozenset({"getitem", "operator.getitem", "aten.select.int"})
+_KNOWN_SYSTEM = frozenset(SYSTEM_OPS) | {0}
+
+
+class _Problems:
+    def __init__(self, strict: bool):
+        self.strict = strict
+        self.items: list[NacFormatError] = []
+
+    def add(self, err: NacFormatError) -> None:
+        if self.strict:
+            raise err
+        self.items.append(err)
+
+
+# --------------------------------------------------------------------------- entry point
+def read(source, *, strict: bool = True, weights: Optional[str] = None) -> NacFile:
+    """Decode a ``.nac`` from a path or a bytes-like object.
+
+    A path is memory-mapped: weights are never read at open. ``weights`` overrides the
+    external ``.safetensors`` location (default: same directory and base name).
+    """
+    path = None
+    closer = None
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        buf = source
+    else:
+        path = os.fspath(source)
+        fh = open(path, "rb")
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            buf = b""
+            fh.close()
+        else:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            fh.close()
+            buf = mm
+            closer = mm.close
+    nac = NacFile()
+    nac._buf = buf
+    nac._closer = closer
+    nac.path = path
+    try:
+        _Reader(nac, buf, _Problems(strict)).run()
+    except BaseException:
+        nac.close()
+        raise
+    if path is not None and not nac.header.weights_internal:
+        nac.weights_path = weights or os.path.splitext(path)[0] + ".safetensors"
+    elif weights:
+        nac.weights_path = weights
+    return nac
+
+
+class _Reader:
+    def __init__(self, nac: NacFile, buf, problems: _Problems):
+        self.nac = nac
+        self.buf = buf
+        self.size = len(buf)
+        self.p = problems
+        self.root = Span(0, self.size, "", "file", None)
+        nac.spans = self.root
+        nac.problems = problems.items
+
+    # ------------------------------------------------------------------ top level
+    def run(self) -> None:
+        hdr_span = self.root.add(0, 0, "header", "header")
+        try:
+            layout, offsets = self._header(hdr_span)
+        except NacFormatError as e:
+            self.p.add(e)
+            hdr_span.length = max(hdr_span.length, 0)
+            self._cover_rest(hdr_span.end if hdr_span.length else 0)
+            return
+        regions = self._locate(layout, offsets)
+        # Region bounds in physical order; the header's region runs to the first section.
+        bounds = [(0, layout.size, "header", hdr_span)]
+        for i, (off, tag) in enumerate(regions):
+            end = regions[i + 1][0] if i + 1 < len(regions) else self.size
+            sp = self.root.add(off, end - off, tag, "section")
+            bounds.append((off, end, tag, sp))
+        header_limit = regions[0][0] if regions else self.size
+        self.nac.layout = [tag for _, tag in regions]
+        self._trailing("header", hdr_span, layout.size, header_limit, parent=self.root, own=False)
+        by_tag = {tag: (start, end, sp) for start, end, tag, sp in bounds[1:]}
+        # Decode order: tables first, OPS/TRNG need them.
+        for tag in ("CMAP", "CNST", "PERM", "OPS", "MMAP", "DATA", "PROC", "ORCH", "RSRC", "TRNG", "ARRS"):
+            if tag in by_tag:
+                start, end, sp = by_tag[tag]
+                self._section(tag, start, end, sp)
+        self.root._children.sort(key=lambda s: s.offset)
+
+    def _cover_rest(self, start: int) -> None:
+        if start < self.size:
+            self.root.add(start, self.size - start, UNPARSED, UNPARSED, None)
+
+    # ------------------------------------------------------------------ header
+    def _header(self, sp: Span):
+        cur = Cursor(self.buf, 0, self.size, "header", sp)
+        if self.size < 12:
+            raise cur.error(f"file is {self.size} bytes; a NAC header needs at least 88")
+        magic = bytes(self.buf[0:3])
+        if magic != L.MAGIC:
+            raise cur.error(f"not a NAC file: magic is {magic!r}, expected b'NAC'", 0)
+        vbyte = self.buf[3]
+        if vbyte == 1:
+            layout = L.V16
+            if self.size >= 20 and struct.unpack_from("<Q", self.buf, 12)[0] == 90:
+                raise cur.error("pre-v1.6 container (90-byte header, 2025-12/2026-01) is not supported", 12)
+        elif vbyte == 2:
+            if self.size < 20:
+                raise cur.error("truncated header: v1.7/v1.8 needs at least 92 bytes", self.size)
+            first = struct.unpack_from("<Q", self.buf, 12)[0]
+            if first == 92:
+                layout = L.V17
+            elif first == 100:
+                layout = L.V18
+            else:
+                raise cur.error(f"version byte 2 but MMAP offset {first} is neither 92 (v1.7) nor 100 (v1.8)", 12)
+        else:
+            raise cur.error(f"unsupported version byte {vbyte} (1 = v1.6, 2 = v1.7/v1.8)", 3)
+        if self.size < layout.size:
+            raise cur.error(f"truncated header: v{layout.version} needs {layout.size} bytes, file has {self.size}",
+                            self.size)
+        sp.length = layout.size
+        sp.value = f"v{layout.version}"
+        h = self.nac.header
+        h.version = layout.version
+        cur.raw(3, "magic", "magic", "NAC")
+        cur.scalar("u8", "version")
+        flags = cur.scalar("u8", "flags")
+        h.weights_internal = bool(flags & 0x80)
+        h.quant_method = flags & layout.quant_mask
+        h.trng_flag = bool(flags & layout.trng_flag)
+        h.num_inputs = cur.scalar("u16", "num_inputs")
+        h.num_outputs = cur.scalar("u16", "num_outputs")
+        h.reserved = cur.scalar("u8", "reserved")
+        h.d_model = cur.scalar("u16", "d_model")
+        tbl = sp.add(12, 8 * len(layout.slots), "offsets", "u64[]")
+        offsets = {}
+        for tag in layout.slots:
+            offsets[tag] = cur.scalar("u64", tag, parent=tbl)
+        if layout.version == "1.6":
+            h.padding = bytes(cur.raw(4, "padding", "pad"))
+        return layout, offsets
+
+    def _locate(self, layout: L.HeaderLayout, offsets: dict) -> list:
+        regions = []
+        seen: dict[int, str] = {}
+        for slot, (tag, off) in enumerate(offsets.items()):
+            if off == 0:
+                continue
+            where = 12 + 8 * slot
+            if off < layout.size or off + 4 > self.size:
+                self.p.add(NacFormatError("header", where,
+                                          f"{tag} offset {off} is outside the file's sections "
+                                          f"[{layout.size}, {self.size - 4}]"))
+                continue
+            if off in seen:
+                self.p.add(NacFormatError("header", where, f"{tag} starts at {off}, where {seen[off]} starts too"))
+                continue
+            seen[off] = tag
+            regions.append((off, tag))
+        regions.sort()
+        return regions
+
+    # ------------------------------------------------------------------ sections
+    def _section(self, tag: str, start: int, end: int, sp: Span) -> None:
+        cur = Cursor(self.buf, start, end, tag, sp)
+        decode = getattr(self, "_sec_" + tag)
+        try:
+            cur.tag(L.tag_bytes(tag))
+            decode(cur, sp)
+        except NacFormatError as e:
+            self.p.add(e)
+        self._trailing(tag, sp, cur.pos, end)
+
+    def _trailing(self, region: str, sp: Span, pos: int, end: int, parent: Optional[Span] = None,
+                  own: bool = True) -> None:
+        if pos < end:
+            self.nac.trailing[region] = bytes(self.buf[pos:end])
+            (sp if own else parent).add(pos, end - pos, UNPARSED, UNPARSED, f"{end - pos} bytes after {region}")
+
+    # MMAP ---------------------------------------------------------------------------
+    def _sec_MMAP(self, cur: Cursor, sp: Span) -> None:
+        n = cur.scalar("u32", "count")
+        cur.check_count(n, 3, "MMAP record")
+        records = self.nac.mmap
+        buf, rec_hdr = self.buf, struct.Struct("<HB")
+        ninstr = len(self.nac.instructions)
+        for _ in range(n):
+            start = cur.pos
+            cur.need(3, "MMAP record header")
+            tick, count = rec_hdr.unpack_from(buf, start)
+            cur.need(3 + 3 * count, f"MMAP record for tick {tick}")
+            cmds = [MmapCommand(buf[start + 3 + 3 * j], struct.unpack_from("<H", buf, start + 4 + 3 * j)[0])
+                    for j in range(count)]
+            cur.pos = start + 3 + 3 * count
+            records.append(MmapRecord(tick, cmds, start))
+            if ninstr and tick >= ninstr:
+                self.p.add(NacFormatError("MMAP", start, f"tick {tick} is beyond the last instruction ({ninstr - 1})"))
+        sp.set_builder(_mmap_spans(records, sp.offset + 4, sp))
+
+    # OPS / TRNG ---------------------------------------------------------------------
+    def _sec_OPS(self, cur: Cursor, sp: Span) -> None:
+        self._instructions(cur, sp, self.nac.instructions, trng=False)
+
+    def _sec_TRNG(self, cur: Cursor, sp: Span) -> None:
+        self.nac.trng = []
+        self._instructions(cur, sp, self.nac.trng, trng=True)
+
+    def _instructions(self, cur: Cursor, sp: Span, out: list, trng: bool) -> None:
+        section = cur.section
+        count_off = cur.pos
+        n = cur.scalar("u32", "count")
+        cur.check_count(n, 2, "instruction")
+        buf = self.buf
+        limit = cur.limit
+        perms = self.nac.perms
+        names = self.nac.op_names
+        n_out = self.nac.header.num_outputs
+        # Per signature ID: (len, has constants) — instruction lengths depend only on these.
+        sig_info = {b: (len(s), any(ch in CONST_CODES for ch in s)) for b, s in perms.items()}
+        unpack_h = struct.Struct("<h").unpack_from
+        structs: dict[int, struct.Struct] = {}
+
+        def hs(k):
+            s = structs.get(k)
+            if s is None:
+                s = structs[k] = struct.Struct(f"<{k}h")
+            return s
+
+        pos = cur.pos
+        problems = self.p
+        try:
+            for i in range(n):
+                start = pos
+                if pos + 2 > limit:
+                    raise NacFormatError(section, pos, f"truncated: instruction {i} of {n} starts at the section end")
+                a = buf[pos]
+                b = buf[pos + 1]
+                pos += 2
+                c_len = d_len = 0
+                c_counted = False
+                if a >= 10:
+                    info = sig_info.get(b)
+                    if info is not None and info[0]:
+                        d_len = info[0]
+                        c_counted = info[1]
+                    elif names.get(a) in _GETITEM_LIKE:
+                        c_counted, d_len = True, 1
+                    elif b != 0 and info is None:
+                        problems.add(NacFormatError(section, start + 1,
+                                                    f"instruction {i}: signature B={b} is not in PERM"))
+                    if a not in names:
+                        problems.add(NacFormatError(section, start, f"instruction {i}: unknown op id A={a} "
+                                                    f"(not a standard op of v{self.nac.version} and not in CMAP)"))
+                elif a == OP_INPUT:
+                    if 1 <= b <= 5:
+                        c_len = 2
+                elif a == OP_OUTPUT:
+                    if b in (0, 1):
+                        c_len, d_len = n_out + 1, n_out
+                    elif b == 3:
+                        c_len, d_len = 2, 2
+                    elif b == 4:
+                        d_len = 1
+                elif a == OP_CONTROL_FLOW:
+                    c_len, d_len = 3, 1
+                elif a == OP_CONVERGENCE:
+                    c_counted, d_len = True, 1
+                elif a not in _KNOWN_SYSTEM:
+                    problems.add(NacFormatError(section, start, f"instruction {i}: unknown system op id A={a}"))
+                c = None
+                if c_counted:
+                    if pos + 2 > limit:
+                        raise NacFormatError(section, pos, f"truncated: instruction {i} C count")
+                    k = unpack_h(buf, pos)[0]
+                    if k < 0:
+                        raise NacFormatError(section, pos, f"instruction {i}: negative constant count {k} in C")
+                    if pos + 2 + 2 * k > limit:
+                        raise NacFormatError(section, pos, f"truncated: instruction {i} C declares {k} constant ids, "
+                                             f"{(limit - pos - 2) // 2} fit")
+                    c = (k,) + hs(k).unpack_from(buf, pos + 2) if k else (0,)
+                    pos += 2 + 2 * k
+                elif c_len:
+                    if pos + 2 * c_len > limit:
+                        raise NacFormatError(section, pos, f"truncated: instruction {i} C needs {2 * c_len} bytes")
+                    c = hs(c_len).unpack_from(buf, pos)
+                    pos += 2 * c_len
+                d = None
+                if d_len:
+                    if pos + 2 * d_len > limit:
+                        raise NacFormatError(section, pos, f"truncated: instruction {i} D needs {2 * d_len} bytes")
+                    d = hs(d_len).unpack_from(buf, pos)
+                    dpos = pos
+                    pos += 2 * d_len
+                    if a != OP_CONVERGENCE:
+                        for j, dv in enumerate(d):
+                            if dv > 0 or i + dv < 0:
+                                problems.add(NacFormatError(
+                                    section, dpos + 2 * j,
+                                    f"instruction {i}: D[{j}] = {dv} points to instruction {i + dv}, "
+                                    f"which is not an earlier instruction"))
+                        if a >= 10 and c_counted and c is not None:
+                            zeros = d.count(0)
+                            if zeros != c[0]:
+                                problems.add(NacFormatError(
+                                    section, start + 2,
+                                    f"instruction {i}: C holds {c[0]} constant ids but D has {zeros} constant slots"))
+                out.append(Instruction(i, a, b, c, d, start))
+        finally:
+            cur.pos = pos
+            sp.set_builder(_instruction_spans(out, count_off, self.nac, sp))
+
+    # CMAP / PERM / CNST -------------------------------------------------------------
+    def _sec_CMAP(self, cur: Cursor, sp: Span) -> None:
+        n = cur.scalar("u32", "count")
+        cur.check_count(n, 3, "CMAP record")
+        for i in range(n):
+            rec = sp.add(cur.pos, 0, f"op[{i}]", "cmap")
+            start = cur.pos
+            oid = cur.scalar("u16", "id", rec)
+            ln = cur.scalar("u8", "length", rec)
+            name = cur.text(ln, "name", rec)
+            rec.length, rec.value = cur.pos - start, f"{oid} = {name}"
+            if oid in self.nac.cmap:
+                self.p.add(NacFormatError("CMAP", start, f"op id {oid} is defined twice"))
+            self.nac.cmap[oid] = name
+        self.nac.invalidate()
+
+    def _sec_PERM(self, cur: Cursor, sp: Span) -> None:
+        n = cur.scalar("u32", "count")
+        cur.check_count(n, 3, "PERM record")
+        for i in range(n):
+            rec = sp.add(cur.pos, 0, f"sig[{i}]", "perm")
+            start = cur.pos
+            sid = cur.scalar("u16", "id", rec)
+            ln = cur.scalar("u8", "length", rec)
+            s = cur.text(ln, "signature", rec)
+            rec.length, rec.value = cur.pos - start, f"{sid} = {s!r}"
+            if sid in self.nac.perms:
+                self.p.add(NacFormatError("PERM", start, f"signature id {sid} is defined twice"))
+            bad = sorted(set(s) - set("QKVMBWTPSAfibsc"))
+            if bad:
+                self.p.add(NacFormatError("PERM", start + 3, f"signature {sid} {s!r} has unknown codes {bad}"))
+            self.nac.perms[sid] = s
+
+    def _sec_CNST(self, cur: Cursor, sp: Span) -> None:
+        n = cur.scalar("u32", "count")
+        cur.check_count(n, 5, "CNST record")
+        for i in range(n):
+            const = read_constant(cur, sp, f"const[{i}]")
+            if const.id in self.nac.constants:
+                self.p.add(NacFormatError("CNST", cur.pos, f"constant id {const.id} is defined twice"))
+            self.nac.constants[const.id] = const
+
+    # DATA ---------------------------------------------------------------------------
+    def _sec_DATA(self, cur: Cursor, sp: Span) -> None:
+        nac = self.nac
+        b1 = sp.add(cur.pos, 0, "names", "block1")
+        start = cur.pos
+        n = cur.scalar("u32", "count", b1)
+        cur.check_count(n, 4, "parameter name")
+        for i in range(n):
+            rec = b1.add(cur.pos, 0, f"param[{i}]", "param")
+            rs = cur.pos
+            pid = cur.scalar("u16", "id", rec)
+            ln = cur.scalar("u16", "length", rec)
+            name = cur.text(ln, "name", rec)
+            rec.length, rec.value = cur.pos - rs, f"{pid} = {name}"
+            if pid in nac.params:
+                self.p.add(NacFormatError("DATA/names", rs, f"parameter id {pid} is named twice"))
+            nac.params[pid] = Parameter(pid, name, _file=nac)
+        b1.length = cur.pos - start
+        b2 = sp.add(cur.pos, 0, "inputs", "block2")
+        start = cur.pos
+        m = cur.scalar("u32", "count", b2)
+        cur.check_count(m, 4, "input name")
+        for i in range(m):
+            rec = b2.add(cur.pos, 0, f"input[{i}]", "input")
+            rs = cur.pos
+            idx = cur.scalar("u16", "index", rec)
+            ln = cur.scalar("u16", "length", rec)
+            name = cur.text(ln, "name", rec)
+            rec.length, rec.value = cur.pos - rs, f"v{idx} = {name}"
+            nac.input_names.append(InputName(idx, name))
+        b2.length = cur.pos - start
+        if not nac.header.weights_internal:
+            return
+        b3 = sp.add(cur.pos, 0, "tensors", "block3")
+        start = cur.pos
+        try:
+            t = cur.scalar("u32", "count", b3)
+            cur.check_count(t, 14, "tensor record")
+            for i in range(t):
+                self._tensor_record(cur, b3, i)
+        finally:
+            b3.length = cur.pos - start
+
+    def _tensor_record(self, cur: Cursor, parent: Span, i: int) -> None:
+        nac = self.nac
+        rs = cur.pos
+        rec = parent.add(rs, 0, f"tensor[{i}]", "tensor")
+        cur.section = "DATA/tensors"
+        pid = cur.scalar("u16", "param_id", rec)
+        meta_len = cur.scalar("u32", "meta_length", rec)
+        data_len = cur.scalar("u64", "data_length", rec)
+        cur.need(meta_len, f"tensor {i} metadata")
+        meta_sp = rec.add(cur.pos, meta_len, "meta", "meta")
+        meta = read_tensor_meta(Cursor(self.buf, cur.pos, cur.pos + meta_len, "DATA/meta", meta_sp))
+        cur.pos += meta_len
+        cur.need(data_len, f"tensor {i} data ({data_len} bytes)")
+        param = nac.params.get(pid)
+        if param is None:
+            self.p.add(NacFormatError("DATA/tensors", rs, f"tensor {i} has parameter id {pid}, which block 1 does not name"))
+            param = nac.params[pid] = Parameter(pid, f"<unnamed {pid}>", _file=nac)
+        if pid in nac.tensor_order:
+            self.p.add(NacFormatError("DATA/tensors", rs, f"parameter id {pid} has two tensor records"))
+        param.meta, param.data_offset, param.data_length = meta, cur.pos, data_len
+        nac.tensor_order.append(pid)
+        label = f"{meta.dtype_name}{list(meta.shape)}"
+        rec.add(cur.pos, data_len, "data", "tensor_data", label)
+        cur.pos += data_len
+        rec.length, rec.value = cur.pos - rs, f"{param.name}: {label}"
+        meta_sp.value = label
+        expect = meta.stored_nbytes
+        if meta.dtype in L.NUMPY_STORAGE and expect != data_len:
+            self.p.add(NacFormatError("DATA/tensors", rs, f"tensor {param.name}: shape {list(meta.shape)} of "
+                                      f"{meta.dtype_name} needs {expect} bytes, record holds {data_len}"))
+
+    # PROC / ORCH / RSRC / ARRS --------------------------------------------------------
+    def _sec_PROC(self, cur: Cursor, sp: Span) -> None:
+        n = cur.scalar("u32", "length")
+        start = cur.pos
+        data = bytes(cur.raw(n))
+        man = sp.add(start, n, "manifest", "tisa")
+        decoded = None
+        try:
+            from ..isa.tisa import decode_tisa
+            decoded, problems = decode_tisa(data, start, man)
+            for pr in problems:
+                self.p.add(pr)
+        except ImportError:
+            pass
+        if not man._children and n:
+            man.type = "bytes"
+        self.nac.proc = Proc(data, decoded)
+
+    def _sec_ORCH(self, cur: Cursor, sp: Span) -> None:
+        blen = cur.scalar("u32", "bytecode_length")
+        ccount = cur.scalar("u32", "const_count")
+        start = cur.pos
+        code = bytes(cur.raw(blen))
+        bsp = sp.add(start, blen, "bytecode", "mep")
+        orch = Orch(code)
+        self.nac.orch = orch
+        if blen:
+            try:
+                from ..isa.mep import decode_mep
+                orch.instructions, problems = decode_mep(code, start, bsp)
+                for pr in problems:
+                    self.p.add(pr)
+            except ImportError:
+                pass
+        cur.check_count(ccount, 5, "ORCH pool constant")
+        pool = sp.add(cur.pos, 0, "pool", "pool")
+        ps = cur.pos
+        try:
+            for i in range(ccount):
+                orch.pool.append(read_constant(cur, pool, f"const[{i}]"))
+        finally:
+            pool.length = cur.pos - ps
+
+    def _sec_RSRC(self, cur: Cursor, sp: Span) -> None:
+        n = cur.scalar("u32", "count")
+        cur.check_count(n, 6, "RSRC file")
+        self.nac.rsrc = []
+        for i in range(n):
+            rs = cur.pos
+            rec = sp.add(rs, 0, f"file[{i}]", "resource")
+            ln = cur.scalar("u16", "name_length", rec)
+            name = cur.text(ln, "name", rec)
+            dl = cur.scalar("u32", "data_length", rec)
+            cur.need(dl, f"resource {name!r} data")
+            rec.add(cur.pos, dl, "data", "bytes", f"{dl} bytes")
+            self.nac.rsrc.append(Resource(name, cur.pos, dl, _file=self.nac))
+            cur.pos += dl
+            rec.length, rec.value = cur.pos - rs, name
+
+    def _sec_ARRS(self, cur: Cursor, sp: Span) -> None:
+        n = cur.scalar("u32", "count")
+        cur.check_count(n, 12, "ARRS array")
+        self.nac.arrs = []
+        for i in range(n):
+            rs = cur.pos
+            rec = sp.add(rs, 0, f"array[{i}]", "array")
+            ln = cur.scalar("u16", "name_length", rec)
+            name = cur.text(ln, "name", rec)
+            dt = cur.scalar("u8", "dtype", rec)
+            rank = cur.scalar("u8", "rank", rec)
+            shape = cur.array("u32", rank, "shape", rec)
+            dl = cur.scalar("u64", "data_length", rec)
+            cur.need(dl, f"array {name!r} data")
+            rec.add(cur.pos, dl, "data", "array_data", f"{L.dtype_name(dt)}{list(shape)}")
+            self.nac.arrs.append(NamedArray(name, dt, tuple(shape), cur.pos, dl, _file=self.nac))
+            cur.pos += dl
+            rec.length, rec.value = cur.pos - rs, name
+
+
+# --------------------------------------------------------------------------- shared records
+def read_constant(cur: Cursor, parent: Span, label: str) -> Constant:
+    """One CNST-format record (also used by the ORCH constant pool)."""
+    rs = cur.pos
+    rec = parent.add(rs, 0, label, "const")
+    cid = cur.scalar("u16", "id", rec)
+    typ = cur.scalar("u8", "type", rec)
+    ln = cur.scalar("u16", "length", rec)
+    length_field = None
+    if typ == L.CONST_NULL:
+        value, length_field = None, ln
+    elif typ == L.CONST_BOOL:
+        value, length_field = bool(cur.scalar("u8", "value", rec)), ln
+    elif typ in (L.CONST_INT64, L.CONST_FLOAT64):
+        if ln != 8:
+            raise cur.error(f"constant {cid}: {L.CONST_TYPE_NAMES[typ]} with length {ln}, expected 8", rs + 3)
+        value = cur.scalar("i64" if typ == L.CONST_INT64 else "f64", "value", rec)
+    elif typ == L.CONST_STRING:
+        value = cur.text(ln, "value", rec)
+    elif typ == L.CONST_LIST_I32:
+        value = cur.array("i32", ln)
+        rec.add(cur.pos - 4 * ln, 4 * ln, "value", "i32[]", list(value)) if ln else None
+    elif typ == L.CONST_LIST_F32:
+        value = cur.array("f32", ln)
+        rec.add(cur.pos - 4 * ln, 4 * ln, "value", "f32[]", list(value)) if ln else None
+    else:
+        raise cur.error(f"constant {cid}: unknown type code {typ}", rs + 2)
+    rec.length, rec.value = cur.pos - rs, value
+    return Constant(cid, typ, value, length_field)
+
+
+def read_tensor_meta(cur: Cursor) -> TensorMeta:
+    dt = cur.scalar("u8", "dtype")
+    rank = cur.scalar("u8", "rank")
+    shape = cur.array("u32", rank, "shape")
+    q = cur.scalar("u8", "quant")
+    meta = TensorMeta(dt, tuple(shape), q)
+    if q == L.QUANT_INT8_TENSOR:
+        meta.scale_bits = bytes(cur.raw(4, "scale", "f32"))
+        meta.scale = float(np.frombuffer(meta.scale_bits, "<f4")[0])
+        cur.span.children[-1].value = meta.scale
+    elif q == L.QUANT_INT8_CHANNEL:
+        meta.axis = cur.scalar("u8", "axis")
+        n = cur.scalar("u32", "count")
+        cur.need(4 * n, "channel scales")
+        meta.scales = np.frombuffer(bytes(cur.raw(n * 4, "scales", "f32[]", f"{n} scales")), "<f4").copy()
+    elif q == L.QUANT_BLOCK_FP8:
+        meta.block_size = cur.scalar("u16", "block_size")
+        orank = cur.scalar("u8", "original_rank")
+        meta.original_shape = tuple(cur.array("u32", orank, "original_shape"))
+        n = cur.scalar("u32", "count")
+        cur.need(4 * n, "block scales")
+        meta.scales = np.frombuffer(bytes(cur.raw(n * 4, "scales", "f32[]", f"{n} scales")), "<f4").copy()
+    if cur.pos < cur.limit:
+        meta.extra = bytes(cur.raw(cur.limit - cur.pos, UNPARSED, UNPARSED))
+    return meta
+
+
+# --------------------------------------------------------------------------- lazy span builders
+def _mmap_spans(records: list, count_off: int, sp: Span):
+    def build(section: Span) -> None:
+        for rec in records:
+            r = section.add(rec.offset, 3 + 3 * len(rec.commands), f"tick[{rec.tick}]", "mmap_record",
+                            ", ".join(f"{c.name} {c.target}" for c in rec.commands))
+            r.add(rec.offset, 2, "tick", "u16", rec.tick)
+            r.add(rec.offset + 2, 1, "count", "u8", len(rec.commands))
+            for j, c in enumerate(rec.commands):
+                o = rec.offset + 3 + 3 * j
+                cs = r.add(o, 3, f"cmd[{j}]", "mmap_command", f"{c.name} {c.target}")
+                cs.add(o, 1, "action", "u8", c.name)
+                cs.add(o + 1, 2, "target", "u16", c.target)
+    # tag and count are recorded eagerly
+    return build
+
+
+def _instruction_spans(instrs: list, count_off: int, nac: NacFile, sp: Span):
+    def build(section: Span) -> None:
+        for ins in instrs:
+            s = section.add(ins.offset, ins.nbytes, f"instr[{ins.index}]", "instruction",
+                            nac.instruction_name(ins))
+            s.set_builder(_fields_of(ins))
+    return build
+
+
+def _fields_of(ins: Instruction):
+    def build(s: Span) -> None:
+        o = ins.offset
+        s.add(o, 1, "A", "u8", ins.a)
+        s.add(o + 1, 1, "B", "u8", ins.b)
+        o += 2
+        if ins.c:
+            for j, v in enumerate(ins.c):
+                s.add(o, 2, f"C[{j}]", "i16", v)
+                o += 2
+        if ins.d:
+            for j, v in enumerate(ins.d):
+                s.add(o, 2, f"D[{j}]", "i16", v)
+                o += 2
+    return build

@@ -1,0 +1,137 @@
+"""Byte-span tree: which decoded field owns every byte of a file.
+
+The reader records a :class:`Span` for every field as it parses it (Kaitai-style debug
+spans), so the hex view, the structure tree and ``nac span`` agree byte for byte and
+nobody re-derives offsets. Spans of high-volume records (instructions) are materialised
+on first access through a builder so that opening a file with 100k instructions stays
+cheap; the builder uses the offsets the reader recorded, it does not re-parse.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import Any, Callable, Iterator, Optional
+
+UNPARSED = "unparsed"
+
+
+class Span:
+    __slots__ = ("offset", "length", "name", "type", "value", "parent", "_children", "_builder")
+
+    def __init__(self, offset: int, length: int, name: str, type: str = "", value: Any = None,
+                 parent: Optional["Span"] = None):
+        self.offset = offset
+        self.length = length
+        self.name = name
+        self.type = type
+        self.value = value
+        self.parent = parent
+        self._children: Optional[list[Span]] = None
+        self._builder: Optional[Callable[["Span"], None]] = None
+
+    # -- construction -------------------------------------------------------------------
+    def add(self, offset: int, length: int, name: str, type: str = "", value: Any = None) -> "Span":
+        child = Span(offset, length, name, type, value, self)
+        if self._children is None:
+            self._children = []
+        self._children.append(child)
+        return child
+
+    def set_builder(self, builder: Callable[["Span"], None]) -> None:
+        """Children are produced by ``builder(self)`` the first time they are asked for."""
+        self._builder = builder
+
+    # -- access ---------------------------------------------------------------------------
+    @property
+    def end(self) -> int:
+        return self.offset + self.length
+
+    @property
+    def children(self) -> list["Span"]:
+        if self._builder is not None:
+            builder, self._builder = self._builder, None
+            builder(self)
+        return self._children or []
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children
+
+    @property
+    def path(self) -> str:
+        parts = []
+        node: Optional[Span] = self
+        while node is not None and node.parent is not None:
+            parts.append(node.name)
+            node = node.parent
+        return "/".join(reversed(parts))
+
+    def find(self, path: str) -> Optional["Span"]:
+        """Descendant by slash-separated path relative to this span."""
+        node: Optional[Span] = self
+        for part in path.split("/"):
+            if node is None:
+                return None
+            node = next((c for c in node.children if c.name == part), None)
+        return node
+
+    def span_at(self, offset: int) -> Optional["Span"]:
+        """Innermost span that contains ``offset`` (``None`` outside this span)."""
+        if not (self.offset <= offset < self.end):
+            return None
+        node = self
+        while True:
+            kids = node.children
+            if not kids:
+                return node
+            starts = [k.offset for k in kids] if len(kids) < 64 else None
+            if starts is not None:
+                idx = bisect_right(starts, offset) - 1
+            else:
+                idx = _bisect_spans(kids, offset)
+            if idx < 0:
+                return node
+            kid = kids[idx]
+            if offset >= kid.end:
+                return node
+            node = kid
+
+    def leaves(self) -> Iterator["Span"]:
+        kids = self.children
+        if not kids:
+            yield self
+            return
+        for k in kids:
+            yield from k.leaves()
+
+    def walk(self) -> Iterator["Span"]:
+        yield self
+        for k in self.children:
+            yield from k.walk()
+
+    def to_dict(self) -> dict:
+        return {"offset": self.offset, "length": self.length, "path": self.path,
+                "type": self.type, "value": _jsonable(self.value)}
+
+    def __repr__(self) -> str:
+        return f"Span({self.path or '<root>'} @{self.offset}+{self.length} {self.type} = {self.value!r})"
+
+
+def _bisect_spans(kids: list[Span], offset: int) -> int:
+    lo, hi = 0, len(kids)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if kids[mid].offset <= offset:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v[:64]).hex() + ("…" if len(v) > 64 else "")
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v[:64]]
+    return str(v)

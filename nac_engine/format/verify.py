@@ -1,0 +1,94 @@
+"""Collect every problem in a file instead of stopping at the first.
+
+Structural problems come from a lenient read; the checks here are about meaning: does
+every reference (constant, parameter, producer, MMAP target) land on something that
+exists, and is the file executable as written.
+"""
+from __future__ import annotations
+
+import os
+from typing import Union
+
+from ..errors import NacFormatError
+from ..isa.optable import OP_INPUT, OP_OUTPUT
+from . import layout as L
+from .model import NacFile
+from .reader import read
+
+
+def verify(source: Union[str, bytes, NacFile]) -> list[NacFormatError]:
+    """All problems found, in file order. An empty list means the file is clean."""
+    if isinstance(source, NacFile):
+        nac, own = source, False
+    else:
+        try:
+            nac, own = read(source, strict=False), True
+        except OSError as e:
+            return [NacFormatError("file", 0, str(e))]
+    try:
+        problems = list(nac.problems) + _semantic(nac)
+    finally:
+        if own:
+            nac.close()
+    seen, unique = set(), []
+    for p in problems:
+        key = (p.section, p.offset, p.reason)
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    return sorted(unique, key=lambda p: p.offset)
+
+
+def _semantic(nac: NacFile) -> list[NacFormatError]:
+    out: list[NacFormatError] = []
+    add = lambda sec, off, why: out.append(NacFormatError(sec, off, why))  # noqa: E731
+    n = len(nac.instructions)
+    names = nac.op_names
+    inputs_b0 = set()
+    for ins in nac.instructions:
+        if ins.a == 0:
+            add("OPS", ins.offset, f"instruction {ins.index}: op id 0 (<NONE>) — the writer could not encode "
+                                   f"this node; it cannot be executed")
+        if ins.a == OP_INPUT:
+            if ins.b == 0:
+                inputs_b0.add(ins.index)
+            elif ins.b == 1 and ins.c and len(ins.c) > 1:
+                p = nac.params.get(ins.c[1])
+                if p is None:
+                    add("OPS", ins.offset, f"instruction {ins.index}: loads parameter id {ins.c[1]}, "
+                                           f"which DATA does not name")
+                elif nac.header.weights_internal and p.meta is None:
+                    add("OPS", ins.offset, f"instruction {ins.index}: parameter {p.name!r} has no tensor "
+                                           f"in DATA block 3")
+            elif ins.b == 3 and ins.c and len(ins.c) > 1 and ins.c[1] not in nac.constants:
+                add("OPS", ins.offset, f"instruction {ins.index}: lifted constant id {ins.c[1]} is not in CNST")
+        elif ins.a >= 10 and ins.c and ins.a in names:
+            for j, cid in enumerate(ins.const_ids):
+                if cid not in nac.constants:
+                    add("OPS", ins.offset + 4 + 2 * j,
+                        f"instruction {ins.index} ({names[ins.a]}): constant id {cid} is not in CNST")
+    outputs = [i for i in nac.instructions if i.a == OP_OUTPUT and i.b == 0]
+    if n and not outputs:
+        add("OPS", nac.instructions[-1].offset, "no <OUTPUT B=0> instruction: the program returns nothing")
+    for rec in nac.input_names:
+        if rec.index not in inputs_b0:
+            add("DATA/inputs", 0, f"input name {rec.name!r} points to instruction {rec.index}, "
+                                  f"which is not a user-data <INPUT B=0>")
+    for rec in nac.mmap:
+        for c in rec.commands:
+            if c.action not in (L.MMAP_SAVE_RESULT, L.MMAP_FREE, L.MMAP_FORWARD, L.MMAP_PRELOAD):
+                add("MMAP", rec.offset, f"tick {rec.tick}: action code {c.action} "
+                                        f"({L.MMAP_ACTION_NAMES.get(c.action, 'unknown')}) is not defined by v1.6")
+            if n and c.target >= n:
+                add("MMAP", rec.offset, f"tick {rec.tick}: {c.name} targets instruction {c.target}, "
+                                        f"beyond the last ({n - 1})")
+    if not nac.header.weights_internal and nac.params:
+        if nac.weights_path is None:
+            add("DATA", 0, "weights are external but the file was not opened from a path, so no "
+                           ".safetensors can be found")
+        elif not os.path.exists(nac.weights_path):
+            add("DATA", 0, f"weights are external and {nac.weights_path} does not exist")
+    for pid, p in nac.params.items():
+        if p.meta is not None and p.meta.dtype not in L.DTYPE_NAMES:
+            add("DATA/tensors", p.data_offset, f"parameter {p.name!r}: unknown dtype code {p.meta.dtype}")
+    return out

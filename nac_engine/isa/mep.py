@@ -1,0 +1,488 @@
+"""MEP bytecode, the "execution recipe" stored in the ORCH section: decode, encode, text.
+
+Facts: research note upstream_format.md §12 (instruction set, jump convention), seed 000 §9
+(section framing). Every instruction is one opcode byte followed by its operands; multi-byte
+integers are little-endian. Operand kinds:
+
+* ``k``    u8 context key (a variable slot of the MEP register machine)
+* ``u8``   small integer or enumeration (dtype, op selector, model id ...)
+* ``c16``  u16 id in the ORCH constant pool
+* ``i16``  signed jump, relative to the end of the instruction (the byte after the i16)
+* ``keys`` u8 count n, then n keys; held as a Python ``list[int]``
+* ``raw``  opaque operand bytes of an opcode the interpreter only knows the length of
+
+TENSOR_MANIPULATE and TENSOR_INFO end in a tail whose fields depend on their ``op`` operand.
+
+Decoding never raises on bad bytes: an unknown opcode, an unknown ``op`` selector, or an
+instruction cut off by the end of the stream stops decoding; the remaining bytes become one
+``.bytes`` pseudo-instruction and the reason goes to the problems list. So
+``encode_mep(decode_mep(b)[0]) == b`` for *any* ``b``.
+
+Text grammar (one instruction per line; ``format_mep`` writes it, ``parse_mep`` reads it)::
+
+    line     := [ip ":"] mnemonic {operand} [";" comment]
+    ip       := decimal byte offset of the instruction in the bytecode
+    mnemonic := NAME from MEP_OPCODES  |  "OP_0x" hex hex  |  ".bytes"
+    operand  := name "=" value          every operand of the layout, named, once each
+    value    := "k" decimal             context key              out=k3
+              | decimal | enum-name     u8                       model=0   op=argmax
+              | "#" decimal             constant-pool id (c16)   path=#0
+              | "@" ["-"] decimal       jump, as the ABSOLUTE ip it lands on   jump=@12
+              | "[" [key {"," key}] "]" key list; its count byte is implied  in=[k1, k2]
+              | 'x"' {hex hex} '"'      raw bytes                raw=x"0a0b0c"
+
+Example: ``4: RES_LOAD_ARRAY out=k0 name=#1 ; "sample_input"``. Operand names are fixed per
+opcode (see ``MEP_OPCODES``) and may appear in any order. ``u8`` fields with a known value
+set print the name (``op=argmax``) and accept either the name or the number. The comment
+after ``;`` is ignored by the parser; ``format_mep`` puts pool values there. Without the
+``ip:`` prefix, ``parse_mep`` uses its ``ip`` argument (needed to turn ``@target`` back
+into a relative jump). ``.bytes`` takes a single ``data=x"..."`` operand.
+"""
+from __future__ import annotations
+
+import json
+import re
+import struct
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Optional, Union
+
+from ..errors import NacFormatError
+from ..format.spans import Span
+
+SECTION = "ORCH/bytecode"
+RAW_MNEMONIC = ".bytes"
+
+
+# -- operand layout --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Field:
+    name: str
+    kind: str                                  # "k" | "u8" | "c16" | "i16" | "keys" | "raw"
+    size: int = 0                              # byte count, for "raw" only
+    names: Optional[Mapping[int, str]] = None  # u8 values that print as a word
+
+
+@dataclass(frozen=True)
+class OpTail:
+    """Fields that follow only for some values of the instruction's ``op`` operand."""
+    by_op: Mapping[int, tuple]
+    default: Optional[tuple] = None            # None: any other op has no known layout
+
+
+Layout = tuple  # of Field | OpTail
+
+_FIXED_SIZE = {"k": 1, "u8": 1, "c16": 2, "i16": 2}
+
+
+def _k(name): return Field(name, "k")
+def _u8(name, names=None): return Field(name, "u8", names=names)
+def _c16(name): return Field(name, "c16")
+def _jump(): return Field("jump", "i16")
+def _keys(name): return Field(name, "keys")
+def _raw(size): return Field("raw", "raw", size)
+
+
+_MATH_UNARY = {0: "softmax", 1: "sqrt", 2: "abs", 3: "neg", 4: "exp", 5: "reciprocal"}
+_MATH_BINARY = {0: "add", 1: "sub", 2: "mul", 3: "div", 4: "pow", 5: "max", 6: "min"}
+_COMPARE = {0: "eq", 1: "ne", 2: "gt", 3: "lt"}
+_DTYPE = {0: "f32", 1: "f64", 2: "f16", 5: "i64", 7: "i8"}
+
+MEP_OPCODES: dict[int, tuple[str, Layout]] = {
+    0x02: ("SRC_USER_PROMPT", (_k("out"), _u8("data_type", {0: "str", 1: "int", 2: "float"}), _c16("prompt"))),
+    0x03: ("OP_0x03", (_raw(3),)),
+    0x04: ("SRC_CONSTANT", (_k("out"), _c16("const"))),
+    0x05: ("SRC_EXEC_MODE", (_k("out"),)),
+    0x10: ("RES_LOAD_MODEL", (_u8("model"), _c16("path"))),
+    0x11: ("RES_LOAD_DATAFILE", (_k("out"), _u8("file_type", {2: "npy"}), _c16("path"))),
+    0x12: ("RES_LOAD_EXTERN", (_k("out"), _u8("res_type", {0: "tokenizer"}), _c16("resource"))),
+    0x13: ("RES_LOAD_DYNAMIC", (_k("out"), _k("path"), _u8("file_type", {2: "npy", 3: "image"}))),
+    0x14: ("RES_LOAD_ARRAY", (_k("out"), _c16("name"))),
+    0x18: ("OP_0x18", (_raw(3),)),
+    0x1F: ("RES_UNLOAD", (_u8("res_type", {0: "model"}), _u8("id"))),
+    0x20: ("PREPROC_ENCODE", (_k("tokenizer"), _k("in"), _k("out"))),
+    0x21: ("PREPROC_DECODE", (_k("tokenizer"), _k("in"), _k("out"))),
+    0x22: ("PREPROC_GET_ID", (_k("tokenizer"), _c16("token"), _k("out"))),
+    0x2A: ("STRING_FORMAT", (_k("out"), _c16("fmt"), _keys("args"))),
+    0x30: ("TENSOR_CREATE", (_k("out"), _u8("dtype", _DTYPE),
+                             _u8("kind", {0: "value", 1: "arange", 2: "ones", 3: "zeros"}), _k("in"))),
+    0x31: ("OP_0x31", (_raw(5),)),
+    0x38: ("TENSOR_MANIPULATE", (_u8("op", {1: "pad", 2: "unsqueeze", 3: "squeeze"}), _k("out"), _k("in"),
+                                 OpTail({1: (_k("pad_width"), _k("value")), 2: (_k("dim"),), 3: (_k("dim"),)}))),
+    0x39: ("TENSOR_COMBINE", (_u8("op", {0: "concat"}), _k("out"), _keys("in"), _k("axis"))),
+    0x3A: ("TENSOR_INFO", (_u8("op", {0: "shape", 1: "dim", 2: "item"}), _k("out"), _k("in"),
+                           OpTail({1: (_k("dim"),)}, default=()))),
+    0x3B: ("TENSOR_EXTRACT", (_k("out"), _k("tensor"), _k("index"))),
+    0x59: ("SYS_COPY", (_k("out"), _k("in"))),
+    0x5F: ("SYS_DEBUG_PRINT", (_k("var"), _c16("msg"))),
+    0x60: ("MATH_UNARY", (_u8("op", _MATH_UNARY), _k("out"), _k("in"))),
+    0x61: ("MATH_BINARY", (_u8("op", _MATH_BINARY), _k("out"), _k("a"), _k("b"))),
+    0x62: ("MATH_AGGREGATE", (_u8("op", {0: "argmax"}), _k("out"), _k("in"))),
+    0x68: ("LOGIC_COMPARE", (_u8("op", _COMPARE), _k("out"), _k("a"), _k("b"))),
+    0x70: ("ANALYSIS_TOP_K", (_k("logits"), _k("k"), _k("out_idx"), _k("out_vals"))),
+    0x71: ("ANALYSIS_SAMPLE", (_k("logits"), _k("temp"), _k("topk"), _k("out"))),
+    0x80: ("MODEL_RUN_STATIC", (_u8("model"), _keys("in"), _keys("out"))),
+    # total length 12 + n_in + n_tgt; pool id 0 in the head names means "none"
+    0x82: ("MODEL_TRAIN_STEP", (_u8("model"), _u8("loss", {0: "ce", 1: "mse"}), _keys("in"), _keys("targets"),
+                                _k("loss_out"), _k("lr"), _k("logits"), _c16("head_weight"), _c16("head_bias"))),
+    0x83: ("MODEL_ZERO_GRAD", (_u8("model"),)),
+    0x85: ("MODEL_SAVE_WEIGHTS", (_u8("model"), _k("path"), _u8("save_type"))),
+    0xA0: ("FLOW_LOOP_START", (_k("counter"),)),
+    0xA1: ("FLOW_LOOP_END", (_jump(),)),
+    0xA8: ("FLOW_BRANCH_IF", (_k("cond"), _jump())),
+    0xA9: ("FLOW_BREAK_LOOP_IF", (_k("cond"), _jump())),
+    0xE0: ("SERIALIZE_OBJECT", (_k("out"), _k("in"), _u8("fmt", {0: "str", 1: "json", 2: "png"}))),
+    0xE1: ("OP_0xE1", (_raw(3),)),
+    0xF0: ("IO_WRITE", (_k("in"), _u8("dest", {0: "stdout", 1: "stderr", 2: "file"}), _k("dest_path"),
+                        _u8("mode", {0: "overwrite", 1: "append", 2: "stream"}))),
+    0xFE: ("EXEC_RETURN", (_keys("values"),)),
+    0xFF: ("EXEC_HALT", ()),
+}
+MEP_MNEMONICS = {name: op for op, (name, _) in MEP_OPCODES.items()}
+
+
+# -- instructions ----------------------------------------------------------------------------
+@dataclass
+class MepInstruction:
+    ip: int                       # byte offset within the bytecode
+    opcode: Optional[int]         # None for the ``.bytes`` pseudo-instruction
+    mnemonic: str
+    operands: list                # [(name, value)]: int, list[int] for keys, bytes for raw/data
+    length: int                   # bytes, opcode included
+
+    @property
+    def end(self) -> int:
+        return self.ip + self.length
+
+    @property
+    def jump_target(self) -> Optional[int]:
+        """Absolute ip a jump lands on (jumps are stored relative to the instruction end)."""
+        for name, value in self.operands:
+            if name == "jump":
+                return self.end + value
+        return None
+
+    def operand(self, name: str) -> Any:
+        return dict(self.operands)[name]
+
+
+class _Undecodable(Exception):
+    """Internal: the instruction at the current ip cannot be decoded (reason in args[0])."""
+
+
+def _resolve_tail(tail: OpTail, mnemonic: str, op: Any) -> tuple:
+    fields = tail.by_op.get(op, tail.default)
+    if fields is None:
+        raise _Undecodable(f"{mnemonic} op {op} has no known operand layout")
+    return fields
+
+
+def _decode_one(buf: bytes, ip: int) -> tuple[MepInstruction, list]:
+    """One instruction at ``ip`` plus its leaf fields as (ip, size, name, type, value)."""
+    opcode = buf[ip]
+    entry = MEP_OPCODES.get(opcode)
+    if entry is None:
+        raise _Undecodable(f"unknown MEP opcode 0x{opcode:02X}")
+    mnemonic, layout = entry
+    leaves = [(ip, 1, "opcode", "opcode", mnemonic)]
+    operands: list = []
+    pos = ip + 1
+
+    def take(n: int, what: str) -> int:
+        nonlocal pos
+        if n > len(buf) - pos:
+            raise _Undecodable(f"truncated {mnemonic}: {what} needs {n} bytes at ip {pos}, "
+                               f"{len(buf) - pos} left")
+        start, pos = pos, pos + n
+        return start
+
+    pending = list(layout)
+    while pending:
+        f = pending.pop(0)
+        if isinstance(f, OpTail):
+            pending = list(_resolve_tail(f, mnemonic, dict(operands).get("op"))) + pending
+            continue
+        if f.kind == "keys":
+            at = take(1, f"n_{f.name}")
+            n = buf[at]
+            leaves.append((at, 1, f"n_{f.name}", "u8", n))
+            at = take(n, f.name)
+            keys = list(buf[at:at + n])
+            leaves.extend((at + j, 1, f"{f.name}[{j}]", "k", key) for j, key in enumerate(keys))
+            operands.append((f.name, keys))
+        elif f.kind == "raw":
+            at = take(f.size, f.name)
+            value = bytes(buf[at:at + f.size])
+            leaves.append((at, f.size, f.name, "bytes", value))
+            operands.append((f.name, value))
+        else:
+            size = _FIXED_SIZE[f.kind]
+            at = take(size, f.name)
+            if f.kind == "c16":
+                (value,) = struct.unpack_from("<H", buf, at)
+            elif f.kind == "i16":
+                (value,) = struct.unpack_from("<h", buf, at)
+            else:
+                value = buf[at]
+            leaves.append((at, size, f.name, f.kind, value))
+            operands.append((f.name, value))
+    return MepInstruction(ip, opcode, mnemonic, operands, pos - ip), leaves
+
+
+def decode_mep(bytecode: bytes, base_offset: int = 0, span: Optional[Span] = None
+               ) -> tuple[list[MepInstruction], list[NacFormatError]]:
+    """Decode a whole bytecode stream; never raises on bad bytes (see module docstring).
+
+    ``base_offset`` is the absolute file offset of ``bytecode[0]``; it places problems and
+    spans. With ``span``, each instruction becomes a child ``insn[i]`` whose leaves cover
+    its bytes exactly once (opcode, each operand field, each count byte and list element).
+    """
+    buf = bytes(bytecode)
+    instructions: list[MepInstruction] = []
+    problems: list[NacFormatError] = []
+    ip = 0
+    while ip < len(buf):
+        try:
+            instr, leaves = _decode_one(buf, ip)
+        except _Undecodable as e:
+            problems.append(NacFormatError(SECTION, base_offset + ip, e.args[0]))
+            rest = buf[ip:]
+            instr = MepInstruction(ip, None, RAW_MNEMONIC, [("data", rest)], len(rest))
+            leaves = [(ip, len(rest), "data", "bytes", rest)]
+        if span is not None:
+            node = span.add(base_offset + ip, instr.length, f"insn[{len(instructions)}]", "mep",
+                            format_mep(instr, address=False))
+            for at, size, name, type_, value in leaves:
+                node.add(base_offset + at, size, name, type_, value)
+        instructions.append(instr)
+        ip += instr.length
+    return instructions, problems
+
+
+# -- encoding --------------------------------------------------------------------------------
+def _layout_of(instr: MepInstruction) -> tuple[str, tuple]:
+    """Flat field list of ``instr`` (op-dependent tails resolved from its ``op`` operand)."""
+    entry = MEP_OPCODES.get(instr.opcode)
+    if entry is None:
+        raise ValueError(f"unknown MEP opcode {instr.opcode!r}")
+    mnemonic, layout = entry
+    fields: list[Field] = []
+    for f in layout:
+        if isinstance(f, OpTail):
+            try:
+                fields.extend(_resolve_tail(f, mnemonic, dict(instr.operands).get("op")))
+            except _Undecodable as e:
+                raise ValueError(e.args[0]) from None
+        else:
+            fields.append(f)
+    return mnemonic, tuple(fields)
+
+
+def _check_range(name: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValueError(f"operand {name}={value!r} is not an integer in [{lo}, {hi}]")
+    return value
+
+
+def encode_instruction(instr: MepInstruction) -> bytes:
+    if instr.mnemonic == RAW_MNEMONIC:
+        (name, data), = instr.operands
+        return bytes(data)
+    mnemonic, fields = _layout_of(instr)
+    names = [name for name, _ in instr.operands]
+    if names != [f.name for f in fields]:
+        raise ValueError(f"{mnemonic} takes operands {[f.name for f in fields]}, got {names}")
+    out = bytearray([instr.opcode])
+    for f, (name, value) in zip(fields, instr.operands):
+        if f.kind == "keys":
+            keys = list(value)
+            _check_range(f"n_{name}", len(keys), 0, 255)
+            out.append(len(keys))
+            out.extend(_check_range(name, key, 0, 255) for key in keys)
+        elif f.kind == "raw":
+            if len(value) != f.size:
+                raise ValueError(f"{mnemonic} {name} must be {f.size} bytes, got {len(value)}")
+            out += bytes(value)
+        elif f.kind == "c16":
+            out += struct.pack("<H", _check_range(name, value, 0, 0xFFFF))
+        elif f.kind == "i16":
+            out += struct.pack("<h", _check_range(name, value, -0x8000, 0x7FFF))
+        else:
+            out.append(_check_range(name, value, 0, 255))
+    return bytes(out)
+
+
+def encode_mep(instructions: Iterable[MepInstruction]) -> bytes:
+    """Bytes of an instruction list; the exact inverse of ``decode_mep``. Uses the operands
+    (jumps stay relative), not ``ip``/``length``. Raises ValueError on operands out of range."""
+    return b"".join(encode_instruction(i) for i in instructions)
+
+
+# -- text ------------------------------------------------------------------------------------
+def _show_pool(value: Any) -> str:
+    if isinstance(value, (str, int, float, bool, list, tuple)) or value is None:
+        try:
+            return json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            pass
+    return repr(value)
+
+
+def _fields_for_text(instr: MepInstruction) -> tuple:
+    if instr.mnemonic == RAW_MNEMONIC:
+        return (Field("data", "raw", len(instr.operands[0][1])),)
+    return _layout_of(instr)[1]
+
+
+def format_mep(instr: MepInstruction, pool: Optional[Mapping[int, Any]] = None, *,
+               address: bool = True) -> str:
+    """One line of the text grammar; with ``pool``, pool values go into a ``;`` comment."""
+    parts = [instr.mnemonic]
+    comments = []
+    for f, (name, value) in zip(_fields_for_text(instr), instr.operands):
+        if f.kind == "k":
+            text = f"k{value}"
+        elif f.kind == "keys":
+            text = "[" + ", ".join(f"k{key}" for key in value) + "]"
+        elif f.kind == "c16":
+            text = f"#{value}"
+            if pool is not None:
+                comments.append(_show_pool(pool[value]) if value in pool else f"#{value}=?")
+        elif f.kind == "i16":
+            text = f"@{instr.end + value}"
+        elif f.kind == "raw":
+            text = f'x"{bytes(value).hex()}"'
+        else:
+            text = (f.names or {}).get(value, str(value))
+        parts.append(f"{name}={text}")
+    line = " ".join(parts)
+    if comments:
+        line += " ; " + ", ".join(comments)
+    return f"{instr.ip}: {line}" if address else line
+
+
+_LINE = re.compile(r"\s*(?:(\d+)\s*:)?\s*(\S+)(.*)", re.S)
+_OPERAND = re.compile(r"\s*(\w+)\s*=\s*(\[[^\]]*\]|x\"[^\"]*\"|[^\s\[\]\"]+)")
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2})*")
+
+
+def _parse_int(text: str, what: str) -> int:
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if re.fullmatch(r"-?0[xX][0-9a-fA-F]+", text):
+        return int(text, 16)
+    raise ValueError(f"{what}: expected a number, got {text!r}")
+
+
+def _parse_key(text: str, what: str) -> int:
+    text = text.strip()
+    if not text.startswith("k"):
+        raise ValueError(f"{what}: expected a context key like k3, got {text!r}")
+    return _parse_int(text[1:], what)
+
+
+def _parse_value(f: Field, text: str, mnemonic: str) -> Any:
+    what = f"{mnemonic} {f.name}"
+    if f.kind == "k":
+        return _parse_key(text, what)
+    if f.kind == "keys":
+        if not (text.startswith("[") and text.endswith("]")):
+            raise ValueError(f"{what}: expected a key list like [k1, k2], got {text!r}")
+        inner = text[1:-1].strip()
+        return [_parse_key(item, what) for item in inner.split(",")] if inner else []
+    if f.kind == "c16":
+        if not text.startswith("#"):
+            raise ValueError(f"{what}: expected a pool id like #3, got {text!r}")
+        return _parse_int(text[1:], what)
+    if f.kind == "i16":
+        if not text.startswith("@"):
+            raise ValueError(f"{what}: expected an absolute jump target like @12, got {text!r}")
+        return _parse_int(text[1:], what)       # absolute for now; made relative by the caller
+    if f.kind == "raw":
+        if not (text.startswith('x"') and text.endswith('"') and _HEX.fullmatch(text[2:-1])):
+            raise ValueError(f'{what}: expected hex bytes like x"0a0b", got {text!r}')
+        return bytes.fromhex(text[2:-1])
+    by_name = {v: k for k, v in (f.names or {}).items()}
+    return by_name[text] if text in by_name else _parse_int(text, what)
+
+
+def parse_mep(line: str, ip: int = 0) -> MepInstruction:
+    """Read one line of the text grammar (the inverse of ``format_mep``; comments ignored).
+
+    ``ip`` is used when the line has no ``ip:`` prefix. Raises ValueError on bad text.
+    """
+    code = line.split(";", 1)[0]
+    m = _LINE.fullmatch(code)
+    if m is None or not m.group(2):
+        raise ValueError(f"no instruction in {line!r}")
+    if m.group(1) is not None:
+        ip = int(m.group(1))
+    mnemonic, rest = m.group(2), m.group(3)
+
+    given: dict[str, str] = {}
+    pos = 0
+    while rest[pos:].strip():
+        om = _OPERAND.match(rest, pos)
+        if om is None:
+            raise ValueError(f"cannot read operand at {rest[pos:].strip()!r} in {line!r}")
+        if om.group(1) in given:
+            raise ValueError(f"operand {om.group(1)} given twice in {line!r}")
+        given[om.group(1)] = om.group(2)
+        pos = om.end()
+
+    if mnemonic == RAW_MNEMONIC:
+        layout: tuple = (Field("data", "raw"),)
+        opcode = None
+    elif mnemonic in MEP_MNEMONICS:
+        opcode = MEP_MNEMONICS[mnemonic]
+        layout = MEP_OPCODES[opcode][1]
+    else:
+        raise ValueError(f"unknown MEP mnemonic {mnemonic!r}")
+
+    operands: list = []
+    pending = list(layout)
+    while pending:
+        f = pending.pop(0)
+        if isinstance(f, OpTail):
+            try:
+                pending = list(_resolve_tail(f, mnemonic, dict(operands).get("op"))) + pending
+            except _Undecodable as e:
+                raise ValueError(e.args[0]) from None
+            continue
+        if f.name not in given:
+            raise ValueError(f"{mnemonic} needs operand {f.name}= in {line!r}")
+        text = given.pop(f.name)
+        if f.kind == "raw" and opcode is None:     # .bytes: any length
+            f = Field("data", "raw", max(len(text) - 3, 0) // 2)
+        value = _parse_value(f, text, mnemonic)
+        if f.kind == "raw" and len(value) != f.size:
+            raise ValueError(f"{mnemonic} {f.name} must be {f.size} bytes, got {len(value)}")
+        operands.append((f.name, value))
+    if given:
+        raise ValueError(f"{mnemonic} has no operand(s) {sorted(given)} in {line!r}")
+
+    instr = MepInstruction(ip, opcode, mnemonic, operands, 0)
+    if opcode is None:
+        instr.length = len(operands[0][1])
+        return instr
+    # Jump targets were read as absolute; storage is relative to the instruction's end,
+    # which needs its length, which does not depend on the jump value.
+    instr.operands = [(n, 0 if n == "jump" else v) for n, v in operands]
+    instr.length = len(encode_instruction(instr))
+    instr.operands = [(n, v - instr.end if n == "jump" else v) for n, v in operands]
+    encode_instruction(instr)   # range-checks the relative jump
+    return instr
+
+
+def parse_mep_listing(text: Union[str, Iterable[str]]) -> list[MepInstruction]:
+    """Several lines; blank and comment-only lines are skipped, ip runs on from the previous
+    instruction unless a line gives its own ``ip:`` prefix."""
+    lines = text.splitlines() if isinstance(text, str) else text
+    out: list[MepInstruction] = []
+    ip = 0
+    for line in lines:
+        if not line.split(";", 1)[0].strip():
+            continue
+        instr = parse_mep(line, ip)
+        out.append(instr)
+        ip = instr.end
+    return out
