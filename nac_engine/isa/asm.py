@@ -1,0 +1,337 @@
+"""Assembly text → NacFile (then bytes through the normal writer).
+
+Payloads (tensor data, RSRC files, ARRS arrays) are taken by name from ``weights``: the
+original ``.nac`` or a ``.safetensors`` file. Everything else comes from the text, so a
+hand-edited program (a patched constant, a new instruction) assembles without the
+original. Unknown op names, signatures and literal constants are added to CMAP/PERM/CNST.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Optional
+
+import numpy as np
+
+from ..format import layout as L
+from ..format.model import (Constant, Header, InputName, MmapCommand, MmapRecord, NacFile, NamedArray, Orch,
+                            Parameter, Proc, Resource, TensorMeta)
+from .literals import parse_literal, parse_name, split_top, strip_comment
+from .textops import Tables, TextError, parse_instruction
+
+_MMAP_LINE = re.compile(r"^@(\d+):\s*(.*)$")
+
+
+def assemble(text: str, weights=None) -> NacFile:
+    """Parse assembly ``text``. ``weights``: path of a .nac / .safetensors, or a NacFile."""
+    src = _WeightSource(weights)
+    try:
+        return _Assembler(src).run(text)
+    finally:
+        src.close()
+
+
+class _WeightSource:
+    def __init__(self, weights):
+        self.nac: Optional[NacFile] = None
+        self.st = None
+        self.own = False
+        self.label = str(weights)
+        if weights is None:
+            return
+        if isinstance(weights, NacFile):
+            self.nac = weights
+            return
+        path = os.fspath(weights)
+        if path.endswith(".safetensors"):
+            from safetensors import safe_open
+            self.st = safe_open(path, framework="numpy")
+        else:
+            from ..format.reader import read
+            self.nac, self.own = read(path), True
+
+    def close(self) -> None:
+        if self.own and self.nac is not None:
+            self.nac.close()
+
+    def tensor(self, name: str, meta: TensorMeta) -> bytes:
+        if self.nac is not None:
+            p = self.nac.param_by_name(name)
+            if p is not None and p.data_offset >= 0:
+                return bytes(self.nac._buf[p.data_offset:p.data_offset + p.data_length])
+            if p is not None and p._payload is not None:
+                return bytes(np.ascontiguousarray(p.raw()).view(np.uint8).reshape(-1))
+        if self.st is not None and name in self.st.keys():
+            arr = np.ascontiguousarray(self.st.get_tensor(name))
+            return arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+        raise LookupError(f"tensor data for parameter {name!r} not found in {self.label}; "
+                          f"pass the original .nac or a .safetensors with --weights")
+
+    def resource(self, name: str) -> bytes:
+        for r in (self.nac.rsrc or []) if self.nac is not None else []:
+            if r.name == name:
+                return r.data
+        raise LookupError(f"resource file {name!r} not found in {self.label}")
+
+    def array(self, name: str) -> bytes:
+        for a in (self.nac.arrs or []) if self.nac is not None else []:
+            if a.name == name:
+                return a.data
+        raise LookupError(f"array {name!r} not found in {self.label}")
+
+
+class _Assembler:
+    def __init__(self, src: _WeightSource):
+        self.src = src
+        self.nac = NacFile()
+        self.mode = None
+        self.explicit_inputs: list = []
+        self.line_names: dict = {}
+        self.ops_lines: list = []
+        self.trng_lines: list = []
+        self.mep_lines: list = []
+        self.bytecode_hex: list = []
+        self.proc_hex: Optional[list] = None
+        self.trailing_hex: dict = {}
+
+    def run(self, text: str) -> NacFile:
+        nac = self.nac
+        for lineno, raw in enumerate(text.splitlines(), 1):
+            line = strip_comment(raw).strip()
+            if not line:
+                continue
+            try:
+                if line.startswith("."):
+                    self._directive(line, lineno)
+                elif self.mode == "ops":
+                    self.ops_lines.append((lineno, line))
+                elif self.mode == "trng":
+                    self.trng_lines.append((lineno, line))
+                elif self.mode == "mmap":
+                    self._mmap(line, lineno)
+                else:
+                    raise TextError(lineno, f"unexpected line outside a section: {line[:60]!r}")
+            except TextError:
+                raise
+            except (ValueError, LookupError, KeyError, IndexError) as e:
+                raise TextError(lineno, str(e)) from None
+        tables = Tables(nac)
+        for i, (lineno, line) in enumerate(self.ops_lines):
+            nac.instructions.append(parse_instruction(line, i, tables, lineno=lineno, names_out=self.line_names))
+        if self.trng_lines or nac.trng is not None:
+            nac.trng = [parse_instruction(line, i, tables, lineno=lineno)
+                        for i, (lineno, line) in enumerate(self.trng_lines)]
+        nac.input_names = self.explicit_inputs or [InputName(i, n) for i, n in sorted(self.line_names.items())]
+        if nac.orch is not None:
+            if self.mep_lines:
+                from .mep import encode_mep, parse_mep
+                nac.orch.bytecode = encode_mep([parse_mep(ln) for _, ln in self.mep_lines])
+            else:
+                nac.orch.bytecode = bytes.fromhex("".join(self.bytecode_hex))
+        if self.proc_hex is not None:
+            nac.proc = Proc(bytes.fromhex("".join(self.proc_hex)))
+        for region, parts in self.trailing_hex.items():
+            nac.trailing[region] = bytes.fromhex("".join(parts))
+        for tag, attr in (("RSRC", "rsrc"), ("ARRS", "arrs"), ("TRNG", "trng")):
+            if tag in nac.layout and getattr(nac, attr) is None:
+                setattr(nac, attr, [])
+        if "ORCH" in nac.layout and nac.orch is None:
+            nac.orch = Orch()
+        if "PROC" in nac.layout and nac.proc is None:
+            nac.proc = Proc()
+        nac.invalidate()
+        return nac
+
+    # ------------------------------------------------------------------ directives
+    def _directive(self, line: str, lineno: int) -> None:
+        word, _, rest = line.partition(" ")
+        rest = rest.strip()
+        nac = self.nac
+        if word == ".version":
+            if rest not in L.LAYOUTS:
+                raise TextError(lineno, f"unknown version {rest!r}")
+            nac.header.version = rest
+        elif word == ".header":
+            self._header(rest, lineno)
+        elif word == ".layout":
+            nac.layout = rest.split()
+        elif word == ".cmap":
+            oid, name = rest.split(None, 1)
+            nac.cmap[int(oid)] = parse_name(name)
+        elif word == ".perm":
+            sid, sig = rest.split(None, 1)
+            nac.perms[int(sid)] = parse_name(sig)
+        elif word == ".const":
+            c = _const(rest)
+            nac.constants[c.id] = c
+        elif word == ".param":
+            pid, name = rest.split(None, 1)
+            nac.params[int(pid)] = Parameter(int(pid), parse_name(name), _file=nac)
+        elif word == ".tensor":
+            pid, meta_text = rest.split(None, 1)
+            p = nac.params.get(int(pid))
+            if p is None:
+                raise TextError(lineno, f".tensor {pid}: no .param {pid} declared before it")
+            p.meta = parse_meta(meta_text)
+            p._payload = self.src.tensor(p.name, p.meta)
+            p.data_length = len(p._payload)
+            nac.tensor_order.append(p.id)
+        elif word == ".input":
+            idx, name = rest.split(None, 1)
+            self.explicit_inputs.append(InputName(int(idx), parse_name(name)))
+        elif word in (".ops", ".mmap", ".trng"):
+            self.mode = word[1:]
+            if word == ".trng" and nac.trng is None:
+                nac.trng = []
+        elif word == ".orch":
+            nac.orch = Orch()
+        elif word == ".mep":
+            self.mep_lines.append((lineno, rest))
+        elif word == ".bytecode":
+            self.bytecode_hex.append(rest)
+        elif word == ".pool":
+            if nac.orch is None:
+                nac.orch = Orch()
+            nac.orch.pool.append(_const(rest))
+        elif word == ".proc":
+            self.proc_hex = (self.proc_hex or []) + ([rest] if rest else [])
+        elif word == ".rsrc":
+            name, _size = _name_and_tail(rest)
+            nac.rsrc = (nac.rsrc or []) + [Resource(name, _payload=self.src.resource(name))]
+        elif word == ".array":
+            name, tail = _name_and_tail(rest)
+            dtype, tail = tail.split(None, 1)
+            shape_text = tail[:tail.index("]") + 1]
+            shape = tuple(int(x) for x in split_top(shape_text[1:-1]) if x)
+            code = L.DTYPE_CODES[dtype] if dtype in L.DTYPE_CODES else _int_or(dtype)
+            nac.arrs = (nac.arrs or []) + [NamedArray(name, code, shape,
+                                                      _payload=self.src.array(name))]
+        elif word == ".trailing":
+            region, _, hx = rest.partition(" ")
+            self.trailing_hex.setdefault(region, []).append(hx.strip())
+        else:
+            raise TextError(lineno, f"unknown directive {word}")
+
+    def _header(self, rest: str, lineno: int) -> None:
+        h: Header = self.nac.header
+        for item in rest.split():
+            k, _, v = item.partition("=")
+            if k == "quant":
+                h.quant_method = L.QUANT_CODES[v.lower()] if v.lower() in L.QUANT_CODES else int(v)
+            elif k == "weights":
+                if v not in ("internal", "external"):
+                    raise TextError(lineno, f"weights must be internal or external, not {v!r}")
+                h.weights_internal = v == "internal"
+            elif k == "inputs":
+                h.num_inputs = int(v)
+            elif k == "outputs":
+                h.num_outputs = int(v)
+            elif k == "d_model":
+                h.d_model = int(v)
+            elif k == "trng":
+                h.trng_flag = v not in ("0", "false", "False")
+            elif k == "reserved":
+                h.reserved = int(v)
+            elif k == "padding":
+                h.padding = bytes.fromhex(v)
+            else:
+                raise TextError(lineno, f"unknown header field {k!r}")
+
+    def _mmap(self, line: str, lineno: int) -> None:
+        m = _MMAP_LINE.match(line)
+        if not m:
+            raise TextError(lineno, f"expected '@TICK: ACTION vN, ...', got {line[:60]!r}")
+        cmds = []
+        for part in split_top(m.group(2)) if m.group(2).strip() else []:
+            action, target = part.split()
+            code = L.MMAP_ACTION_CODES.get(action)
+            if code is None:
+                if not action.startswith("ACTION_"):
+                    raise TextError(lineno, f"unknown MMAP action {action!r}")
+                code = int(action[7:])
+            if not target.startswith("v"):
+                raise TextError(lineno, f"MMAP target must be vN, got {target!r}")
+            cmds.append(MmapCommand(code, int(target[1:])))
+        self.nac.mmap.append(MmapRecord(int(m.group(1)), cmds))
+
+
+def _name_and_tail(rest: str) -> tuple[str, str]:
+    if rest.startswith('"'):
+        end = rest.index('"', 1)
+        while rest[end - 1] == "\\":
+            end = rest.index('"', end + 1)
+        return parse_name(rest[:end + 1]), rest[end + 1:].strip()
+    name, _, tail = rest.partition(" ")
+    return name, tail.strip()
+
+
+def _int_or(text: str) -> int:
+    if text.startswith("dtype"):
+        return int(text[5:])
+    return int(text)
+
+
+def _const(rest: str) -> Constant:
+    cid, typ, lit = rest.split(None, 2)
+    length_field = None
+    m = re.search(r"\s+len=(\d+)$", lit)
+    if m:
+        length_field = int(m.group(1))
+        lit = lit[:m.start()]
+    type_code = L.CONST_TYPE_CODES.get(typ)
+    if type_code is None:
+        raise ValueError(f"unknown constant type {typ!r}")
+    parsed_type, value = parse_literal(lit)
+    if parsed_type != type_code:
+        # the literal grammar maps int64/float64 literals; list/null/bool must agree exactly
+        if type_code == L.CONST_FLOAT64 and parsed_type == L.CONST_INT64:
+            value = float(value)
+        elif type_code == L.CONST_LIST_F32 and parsed_type == L.CONST_LIST_I32 and not value:
+            value = ()
+        else:
+            raise ValueError(f"constant {cid}: literal {lit!r} is not a {typ}")
+    if type_code in (L.CONST_NULL, L.CONST_BOOL) and length_field is None:
+        length_field = 0 if type_code == L.CONST_NULL else 1
+    return Constant(int(cid), type_code, value, length_field)
+
+
+def parse_meta(text: str) -> TensorMeta:
+    """``DTYPE [SHAPE] [quant=... scale=... axis=... scales=[...] block=... orig=[...] extra=HEX]``."""
+    dtype, rest = text.split(None, 1)
+    rest = rest.strip()
+    shape_end = rest.index("]") + 1
+    shape = tuple(int(x) for x in rest[1:shape_end - 1].split(",") if x.strip())
+    code = L.DTYPE_CODES.get(dtype)
+    if code is None:
+        code = _int_or(dtype)
+    meta = TensorMeta(code, shape, 0)
+    for item in rest[shape_end:].split():
+        k, _, v = item.partition("=")
+        if k == "quant":
+            meta.quant = L.QUANT_CODES[v.lower()] if v.lower() in L.QUANT_CODES else int(v)
+        elif k == "scale":
+            if v.startswith("0x"):
+                meta.scale_bits = bytes.fromhex(v[2:])[::-1]
+            else:
+                meta.scale_bits = np.float32(float(v)).astype("<f4").tobytes()
+            meta.scale = float(np.frombuffer(meta.scale_bits, "<f4")[0])
+        elif k == "axis":
+            meta.axis = int(v)
+        elif k == "scales":
+            meta.scales = _scales(v)
+        elif k == "block":
+            meta.block_size = int(v)
+        elif k == "orig":
+            meta.original_shape = tuple(int(x) for x in v[1:-1].split(",") if x.strip())
+        elif k == "extra":
+            meta.extra = bytes.fromhex(v)
+        else:
+            raise ValueError(f"unknown tensor field {k!r}")
+    return meta
+
+
+def _scales(v: str) -> np.ndarray:
+    if v.startswith("hex:"):
+        return np.frombuffer(bytes.fromhex(v[4:]), "<f4").copy()
+    inner = v.strip()[1:-1]
+    return np.array([float(x) for x in inner.split(",") if x.strip()], dtype="<f4")

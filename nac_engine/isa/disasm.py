@@ -1,0 +1,193 @@
+"""NacFile → assembly text: directives for the tables, one line per instruction.
+
+The text holds everything the file holds except tensor/resource/array payloads, which the
+assembler takes from the original file or a ``.safetensors`` (by name). Directives:
+
+    .version V                 .header k=v ...              .layout TAG ...
+    .cmap ID NAME              .perm ID "SIG"               .const ID TYPE LITERAL [len=N]
+    .param ID NAME             .tensor ID DTYPE [SHAPE] [quant=... ...]
+    .input INDEX NAME          (only when DATA's input names are not derivable from the lines)
+    .ops / .trng               instruction lines follow (see textops)
+    .mmap                      @TICK: ACTION vT, ...
+    .orch / .mep TEXT / .bytecode HEX / .pool ID TYPE LITERAL
+    .proc HEX                  .rsrc NAME SIZE              .array NAME DTYPE [SHAPE] SIZE
+    .trailing REGION HEX       bytes a reader could not attribute, kept for exactness
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Optional
+
+import numpy as np
+
+from ..format import layout as L
+from ..format.model import Constant, NacFile, TensorMeta
+from .literals import format_f32, format_literal, format_name
+from .textops import Tables, format_instruction
+
+_WRAP = 64  # hex bytes per line
+
+
+def disassemble(nac: NacFile, *, mmap_comments: bool = False, source_name: Optional[str] = None) -> str:
+    return "\n".join(iter_disassembly(nac, mmap_comments=mmap_comments, source_name=source_name)) + "\n"
+
+
+def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: Optional[str] = None):
+    h = nac.header
+    t = Tables(nac)
+    yield f"; NAC v{h.version} disassembly" + (f" of {source_name}" if source_name else "") + \
+          f" — {len(nac.instructions)} instructions, {len(nac.params)} parameters"
+    yield f".version {h.version}"
+    yield ".header " + " ".join(_header_fields(nac))
+    if nac.layout:
+        yield ".layout " + " ".join(nac.layout)
+    for oid, name in nac.cmap.items():
+        yield f".cmap {oid} {format_name(name)}"
+    for sid, sig in nac.perms.items():
+        yield f".perm {sid} {json.dumps(sig)}"
+    for c in nac.constants.values():
+        yield ".const " + _const_directive(c)
+    for pid, p in nac.params.items():
+        yield f".param {pid} {format_name(p.name)}"
+    for pid in nac.tensor_order:
+        p = nac.params.get(pid)
+        if p is not None and p.meta is not None:
+            yield f".tensor {pid} " + format_meta(p.meta) + f"    ; {p.data_length} bytes"
+    names = {n.index: n.name for n in nac.input_names}
+    derivable = _inputs_derivable(nac)
+    if not derivable:
+        for n in nac.input_names:
+            yield f".input {n.index} {format_name(n.name)}"
+    by_tick = nac.mmap_by_tick() if mmap_comments else {}
+    yield ".ops"
+    for ins in nac.instructions:
+        line = format_instruction(ins, t, names if derivable else {})
+        note = []
+        if not derivable and ins.index in names:
+            note.append(f"input {names[ins.index]!r}")
+        p = nac.param_for(ins)
+        if p is not None and p.meta is not None:
+            note.append(f"{p.dtype}{list(p.shape)}")
+        if mmap_comments and ins.index in by_tick:
+            note.append(", ".join(f"{_short(c.name)} v{c.target}" for c in by_tick[ins.index]))
+        yield line + ("   ; " + "; ".join(note) if note else "")
+    yield ".mmap"
+    for rec in nac.mmap:
+        yield f"@{rec.tick}: " + ", ".join(f"{c.name} v{c.target}" for c in rec.commands)
+    if nac.orch is not None:
+        yield from _orch_lines(nac)
+    if nac.proc is not None:
+        if nac.proc.decoded is not None:
+            try:
+                from .tisa import format_tisa
+                for ln in format_tisa(nac.proc.decoded):
+                    yield "; " + ln
+            except Exception:   # listing is a comment only; never fail the disassembly for it
+                pass
+        yield from _hex_lines(".proc", nac.proc.manifest)
+    for r in nac.rsrc or []:
+        yield f".rsrc {format_name(r.name)} {r.data_length if r._payload is None else len(r._payload)}"
+    for a in nac.arrs or []:
+        yield f".array {format_name(a.name)} {L.dtype_name(a.dtype)} {list(a.shape)} {len(a.data)}"
+    if nac.trng is not None:
+        yield ".trng"
+        for ins in nac.trng:
+            yield format_instruction(ins, t, {})
+    for region, data in nac.trailing.items():
+        yield from _hex_lines(f".trailing {region}", data)
+
+
+_SHORT = {"SAVE_RESULT": "SAVE", "PRELOAD": "PRELOAD", "FREE": "FREE", "FORWARD": "FORWARD"}
+
+
+def _short(name: str) -> str:
+    return _SHORT.get(name, name)
+
+
+def _header_fields(nac: NacFile) -> list[str]:
+    h = nac.header
+    out = [f"quant={L.QUANT_NAMES.get(h.quant_method, h.quant_method)}",
+           f"weights={'internal' if h.weights_internal else 'external'}",
+           f"inputs={h.num_inputs}", f"outputs={h.num_outputs}", f"d_model={h.d_model}"]
+    if h.trng_flag:
+        out.append("trng=1")
+    if h.reserved:
+        out.append(f"reserved={h.reserved}")
+    if h.version == "1.6" and h.padding != b"\0\0\0\0":
+        out.append(f"padding={h.padding.hex()}")
+    return out
+
+
+def _inputs_derivable(nac: NacFile) -> bool:
+    expect = [(i.index) for i in nac.instructions if i.a == 2 and i.b == 0 and i.c is None and i.d is None]
+    idx = [n.index for n in nac.input_names]
+    return idx == sorted(set(idx)) and set(idx) <= set(expect)
+
+
+def _const_directive(c: Constant) -> str:
+    s = f"{c.id} {L.CONST_TYPE_NAMES.get(c.type, c.type)} "
+    s += format_literal(c.type, c.value) if c.type in L.CONST_TYPE_NAMES else "None"
+    if c.type in (L.CONST_NULL, L.CONST_BOOL):
+        default = 0 if c.type == L.CONST_NULL else 1
+        if c.length_field is not None and c.length_field != default:
+            s += f" len={c.length_field}"
+    return s
+
+
+def format_meta(m: TensorMeta) -> str:
+    s = f"{L.dtype_name(m.dtype)} {list(m.shape)}"
+    if m.quant == L.QUANT_INT8_TENSOR:
+        s += " quant=INT8_TENSOR scale=" + _f32_bits_text(m.scale_bits)
+    elif m.quant == L.QUANT_INT8_CHANNEL:
+        s += f" quant=INT8_CHANNEL axis={m.axis} scales=" + _scales_text(m.scales)
+    elif m.quant == L.QUANT_BLOCK_FP8:
+        s += (f" quant=BLOCK_FP8 block={m.block_size} orig={list(m.original_shape or ())} scales="
+              + _scales_text(m.scales))
+    elif m.quant:
+        s += f" quant={m.quant}"
+    if m.extra:
+        s += f" extra={m.extra.hex()}"
+    return s.replace(", ", ",")
+
+
+def _f32_bits_text(bits: Optional[bytes]) -> str:
+    v = float(np.frombuffer(bits, "<f4")[0]) if bits else 0.0
+    return "0x" + bits[::-1].hex() if bits and math.isnan(v) else format_f32(v)
+
+
+def _scales_text(scales) -> str:
+    arr = np.asarray(scales, dtype="<f4")
+    if np.isnan(arr).any():
+        return "hex:" + arr.tobytes().hex()
+    return "[" + ",".join(format_f32(float(x)) for x in arr) + "]"
+
+
+def _orch_lines(nac: NacFile):
+    orch = nac.orch
+    yield ".orch"
+    mep_text = None
+    if orch.bytecode:
+        try:
+            from .mep import decode_mep, encode_mep, format_mep, parse_mep
+            pool = {c.id: c.value for c in orch.pool}
+            instrs, problems = decode_mep(orch.bytecode)
+            lines = [format_mep(i, pool) for i in instrs]
+            if not problems and encode_mep([parse_mep(ln) for ln in lines]) == orch.bytecode:
+                mep_text = lines
+        except Exception:   # fall back to hex: exactness matters more than the listing
+            mep_text = None
+        if mep_text is None:
+            yield from _hex_lines(".bytecode", orch.bytecode)
+        else:
+            for ln in mep_text:
+                yield ".mep " + ln
+    for c in orch.pool:
+        yield ".pool " + _const_directive(c)
+
+
+def _hex_lines(directive: str, data: bytes):
+    if not data:
+        yield directive
+    for i in range(0, len(data), _WRAP):
+        yield f"{directive} {data[i:i + _WRAP].hex()}"

@@ -1,0 +1,325 @@
+"""One instruction ↔ one line of text, in both directions.
+
+Grammar (``vN`` is instruction N; the line for instruction N must say ``vN``)::
+
+    vN = OP[#A](ARG, ...)[<SIG> | <#B>]     regular op; ARG = vK | cID | literal
+    vN = input [NAME]                        <INPUT B=0>
+    vN = param NAME | param #ID              <INPUT B=1>, C = [1, id]
+    vN = state ID | saved ID | target ID     <INPUT B=2|4|5>, C = [1, id]
+    vN = lifted LITERAL | lifted cID         <INPUT B=3>, C = [1, const id]
+    vN = return vK, ... | subreturn vK, ...  <OUTPUT B=0|1>, C = [n, 0...]
+    vN = raw A=a B=b [C=[...]] [D=[...]]     anything else, field by field
+
+The signature is printed only when it cannot be derived from the arguments (a reference
+``vK`` derives ``T``; a literal derives ``c b i f s S`` from its type), and ``#A``/``<#B>``
+only when a name or signature maps to more than one ID. The disassembler re-encodes every
+line it prints and uses ``raw`` whenever the readable form would not give the same bytes,
+so text → bytes is exact by construction.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ..format import layout as L
+from ..format.model import Constant, Instruction, NacFile
+from .literals import format_literal, format_name, parse_literal, parse_name, split_top
+from .optable import (CONST_CODES, OP_INPUT, OP_OUTPUT, SYSTEM_OPS, count_const_codes, standard_ops)
+
+_LITERAL_CODE = {L.CONST_NULL: "c", L.CONST_BOOL: "b", L.CONST_INT64: "i", L.CONST_FLOAT64: "f",
+                 L.CONST_STRING: "s", L.CONST_LIST_I32: "S", L.CONST_LIST_F32: "S"}
+_INPUT_WORDS = {"state": 2, "saved": 4, "target": 5}
+_INPUT_WORD_OF = {v: k for k, v in _INPUT_WORDS.items()}
+
+
+class TextError(ValueError):
+    """A line of assembly that cannot be encoded; ``line`` is 1-based."""
+
+    def __init__(self, line: int, reason: str):
+        self.line = line
+        self.reason = reason
+        super().__init__(f"line {line}: {reason}")
+
+
+class Tables:
+    """Name ↔ ID lookups over a file's tables; the assembler grows them for new names."""
+
+    def __init__(self, nac: NacFile):
+        self.nac = nac
+        self.version = nac.header.version
+        self.refresh()
+
+    def refresh(self) -> None:
+        nac = self.nac
+        self.op_names = dict(SYSTEM_OPS)
+        self.op_names.update(standard_ops(self.version))
+        self.op_names.update(nac.cmap)
+        self.op_ids = _reverse(self.op_names)
+        self.sig_ids = _reverse(nac.perms)
+        self.const_ids = _reverse({cid: const_key(c) for cid, c in nac.constants.items()})
+        self.param_ids = _reverse({pid: p.name for pid, p in nac.params.items()})
+
+    # lookups that allocate on a miss (hand-written assembly may introduce new names)
+    def op_id(self, name: str) -> int:
+        ids = self.op_ids.get(name)
+        if ids:
+            return ids[0]
+        new = max([max(standard_ops(self.version)) + 1] + [a + 1 for a in self.nac.cmap])
+        self.nac.cmap[new] = name
+        self.nac.invalidate()
+        self.refresh()
+        return new
+
+    def sig_id(self, sig: str) -> int:
+        if sig == "":
+            return 0
+        ids = self.sig_ids.get(sig)
+        if ids:
+            return ids[0]
+        new = max([1] + [b + 1 for b in self.nac.perms])
+        self.nac.perms[new] = sig
+        self.refresh()
+        return new
+
+    def const_id(self, type_code: int, value) -> int:
+        key = format_literal(type_code, value)
+        ids = self.const_ids.get(key)
+        if ids:
+            return ids[0]
+        new = max([2] + [c + 1 for c in self.nac.constants])
+        self.nac.constants[new] = Constant(new, type_code, value)
+        self.refresh()
+        return new
+
+
+def const_key(c: Constant) -> str:
+    try:
+        return format_literal(c.type, c.value)
+    except ValueError:
+        return f"<type {c.type}>"
+
+
+def _reverse(d: dict) -> dict:
+    out: dict = {}
+    for k, v in d.items():
+        out.setdefault(v, []).append(k)
+    return out
+
+
+# --------------------------------------------------------------------------- formatting
+def format_instruction(ins: Instruction, t: Tables, input_names: Optional[dict] = None) -> str:
+    """Readable line if it re-encodes exactly, else the ``raw`` form."""
+    line = _readable(ins, t, input_names or {})
+    if line is not None:
+        try:
+            enc = parse_instruction(line, ins.index, t, dry_run=True)
+        except (TextError, ValueError):
+            enc = None
+        if enc is not None and enc.same_encoding(ins):
+            return line
+    return raw_line(ins)
+
+
+def raw_line(ins: Instruction) -> str:
+    parts = [f"v{ins.index} = raw A={ins.a} B={ins.b}"]
+    if ins.c is not None:
+        parts.append("C=[" + ",".join(map(str, ins.c)) + "]")
+    if ins.d is not None:
+        parts.append("D=[" + ",".join(map(str, ins.d)) + "]")
+    return " ".join(parts)
+
+
+def _readable(ins: Instruction, t: Tables, input_names: dict) -> Optional[str]:
+    i, a, b, c, d = ins.index, ins.a, ins.b, ins.c, ins.d
+    head = f"v{i} = "
+    if a == OP_INPUT:
+        if b == 0 and c is None and d is None:
+            name = input_names.get(i)
+            return head + "input" + (f" {format_name(name)}" if name is not None else "")
+        if c is None or len(c) != 2 or c[0] != 1 or d is not None:
+            return None
+        if b == 1:
+            pname = t.nac.params[c[1]].name if c[1] in t.nac.params else None
+            if pname is not None and t.param_ids.get(pname) == [c[1]]:
+                return head + "param " + format_name(pname)
+            return head + f"param #{c[1]}"
+        if b == 3:
+            return head + "lifted " + _const_arg(c[1], t)
+        if b in _INPUT_WORD_OF:
+            return head + f"{_INPUT_WORD_OF[b]} {c[1]}"
+        return None
+    if a == OP_OUTPUT and b in (0, 1):
+        if d is None or c is None or len(c) != len(d) + 1 or c[0] != len(d) or any(c[1:]):
+            return None
+        return head + ("return " if b == 0 else "subreturn ") + ", ".join(f"v{i + x}" for x in d)
+    if a < 10:
+        return None
+    name = t.op_names.get(a)
+    if name is None:
+        return None
+    op = name if t.op_ids.get(name) == [a] else f"{name}#{a}"
+    sig = t.nac.perms.get(b, "" if b == 0 else None)
+    if sig is None:
+        return None
+    if not sig:
+        args, derived = [], ""
+        return head + f"{op}()" + ("" if b == 0 else f"<#{b}>")
+    cids = iter(ins.const_ids)
+    args, derived = [], []
+    for code, dv in zip(sig, d or ()):
+        if dv != 0:
+            args.append(f"v{i + dv}")
+            derived.append("T")
+        else:
+            cid = next(cids, None)
+            if cid is None:
+                return None
+            args.append(_const_arg(cid, t))
+            const = t.nac.constants.get(cid)
+            derived.append(_LITERAL_CODE.get(const.type, "c") if const else "c")
+    text = head + f"{op}(" + ", ".join(args) + ")"
+    if t.sig_ids.get(sig) != [b]:
+        text += f"<#{b}>"
+    elif "".join(derived) != sig:
+        text += f"<{sig}>"
+    return text
+
+
+def _const_arg(cid: int, t: Tables) -> str:
+    const = t.nac.constants.get(cid)
+    if const is None:
+        return f"c{cid}"
+    key = const_key(const)
+    if t.const_ids.get(key) == [cid] and (const.type not in (L.CONST_NULL, L.CONST_BOOL) or const.length_field in (None, 0, 1)):
+        return key
+    return f"c{cid}"
+
+
+# --------------------------------------------------------------------------- parsing
+_LINE = re.compile(r"^v(\d+)\s*=\s*(.*)$")
+_REGULAR = re.compile(r"^([^\s(<#]+)(?:#(\d+))?\((.*)\)\s*(?:<(#\d+|[^>]*)>)?$")
+_RAW_FIELD = re.compile(r"([ABCD])=(\[[^\]]*\]|-?\d+)")
+
+
+def parse_instruction(line: str, expect_index: int, t: Tables, dry_run: bool = False,
+                      lineno: int = 0, names_out: Optional[dict] = None) -> Instruction:
+    """Encode one instruction line. ``dry_run`` never grows the tables (used to check
+    that a disassembled line is exact)."""
+    m = _LINE.match(line.strip())
+    if not m:
+        raise TextError(lineno, f"expected 'v{expect_index} = ...', got {line.strip()[:60]!r}")
+    idx = int(m.group(1))
+    if idx != expect_index:
+        raise TextError(lineno, f"instruction number v{idx} out of sequence (expected v{expect_index})")
+    body = m.group(2).strip()
+    word, _, rest = body.partition(" ")
+    rest = rest.strip()
+    if word == "raw":
+        fields = dict(_RAW_FIELD.findall(rest))
+        if "A" not in fields or "B" not in fields:
+            raise TextError(lineno, "raw needs A= and B=")
+        c = _int_list(fields["C"], lineno) if "C" in fields else None
+        d = _int_list(fields["D"], lineno) if "D" in fields else None
+        return Instruction(idx, int(fields["A"]), int(fields["B"]), c, d)
+    if word == "input":
+        if rest and names_out is not None:
+            names_out[idx] = parse_name(rest)
+        return Instruction(idx, OP_INPUT, 0, None, None)
+    if word == "param":
+        if rest.startswith("#"):
+            pid = int(rest[1:])
+        else:
+            ids = t.param_ids.get(parse_name(rest))
+            if not ids:
+                raise TextError(lineno, f"unknown parameter {rest!r} (declare it with .param)")
+            pid = ids[0]
+        return Instruction(idx, OP_INPUT, 1, (1, pid), None)
+    if word == "lifted":
+        return Instruction(idx, OP_INPUT, 3, (1, _const_ref(rest, t, dry_run, lineno)), None)
+    if word in _INPUT_WORDS:
+        return Instruction(idx, OP_INPUT, _INPUT_WORDS[word], (1, int(rest)), None)
+    if word in ("return", "subreturn"):
+        refs = [_ref(x, lineno) - idx for x in split_top(rest)] if rest else []
+        return Instruction(idx, OP_OUTPUT, 0 if word == "return" else 1, (len(refs),) + (0,) * len(refs),
+                           tuple(refs))
+    m = _REGULAR.match(body)
+    if not m:
+        raise TextError(lineno, f"cannot parse instruction {body[:60]!r}")
+    name, explicit_a, argtext, sigtext = m.groups()
+    if explicit_a is not None:
+        a = int(explicit_a)
+    elif dry_run:
+        ids = t.op_ids.get(name)
+        if not ids:
+            raise TextError(lineno, f"unknown op {name!r}")
+        a = ids[0]
+    else:
+        a = t.op_id(name)
+    args = split_top(argtext) if argtext.strip() else []
+    kinds, derived = [], []
+    for arg in args:
+        if re.fullmatch(r"v\d+", arg):
+            kinds.append(("ref", int(arg[1:]) - idx))
+            derived.append("T")
+        else:
+            cid = _const_ref(arg, t, dry_run, lineno)
+            const = t.nac.constants.get(cid)
+            kinds.append(("const", cid))
+            derived.append(_LITERAL_CODE.get(const.type, "c") if const else "c")
+    if sigtext is not None and sigtext.startswith("#"):
+        b = int(sigtext[1:])
+        sig = t.nac.perms.get(b, "" if b == 0 else None)
+        if sig is None:
+            raise TextError(lineno, f"signature id {b} is not declared")
+    else:
+        sig = sigtext if sigtext is not None else "".join(derived)
+        if dry_run:
+            b = 0 if sig == "" else (t.sig_ids.get(sig) or [None])[0]
+            if b is None:
+                raise TextError(lineno, f"signature {sig!r} is not declared")
+        else:
+            b = t.sig_id(sig)
+    if len(sig) != len(kinds):
+        raise TextError(lineno, f"{name} has {len(kinds)} arguments but signature {sig!r} has {len(sig)}")
+    if not sig:
+        return Instruction(idx, a, b, None, None)
+    consts = [v for k, v in kinds if k == "const"]
+    if consts and count_const_codes(sig) == 0:
+        raise TextError(lineno, f"signature {sig!r} has no constant code, so C is never read; "
+                                f"constant arguments cannot be encoded")
+    c = (len(consts),) + tuple(consts) if count_const_codes(sig) else None
+    d = tuple(v if k == "ref" else 0 for k, v in kinds)
+    return Instruction(idx, a, b, c, d)
+
+
+def _ref(text: str, lineno: int) -> int:
+    if not re.fullmatch(r"v\d+", text.strip()):
+        raise TextError(lineno, f"expected an instruction reference vN, got {text!r}")
+    return int(text.strip()[1:])
+
+
+def _const_ref(text: str, t: Tables, dry_run: bool, lineno: int) -> int:
+    text = text.strip()
+    if re.fullmatch(r"c\d+", text):
+        return int(text[1:])
+    try:
+        typ, val = parse_literal(text)
+    except ValueError as e:
+        raise TextError(lineno, str(e)) from None
+    if dry_run:
+        ids = t.const_ids.get(format_literal(typ, val))
+        if not ids:
+            raise TextError(lineno, f"constant {text} is not declared")
+        return ids[0]
+    return t.const_id(typ, val)
+
+
+def _int_list(text: str, lineno: int) -> tuple:
+    body = text.strip()
+    if not (body.startswith("[") and body.endswith("]")):
+        raise TextError(lineno, f"expected [..], got {text!r}")
+    inner = body[1:-1].strip()
+    try:
+        return tuple(int(x) for x in inner.split(",")) if inner else ()
+    except ValueError:
+        raise TextError(lineno, f"expected integers in {text!r}") from None
