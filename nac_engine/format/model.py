@@ -276,6 +276,7 @@ class NacFile:
     # Filled by the reader
     spans: Optional[Span] = None
     problems: list = field(default_factory=list)
+    header_decoded: bool = False   # False: not a readable NAC header (lenient reads only)
     path: Optional[str] = None
     weights_path: Optional[str] = None
     _buf: Any = None

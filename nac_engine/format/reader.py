@@ -103,6 +103,7 @@ class _Reader:
             hdr_span.length = max(hdr_span.length, 0)
             self._cover_rest(hdr_span.end if hdr_span.length else 0)
             return
+        self.nac.header_decoded = True
         regions = self._locate(layout, offsets)
         # Region bounds in physical order; the header's region runs to the first section.
         bounds = [(0, layout.size, "header", hdr_span)]

@@ -88,6 +88,12 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
                            ".safetensors can be found")
         elif not os.path.exists(nac.weights_path):
             add("DATA", 0, f"weights are external and {nac.weights_path} does not exist")
+    if nac.spans is not None:
+        for sec in nac.spans.children:
+            for leaf in ([sec] if sec.name == "unparsed" else
+                         [k for k in sec.children if k.name == "unparsed"]):
+                add(sec.name if sec.name != "unparsed" else "file", leaf.offset,
+                    f"{leaf.length} bytes here belong to no decoded field")
     for pid, p in nac.params.items():
         if p.meta is not None and p.meta.dtype not in L.DTYPE_NAMES:
             add("DATA/tensors", p.data_offset, f"parameter {p.name!r}: unknown dtype code {p.meta.dtype}")

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import NacEncodeError
 from ..isa.optable import STANDARD_OPS_V18, standard_ops
 from . import layout as L
-from .model import Constant, Instruction, NacFile, TensorMeta
+from .model import Constant, Instruction, NacFile, Orch, TensorMeta
 
 _RANGES = {"B": (0, 0xFF), "H": (0, 0xFFFF), "I": (0, 0xFFFFFFFF), "Q": (0, 2 ** 64 - 1),
            "h": (-0x8000, 0x7FFF), "i": (-2 ** 31, 2 ** 31 - 1), "q": (-2 ** 63, 2 ** 63 - 1)}
@@ -361,7 +361,7 @@ def _proc(nac: NacFile, out: _Out) -> None:
 
 
 def _orch(nac: NacFile, out: _Out) -> None:
-    orch = nac.orch
+    orch = nac.orch or Orch()   # an empty plan: the reference always writes ORCH
     out.put("I", len(orch.bytecode), "ORCH bytecode length")
     out.put("I", len(orch.pool), "ORCH constant count")
     out.raw(orch.bytecode)

@@ -93,6 +93,7 @@ class _Assembler:
         self.bytecode_hex: list = []
         self.proc_hex: Optional[list] = None
         self.trailing_hex: dict = {}
+        self.header_keys: set = set()
 
     def run(self, text: str) -> NacFile:
         nac = self.nac
@@ -122,6 +123,13 @@ class _Assembler:
             nac.trng = [parse_instruction(line, i, tables, lineno=lineno)
                         for i, (lineno, line) in enumerate(self.trng_lines)]
         nac.input_names = self.explicit_inputs or [InputName(i, n) for i, n in sorted(self.line_names.items())]
+        # Counts a hand-written program leaves out follow from its lines (the reader needs
+        # the output count to size <OUTPUT>'s fields).
+        if "outputs" not in self.header_keys:
+            ret = [i for i in nac.instructions if i.a == 3 and i.b == 0]
+            nac.header.num_outputs = len(ret[-1].d or ()) if ret else 0
+        if "inputs" not in self.header_keys:
+            nac.header.num_inputs = len(nac.input_names)
         if nac.orch is not None:
             if self.mep_lines:
                 from .mep import encode_mep, parse_mep
@@ -216,6 +224,7 @@ class _Assembler:
         h: Header = self.nac.header
         for item in rest.split():
             k, _, v = item.partition("=")
+            self.header_keys.add(k)
             if k == "quant":
                 h.quant_method = L.QUANT_CODES[v.lower()] if v.lower() in L.QUANT_CODES else int(v)
             elif k == "weights":

@@ -368,8 +368,6 @@ _HEX = re.compile(r"(?:[0-9a-fA-F]{2})*")
 def _parse_int(text: str, what: str) -> int:
     if re.fullmatch(r"-?\d+", text):
         return int(text)
-    if re.fullmatch(r"-?0[xX][0-9a-fA-F]+", text):
-        return int(text, 16)
     raise ValueError(f"{what}: expected a number, got {text!r}")
 
 
@@ -450,11 +448,8 @@ def parse_mep(line: str, ip: int = 0) -> MepInstruction:
             continue
         if f.name not in given:
             raise ValueError(f"{mnemonic} needs operand {f.name}= in {line!r}")
-        text = given.pop(f.name)
-        if f.kind == "raw" and opcode is None:     # .bytes: any length
-            f = Field("data", "raw", max(len(text) - 3, 0) // 2)
-        value = _parse_value(f, text, mnemonic)
-        if f.kind == "raw" and len(value) != f.size:
+        value = _parse_value(f, given.pop(f.name), mnemonic)
+        if f.kind == "raw" and f.size and len(value) != f.size:   # size 0: .bytes, any length
             raise ValueError(f"{mnemonic} {f.name} must be {f.size} bytes, got {len(value)}")
         operands.append((f.name, value))
     if given:
