@@ -1,0 +1,103 @@
+"""The `nac` command as a user runs it: exit codes, one-line errors, files it writes."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from nac_engine.cli import main
+from tests.corpus_paths import NAC_FILES
+
+corpus = pytest.mark.skipif(not NAC_FILES, reason="../shared/corpus is absent")
+
+
+def run(capsys, *argv):
+    code = main(list(map(str, argv)))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@corpus
+def test_info_json(capsys):
+    path = next(p for p in NAC_FILES if p.parent.name == "bert_tiny")
+    code, out, _ = run(capsys, "info", path, "--json")
+    s = json.loads(out)
+    assert code == 0 and s["version"] == "1.8" and s["counts"]["instructions"] == 112
+    assert [x["tag"] for x in s["sections"]][:2] == ["MMAP", "OPS"]
+    assert {i["kind"] for i in s["inputs"]} == {"user", "unnamed"}
+
+
+@corpus
+@pytest.mark.parametrize("path", NAC_FILES, ids=lambda p: p.parent.name)
+def test_verify_clean_corpus(capsys, path):
+    code, out, _ = run(capsys, "verify", path)
+    assert code == 0 and out.strip().endswith("ok")
+
+
+@corpus
+def test_verify_problems_and_unreadable(capsys, tmp_path):
+    data = bytearray(NAC_FILES[0].read_bytes())
+    bad = tmp_path / "trunc.nac"
+    bad.write_bytes(bytes(data[:len(data) // 2]))
+    code, out, _ = run(capsys, "verify", bad, "--json")
+    report = json.loads(out)
+    assert code == 1 and not report["ok"] and report["problems"]
+    assert all({"section", "offset", "reason"} <= set(p) for p in report["problems"])
+    junk = tmp_path / "junk.nac"
+    junk.write_bytes(b"hello world, not a nac file at all" * 4)
+    code, _, err = run(capsys, "verify", junk)
+    assert code == 2
+
+
+@corpus
+def test_dis_asm_round_trip_via_cli(capsys, tmp_path):
+    path = next(p for p in NAC_FILES if p.parent.name == "cnn_bfp8__v1.6")
+    text = tmp_path / "m.nas"
+    assert run(capsys, "dis", path, "--mmap", "-o", text)[0] == 0
+    out = tmp_path / "m.nac"
+    code, _, err = run(capsys, "asm", text, "-o", out, "--weights", path)
+    assert code == 0, err
+    assert out.read_bytes() == path.read_bytes()
+
+
+@corpus
+def test_span_names_the_field(capsys):
+    path = next(p for p in NAC_FILES if p.parent.name == "mlp")
+    code, out, _ = run(capsys, "span", path, "0xc0", "--json")
+    info = json.loads(out)
+    assert code == 0 and info["leaf"]["path"] == "OPS/count"
+    code, out, _ = run(capsys, "span", path, "600")
+    assert "DATA/tensors/tensor[0]/data" in out and "fc1.weight" in out
+
+
+@corpus
+def test_rewrite_versions(capsys, tmp_path):
+    path = next(p for p in NAC_FILES if p.parent.name == "mlp")
+    v16, v18 = tmp_path / "a.nac", tmp_path / "b.nac"
+    assert run(capsys, "rewrite", path, "-o", v16, "--version", "1.6")[0] == 0
+    assert v16.read_bytes()[3] == 1
+    assert run(capsys, "rewrite", v16, "-o", v18, "--version", "1.8")[0] == 0
+    assert v18.read_bytes() == path.read_bytes()
+
+
+def test_errors_are_one_line_without_traceback(tmp_path):
+    missing = tmp_path / "nope.nac"
+    for argv in (["info", missing], ["span", missing, "1"], ["asm", missing, "-o", tmp_path / "x.nac"],
+                 ["rewrite", missing, "-o", tmp_path / "y.nac"]):
+        proc = subprocess.run([sys.executable, "-m", "nac_engine.cli", *map(str, argv)],
+                              capture_output=True, text=True)
+        assert proc.returncode == 2
+        assert "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("nac: error:")
+
+
+def test_span_offset_outside_file(capsys, tmp_path):
+    from tests.resources_path import DEMO
+    code, _, err = run(capsys, "span", DEMO, "999999")
+    assert code == 2 and "outside the file" in err
+
+
+def test_bundled_demo_is_clean(capsys):
+    from tests.resources_path import DEMO
+    code, out, _ = run(capsys, "verify", DEMO)
+    assert code == 0
