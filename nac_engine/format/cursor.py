@@ -28,8 +28,11 @@ _SCALARS = {"u8": "B", "i8": "b", "u16": "H", "i16": "h", "u32": "I", "i32": "i"
 class Cursor:
     """Reads ``buf[pos:limit]``; ``section`` names the region in errors."""
 
-    def __init__(self, buf, pos: int, limit: int, section: str, span: Optional[Span] = None):
+    def __init__(self, buf, pos: int, limit: int, section: str, span: Optional[Span] = None, base: int = 0):
+        # ``buf`` holds the file from absolute offset ``base`` on: a window read with
+        # pread keeps absolute offsets in spans and errors.
         self.buf = buf
+        self.base = base
         self.pos = pos
         self.limit = limit
         self.section = section
@@ -57,7 +60,7 @@ class Cursor:
     def scalar(self, kind: str, name: Optional[str] = None, parent: Optional[Span] = None) -> Any:
         st = _st(_SCALARS[kind])
         self.need(st.size, name or kind)
-        (v,) = st.unpack_from(self.buf, self.pos)
+        (v,) = st.unpack_from(self.buf, self.pos - self.base)
         if name is not None:
             (parent or self.span).add(self.pos, st.size, name, kind, v)
         self.pos += st.size
@@ -67,7 +70,7 @@ class Cursor:
         code = _SCALARS[kind]
         size = struct.calcsize(code)
         self.need(n * size, name or kind)
-        vals = _st(f"{n}{code}").unpack_from(self.buf, self.pos) if n else ()
+        vals = _st(f"{n}{code}").unpack_from(self.buf, self.pos - self.base) if n else ()
         if name is not None:
             p = parent or self.span
             for i, v in enumerate(vals):
@@ -78,7 +81,7 @@ class Cursor:
     def raw(self, n: int, name: Optional[str] = None, type: str = "bytes", value: Any = None,
             parent: Optional[Span] = None) -> memoryview:
         self.need(n, name or "bytes")
-        mv = memoryview(self.buf)[self.pos:self.pos + n]
+        mv = memoryview(self.buf)[self.pos - self.base:self.pos - self.base + n]
         if name is not None:
             (parent or self.span).add(self.pos, n, name, type, bytes(mv[:32]) if value is None else value)
         self.pos += n

@@ -53,6 +53,7 @@ def read(source, *, strict: bool = True, weights: Optional[str] = None) -> NacFi
     """
     path = None
     closer = None
+    fh = None
     if isinstance(source, (bytes, bytearray, memoryview)):
         buf = source
     else:
@@ -61,10 +62,12 @@ def read(source, *, strict: bool = True, weights: Optional[str] = None) -> NacFi
         size = os.fstat(fh.fileno()).st_size
         if size == 0:
             buf = b""
-            fh.close()
         else:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            fh.close()
+            # Weights are touched sparsely (a tensor at a time, often never): without this
+            # the kernel reads ahead megabytes around every record header we look at.
+            if hasattr(mm, "madvise") and hasattr(mmap, "MADV_RANDOM"):
+                mm.madvise(mmap.MADV_RANDOM)
             buf = mm
             closer = mm.close
     nac = NacFile()
@@ -72,10 +75,13 @@ def read(source, *, strict: bool = True, weights: Optional[str] = None) -> NacFi
     nac._closer = closer
     nac.path = path
     try:
-        _Reader(nac, buf, _Problems(strict)).run()
+        _Reader(nac, buf, _Problems(strict), fh.fileno() if fh is not None else None).run()
     except BaseException:
         nac.close()
         raise
+    finally:
+        if fh is not None:
+            fh.close()
     if path is not None and not nac.header.weights_internal:
         nac.weights_path = weights or os.path.splitext(path)[0] + ".safetensors"
     elif weights:
@@ -84,8 +90,9 @@ def read(source, *, strict: bool = True, weights: Optional[str] = None) -> NacFi
 
 
 class _Reader:
-    def __init__(self, nac: NacFile, buf, problems: _Problems):
+    def __init__(self, nac: NacFile, buf, problems: _Problems, fd: Optional[int] = None):
         self.nac = nac
+        self.fd = fd
         self.buf = buf
         self.size = len(buf)
         self.p = problems
@@ -430,17 +437,30 @@ class _Reader:
         finally:
             b3.length = cur.pos - start
 
+    def _window(self, offset: int, n: int):
+        """Small reads between tensors go through pread: touching the mapping would fault
+        in (and count as resident) a whole huge page of weights per record header."""
+        if self.fd is not None:
+            return os.pread(self.fd, n, offset)
+        return self.buf
+
     def _tensor_record(self, cur: Cursor, parent: Span, i: int) -> None:
         nac = self.nac
         rs = cur.pos
         rec = parent.add(rs, 0, f"tensor[{i}]", "tensor")
         cur.section = "DATA/tensors"
-        pid = cur.scalar("u16", "param_id", rec)
-        meta_len = cur.scalar("u32", "meta_length", rec)
-        data_len = cur.scalar("u64", "data_length", rec)
+        cur.need(14, f"tensor {i} record header")
+        head = self._window(rs, 14)
+        hc = Cursor(head, rs, rs + 14, "DATA/tensors", rec, base=rs if self.fd is not None else 0)
+        pid = hc.scalar("u16", "param_id")
+        meta_len = hc.scalar("u32", "meta_length")
+        data_len = hc.scalar("u64", "data_length")
+        cur.pos = rs + 14
         cur.need(meta_len, f"tensor {i} metadata")
         meta_sp = rec.add(cur.pos, meta_len, "meta", "meta")
-        meta = read_tensor_meta(Cursor(self.buf, cur.pos, cur.pos + meta_len, "DATA/meta", meta_sp))
+        mbuf = self._window(cur.pos, meta_len)
+        meta = read_tensor_meta(Cursor(mbuf, cur.pos, cur.pos + meta_len, "DATA/meta", meta_sp,
+                                       base=cur.pos if self.fd is not None else 0))
         cur.pos += meta_len
         cur.need(data_len, f"tensor {i} data ({data_len} bytes)")
         param = nac.params.get(pid)

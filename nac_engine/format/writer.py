@@ -56,7 +56,7 @@ class _Out:
         self.raw(b)
 
     def getvalue(self) -> bytes:
-        return b"".join(bytes(p) if not isinstance(p, bytes) else p for p in self.parts)
+        return b"".join(self.parts)   # one copy: join takes memoryviews of payloads as they are
 
 
 def write(nac: NacFile, path=None, *, version: Optional[str] = None) -> bytes:
@@ -109,9 +109,10 @@ def encode(nac: NacFile, version: Optional[str] = None) -> bytes:
     encoders = {"MMAP": _mmap, "OPS": _ops, "CMAP": lambda n, o: _cmap(cmap, o), "CNST": _cnst,
                 "PERM": _perm, "DATA": _data, "PROC": _proc, "ORCH": _orch, "RSRC": _rsrc,
                 "TRNG": _trng, "ARRS": _arrs}
+    # Sections are encoded first (payloads stay views, nothing is copied), then the header
+    # with the offsets they landed at, then everything is joined once.
     out = _Out()
-    header_at = 0
-    out.raw(b"\0" * lay.size)   # patched below once offsets are known
+    out.size = lay.size
     if same and "header" in nac.trailing:
         out.raw(nac.trailing["header"])
     offsets = {}
@@ -121,9 +122,8 @@ def encode(nac: NacFile, version: Optional[str] = None) -> bytes:
         encoders[tag](nac, out)
         if same and tag in nac.trailing:
             out.raw(nac.trailing[tag])
-    data = bytearray(out.getvalue())
-    data[header_at:lay.size] = _header(nac, lay, offsets, same)
-    return bytes(data)
+    out.parts.insert(0, _header(nac, lay, offsets, same))
+    return out.getvalue()
 
 
 def _section_order(nac: NacFile, lay: L.HeaderLayout, same: bool) -> list:
