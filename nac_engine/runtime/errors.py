@@ -1,0 +1,35 @@
+"""Errors raised while executing a NAC file."""
+from __future__ import annotations
+
+
+class NacRuntimeError(RuntimeError):
+    """Base class of everything the interpreter raises about a file or its inputs."""
+
+
+class NotSupported(NacRuntimeError):
+    """The file uses something the spec leaves undefined or the interpreter cannot execute.
+
+    ``tick`` is the instruction index (None when not tied to one instruction)."""
+
+    def __init__(self, message: str, tick: int | None = None):
+        super().__init__(message if tick is None else f"instruction {tick}: {message}")
+        self.tick = tick
+
+
+class MissingInputError(NacRuntimeError):
+    """One or more ``<INPUT>`` values were not supplied.
+
+    ``missing`` is a list of :class:`InputSlot` descriptions (see ``session.py``)."""
+
+    def __init__(self, message: str, missing: list):
+        super().__init__(message)
+        self.missing = missing
+
+
+class KernelError(NacRuntimeError):
+    """A kernel raised; the message names the tick, op and the arguments' shapes/dtypes."""
+
+    def __init__(self, message: str, tick: int | None = None, op: str | None = None):
+        super().__init__(message)
+        self.tick = tick
+        self.op = op

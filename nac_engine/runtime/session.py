@@ -1,0 +1,365 @@
+"""Execute a NAC file's OPS stream (seed 000 §7–§8) on torch tensors.
+
+Shaped like ``torch.fx.Interpreter``: :meth:`Session.run_instruction` is the core — gather the
+arguments of one instruction, dispatch by kind, store the result under its tick in
+``session.results`` — with one method per instruction kind (``load_input``, ``load_param``,
+``load_state``, ``load_lifted``, ``call_op``, ``emit_output``) for subclasses to override.
+Stepping, breakpoints and history belong around this core, not inside it.
+
+Inputs (seed 000 §7.1):
+
+* ``inputs``: mapping of DATA-block-2 name → value for named ``<INPUT>`` instructions
+  (``{"input_ids": arr}``).
+* ``feeds``: positional values for **every** ``<INPUT B=0>`` and ``<INPUT B=3>`` in instruction
+  order — named inputs, unnamed B=0 placeholders (reference-compiled buffers) and lifted
+  constants alike. An entry may be ``None`` to fall back to ``inputs``/the stored constant.
+  A non-None feed wins over ``inputs``.
+* ``<INPUT B=3>`` without a feed uses its CNST value, unless that value is the compiler's
+  tensor placeholder string (``"Tensor_torch.Size([])_torch.int32"``, data not stored), which
+  the caller must supply.
+* ``states``: mapping ``state_id`` → initial value for ``<INPUT B=2>`` (by DATA name also
+  accepted through ``inputs``). State lives in ``session.states`` and is kept across runs of
+  one session; the spec defines no instruction that writes it back, so a caller updates it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+import torch
+
+from ..format.layout import QUANT_NONE
+from ..format.model import Instruction, NacFile
+from ..isa.optable import OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
+from .errors import KernelError, MissingInputError, NacRuntimeError, NotSupported
+from .kernels import Kernels, describe_args, first_of_multi, is_tensor_placeholder
+
+_INPUT_KINDS = {0: "user input", 1: "parameter", 2: "state", 3: "lifted constant"}
+# Unquantised files keep these dtypes as PyTorch would compute in them (the codec widens
+# them to float32 for display, as the reference runtime does).
+_NATIVE_FLOAT = {1: torch.float64, 2: torch.float16, 3: torch.bfloat16}
+
+
+@dataclass(frozen=True)
+class InputSlot:
+    """One value the caller supplies: an ``<INPUT B=0>`` or ``<INPUT B=3>``."""
+    tick: int                 # instruction index
+    variant: int              # B
+    position: int             # index into ``feeds``
+    name: Optional[str]       # DATA block 2 name, if any
+    const_id: Optional[int] = None   # B=3: CNST id
+    stored: Any = None               # B=3: the CNST value
+
+    def describe(self) -> str:
+        what = f"instruction {self.tick} (<INPUT B={self.variant}> {_INPUT_KINDS[self.variant]}"
+        what += f" {self.name!r}" if self.name else (", unnamed" if self.variant == 0 else "")
+        what += f", feeds[{self.position}])"
+        if self.variant == 0 and not self.name:
+            what += (": no DATA name — reference-compiled files turn buffers and lifted tensors "
+                     "into unnamed inputs; supply it through feeds")
+        if self.variant == 3:
+            if is_tensor_placeholder(self.stored):
+                what += (f": CNST #{self.const_id} holds only the compiler's placeholder "
+                         f"{self.stored!r} (the tensor was not stored; shape and dtype unknown)")
+            else:
+                what += f": CNST #{self.const_id} = {self.stored!r}"
+        return what
+
+
+def _to_tensor(v: Any, device: torch.device) -> Any:
+    """Caller-supplied value → torch (a copy: in-place ATen ops must not touch the caller's
+    arrays). Python scalars stay Python scalars, like constants."""
+    if isinstance(v, torch.Tensor):
+        return v.detach().to(device).clone()
+    if isinstance(v, (bool, int, float, complex)):
+        return v
+    arr = np.asarray(v)
+    if arr.dtype == object:
+        raise TypeError(f"cannot convert {type(v).__name__} to a tensor")
+    return torch.from_numpy(np.array(arr, copy=True)).to(device)
+
+
+def to_numpy(v: Any) -> np.ndarray:
+    v = first_of_multi(v)
+    if isinstance(v, torch.Tensor):
+        t = v.detach().cpu()
+        if t.dtype == torch.bfloat16:
+            t = t.float()
+        return t.numpy()
+    return np.asarray(v)
+
+
+class Session:
+    """One execution context for a NAC file.
+
+    ``Session(nacfile, inputs=None, feeds=None, *, states=None, device="cpu")``;
+    ``session.run()`` returns ``session.outputs`` (list of numpy arrays). ``nacfile`` may also
+    be a path. ``results`` maps tick → value of every instruction executed so far in the
+    current run; ``tick`` is the next instruction to execute; ``finished`` is set by
+    ``<OUTPUT B=0>`` or the end of the stream.
+    """
+
+    def __init__(self, nacfile: NacFile | str | Path, inputs: Optional[Mapping[str, Any]] = None,
+                 feeds: Optional[Sequence[Any]] = None, *, states: Optional[Mapping[int, Any]] = None,
+                 device: str | torch.device = "cpu", kernels: Optional[Kernels] = None):
+        self._owns_file = not isinstance(nacfile, NacFile)
+        if self._owns_file:
+            from ..format import read
+            nacfile = read(str(nacfile))
+        self.nac = nacfile
+        self.device = torch.device(device)
+        self.kernels = kernels or Kernels(self.device)
+        self.instructions = nacfile.instructions
+        names = nacfile.input_name_map
+        self.slots: list[InputSlot] = []
+        for ins in self.instructions:
+            if ins.a == OP_INPUT and ins.b in (0, 3):
+                cid = ins.const_ids[0] if ins.b == 3 and ins.const_ids else None
+                const = nacfile.constants.get(cid) if cid is not None else None
+                self.slots.append(InputSlot(ins.index, ins.b, len(self.slots), names.get(ins.index),
+                                            cid, const.value if const else None))
+        self._slot_at = {s.tick: s for s in self.slots}
+        self._feeds: dict[int, Any] = {}
+        self._named: dict[int, Any] = {}
+        self._params: dict[int, torch.Tensor] = {}
+        self.states: dict[int, Any] = {}
+        self._set_inputs(inputs, feeds, states)
+        self.results: dict[int, Any] = {}
+        self.outputs: Optional[list[np.ndarray]] = None
+        self.sub_outputs: list[list[Any]] = []
+        self.tick = 0
+        self.finished = False
+
+    def close(self) -> None:
+        """Close the file if this session opened it from a path."""
+        if self._owns_file:
+            self.nac.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- inputs ---------------------------------------------------------------------------
+    def _set_inputs(self, inputs, feeds, states) -> None:
+        if feeds is not None:
+            feeds = list(feeds)
+            if len(feeds) > len(self.slots):
+                raise NacRuntimeError(
+                    f"{len(feeds)} feeds given, but the file has {len(self.slots)} <INPUT B=0>/<INPUT B=3> "
+                    f"instructions: " + "; ".join(s.describe() for s in self.slots))
+            for slot, v in zip(self.slots, feeds):
+                if v is not None:
+                    self._feeds[slot.tick] = _to_tensor(v, self.device)
+        if inputs:
+            if not isinstance(inputs, Mapping):
+                raise TypeError("inputs must map names to values; use feeds for positional values")
+            by_name: dict[str, list[int]] = {}
+            for n in self.nac.input_names:
+                by_name.setdefault(n.name, []).append(n.index)
+            unknown = [k for k in inputs if k not in by_name]
+            if unknown:
+                known = ", ".join(repr(k) for k in by_name) or "none"
+                raise NacRuntimeError(f"unknown input name(s) {', '.join(map(repr, unknown))}; "
+                                      f"the file names: {known}")
+            for k, v in inputs.items():
+                for tick in by_name[k]:
+                    self._named[tick] = _to_tensor(v, self.device)
+        for sid, v in (states or {}).items():
+            self.states[int(sid)] = _to_tensor(v, self.device)
+
+    def missing_inputs(self) -> list[InputSlot]:
+        """The B=0/B=3 values that neither feeds, inputs nor CNST provide."""
+        return [s for s in self.slots if self._input_value(s) is _MISSING]
+
+    def _input_value(self, slot: InputSlot) -> Any:
+        if slot.tick in self._feeds:
+            return self._feeds[slot.tick]
+        if slot.tick in self._named:
+            return self._named[slot.tick]
+        if slot.variant == 3 and slot.const_id is not None and not is_tensor_placeholder(slot.stored) \
+                and slot.const_id in self.nac.constants:
+            return slot.stored
+        return _MISSING
+
+    def _missing_error(self, missing: list[InputSlot]) -> MissingInputError:
+        lines = "\n  ".join(s.describe() for s in missing)
+        return MissingInputError(f"{len(missing)} input value(s) missing:\n  {lines}", missing)
+
+    # -- running ----------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Start a new run: results are dropped; parameters, inputs and state are kept."""
+        self.results = {}
+        self.outputs = None
+        self.sub_outputs = []
+        self.tick = 0
+        self.finished = False
+
+    def run(self) -> list[np.ndarray]:
+        """Run from the start to ``<OUTPUT B=0>`` (or the end of the stream)."""
+        missing = self.missing_inputs()
+        if missing:
+            raise self._missing_error(missing)
+        self.reset()
+        while not self.finished:
+            self.run_instruction(self.tick)
+        return self.outputs
+
+    def run_instruction(self, i: int) -> Any:
+        """Execute instruction ``i``, store and return its result, advance ``tick``."""
+        if i >= len(self.instructions):
+            self._finish([])
+            return None
+        ins = self.instructions[i]
+        if ins.a == OP_INPUT:
+            value = {0: self.load_input, 1: self.load_param, 2: self.load_state,
+                     3: self.load_lifted}.get(ins.b, self._unsupported_input)(ins)
+        elif ins.a == OP_OUTPUT:
+            value = self.emit_output(ins)
+        elif ins.a == OP_CONTROL_FLOW:
+            raise NotSupported("<CONTROL_FLOW> (A=6) is reserved: the spec gives only an intended "
+                               "structure and no branch semantics", i)
+        elif ins.a == OP_CONVERGENCE:
+            raise NotSupported("<CONVERGENCE> (A=7) is experimental and its execution is not "
+                               "defined by the spec", i)
+        elif ins.a == 0:
+            raise NotSupported("A=0 (<NONE>): the compiler could not resolve this node (v1.6 "
+                               "writes every get_attr/folded constant this way); its value is not "
+                               "in the file", i)
+        elif ins.a < 10:
+            raise NotSupported(f"system op A={ins.a} is not defined by the spec", i)
+        else:
+            value = self.call_op(ins)
+        self.results[i] = value
+        self.tick = i + 1
+        if self.tick >= len(self.instructions) and not self.finished:
+            self._finish([])
+        return value
+
+    # -- instruction kinds (override points) ------------------------------------------------
+    def load_input(self, ins: Instruction) -> Any:
+        v = self._input_value(self._slot_at[ins.index])
+        if v is _MISSING:
+            raise self._missing_error([self._slot_at[ins.index]])
+        return v
+
+    load_lifted = load_input
+
+    def load_param(self, ins: Instruction) -> torch.Tensor:
+        pid = ins.c[1] if ins.c and len(ins.c) >= 2 else None
+        t = self._params.get(pid)
+        if t is None:
+            p = self.nac.params.get(pid)
+            if p is None:
+                raise NacRuntimeError(f"instruction {ins.index}: <INPUT B=1> refers to parameter "
+                                      f"{pid}, which DATA does not list")
+            t = self._params[pid] = self._param_tensor(p)
+        return t
+
+    def _param_tensor(self, p) -> torch.Tensor:
+        meta = p.meta
+        native = None
+        if self.nac.header.quant_method == QUANT_NONE and meta is not None and meta.quant == QUANT_NONE:
+            native = _NATIVE_FLOAT.get(meta.dtype)
+        if native in (torch.float64, torch.float16):
+            arr = p.raw()           # the stored values, not the float32 widening
+        else:
+            arr = p.array()
+        t = torch.from_numpy(np.array(arr, copy=True)).to(self.device)
+        return t.to(native) if native is not None and t.dtype != native else t
+
+    def load_state(self, ins: Instruction) -> Any:
+        sid = ins.c[1] if ins.c and len(ins.c) >= 2 else None
+        if sid not in self.states:
+            name = self.nac.input_name_map.get(ins.index)
+            if name is not None and ins.index in self._named:
+                self.states[sid] = self._named[ins.index]
+            else:
+                raise MissingInputError(
+                    f"instruction {ins.index} (<INPUT B=2> state {sid}"
+                    + (f" {name!r}" if name else "") + "): no initial value; pass states={"
+                    f"{sid}: value}}" + (f" or inputs={{{name!r}: value}}" if name else ""), [])
+        return self.states[sid]
+
+    def _unsupported_input(self, ins: Instruction):
+        raise NotSupported(f"<INPUT B={ins.b}> is not an OPS input variant (4 and 5 exist only in "
+                           f"TRNG)", ins.index)
+
+    def emit_output(self, ins: Instruction) -> Any:
+        values = [self.results[p] for p in ins.producers()]
+        if ins.b == 0:
+            self._finish(values)
+        elif ins.b == 1:
+            # Subgraph return: without <CONTROL_FLOW> there is no subgraph to leave; the spec
+            # says it does not terminate the graph, so record it and go on.
+            self.sub_outputs.append(values)
+        else:
+            raise NotSupported(f"<OUTPUT B={ins.b}> exists only in TRNG", ins.index)
+        return None
+
+    def _finish(self, values: list) -> None:
+        self.outputs = [to_numpy(v) for v in values]
+        self.finished = True
+
+    def gather(self, ins: Instruction) -> list:
+        """Seed 000 §8.3: D ≠ 0 → results[i + D]; D == 0 → the next constant of C."""
+        sig = self.nac.signature(ins)
+        if sig is None:
+            raise NacRuntimeError(f"instruction {ins.index}: PERM has no signature {ins.b}")
+        d = ins.d or ()
+        if len(d) != len(sig):
+            raise NacRuntimeError(f"instruction {ins.index}: signature {sig!r} has {len(sig)} "
+                                  f"arguments but D has {len(d)}")
+        keep_tuples = self.nac.op_name(ins.a) in ("getitem", "operator.getitem")
+        args = []
+        for arg in self.nac.arguments(ins):
+            if arg.kind == "ref":
+                if arg.producer not in self.results:
+                    raise NacRuntimeError(f"instruction {ins.index}: argument refers to instruction "
+                                          f"{arg.producer}, which has no result (yet)")
+                v = self.results[arg.producer]
+                args.append(v if keep_tuples else first_of_multi(v))
+            else:
+                if arg.const_id is None or arg.const_id not in self.nac.constants:
+                    raise NacRuntimeError(f"instruction {ins.index}: constant argument "
+                                          + ("beyond the ids in C" if arg.const_id is None
+                                             else f"#{arg.const_id} is not in CNST"))
+                if is_tensor_placeholder(arg.value):
+                    raise NotSupported(f"constant #{arg.const_id} is the compiler's placeholder "
+                                       f"{arg.value!r}: the tensor's data is not in the file",
+                                       ins.index)
+                args.append(arg.value)
+        return args
+
+    def call_op(self, ins: Instruction) -> Any:
+        name = self.nac.op_name(ins.a)
+        args = self.gather(ins)
+        try:
+            fn = self.kernels(name)
+        except NotSupported as e:
+            raise NotSupported(str(e), ins.index) from None
+        try:
+            return fn(*args)
+        except NacRuntimeError:
+            raise
+        except Exception as e:
+            raise KernelError(f"instruction {ins.index}: {name}({describe_args(args)}) failed: "
+                              f"{type(e).__name__}: {e}", ins.index, name) from e
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING = _Missing()
+
+
+def run(nacfile: NacFile | str | Path, inputs: Optional[Mapping[str, Any]] = None,
+        feeds: Optional[Sequence[Any]] = None, **kwargs) -> list[np.ndarray]:
+    """Run a file once and return its outputs as numpy arrays."""
+    with Session(nacfile, inputs=inputs, feeds=feeds, **kwargs) as session:
+        return session.run()

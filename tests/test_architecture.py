@@ -1,0 +1,24 @@
+"""Layering rules the code must keep."""
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nac_engine
+
+
+def test_engine_never_imports_qt():
+    modules = [m.name for m in pkgutil.walk_packages(nac_engine.__path__, "nac_engine.")]
+    code = ("import importlib, sys\n"
+            f"for m in {modules!r}: importlib.import_module(m)\n"
+            "bad = sorted(k for k in sys.modules if k.split('.')[0] in ('PySide6', 'PyQt5', 'PyQt6', 'shiboken6'))\n"
+            "print(','.join(bad))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(nac_engine.__file__).resolve().parents[1])
+    assert out.stdout.strip() == ""
+
+
+def test_codec_import_does_not_load_torch():
+    code = "import sys, nac_engine, nac_engine.cli; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
