@@ -148,6 +148,100 @@ def cmd_rewrite(args) -> int:
     return EXIT_OK
 
 
+def _load_npy(path: str):
+    import numpy as np
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise CliError(f"{path}: cannot load as .npy ({e})") from None
+
+
+def _print_findings(label: str, findings) -> None:
+    for f in findings:
+        print(f"  {label} tick {f.tick}: {f.kind}: {f.message}")
+
+
+def cmd_run(args) -> int:
+    import numpy as np
+    from .runtime.errors import NacRuntimeError
+    inputs = {}
+    for item in args.input or []:
+        name, sep, path = item.partition("=")
+        if not sep:
+            raise CliError(f"--input expects NAME=file.npy, got {item!r}")
+        inputs[name] = _load_npy(path)
+    feeds = [_load_npy(p) for p in args.feed] if args.feed else None
+    with _open(args.file) as nac:
+        try:
+            if args.check_mmap:
+                from .runtime.mmap_check import trace_memory
+                trace = trace_memory(nac, inputs=inputs or None, feeds=feeds)
+                outputs = trace.outputs
+            else:
+                from .runtime.session import Session
+                with Session(nac, inputs=inputs or None, feeds=feeds) as session:
+                    outputs = session.run()
+        except NacRuntimeError as e:
+            raise CliError(f"{args.file}: {e}") from None
+    refs = [_load_npy(p) for p in args.compare or []]
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+    worst = 0.0
+    for i, out in enumerate(outputs):
+        arr = np.asarray(out)
+        line = f"output {i}: {arr.dtype}{list(arr.shape)}"
+        if arr.size and np.issubdtype(arr.dtype, np.number):
+            f = arr.astype(np.float64)
+            line += f"  min {f.min():.6g} max {f.max():.6g} mean {f.mean():.6g} std {f.std():.6g}"
+        if i < len(refs):
+            ref = refs[i].astype(np.float64)
+            if ref.shape != arr.shape:
+                line += f"  compare: shape {list(ref.shape)} differs"
+                worst = float("inf")
+            else:
+                abs_err = float(np.abs(arr.astype(np.float64) - ref).max()) if ref.size else 0.0
+                rel = abs_err / max(float(np.abs(ref).max()) if ref.size else 0.0, 1e-30)
+                worst = max(worst, rel)
+                line += f"  max abs err {abs_err:.3g}, rel {rel:.3g}"
+        print(line)
+        if args.out:
+            np.save(os.path.join(args.out, f"output_{i}.npy"), arr)
+    if args.check_mmap:
+        print(f"memory: peak live {trace.peak:,} bytes at tick {trace.peak_tick}; "
+              f"{len(trace.violations)} violation(s), {len(trace.hazards)} hazard(s)")
+        _print_findings("violation", trace.violations)
+        if args.verbose:
+            _print_findings("hazard", trace.hazards)
+        if trace.violations:
+            return EXIT_PROBLEMS
+    if refs and args.tolerance is not None and worst > args.tolerance:
+        print(f"compare: worst relative error {worst:.3g} exceeds {args.tolerance:g}")
+        return EXIT_PROBLEMS
+    return EXIT_OK
+
+
+def cmd_lint(args) -> int:
+    from .runtime.mmap_check import check_schedule
+    with _open(args.file) as nac:
+        report = check_schedule(nac)
+    if args.json:
+        as_dict = lambda f: {"kind": f.kind, "tick": f.tick, "target": f.target, "message": f.message}  # noqa: E731
+        print(json.dumps({"file": args.file, "has_schedule": report.has_schedule,
+                          "violations": [as_dict(f) for f in report.violations],
+                          "hazards": [as_dict(f) for f in report.hazards]}, indent=2))
+    else:
+        if not report.has_schedule:
+            print(f"{args.file}: no MMAP schedule (nothing to check)")
+        for f in report.violations:
+            print(f"{args.file}: tick {f.tick}: {f.kind}: {f.message}")
+        if args.hazards:
+            for f in report.hazards:
+                print(f"{args.file}: tick {f.tick}: hazard {f.kind}: {f.message}")
+        print(f"{args.file}: {len(report.violations)} violation(s), {len(report.hazards)} same-tick hazard(s)"
+              + ("" if args.hazards or not report.hazards else " (--hazards to list)"))
+    return EXIT_PROBLEMS if report.violations else EXIT_OK
+
+
 # --------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nac", description="Inspect, verify, disassemble and rewrite NAC files.")
@@ -186,6 +280,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", required=True)
     s.add_argument("--version", choices=["1.6", "1.7", "1.8"])
     s.set_defaults(func=cmd_rewrite)
+
+    s = sub.add_parser("run", help="execute a file and print its outputs")
+    s.add_argument("file")
+    s.add_argument("--input", action="append", metavar="NAME=x.npy", help="a named user input")
+    s.add_argument("--feed", action="append", metavar="x.npy",
+                   help="positional value for each <INPUT B=0>/<INPUT B=3> in instruction order")
+    s.add_argument("--out", metavar="DIR", help="write output_<i>.npy here")
+    s.add_argument("--compare", action="append", metavar="ref.npy", help="reference for output i (in order)")
+    s.add_argument("--tolerance", type=float, metavar="REL",
+                   help="with --compare: exit 1 if the relative error exceeds REL")
+    s.add_argument("--check-mmap", action="store_true", help="execute the MMAP schedule too and report it")
+    s.add_argument("-v", "--verbose", action="store_true", help="with --check-mmap: list hazards too")
+    s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("lint", help="static MMAP schedule check; exit 1 on violations")
+    s.add_argument("file")
+    s.add_argument("--hazards", action="store_true", help="also list same-tick hazards")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_lint)
     return p
 
 
@@ -195,7 +308,7 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except CliError as e:
-        print(f"nac: error: {e}", file=sys.stderr)
+        print("nac: error: " + " ".join(str(e).split()), file=sys.stderr)
         return e.code
     except BrokenPipeError:
         return EXIT_OK

@@ -101,3 +101,38 @@ def test_bundled_demo_is_clean(capsys):
     from tests.resources_path import DEMO
     code, out, _ = run(capsys, "verify", DEMO)
     assert code == 0
+
+
+@corpus
+def test_run_with_feeds_matches_expected(capsys, tmp_path):
+    case = next(p for p in NAC_FILES if p.parent.name == "bert_tiny").parent
+    feeds = sorted(case.glob("feed_*.npy"))
+    argv = ["run", case / "bert_tiny.nac", "--out", tmp_path, "--compare", case / "expected_output_0.npy",
+            "--tolerance", "1e-4", "--check-mmap"]
+    for f in feeds:
+        argv += ["--feed", f]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert "rel 0" in out or "rel " in out
+    assert "0 violation(s)" in out
+    import numpy as np
+    got = np.load(tmp_path / "output_0.npy")
+    assert np.allclose(got, np.load(case / "expected_output_0.npy"), rtol=0, atol=1e-4)
+
+
+@corpus
+def test_run_names_missing_inputs_on_one_line(capsys):
+    path = next(p for p in NAC_FILES if p.parent.name == "mlp")
+    code, _, err = run(capsys, "run", path)
+    assert code == 2 and "missing" in err and "'x'" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@corpus
+def test_lint_exit_codes(capsys):
+    clean = next(p for p in NAC_FILES if p.parent.name == "mlp")
+    dropped_frees = next(p for p in NAC_FILES if p.parent.name == "cnn__v1.6")
+    assert run(capsys, "lint", clean)[0] == 0
+    code, out, _ = run(capsys, "lint", dropped_frees, "--json")
+    report = json.loads(out)
+    assert code == 1 and {v["kind"] for v in report["violations"]} == {"never_freed"}
