@@ -1,0 +1,472 @@
+"""Stepping debugger around a :class:`Session`: step, step back, run to, continue, breakpoints,
+watches, bounded history — layered around ``Session.run_instruction``, never inside kernels.
+
+Why a wrapper and not a Session subclass: the debugger owns the execution loop (forward steps,
+and replays of earlier ticks in a scratch environment), while ``Session.run()`` stays the plain
+fast path; and it can drive any Session subclass (an MMAP-checking or profiling session)
+unchanged. Such a subclass sees replayed instructions again when an evicted tick is recomputed.
+
+Ticks: ``debugger.tick`` is the **current** tick — the instruction executed last, whose result
+you are looking at (-1 before the first step); ``next_tick`` is the one that runs next.
+Breakpoints are tested after their instruction executes, so a stop at a breakpoint leaves
+``tick`` on it with its result available. ``continue_()`` always executes at least one
+instruction, so it never re-stops where it stands. ``run_to(t)`` ignores breakpoints unless
+``breakpoints=True`` and goes backwards as well as forwards.
+
+Memory: values no later instruction reads are dropped from ``session.results`` as soon as their
+last consumer has run (the fx Interpreter's last-use freeing), so ``session.results`` is the
+live set. Results for inspection live in a :class:`ResultHistory` bounded by ``history_bytes``;
+a result it has evicted is recomputed from the nearest checkpoint (see ``history.py``) — exact,
+because the interpreter is deterministic (true on CPU; on GPU only for deterministic kernels).
+The run's values are not mutated in place by the kernels (exported graphs are functional); an
+in-place ATen op would change history entries that share its input's storage.
+
+Threads: every action takes a lock, so one runs at a time. ``run_in_thread("continue_")``
+returns a ``concurrent.futures.Future``; ``cancel()`` (from any thread) stops the action between
+two instructions with stop reason ``"cancelled"``. Observers (plain callables in ``on_tick``,
+``on_stopped``, ``on_output``) run on the thread that executes — a GUI marshals them itself.
+``on_tick`` fires for every executed instruction, so a GUI should throttle what it draws.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ..format.model import NacFile
+from ..isa.optable import OP_INPUT
+from .errors import NacRuntimeError
+from .expr import Expr, ExprError, to_python
+from .history import Checkpoints, ResultHistory
+from .kernels import first_of_multi
+from .session import Session, to_numpy
+
+_NONE = object()
+
+
+class Cancelled(NacRuntimeError):
+    """Raised inside a replay when ``cancel()`` was called; the debugger's state is unchanged."""
+
+
+@dataclass(frozen=True)
+class StopReason:
+    kind: str                   # step, step_back, run_to, breakpoint, end, restart, cancelled, error
+    tick: int                   # the current tick at the stop
+    breakpoints: tuple = ()     # ids of the breakpoints hit at this tick
+    message: str = ""
+
+
+@dataclass
+class Breakpoint:
+    """Stops where its location matches (``ticks``; None = every tick) and its condition holds."""
+    id: int
+    label: str
+    ticks: Optional[frozenset]
+    condition: Optional[Expr] = None
+    enabled: bool = True
+    hits: int = 0
+    error: Optional[str] = None     # the last condition evaluation error, if any
+
+
+@dataclass(frozen=True)
+class TickResult:
+    """One tick's result and its summary. Statistics are over the finite values (None when the
+    result is not numeric or has none)."""
+    tick: int
+    name: str
+    value: Any
+    tensor: Optional[np.ndarray] = field(init=False, default=None)
+    shape: Optional[tuple] = field(init=False, default=None)
+    dtype: Optional[str] = field(init=False, default=None)
+    min: Optional[float] = field(init=False, default=None)
+    max: Optional[float] = field(init=False, default=None)
+    mean: Optional[float] = field(init=False, default=None)
+    std: Optional[float] = field(init=False, default=None)
+    nan_count: int = field(init=False, default=0)
+    inf_count: int = field(init=False, default=0)
+    zero_count: int = field(init=False, default=0)
+
+    def __post_init__(self):
+        if self.value is None:
+            return
+        arr = to_numpy(self.value)
+        put = lambda k, v: object.__setattr__(self, k, v)   # noqa: E731 (frozen dataclass)
+        put("tensor", arr)
+        put("shape", tuple(arr.shape))
+        put("dtype", str(arr.dtype))
+        if arr.dtype.kind not in "biufc":
+            return
+        a = arr.astype(np.float64) if arr.dtype.kind != "c" else np.abs(arr)
+        finite = np.isfinite(a)
+        put("nan_count", int(np.isnan(a).sum()))
+        put("inf_count", int(np.isinf(a).sum()))
+        put("zero_count", int((arr == 0).sum()))
+        f = a[finite]
+        if f.size:
+            put("min", float(f.min()))
+            put("max", float(f.max()))
+            put("mean", float(f.mean()))
+            put("std", float(f.std()))
+
+
+class Debugger:
+    """``Debugger(session_or_file, inputs=None, feeds=None, *, history_bytes=None,
+    checkpoint_every=16, checkpoint_bytes=None, **session_kwargs)``.
+
+    ``checkpoint_bytes`` bounds the checkpoints' memory (default: ``history_bytes``)."""
+
+    def __init__(self, target: Session | NacFile | str | Path, inputs=None, feeds=None, *,
+                 history_bytes: Optional[int] = None, checkpoint_every: int = 16,
+                 checkpoint_bytes: Optional[int] = None, **session_kwargs):
+        self.session = target if isinstance(target, Session) else \
+            Session(target, inputs=inputs, feeds=feeds, **session_kwargs)
+        self.nac = self.session.nac
+        ins = self.session.instructions
+        self.consumers: dict[int, list[int]] = {}
+        for i in ins:
+            for p in i.producers():
+                self.consumers.setdefault(p, []).append(i.index)
+        # A value dies after its last consumer (or right away when nothing reads it).
+        self._last_use = {i.index: max(self.consumers.get(i.index, [i.index])) for i in ins}
+        self._dies_at: dict[int, list[int]] = {}
+        for p, last in self._last_use.items():
+            self._dies_at.setdefault(last, []).append(p)
+        self.history = ResultHistory(history_bytes)
+        self.checkpoints = Checkpoints(checkpoint_every,
+                                       history_bytes if checkpoint_bytes is None else checkpoint_bytes)
+        self.breakpoints: list[Breakpoint] = []
+        self._next_bp = 1
+        self._watch_exprs: dict[str, Expr | ExprError] = {}
+        self.watches: dict[str, Any] = {}
+        self.on_tick: list[Callable[[int], None]] = []
+        self.on_stopped: list[Callable[[StopReason, int], None]] = []
+        self.on_output: list[Callable[[list], None]] = []
+        self.stop_reason: Optional[StopReason] = None
+        self._sub_ticks: list[int] = []
+        self._lock = threading.RLock()
+        self._cancel = threading.Event()
+        self.session.reset()
+
+    # -- state ------------------------------------------------------------------------------
+    @property
+    def tick(self) -> int:
+        return self.session.tick - 1
+
+    @property
+    def next_tick(self) -> int:
+        return self.session.tick
+
+    @property
+    def finished(self) -> bool:
+        return self.session.finished
+
+    @property
+    def outputs(self) -> Optional[list[np.ndarray]]:
+        return self.session.outputs
+
+    def __len__(self) -> int:
+        return len(self.session.instructions)
+
+    # -- actions ----------------------------------------------------------------------------
+    def step(self) -> StopReason:
+        """Execute one instruction (breakpoints there count a hit and are named in the reason)."""
+        self._cancel.clear()
+        return self._step()
+
+    def continue_(self) -> StopReason:
+        """Run to the next enabled breakpoint or the end."""
+        self._cancel.clear()
+        return self._continue()
+
+    def run_to(self, tick: int, *, breakpoints: bool = False) -> StopReason:
+        """Make ``tick`` current, forwards (executing) or backwards (from history/replay)."""
+        self._cancel.clear()
+        return self._run_to(tick, breakpoints)
+
+    def step_back(self) -> StopReason:
+        """Make the previous tick current; the state is as if the current one never ran."""
+        self._cancel.clear()
+        return self._step_back()
+
+    def restart(self) -> StopReason:
+        """Back to before tick 0; history and checkpoints are dropped (hit counts are kept)."""
+        self._cancel.clear()
+        return self._restart()
+
+    def cancel(self) -> None:
+        """Ask the running action to stop between two instructions (any thread)."""
+        self._cancel.set()
+
+    def run_in_thread(self, action: str = "continue_", *args, **kwargs) -> Future:
+        """Run ``action`` (continue_, step, run_to, step_back, restart) on a worker thread.
+        The Future's result is the StopReason (or the action's exception)."""
+        fn = {"continue_": self._continue, "step": self._step, "run_to": self._run_to,
+              "step_back": self._step_back, "restart": self._restart}[action]
+        self._cancel.clear()          # here, not in the thread: an early cancel() must count
+        future: Future = Future()
+
+        def work():
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as e:    # handed to the caller through the Future
+                future.set_exception(e)
+
+        threading.Thread(target=work, name="nac-debugger", daemon=True).start()
+        return future
+
+    def _step(self) -> StopReason:
+        with self._lock:
+            if self.finished:
+                return self._stop("end")
+            hits = self._forward()
+            return self._stop("end" if self.finished and not hits else "step", hits)
+
+    def _continue(self) -> StopReason:
+        with self._lock:
+            return self._drive(None, True)
+
+    def _run_to(self, tick: int, breakpoints: bool = False) -> StopReason:
+        with self._lock:
+            if not -1 <= tick < len(self):
+                raise IndexError(f"tick {tick} is outside 0..{len(self) - 1}")
+            if tick < self.tick:
+                self._restore(tick + 1)
+                return self._stop("run_to")
+            if tick == self.tick:
+                return self._stop("run_to")
+            return self._drive(tick, breakpoints)
+
+    def _step_back(self) -> StopReason:
+        with self._lock:
+            if self.tick >= 0:
+                self._restore(self.tick)
+            return self._stop("step_back")
+
+    def _restart(self) -> StopReason:
+        with self._lock:
+            self.session.reset()
+            self.history.clear()
+            self.checkpoints = Checkpoints(self.checkpoints.every, self.checkpoints.budget)
+            self._sub_ticks = []
+            self._emit(self.on_tick, -1)
+            return self._stop("restart")
+
+    # -- forward execution ------------------------------------------------------------------
+    def _drive(self, limit: Optional[int], use_breakpoints: bool) -> StopReason:
+        while not self.finished:
+            if self._cancel.is_set():
+                return self._stop("cancelled")
+            hits = self._forward()
+            if hits and use_breakpoints:
+                return self._stop("breakpoint", hits)
+            if limit is not None and self.tick >= limit:
+                return self._stop("run_to")
+        return self._stop("end")
+
+    def _forward(self) -> tuple:
+        """Execute the next instruction; returns the ids of the breakpoints it hits."""
+        s = self.session
+        i = s.tick
+        if i == 0:
+            missing = s.missing_inputs()
+            if missing:
+                raise s._missing_error(missing)
+        n_sub = len(s.sub_outputs)
+        try:
+            value = s.run_instruction(i)
+        except Exception as e:
+            self._stop("error", message=str(e))
+            raise
+        if len(s.sub_outputs) > n_sub:
+            self._sub_ticks.append(i)
+        self.history.put(i, value, focus=i)
+        for p in self._dies_at.get(i, ()):
+            s.results.pop(p, None)
+        if not s.finished and self.checkpoints.due(s.tick):
+            self.checkpoints.add(s.tick, s.results)
+        hits = self._hits(i, value)
+        self._emit(self.on_tick, i)
+        if s.finished:
+            self._emit(self.on_output, s.outputs)
+        return hits
+
+    # -- going back -------------------------------------------------------------------------
+    def _restore(self, k: int) -> None:
+        """Set the state to 'about to execute k': the live set from history when it has every
+        value, else replayed from the nearest checkpoint. Committed only when complete."""
+        s = self.session
+        env = {}
+        for p in range(k):
+            if self._last_use[p] >= k:
+                v = self.history.get(p, _NONE)
+                if v is _NONE:
+                    v = s.results.get(p, _NONE)
+                if v is _NONE:
+                    env = None
+                    break
+                env[p] = v
+        if env is None:
+            env, _ = self._replay(self.checkpoints.nearest(k), k)
+        s.results, s.tick, s.finished, s.outputs = env, k, False, None
+        keep = sum(1 for t in self._sub_ticks if t < k)
+        del s.sub_outputs[keep:], self._sub_ticks[keep:]
+        self._emit(self.on_tick, k - 1)
+
+    def _replay(self, checkpoint: tuple[int, dict], stop: int) -> tuple[dict, Any]:
+        """Execute ticks checkpoint..stop-1 in a scratch environment; the session's own state
+        is put back afterwards. Returns (live set before ``stop``, the value of ``stop - 1``)."""
+        s = self.session
+        start, env = checkpoint
+        saved = (s.results, s.tick, s.finished, s.outputs, list(s.sub_outputs))
+        value = None
+        try:
+            s.results = env
+            for j in range(start, stop):
+                if self._cancel.is_set():
+                    raise Cancelled(f"cancelled while recomputing tick {stop - 1}")
+                value = s.run_instruction(j)
+                self.history.put(j, value, focus=self.tick)
+                for p in self._dies_at.get(j, ()):
+                    env.pop(p, None)
+            return env, value
+        finally:
+            s.results, s.tick, s.finished, s.outputs, s.sub_outputs[:] = saved
+
+    # -- inspection -------------------------------------------------------------------------
+    def value(self, tick: int) -> Any:
+        """The raw result (torch tensor, scalar, tuple or None) of an executed tick."""
+        with self._lock:
+            if not 0 <= tick <= self.tick:
+                raise IndexError(f"tick {tick} has not been executed (current tick {self.tick})")
+            v = self.history.get(tick, _NONE)
+            if v is _NONE:
+                v = self.session.results.get(tick, _NONE)
+            if v is _NONE:
+                _, v = self._replay(self.checkpoints.nearest(tick), tick + 1)
+            return v
+
+    def result(self, tick: Optional[int] = None) -> TickResult:
+        """Result and statistics of ``tick`` (default: the current tick)."""
+        tick = self.tick if tick is None else tick
+        v = self.value(tick)
+        return TickResult(tick, self.nac.instruction_name(self.session.instructions[tick]), v)
+
+    # -- breakpoints ------------------------------------------------------------------------
+    def add_breakpoint(self, *, tick: Optional[int] = None, op: Optional[str] = None,
+                       param: Optional[str] = None, condition: Optional[str] = None) -> Breakpoint:
+        """One location (tick, op-name glob, parameter-name glob) and/or a condition.
+        A condition alone is tested at every tick. A glob that matches nothing is an error."""
+        if sum(x is not None for x in (tick, op, param)) > 1:
+            raise ValueError("give at most one of tick, op, param")
+        ins = self.session.instructions
+        labels = []
+        ticks = None
+        if tick is not None:
+            if not 0 <= tick < len(ins):
+                raise IndexError(f"tick {tick} is outside 0..{len(ins) - 1}")
+            ticks, labels = frozenset([tick]), [f"tick {tick}"]
+        elif op is not None:
+            ticks = frozenset(i.index for i in ins if fnmatchcase(self.nac.instruction_name(i), op))
+            labels = [f"op {op}"]
+            if not ticks:
+                raise ValueError(f"no instruction's op matches {op!r}")
+        elif param is not None:
+            loads = [i.index for i in ins if i.a == OP_INPUT and i.b == 1
+                     and (p := self.nac.param_for(i)) is not None and fnmatchcase(p.name, param)]
+            if not loads:
+                raise ValueError(f"no instruction loads a parameter matching {param!r}")
+            ticks = frozenset(loads + [c for t in loads for c in self.consumers.get(t, ())])
+            labels = [f"param {param}"]
+        expr = None
+        if condition is not None:
+            expr = Expr({"nan": "any(isnan(x))", "inf": "any(isinf(x))"}.get(condition, condition))
+            labels.append(f"if {expr.text}")
+        bp = Breakpoint(self._next_bp, " ".join(labels) or "always", ticks, expr)
+        self._next_bp += 1
+        self.breakpoints.append(bp)
+        return bp
+
+    def break_on_nan(self) -> Breakpoint:
+        return self.add_breakpoint(condition="nan")
+
+    def break_on_inf(self) -> Breakpoint:
+        return self.add_breakpoint(condition="inf")
+
+    def breakpoint(self, bp_id: int) -> Breakpoint:
+        for bp in self.breakpoints:
+            if bp.id == bp_id:
+                return bp
+        raise KeyError(f"no breakpoint {bp_id}")
+
+    def enable(self, bp: Breakpoint | int, enabled: bool = True) -> None:
+        (bp if isinstance(bp, Breakpoint) else self.breakpoint(bp)).enabled = enabled
+
+    def remove_breakpoint(self, bp: Breakpoint | int) -> None:
+        bp = bp if isinstance(bp, Breakpoint) else self.breakpoint(bp)
+        self.breakpoints.remove(bp)
+
+    def _hits(self, i: int, value: Any) -> tuple:
+        hits = []
+        for bp in self.breakpoints:
+            if not bp.enabled or (bp.ticks is not None and i not in bp.ticks):
+                continue
+            if bp.condition is not None:
+                try:
+                    if not bp.condition.test(self._lookup(value)):
+                        continue
+                    bp.error = None
+                except ExprError as e:     # e.g. the tick has no tensor: not a hit
+                    bp.error = str(e)
+                    continue
+            bp.hits += 1
+            hits.append(bp.id)
+        return tuple(hits)
+
+    # -- watches ----------------------------------------------------------------------------
+    def add_watch(self, text: str) -> None:
+        """Watch an expression (``x`` = current result, ``t<N>`` = tick N); re-evaluated at
+        every stop into ``watches[text]`` (a value, or the ExprError)."""
+        try:
+            self._watch_exprs[text] = Expr(text)
+        except ExprError as e:
+            self._watch_exprs[text] = e
+        self._update_watches()
+
+    def remove_watch(self, text: str) -> None:
+        self._watch_exprs.pop(text, None)
+        self.watches.pop(text, None)
+
+    def _update_watches(self) -> None:
+        current = self.value(self.tick) if self.tick >= 0 else None
+        for text, expr in self._watch_exprs.items():
+            if isinstance(expr, ExprError):
+                self.watches[text] = expr
+                continue
+            try:
+                self.watches[text] = to_python(expr.evaluate(self._lookup(current)))
+            except (ExprError, IndexError, NacRuntimeError) as e:
+                self.watches[text] = e if isinstance(e, ExprError) else ExprError(str(e))
+
+    def _lookup(self, current: Any) -> Callable[[str], Any]:
+        def lookup(name: str) -> Any:
+            v = current if name == "x" else self.value(int(name[1:]))
+            return first_of_multi(v)
+        return lookup
+
+    # -- notification -----------------------------------------------------------------------
+    def _stop(self, kind: str, hits: tuple = (), message: str = "") -> StopReason:
+        self.stop_reason = StopReason(kind, self.tick, tuple(hits), message)
+        if self._watch_exprs:
+            self._update_watches()
+        self._emit(self.on_stopped, self.stop_reason, self.tick)
+        return self.stop_reason
+
+    @staticmethod
+    def _emit(observers: list, *args) -> None:
+        for fn in list(observers):
+            fn(*args)

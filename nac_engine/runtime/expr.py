@@ -1,0 +1,327 @@
+"""A tiny, safe expression language for breakpoint conditions and watches.
+
+Grammar (our own recursive descent; nothing is handed to ``eval`` or Python's ``ast``, so an
+expression can only ever call the whitelisted tensor functions below)::
+
+    expr  := or
+    or    := and ('or' and)*
+    and   := not ('and' not)*
+    not   := 'not' not | cmp
+    cmp   := sum (('<'|'<='|'>'|'>='|'=='|'!=') sum)?
+    sum   := term (('+'|'-') term)*
+    term  := unary (('*'|'/') unary)*
+    unary := ('-'|'+') unary | atom
+    atom  := NUMBER | NAME | FUNC '(' expr (',' expr)* ')' | '(' expr ')'
+
+Names: ``x`` (the tick's result), ``t<N>`` (the result of tick N, e.g. ``t12``), ``nan``, ``inf``,
+``true``, ``false``. Values are torch tensors or Python numbers; reductions use the population
+standard deviation (like numpy's ``std``) and compute in float64 so int tensors work too.
+
+``compile_expr("max(abs(x)) > 1e3")`` → :class:`Expr`; ``expr.evaluate(lookup)`` where
+``lookup(name)`` returns the value of ``x`` / ``t<N>``. Parse errors are :class:`ExprError` with
+the 1-based ``column``; evaluation errors are :class:`ExprError` with ``column=None``.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+
+class ExprError(ValueError):
+    def __init__(self, message: str, column: int | None = None, text: str = ""):
+        where = f" at column {column}" if column is not None else ""
+        super().__init__(f"{message}{where}" + (f": {text!r}" if text and column is not None else ""))
+        self.column = column
+
+
+def _f(v):                       # reductions in float64: int/bool tensors have no mean/std
+    return v.double() if isinstance(v, torch.Tensor) and not v.is_floating_point() else v
+
+
+def _t(v) -> torch.Tensor:
+    return v if isinstance(v, torch.Tensor) else torch.tensor(v, dtype=torch.float64)
+
+
+def _max(a, b=None):
+    return torch.max(_t(a)) if b is None else torch.maximum(_t(a), _t(b))
+
+
+def _min(a, b=None):
+    return torch.min(_t(a)) if b is None else torch.minimum(_t(a), _t(b))
+
+
+# name -> (function, min args, max args)
+FUNCTIONS: dict[str, tuple[Callable, int, int]] = {
+    "abs": (lambda a: torch.abs(_t(a)), 1, 1),
+    "max": (_max, 1, 2),
+    "min": (_min, 1, 2),
+    "mean": (lambda a: torch.mean(_f(_t(a))), 1, 1),
+    "std": (lambda a: torch.std(_f(_t(a)), correction=0), 1, 1),
+    "sum": (lambda a: torch.sum(_f(_t(a))), 1, 1),
+    "any": (lambda a: torch.any(_t(a)), 1, 1),
+    "all": (lambda a: torch.all(_t(a)), 1, 1),
+    "isnan": (lambda a: torch.isnan(_t(a)), 1, 1),
+    "isinf": (lambda a: torch.isinf(_t(a)), 1, 1),
+    "isfinite": (lambda a: torch.isfinite(_t(a)), 1, 1),
+    "count_nan": (lambda a: torch.isnan(_t(a)).sum(), 1, 1),
+    "count_inf": (lambda a: torch.isinf(_t(a)).sum(), 1, 1),
+    "count_zero": (lambda a: (_t(a) == 0).sum(), 1, 1),
+    "norm": (lambda a: torch.linalg.vector_norm(_f(_t(a)).double()), 1, 1),
+    "numel": (lambda a: _t(a).numel(), 1, 1),
+    "sqrt": (lambda a: torch.sqrt(_f(_t(a))), 1, 1),
+    "exp": (lambda a: torch.exp(_f(_t(a))), 1, 1),
+    "log": (lambda a: torch.log(_f(_t(a))), 1, 1),
+}
+CONSTANTS = {"nan": math.nan, "inf": math.inf, "true": True, "false": False}
+_TICK_NAME = re.compile(r"t\d+\Z")
+_KEYWORDS = {"and", "or", "not"}
+
+_TOKEN = re.compile(r"""
+    (?P<ws>\s+)
+  | (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+  | (?P<name>[A-Za-z_][A-Za-z_0-9]*)
+  | (?P<op><=|>=|==|!=|[-+*/<>(),])
+""", re.VERBOSE)
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str        # num, name, op, bad, end
+    text: str
+    col: int         # 1-based
+
+
+def _tokens(text: str) -> list[_Tok]:
+    # A character we do not know becomes a 'bad' token instead of raising here, so the parser
+    # reports the first real problem in reading order (``__import__(`` before the quote).
+    out, pos = [], 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            out.append(_Tok("bad", text[pos], pos + 1))
+            pos += 1
+            continue
+        if m.lastgroup != "ws":
+            out.append(_Tok(m.lastgroup, m.group(), pos + 1))
+        pos = m.end()
+    out.append(_Tok("end", "", len(text) + 1))
+    return out
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.toks = _tokens(text)
+        self.i = 0
+        self.names: set[str] = set()
+
+    def peek(self) -> _Tok:
+        return self.toks[self.i]
+
+    def take(self) -> _Tok:
+        tok = self.toks[self.i]
+        self.i += 1
+        return tok
+
+    def error(self, message: str, tok: _Tok):
+        raise ExprError(message, tok.col, self.text)
+
+    def unexpected(self, tok: _Tok):
+        if tok.kind == "end":
+            self.error("unexpected end of expression", tok)
+        what = {"bad": "character", "op": "symbol"}.get(tok.kind, "token")
+        self.error(f"unexpected {what} {tok.text!r}", tok)
+
+    def accept(self, *texts: str) -> _Tok | None:
+        tok = self.peek()
+        if tok.kind in ("op", "name") and tok.text in texts:
+            return self.take()
+        return None
+
+    def parse(self):
+        node = self.or_()
+        if self.peek().kind != "end":
+            self.unexpected(self.peek())
+        return node
+
+    def or_(self):
+        node = self.and_()
+        while self.accept("or"):
+            node = ("or", node, self.and_())
+        return node
+
+    def and_(self):
+        node = self.not_()
+        while self.accept("and"):
+            node = ("and", node, self.not_())
+        return node
+
+    def not_(self):
+        if self.accept("not"):
+            return ("not", self.not_())
+        return self.cmp()
+
+    def cmp(self):
+        node = self.sum()
+        op = self.accept("<", "<=", ">", ">=", "==", "!=")
+        if op:
+            node = ("cmp", op.text, node, self.sum())
+            if self.peek().text in ("<", "<=", ">", ">=", "==", "!="):
+                self.error("chained comparisons are not supported; use 'and'", self.peek())
+        return node
+
+    def sum(self):
+        node = self.term()
+        while (op := self.accept("+", "-")):
+            node = ("bin", op.text, node, self.term())
+        return node
+
+    def term(self):
+        node = self.unary()
+        while (op := self.accept("*", "/")):
+            node = ("bin", op.text, node, self.unary())
+        return node
+
+    def unary(self):
+        if self.accept("-"):
+            return ("neg", self.unary())
+        if self.accept("+"):
+            return self.unary()
+        return self.atom()
+
+    def atom(self):
+        tok = self.take()
+        if tok.kind == "num":
+            return ("num", float(tok.text) if any(c in tok.text for c in ".eE") else int(tok.text))
+        if tok.kind == "op" and tok.text == "(":
+            node = self.or_()
+            if not self.accept(")"):
+                self.error("expected ')'", self.peek())
+            return node
+        if tok.kind == "name" and tok.text not in _KEYWORDS:
+            if self.peek().text == "(":
+                return self.call(tok)
+            if self.peek().kind == "bad" and self.peek().text == ".":
+                self.error("attribute access is not allowed", self.peek())
+            if tok.text == "x" or _TICK_NAME.match(tok.text):
+                self.names.add(tok.text)
+                return ("var", tok.text)
+            if tok.text in CONSTANTS:
+                return ("num", CONSTANTS[tok.text])
+            self.error(f"unknown name {tok.text!r} (names: x, t<N>, nan, inf, true, false)", tok)
+        self.unexpected(tok)
+
+    def call(self, name: _Tok):
+        if name.text not in FUNCTIONS:
+            self.error(f"unknown function {name.text!r} (known: {', '.join(sorted(FUNCTIONS))})", name)
+        self.take()                                   # '('
+        args = [self.or_()]
+        while self.accept(","):
+            args.append(self.or_())
+        if not self.accept(")"):
+            self.error("expected ')' or ','", self.peek())
+        _, lo, hi = FUNCTIONS[name.text]
+        if not lo <= len(args) <= hi:
+            n = str(lo) if lo == hi else f"{lo} or {hi}"
+            self.error(f"{name.text}() takes {n} argument(s), got {len(args)}", name)
+        return ("call", name.text, args)
+
+
+def _truth(v) -> bool:
+    if isinstance(v, torch.Tensor):
+        if v.numel() != 1:
+            raise ExprError(f"a tensor of shape {tuple(v.shape)} has no single truth value; "
+                            f"use any() or all()")
+        return bool(v.item())
+    return bool(v)
+
+
+def _scalar(v) -> bool:
+    return not isinstance(v, torch.Tensor) or v.numel() == 1
+
+
+def _logic(op: str, a, b):
+    if _scalar(a) and _scalar(b):
+        return (_truth(a) and _truth(b)) if op == "and" else (_truth(a) or _truth(b))
+    fn = torch.logical_and if op == "and" else torch.logical_or
+    return fn(_t(a).bool(), _t(b).bool())
+
+
+_CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+        ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+
+
+def _arith(op: str, a, b):
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return {"+": torch.add, "-": torch.sub, "*": torch.mul, "/": torch.true_divide}[op](_t(a), _t(b))
+    if op == "/":                               # IEEE, not ZeroDivisionError
+        return float(torch.tensor(float(a), dtype=torch.float64) / float(b))
+    return {"+": a + b, "-": a - b, "*": a * b}[op]
+
+
+class Expr:
+    """A parsed expression. ``names``: the variables it reads (``x``, ``t12`` …)."""
+
+    def __init__(self, text: str):
+        parser = _Parser(text)
+        self.text = text
+        self.tree = parser.parse()
+        self.names = frozenset(parser.names)
+
+    def __repr__(self) -> str:
+        return f"Expr({self.text!r})"
+
+    def evaluate(self, lookup: Callable[[str], Any]) -> Any:
+        """Value of the expression; ``lookup(name)`` supplies ``x`` / ``t<N>``."""
+        try:
+            return self._eval(self.tree, lookup)
+        except ExprError:
+            raise
+        except Exception as e:
+            raise ExprError(f"{self.text!r}: {type(e).__name__}: {e}") from e
+
+    def test(self, lookup: Callable[[str], Any]) -> bool:
+        """Truth of the expression, for conditions (a multi-element tensor is an error)."""
+        return _truth(self.evaluate(lookup))
+
+    def _eval(self, node, lookup):
+        kind = node[0]
+        if kind == "num":
+            return node[1]
+        if kind == "var":
+            v = lookup(node[1])
+            if v is None:
+                raise ExprError(f"{node[1]} has no value")
+            return v if isinstance(v, (torch.Tensor, bool, int, float)) else torch.as_tensor(v)
+        if kind == "neg":
+            return -self._eval(node[1], lookup)
+        if kind == "not":
+            v = self._eval(node[1], lookup)
+            return (not _truth(v)) if _scalar(v) else torch.logical_not(v.bool())
+        if kind in ("and", "or"):
+            a = self._eval(node[1], lookup)
+            if _scalar(a) and (_truth(a) if kind == "or" else not _truth(a)):
+                return _truth(a)                      # short-circuit like Python
+            return _logic(kind, a, self._eval(node[2], lookup))
+        if kind == "cmp":
+            return _CMP[node[1]](self._eval(node[2], lookup), self._eval(node[3], lookup))
+        if kind == "bin":
+            return _arith(node[1], self._eval(node[2], lookup), self._eval(node[3], lookup))
+        if kind == "call":
+            return FUNCTIONS[node[1]][0](*[self._eval(a, lookup) for a in node[2]])
+        raise AssertionError(kind)
+
+
+def compile_expr(text: str) -> Expr:
+    return Expr(text)
+
+
+def to_python(v: Any) -> Any:
+    """A watch value for display: single-element tensors → Python numbers."""
+    if isinstance(v, torch.Tensor):
+        return v.item() if v.numel() == 1 else v.detach().cpu().numpy()
+    return v
