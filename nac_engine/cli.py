@@ -173,7 +173,9 @@ def cmd_run(args) -> int:
     feeds = [_load_npy(p) for p in args.feed] if args.feed else None
     with _open(args.file) as nac:
         try:
-            if args.check_mmap:
+            if args.breaks:
+                outputs = _run_with_breakpoints(nac, inputs or None, feeds, args.breaks)
+            elif args.check_mmap:
                 from .runtime.mmap_check import trace_memory
                 trace = trace_memory(nac, inputs=inputs or None, feeds=feeds)
                 outputs = trace.outputs
@@ -218,6 +220,44 @@ def cmd_run(args) -> int:
         print(f"compare: worst relative error {worst:.3g} exceeds {args.tolerance:g}")
         return EXIT_PROBLEMS
     return EXIT_OK
+
+
+def _parse_break(spec: str) -> dict:
+    """``tick:N``, ``op:GLOB``, ``param:GLOB``, ``nan``, ``inf``, ``if:EXPR``; a location may add
+    ``@EXPR`` as a condition (``op:aten.softmax*@max(abs(x)) > 1e3``)."""
+    where, _, cond = spec.partition("@")
+    kind, _, arg = where.partition(":")
+    if kind in ("nan", "inf") and not arg:
+        return {"condition": kind}
+    if kind == "if":
+        return {"condition": arg + ("@" + cond if cond else "")}
+    if kind not in ("tick", "op", "param") or not arg:
+        raise CliError(f"--break {spec!r}: expected tick:N, op:GLOB, param:GLOB, nan, inf or if:EXPR")
+    out = {kind: int(arg, 0) if kind == "tick" else arg}
+    if cond:
+        out["condition"] = cond
+    return out
+
+
+def _run_with_breakpoints(nac, inputs, feeds, specs):
+    from .runtime.debugger import Debugger
+    from .runtime.expr import ExprError
+    dbg = Debugger(nac, inputs=inputs, feeds=feeds)
+    for spec in specs:
+        try:
+            dbg.add_breakpoint(**_parse_break(spec))
+        except (ValueError, ExprError) as e:
+            raise CliError(f"--break {spec!r}: {e}") from None
+    while True:
+        stop = dbg.continue_()
+        if stop.kind != "breakpoint":
+            break
+        r = dbg.result(stop.tick)
+        stats = "" if r.tensor is None else (
+            f" {r.dtype}{list(r.shape)} min {r.min:.6g} max {r.max:.6g} mean {r.mean:.6g}"
+            f" nan {r.nan_count} inf {r.inf_count}" if r.min is not None else f" {r.dtype}{list(r.shape)}")
+        print(f"break at tick {stop.tick}: v{stop.tick} = {r.name}{stats}")
+    return dbg.outputs
 
 
 def cmd_lint(args) -> int:
@@ -290,6 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--compare", action="append", metavar="ref.npy", help="reference for output i (in order)")
     s.add_argument("--tolerance", type=float, metavar="REL",
                    help="with --compare: exit 1 if the relative error exceeds REL")
+    s.add_argument("--break", dest="breaks", action="append", metavar="SPEC",
+                   help="stop and print at tick:N, op:GLOB, param:GLOB, nan, inf or if:EXPR (repeatable)")
     s.add_argument("--check-mmap", action="store_true", help="execute the MMAP schedule too and report it")
     s.add_argument("-v", "--verbose", action="store_true", help="with --check-mmap: list hazards too")
     s.set_defaults(func=cmd_run)

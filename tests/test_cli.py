@@ -136,3 +136,17 @@ def test_lint_exit_codes(capsys):
     code, out, _ = run(capsys, "lint", dropped_frees, "--json")
     report = json.loads(out)
     assert code == 1 and {v["kind"] for v in report["violations"]} == {"never_freed"}
+
+
+@corpus
+def test_run_with_breakpoints_prints_each_stop(capsys):
+    case = next(p for p in NAC_FILES if p.parent.name == "bert_tiny").parent
+    argv = ["run", case / "bert_tiny.nac", "--break", "op:aten.softmax*", "--break", "tick:5"]
+    for f in sorted(case.glob("feed_*.npy")):
+        argv += ["--feed", f]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    stops = [ln for ln in out.splitlines() if ln.startswith("break at tick")]
+    assert [int(s.split()[3].rstrip(":")) for s in stops] == [5, 46, 88]
+    assert "aten.softmax.int float32[1, 2, 8, 8]" in stops[1]
+    assert run(capsys, "run", case / "bert_tiny.nac", "--break", "bogus")[0] == 2
