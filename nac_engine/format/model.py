@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..isa.optable import (CONST_CODES, OP_INPUT, OP_OUTPUT, SYSTEM_OPS, INPUT_VARIANTS,
+from ..isa.optable import (OP_INPUT, OP_OUTPUT, SYSTEM_OPS, INPUT_VARIANTS,
                            OUTPUT_VARIANTS, standard_ops)
 from . import layout as L
 from .spans import Span

@@ -23,7 +23,7 @@ from ..isa.optable import (CONST_CODES, OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPU
                            SYSTEM_OPS)
 from . import layout as L
 from .cursor import Cursor
-from .model import (Constant, Header, InputName, Instruction, MmapCommand, MmapRecord, NacFile,
+from .model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, NacFile,
                     NamedArray, Orch, Parameter, Proc, Resource, TensorMeta)
 from .spans import UNPARSED, Span
 

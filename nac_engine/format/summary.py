@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from ..isa.optable import OP_INPUT
-from . import layout as L
 from .model import NacFile
 
 

@@ -19,7 +19,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import NacEncodeError
-from ..isa.optable import STANDARD_OPS_V18, standard_ops
+from ..isa.optable import standard_ops
 from . import layout as L
 from .model import Constant, Instruction, NacFile, Orch, TensorMeta
 
@@ -172,8 +172,9 @@ def _converted_cmap(nac: NacFile, version: str) -> dict:
         name = src.get(a)
         if name is not None and target_std.get(a) != name:
             cmap[a] = name
-    # CMAP entries that merely restate the target's standard table are dropped
-    return {a: n for a, n in sorted(cmap.items()) if target_std.get(a) != n or a in nac.cmap}
+    # Entries that merely restate the target's standard table carry no meaning there: drop them,
+    # so v1.8 → v1.6 → v1.8 comes back byte for byte.
+    return {a: n for a, n in sorted(cmap.items()) if target_std.get(a) != n}
 
 
 def _header(nac: NacFile, lay: L.HeaderLayout, offsets: dict, same: bool) -> bytes:
