@@ -310,6 +310,8 @@ def nac_files(draw, valid: bool = True, versions=VERSIONS) -> NacFile:
     constants = draw(constant_table(valid))
     start = custom_op_start(version)
     cmap_ids = draw(st.lists(st.integers(start, 255), max_size=4, unique=True))
+    if valid:
+        cmap_ids.sort()                   # the reference writes CMAP in ascending ID order
     op_name = st.builds(lambda p, n: p + n, st.sampled_from(["aten.", "custom.", "x::"]), ASCII_NAME)
     cmap = {oid: draw(op_name.filter(lambda n: n not in GETITEM_LIKE)) for oid in cmap_ids}
     if not valid and draw(st.booleans()):

@@ -93,6 +93,7 @@ class Cursor:
         try:
             s = bytes(mv).decode("utf-8")
         except UnicodeDecodeError as e:
+            self.pos = start
             raise self.error(f"{name or 'string'} is not valid UTF-8 ({e.reason})", start) from None
         if name is not None:
             (parent or self.span).add(start, n, name, "utf8", s)
@@ -102,5 +103,6 @@ class Cursor:
         start = self.pos
         got = bytes(self.raw(len(expected)))
         if got != expected:
+            self.pos = start
             raise self.error(f"expected tag {expected.decode()!r}, found {got!r}", start)
         (parent or self.span).add(start, len(expected), "tag", "tag", expected.decode())

@@ -227,6 +227,7 @@ class _Reader:
         records = self.nac.mmap
         buf, rec_hdr = self.buf, struct.Struct("<HB")
         ninstr = len(self.nac.instructions)
+        sp.set_builder(_mmap_spans(records, sp.offset + 4, sp))
         for _ in range(n):
             start = cur.pos
             cur.need(3, "MMAP record header")
@@ -238,7 +239,6 @@ class _Reader:
             records.append(MmapRecord(tick, cmds, start))
             if ninstr and tick >= ninstr:
                 self.p.add(NacFormatError("MMAP", start, f"tick {tick} is beyond the last instruction ({ninstr - 1})"))
-        sp.set_builder(_mmap_spans(records, sp.offset + 4, sp))
 
     # OPS / TRNG ---------------------------------------------------------------------
     def _sec_OPS(self, cur: Cursor, sp: Span) -> None:
@@ -489,6 +489,8 @@ class _Reader:
         man = sp.add(start, n, "manifest", "tisa")
         decoded = None
         try:
+            if not n:
+                raise ImportError   # nothing to decode
             from ..isa.tisa import decode_tisa
             decoded, problems = decode_tisa(data, start, man)
             for pr in problems:
@@ -572,7 +574,11 @@ def read_constant(cur: Cursor, parent: Span, label: str) -> Constant:
     if typ == L.CONST_NULL:
         value, length_field = None, ln
     elif typ == L.CONST_BOOL:
-        value, length_field = bool(cur.scalar("u8", "value", rec)), ln
+        at = cur.pos
+        byte = cur.scalar("u8", "value", rec)
+        if byte > 1:
+            raise cur.error(f"constant {cid}: bool byte is {byte}, expected 0 or 1", at)
+        value, length_field = bool(byte), ln
     elif typ in (L.CONST_INT64, L.CONST_FLOAT64):
         if ln != 8:
             raise cur.error(f"constant {cid}: {L.CONST_TYPE_NAMES[typ]} with length {ln}, expected 8", rs + 3)

@@ -50,6 +50,8 @@ class Span:
         if self._builder is not None:
             builder, self._builder = self._builder, None
             builder(self)
+            if self._children:   # eager spans (tag, count, unparsed tail) interleave with built ones
+                self._children.sort(key=lambda s: s.offset)
         return self._children or []
 
     @property

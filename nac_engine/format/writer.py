@@ -106,6 +106,14 @@ def encode(nac: NacFile, version: Optional[str] = None) -> bytes:
         _check_convertible(nac, version)
         cmap = _converted_cmap(nac, version)
     order = _section_order(nac, lay, same)
+    header_gap = len(nac.trailing.get("header", b"")) if same else 0
+    if lay.version != "1.6" and (not order or order[0] != "MMAP" or header_gap):
+        # v1.7 and v1.8 share a version byte; readers tell them apart by the MMAP offset
+        # (92 or 100), so MMAP must be the first section, right after the header.
+        raise NacEncodeError(f"v{lay.version} needs MMAP as the first section directly after the header "
+                             f"(layout {order}, {header_gap} bytes after the header)")
+    if lay.version == "1.6" and header_gap == 2 and order and order[0] == "MMAP":
+        raise NacEncodeError("v1.6 with MMAP at offset 90 would read as the pre-v1.6 90-byte header")
     encoders = {"MMAP": _mmap, "OPS": _ops, "CMAP": lambda n, o: _cmap(cmap, o), "CNST": _cnst,
                 "PERM": _perm, "DATA": _data, "PROC": _proc, "ORCH": _orch, "RSRC": _rsrc,
                 "TRNG": _trng, "ARRS": _arrs}

@@ -14,7 +14,7 @@ tensor/array payloads). For every mutant:
   counted and allowed (see test_regressions.py).
 
 The fixed seeds make every run identical. ``test_fuzz_quick`` (2,000 mutants) runs in the
-default suite; ``test_fuzz_full`` (120,000 mutants, two processes) is marked ``slow``::
+default suite; ``test_fuzz_full`` (300,000 mutants, two processes) is marked ``slow``::
 
     python -m pytest -m slow tests/format/test_fuzz.py -s
 """
@@ -35,7 +35,7 @@ from tests.conftest import nac_corpus_files
 
 SEED = 0x5EED_0AC
 QUICK_MUTANTS = 2_000
-FULL_MUTANTS = 120_000
+FULL_MUTANTS = 300_000
 FULL_WORKERS = 2
 STRUCTURAL_BIAS = 0.85
 

@@ -1,8 +1,7 @@
 """Minimal reproducers of codec bugs found while writing the format tests.
 
-Each bug test is ``xfail(strict=True)``: it fails today and will turn the suite red (XPASS)
-once the bug is fixed, so the mark can be removed then. Nothing here needs the corpus:
-the inputs are built from the model classes.
+Each test reproduces a bug found by the suite and fixed since; it guards against its return.
+Nothing here needs the corpus: the inputs are built from the model classes.
 """
 from __future__ import annotations
 
@@ -61,10 +60,6 @@ def test_small_file_is_clean():
 
 # --------------------------------------------------------------------------- span tree order
 @pytest.mark.parametrize("section", ["OPS", "MMAP"])
-@pytest.mark.xfail(strict=True, reason="bug: reader.py _section() adds the 'unparsed' span for bytes after a "
-                   "section before the lazily built instruction/MMAP record spans (set_builder in _instructions/"
-                   "_sec_MMAP), so Span.children is out of offset order: leaves() is unordered and span_at() "
-                   "answers the section, not the 'unparsed' leaf")
 def test_bytes_after_a_lazily_built_section_keep_span_order(section):
     nac = small_file()
     nac.trailing[section] = b"\xAA\xBB"          # decodable: strict read keeps them as trailing bytes
@@ -84,8 +79,6 @@ def _lenient_gaps(data: bytes):
     return leaf_gaps(nac, len(data))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: cursor.py Cursor.text() advances past a string before decoding "
-                   "it; on a UTF-8 error no span is recorded, so in a lenient read those bytes belong to no leaf")
 def test_lenient_spans_cover_a_bad_utf8_name():
     data = bytearray(write(small_file()))
     nac = read(bytes(data))
@@ -94,8 +87,6 @@ def test_lenient_spans_cover_a_bad_utf8_name():
     assert _lenient_gaps(bytes(data)) == []
 
 
-@pytest.mark.xfail(strict=True, reason="bug: cursor.py Cursor.tag() consumes the 4 tag bytes before checking "
-                   "them; on a wrong tag no span is recorded, so in a lenient read they belong to no leaf")
 def test_lenient_spans_cover_a_wrong_tag():
     data = bytearray(write(small_file()))
     orch = struct.unpack_from("<Q", data, 12 + 8 * 7)[0]
@@ -105,8 +96,6 @@ def test_lenient_spans_cover_a_wrong_tag():
     assert _lenient_gaps(bytes(data)) == []
 
 
-@pytest.mark.xfail(strict=True, reason="bug: reader.py _sec_MMAP sets its span builder only after the whole "
-                   "record loop; when a record fails, the records already read get no spans (OPS uses try/finally)")
 def test_lenient_spans_keep_mmap_records_before_a_bad_one():
     data = bytearray(write(small_file()))
     mmap = struct.unpack_from("<Q", data, 12)[0]
@@ -116,9 +105,6 @@ def test_lenient_spans_keep_mmap_records_before_a_bad_one():
 
 
 # --------------------------------------------------------------------------- non-canonical values
-@pytest.mark.xfail(strict=True, reason="bug: reader.py read_constant() turns any bool byte into True and the "
-                   "writer emits 1, so a bool constant stored as 0x02 decodes strictly but does not write back "
-                   "byte for byte (either reject it or keep the byte)")
 def test_bool_constant_byte_other_than_0_or_1():
     data = bytearray(write(small_file()))
     nac = read(bytes(data))
@@ -134,10 +120,6 @@ def test_bool_constant_byte_other_than_0_or_1():
 
 
 @pytest.mark.parametrize("mutate", ["mmap-not-first", "bytes-after-header"])
-@pytest.mark.xfail(strict=True, reason="bug: writer.py encode() writes a v1.7/v1.8 file whose MMAP offset is not "
-                   "the header size (a layout with MMAP later, or nac.trailing['header']); the reader tells v1.7 "
-                   "from v1.8 by that offset and rejects the file. write() should raise NacEncodeError (or put "
-                   "MMAP first)")
 def test_v18_writer_never_emits_a_file_its_reader_rejects(mutate):
     nac = small_file("1.8")
     if mutate == "mmap-not-first":
