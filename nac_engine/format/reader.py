@@ -19,6 +19,8 @@ from typing import Optional
 import numpy as np
 
 from ..errors import NacFormatError
+from ..isa.mep import decode_mep
+from ..isa.tisa import decode_tisa
 from ..isa.optable import (CONST_CODES, OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT,
                            SYSTEM_OPS)
 from . import layout as L
@@ -227,7 +229,7 @@ class _Reader:
         records = self.nac.mmap
         buf, rec_hdr = self.buf, struct.Struct("<HB")
         ninstr = len(self.nac.instructions)
-        sp.set_builder(_mmap_spans(records, sp.offset + 4, sp))
+        sp.set_builder(_mmap_spans(records))
         for _ in range(n):
             start = cur.pos
             cur.need(3, "MMAP record header")
@@ -250,7 +252,6 @@ class _Reader:
 
     def _instructions(self, cur: Cursor, sp: Span, out: list, trng: bool) -> None:
         section = cur.section
-        count_off = cur.pos
         n = cur.scalar("u32", "count")
         cur.check_count(n, 2, "instruction")
         buf = self.buf
@@ -350,7 +351,7 @@ class _Reader:
                 out.append(Instruction(i, a, b, c, d, start))
         finally:
             cur.pos = pos
-            sp.set_builder(_instruction_spans(out, count_off, self.nac, sp))
+            sp.set_builder(_instruction_spans(out, self.nac))
 
     # CMAP / PERM / CNST -------------------------------------------------------------
     def _sec_CMAP(self, cur: Cursor, sp: Span) -> None:
@@ -488,15 +489,10 @@ class _Reader:
         data = bytes(cur.raw(n))
         man = sp.add(start, n, "manifest", "tisa")
         decoded = None
-        try:
-            if not n:
-                raise ImportError   # nothing to decode
-            from ..isa.tisa import decode_tisa
+        if n:   # an empty manifest is just empty, not a malformed TISA stream
             decoded, problems = decode_tisa(data, start, man)
             for pr in problems:
                 self.p.add(pr)
-        except ImportError:
-            pass
         if not man._children and n:
             man.type = "bytes"
         self.nac.proc = Proc(data, decoded)
@@ -510,13 +506,9 @@ class _Reader:
         orch = Orch(code)
         self.nac.orch = orch
         if blen:
-            try:
-                from ..isa.mep import decode_mep
-                orch.instructions, problems = decode_mep(code, start, bsp)
-                for pr in problems:
-                    self.p.add(pr)
-            except ImportError:
-                pass
+            orch.instructions, problems = decode_mep(code, start, bsp)
+            for pr in problems:
+                self.p.add(pr)
         cur.check_count(ccount, 5, "ORCH pool constant")
         pool = sp.add(cur.pos, 0, "pool", "pool")
         ps = cur.pos
@@ -625,7 +617,7 @@ def read_tensor_meta(cur: Cursor) -> TensorMeta:
 
 
 # --------------------------------------------------------------------------- lazy span builders
-def _mmap_spans(records: list, count_off: int, sp: Span):
+def _mmap_spans(records: list):
     def build(section: Span) -> None:
         for rec in records:
             r = section.add(rec.offset, 3 + 3 * len(rec.commands), f"tick[{rec.tick}]", "mmap_record",
@@ -637,11 +629,10 @@ def _mmap_spans(records: list, count_off: int, sp: Span):
                 cs = r.add(o, 3, f"cmd[{j}]", "mmap_command", f"{c.name} {c.target}")
                 cs.add(o, 1, "action", "u8", c.name)
                 cs.add(o + 1, 2, "target", "u16", c.target)
-    # tag and count are recorded eagerly
     return build
 
 
-def _instruction_spans(instrs: list, count_off: int, nac: NacFile, sp: Span):
+def _instruction_spans(instrs: list, nac: NacFile):
     def build(section: Span) -> None:
         for ins in instrs:
             s = section.add(ins.offset, ins.nbytes, f"instr[{ins.index}]", "instruction",

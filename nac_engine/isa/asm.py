@@ -17,6 +17,7 @@ from ..format import layout as L
 from ..format.model import (Constant, Header, InputName, MmapCommand, MmapRecord, NacFile, NamedArray, Orch,
                             Parameter, Proc, Resource, TensorMeta)
 from .literals import parse_literal, parse_name, split_top, strip_comment
+from .mep import encode_mep, parse_mep
 from .textops import Tables, TextError, parse_instruction
 
 _MMAP_LINE = re.compile(r"^@(\d+):\s*(.*)$")
@@ -132,7 +133,6 @@ class _Assembler:
             nac.header.num_inputs = len(nac.input_names)
         if nac.orch is not None:
             if self.mep_lines:
-                from .mep import encode_mep, parse_mep
                 nac.orch.bytecode = encode_mep([parse_mep(ln) for _, ln in self.mep_lines])
             else:
                 nac.orch.bytecode = bytes.fromhex("".join(self.bytecode_hex))

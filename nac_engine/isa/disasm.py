@@ -24,6 +24,8 @@ import numpy as np
 from ..format import layout as L
 from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
+from .mep import decode_mep, encode_mep, format_mep, parse_mep
+from .tisa import format_tisa
 from .textops import Tables, format_instruction
 
 _WRAP = 64  # hex bytes per line
@@ -80,7 +82,6 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
     if nac.proc is not None:
         if nac.proc.decoded is not None:
             try:
-                from .tisa import format_tisa
                 for ln in format_tisa(nac.proc.decoded):
                     yield "; " + ln
             except Exception:   # listing is a comment only; never fail the disassembly for it
@@ -169,7 +170,6 @@ def _orch_lines(nac: NacFile):
     mep_text = None
     if orch.bytecode:
         try:
-            from .mep import decode_mep, encode_mep, format_mep, parse_mep
             pool = {c.id: c.value for c in orch.pool}
             instrs, problems = decode_mep(orch.bytecode)
             lines = [format_mep(i, pool) for i in instrs]
