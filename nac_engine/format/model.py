@@ -161,8 +161,8 @@ class Parameter:
     meta: Optional[TensorMeta] = None       # internal weights only (or from safetensors)
     data_offset: int = -1                   # absolute file offset of raw data (internal)
     data_length: int = 0
-    _payload: Any = None                    # raw bytes provider for new/edited tensors
-    _file: Any = None                       # back-reference for lazy loads
+    _payload: Any = field(default=None, repr=False)   # raw bytes provider for new/edited tensors
+    _file: Any = field(default=None, repr=False)      # back-reference for lazy loads
 
     def raw(self) -> np.ndarray:
         """Stored values (quantised ints for quantised params), zero-copy when memory-mapped."""
@@ -198,8 +198,8 @@ class Resource:
     name: str
     data_offset: int = -1
     data_length: int = 0
-    _payload: Optional[bytes] = None
-    _file: Any = None
+    _payload: Optional[bytes] = field(default=None, repr=False)
+    _file: Any = field(default=None, repr=False)
 
     @property
     def data(self) -> bytes:
@@ -216,8 +216,8 @@ class NamedArray:
     shape: tuple
     data_offset: int = -1
     data_length: int = 0
-    _payload: Optional[bytes] = None
-    _file: Any = None
+    _payload: Optional[bytes] = field(default=None, repr=False)
+    _file: Any = field(default=None, repr=False)
 
     @property
     def data(self) -> bytes:

@@ -1,0 +1,281 @@
+"""The open file and the one current selection and tick every view follows (no Qt here).
+
+Views never talk to each other: each one observes a :class:`Document` and sets its
+selection or tick; the document tells every observer, including the one that made the
+change (``source`` lets it skip the echo). Keeping this Qt-free means selection sync is
+tested headless, and the same object could back a different front end.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from nac_engine.format.model import NacFile
+from nac_engine.format.spans import Span
+
+#: Kinds of thing that can be selected; ``key`` means, per kind:
+#: instruction → OPS index (= tick), param → parameter id, constant → CNST id,
+#: cmap → op id, perm → signature id, mmap → tick of the MMAP record,
+#: input → OPS index of the named <INPUT>, section → section name ("OPS", "header", …),
+#: span → span path (any other field), offset → a byte offset no span claims.
+KINDS = ("instruction", "param", "constant", "cmap", "perm", "mmap", "input", "section", "span", "offset")
+
+_INDEXED = re.compile(r"^(\w+)\[(\d+)\]$")
+
+
+@dataclass(frozen=True)
+class Selection:
+    kind: str
+    key: Any
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown selection kind {self.kind!r}")
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.key}"
+
+
+Observer = Callable[[str, "Document", Any], None]
+
+
+class Document:
+    """One open file: the decoded model, the problems found, the current selection/tick.
+
+    Events sent to observers: ``"selection"``, ``"tick"``. Observers are called on the
+    thread that changed the document; the GUI only changes it from the UI thread.
+    """
+
+    def __init__(self, nac: NacFile, path: Optional[str] = None):
+        self.nac = nac
+        self.path = path or nac.path
+        self.selection: Optional[Selection] = None
+        self.tick: Optional[int] = None
+        self._observers: list[Observer] = []
+        self._back: list[Selection] = []
+        self._forward: list[Selection] = []
+        self._span_index: Optional[dict[tuple, Span]] = None
+        self._key_by_span: dict[int, tuple] = {}
+
+    # -- opening ---------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str) -> "Document":
+        """Lenient read: a damaged file still opens with what decoded and its problems listed.
+
+        Raises only for I/O errors (missing file, permission); format damage never raises.
+        """
+        from nac_engine.format.reader import read
+        from nac_engine.format.verify import verify
+
+        nac = read(path, strict=False)
+        doc = cls(nac, path)
+        if nac.header_decoded:
+            try:
+                found = verify(nac)
+            except Exception as exc:  # verify is best effort on a damaged model
+                found = [exc]
+            seen = {(getattr(p, "section", None), getattr(p, "offset", None), getattr(p, "reason", str(p)))
+                    for p in nac.problems}
+            for p in found:
+                key = (getattr(p, "section", None), getattr(p, "offset", None), getattr(p, "reason", str(p)))
+                if key not in seen:
+                    nac.problems.append(p)
+                    seen.add(key)
+        return doc
+
+    @property
+    def problems(self) -> list:
+        return self.nac.problems
+
+    @property
+    def size(self) -> int:
+        return self.nac.spans.length if self.nac.spans is not None else 0
+
+    # -- observers -------------------------------------------------------------------------
+    def observe(self, fn: Observer) -> None:
+        self._observers.append(fn)
+
+    def unobserve(self, fn: Observer) -> None:
+        if fn in self._observers:
+            self._observers.remove(fn)
+
+    def _notify(self, event: str, source: Any) -> None:
+        for fn in list(self._observers):
+            fn(event, self, source)
+
+    # -- selection and tick ------------------------------------------------------------------
+    def select(self, sel: Optional[Selection], source: Any = None, *, record: bool = True) -> None:
+        """Make ``sel`` current. Selecting an instruction (or its MMAP record) also moves the tick."""
+        if sel == self.selection:
+            return
+        if record and self.selection is not None:
+            self._back.append(self.selection)
+            del self._back[:-200]
+            self._forward.clear()
+        self.selection = sel
+        self._notify("selection", source)
+        tick = self.tick_of(sel)
+        if tick is not None:
+            self.set_tick(tick, source)
+
+    def set_tick(self, tick: Optional[int], source: Any = None) -> None:
+        if tick is not None and not (0 <= tick < len(self.nac.instructions)):
+            raise IndexError(f"tick {tick} outside 0..{len(self.nac.instructions) - 1}")
+        if tick == self.tick:
+            return
+        self.tick = tick
+        self._notify("tick", source)
+
+    def select_offset(self, offset: int, source: Any = None) -> Optional[Selection]:
+        sel = self.selection_at(offset)
+        self.select(sel, source)
+        return sel
+
+    @property
+    def can_go_back(self) -> bool:
+        return bool(self._back)
+
+    @property
+    def can_go_forward(self) -> bool:
+        return bool(self._forward)
+
+    def go_back(self, source: Any = None) -> None:
+        if not self._back:
+            return
+        if self.selection is not None:
+            self._forward.append(self.selection)
+        self.select(self._back.pop(), source, record=False)
+
+    def go_forward(self, source: Any = None) -> None:
+        if not self._forward:
+            return
+        if self.selection is not None:
+            self._back.append(self.selection)
+        self.select(self._forward.pop(), source, record=False)
+
+    # -- selection <-> bytes ------------------------------------------------------------------
+    def tick_of(self, sel: Optional[Selection]) -> Optional[int]:
+        if sel is None:
+            return None
+        if sel.kind in ("instruction", "input", "mmap") and isinstance(sel.key, int):
+            return sel.key if 0 <= sel.key < len(self.nac.instructions) else None
+        return None
+
+    def span_of(self, sel: Optional[Selection]) -> Optional[Span]:
+        """The span whose bytes ``sel`` stands for (``None`` if it has no bytes, e.g. external weights)."""
+        if sel is None or self.nac.spans is None:
+            return None
+        if sel.kind == "span":
+            return self.nac.spans.find(sel.key)
+        if sel.kind == "offset":
+            return self.nac.spans.span_at(sel.key)
+        if sel.kind == "section":
+            return self.nac.spans.find(sel.key)
+        return self._index().get((sel.kind, sel.key))
+
+    def spans_of(self, sel: Optional[Selection]) -> list[Span]:
+        """All byte ranges of ``sel``: a parameter has its name record and its tensor record."""
+        if sel is not None and sel.kind == "param":
+            out = [s for s in (self._index().get(("param", sel.key)), self._index().get(("tensor", sel.key))) if s]
+            return out
+        span = self.span_of(sel)
+        return [span] if span is not None else []
+
+    def selection_at(self, offset: int) -> Optional[Selection]:
+        """What the byte at ``offset`` belongs to, as the most useful selection."""
+        root = self.nac.spans
+        if root is None or not (0 <= offset < root.length):
+            return None
+        leaf = root.span_at(offset)
+        if leaf is None:
+            return Selection("offset", offset)
+        node: Optional[Span] = leaf
+        chain = []
+        while node is not None and node.parent is not None:
+            chain.append(node)
+            node = node.parent
+        chain.reverse()   # section first
+        self._index()
+        for node in chain:   # outermost record that is a selectable object
+            key = self._key_by_span.get(id(node))
+            if key is not None:
+                kind, k = key
+                return Selection("param" if kind == "tensor" else kind, k)
+        if len(chain) == 1 and leaf.type == "section":
+            return Selection("section", leaf.name)
+        return Selection("span", leaf.path)
+
+    def _index(self) -> dict[tuple, Span]:
+        """(kind, key) → span, built once. Instruction spans come straight from their index."""
+        if self._span_index is not None:
+            return self._span_index
+        idx: dict[tuple, Span] = {}
+        root = self.nac.spans
+        nac = self.nac
+        if root is None:
+            self._span_index, self._key_by_span = idx, {}
+            return idx
+        ops = root.find("OPS")
+        if ops is not None:
+            for child in ops.children:
+                m = _INDEXED.match(child.name)
+                if m and m.group(1) == "instr":
+                    idx[("instruction", int(m.group(2)))] = child
+        mm = root.find("MMAP")
+        if mm is not None:
+            for child in mm.children:
+                m = _INDEXED.match(child.name)
+                if m and m.group(1) == "tick":
+                    idx[("mmap", int(m.group(2)))] = child
+        for section, record, kind, keys in (
+                ("CMAP", "op", "cmap", list(nac.cmap)),
+                ("PERM", "sig", "perm", list(nac.perms)),
+                ("CNST", "const", "constant", list(nac.constants))):
+            sec = root.find(section)
+            if sec is None:
+                continue
+            records = [c for c in sec.children if c.name.startswith(record + "[")]
+            for span, key in zip(records, keys):
+                idx[(kind, key)] = span
+        data = root.find("DATA")
+        if data is not None:
+            names = data.find("names")
+            if names is not None:
+                records = [c for c in names.children if c.name.startswith("param[")]
+                for span, key in zip(records, list(nac.params)):
+                    idx[("param", key)] = span
+            tensors = data.find("tensors")
+            if tensors is not None:
+                records = [c for c in tensors.children if c.name.startswith("tensor[")]
+                for span, key in zip(records, nac.tensor_order):
+                    idx[("tensor", key)] = span
+            inputs = data.find("inputs")
+            if inputs is not None:
+                records = [c for c in inputs.children if c.name.startswith("input[")]
+                for span, inp in zip(records, nac.input_names):
+                    idx.setdefault(("input", inp.index), span)
+        self._span_index = idx
+        self._key_by_span = {id(span): key for key, span in idx.items()}
+        return idx
+
+    def describe(self, sel: Optional[Selection]) -> str:
+        """One line for status bars and tooltips."""
+        if sel is None:
+            return ""
+        nac = self.nac
+        if sel.kind == "instruction" and 0 <= sel.key < len(nac.instructions):
+            return f"t{sel.key}: {nac.instruction_name(nac.instructions[sel.key])}"
+        if sel.kind == "param" and sel.key in nac.params:
+            p = nac.params[sel.key]
+            return f"param {p.id} {p.name} {p.dtype or ''}{list(p.shape) if p.shape else ''}"
+        if sel.kind == "constant" and sel.key in nac.constants:
+            return f"const c{sel.key} = {nac.constants[sel.key].value!r}"
+        if sel.kind == "cmap" and sel.key in nac.cmap:
+            return f"op {sel.key} = {nac.cmap[sel.key]}"
+        if sel.kind == "perm" and sel.key in nac.perms:
+            return f"signature {sel.key} = {nac.perms[sel.key]!r}"
+        span = self.span_of(sel)
+        if span is not None:
+            return f"{span.path} @0x{span.offset:x}+{span.length}"
+        return str(sel)
