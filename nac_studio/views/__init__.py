@@ -1,0 +1,1 @@
+"""One module per pane; a view only talks to the QtDocument."""
