@@ -286,9 +286,15 @@ class NacFile:
 
     # -- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
+        """Release the mapping. Arrays handed out by ``Parameter.raw()`` are views of it; while
+        one is alive the mapping cannot be unmapped, so it is left to be freed with the last
+        view instead of failing (a GUI closing a tab must not raise)."""
         if self._closer is not None:
             closer, self._closer = self._closer, None
-            closer()
+            try:
+                closer()
+            except BufferError:
+                pass
 
     def __enter__(self) -> "NacFile":
         return self

@@ -41,10 +41,10 @@ import numpy as np
 from ..format.model import NacFile
 from ..isa.optable import OP_INPUT
 from .errors import NacRuntimeError
-from .expr import Expr, ExprError, to_python
+from .expr import TICK_NAME, Expr, ExprError, to_python
 from .history import Checkpoints, ResultHistory
 from .kernels import first_of_multi
-from .session import Session, to_numpy
+from .session import NotTaken, Session, to_numpy
 
 _NONE = object()
 
@@ -92,7 +92,7 @@ class TickResult:
     zero_count: int = field(init=False, default=0)
 
     def __post_init__(self):
-        if self.value is None:
+        if self.value is None or isinstance(self.value, NotTaken):
             return
         arr = to_numpy(self.value)
         put = lambda k, v: object.__setattr__(self, k, v)   # noqa: E731 (frozen dataclass)
@@ -148,6 +148,7 @@ class Debugger:
         self.on_output: list[Callable[[list], None]] = []
         self.stop_reason: Optional[StopReason] = None
         self._sub_ticks: list[int] = []
+        self._param_name_set: Optional[frozenset] = None
         self._lock = threading.RLock()
         self._cancel = threading.Event()
         self.session.reset()
@@ -384,7 +385,8 @@ class Debugger:
             labels = [f"param {param}"]
         expr = None
         if condition is not None:
-            expr = Expr({"nan": "any(isnan(x))", "inf": "any(isinf(x))"}.get(condition, condition))
+            expr = Expr({"nan": "any(isnan(x))", "inf": "any(isinf(x))"}.get(condition, condition),
+                        self._param_names)
             labels.append(f"if {expr.text}")
         bp = Breakpoint(self._next_bp, " ".join(labels) or "always", ticks, expr)
         self._next_bp += 1
@@ -429,10 +431,11 @@ class Debugger:
 
     # -- watches ----------------------------------------------------------------------------
     def add_watch(self, text: str) -> None:
-        """Watch an expression (``x`` = current result, ``t<N>`` = tick N); re-evaluated at
-        every stop into ``watches[text]`` (a value, or the ExprError)."""
+        """Watch an expression (``x`` = current result, ``t<N>`` = tick N, a parameter by its
+        name, e.g. ``mean(fc1.weight)``); re-evaluated at every stop into ``watches[text]`` (a
+        value, or the ExprError)."""
         try:
-            self._watch_exprs[text] = Expr(text)
+            self._watch_exprs[text] = Expr(text, self._param_names)
         except ExprError as e:
             self._watch_exprs[text] = e
         self._update_watches()
@@ -452,9 +455,30 @@ class Debugger:
             except (ExprError, IndexError, NacRuntimeError) as e:
                 self.watches[text] = e if isinstance(e, ExprError) else ExprError(str(e))
 
+    @property
+    def _param_names(self) -> frozenset:
+        if self._param_name_set is None:
+            self._param_name_set = frozenset(p.name for p in self.nac.params.values())
+        return self._param_name_set
+
+    def param_value(self, name: str) -> Any:
+        """A parameter's tensor as the interpreter uses it (dequantised, loaded once)."""
+        p = self.nac.param_by_name(name)
+        if p is None:
+            raise KeyError(name)
+        t = self.session._params.get(p.id)
+        if t is None:
+            t = self.session._params[p.id] = self.session._param_tensor(p)
+        return t
+
     def _lookup(self, current: Any) -> Callable[[str], Any]:
         def lookup(name: str) -> Any:
-            v = current if name == "x" else self.value(int(name[1:]))
+            if name == "x":
+                v = current
+            elif TICK_NAME.match(name):
+                v = self.value(int(name[1:]))
+            else:
+                v = self.param_value(name)
             return first_of_multi(v)
         return lookup
 

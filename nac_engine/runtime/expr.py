@@ -14,7 +14,9 @@ expression can only ever call the whitelisted tensor functions below)::
     atom  := NUMBER | NAME | FUNC '(' expr (',' expr)* ')' | '(' expr ')'
 
 Names: ``x`` (the tick's result), ``t<N>`` (the result of tick N, e.g. ``t12``), ``nan``, ``inf``,
-``true``, ``false``. Values are torch tensors or Python numbers; reductions use the population
+``true``, ``false``, and the caller's ``extra_names`` — the debugger passes the file's parameter
+names, so ``max(abs(fc1.weight))`` works. A dotted name is one token that must be in
+``extra_names``: there is no attribute access (``x.__class__`` is an error). Values are torch tensors or Python numbers; reductions use the population
 standard deviation (like numpy's ``std``) and compute in float64 so int tensors work too.
 
 ``compile_expr("max(abs(x)) > 1e3")`` → :class:`Expr`; ``expr.evaluate(lookup)`` where
@@ -77,13 +79,14 @@ FUNCTIONS: dict[str, tuple[Callable, int, int]] = {
     "log": (lambda a: torch.log(_f(_t(a))), 1, 1),
 }
 CONSTANTS = {"nan": math.nan, "inf": math.inf, "true": True, "false": False}
-_TICK_NAME = re.compile(r"t\d+\Z")
+TICK_NAME = re.compile(r"t\d+\Z")
+_TICK_NAME = TICK_NAME
 _KEYWORDS = {"and", "or", "not"}
 
 _TOKEN = re.compile(r"""
     (?P<ws>\s+)
   | (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
-  | (?P<name>[A-Za-z_][A-Za-z_0-9]*)
+  | (?P<name>[A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_0-9]+)*)
   | (?P<op><=|>=|==|!=|[-+*/<>(),])
 """, re.VERBOSE)
 
@@ -113,7 +116,8 @@ def _tokens(text: str) -> list[_Tok]:
 
 
 class _Parser:
-    def __init__(self, text: str):
+    def __init__(self, text: str, extra_names: frozenset = frozenset()):
+        self.extra_names = extra_names
         self.text = text
         self.toks = _tokens(text)
         self.i = 0
@@ -205,14 +209,15 @@ class _Parser:
         if tok.kind == "name" and tok.text not in _KEYWORDS:
             if self.peek().text == "(":
                 return self.call(tok)
-            if self.peek().kind == "bad" and self.peek().text == ".":
-                self.error("attribute access is not allowed", self.peek())
-            if tok.text == "x" or _TICK_NAME.match(tok.text):
+            if tok.text == "x" or _TICK_NAME.match(tok.text) or tok.text in self.extra_names:
                 self.names.add(tok.text)
                 return ("var", tok.text)
+            if "." in tok.text and not self.extra_names:
+                self.error("attribute access is not allowed", _Tok("op", ".", tok.col + tok.text.index(".")))
             if tok.text in CONSTANTS:
                 return ("num", CONSTANTS[tok.text])
-            self.error(f"unknown name {tok.text!r} (names: x, t<N>, nan, inf, true, false)", tok)
+            self.error(f"unknown name {tok.text!r} (names: x, t<N>, nan, inf, true, false"
+                       + (", parameter names" if self.extra_names else "") + ")", tok)
         self.unexpected(tok)
 
     def call(self, name: _Tok):
@@ -266,8 +271,8 @@ def _arith(op: str, a, b):
 class Expr:
     """A parsed expression. ``names``: the variables it reads (``x``, ``t12`` …)."""
 
-    def __init__(self, text: str):
-        parser = _Parser(text)
+    def __init__(self, text: str, extra_names=()):
+        parser = _Parser(text, frozenset(extra_names))
         self.text = text
         self.tree = parser.parse()
         self.names = frozenset(parser.names)
@@ -316,8 +321,8 @@ class Expr:
         raise AssertionError(kind)
 
 
-def compile_expr(text: str) -> Expr:
-    return Expr(text)
+def compile_expr(text: str, extra_names=()) -> Expr:
+    return Expr(text, extra_names)
 
 
 def to_python(v: Any) -> Any:

@@ -129,6 +129,9 @@ class Session:
         self.results: dict[int, Any] = {}
         self.outputs: Optional[list[np.ndarray]] = None
         self.sub_outputs: list[list[Any]] = []
+        self.branch_taken: dict[int, bool] = {}
+        self._gates = self._branch_gates(self.instructions) \
+            if any(ins.a == OP_CONTROL_FLOW for ins in self.instructions) else {}
         self.tick = 0
         self.finished = False
 
@@ -195,6 +198,7 @@ class Session:
         self.results = {}
         self.outputs = None
         self.sub_outputs = []
+        self.branch_taken = {}
         self.tick = 0
         self.finished = False
 
@@ -214,17 +218,20 @@ class Session:
             self._finish([])
             return None
         ins = self.instructions[i]
-        if ins.a == OP_INPUT:
+        skipped_by = self._not_taken(i) if self._gates else None
+        if skipped_by is not None:
+            value = NotTaken(skipped_by)
+        elif ins.a == OP_INPUT:
             value = {0: self.load_input, 1: self.load_param, 2: self.load_state,
                      3: self.load_lifted}.get(ins.b, self._unsupported_input)(ins)
         elif ins.a == OP_OUTPUT:
             value = self.emit_output(ins)
         elif ins.a == OP_CONTROL_FLOW:
-            raise NotSupported("<CONTROL_FLOW> (A=6) is reserved: the spec gives only an intended "
-                               "structure and no branch semantics", i)
+            value = self.branch(ins)
         elif ins.a == OP_CONVERGENCE:
-            raise NotSupported("<CONVERGENCE> (A=7) is experimental and its execution is not "
-                               "defined by the spec", i)
+            raise NotSupported("<CONVERGENCE> (A=7): the spec names its fields (threshold, input, "
+                               "branch offsets) but not how branches are merged, so it cannot be "
+                               "executed faithfully", i)
         elif ins.a == 0:
             raise NotSupported("A=0 (<NONE>): the compiler could not resolve this node (v1.6 "
                                "writes every get_attr/folded constant this way); its value is not "
@@ -238,6 +245,77 @@ class Session:
         if self.tick >= len(self.instructions) and not self.finished:
             self._finish([])
         return value
+
+    # -- control flow ------------------------------------------------------------------------
+    # Seed 000 §7.3.1 gives <CONTROL_FLOW> the structure C=[3, true_len, false_len],
+    # D=[predicate offset]: the true branch is the next true_len instructions, the false branch
+    # the false_len after it. We execute exactly that: the branch not taken is stepped over
+    # as ``NotTaken`` placeholders (ticks stay one per instruction, so stepping, history and
+    # MMAP ticks keep their meaning). The spec does not say how a value computed in only one
+    # branch reaches later code (there is no phi), so reading a NotTaken value is NotSupported;
+    # a branch hands a value on through <OUTPUT B=1> (§7.2.2), whose result is that value.
+
+    @staticmethod
+    def _branch_gates(instructions: Sequence[Instruction]) -> dict[int, list[tuple[int, bool]]]:
+        """tick → [(control tick, side)] for every instruction inside a branch, outermost first."""
+        gates: dict[int, list[tuple[int, bool]]] = {}
+        n = len(instructions)
+        for ins in instructions:
+            if ins.a != OP_CONTROL_FLOW:
+                continue
+            c = ins.c or ()
+            if len(c) != 3 or c[1] < 0 or c[2] < 0 or ins.index + c[1] + c[2] >= n:
+                continue   # reported when the instruction executes
+            start = ins.index + 1
+            for j in range(start, start + c[1]):
+                gates.setdefault(j, []).append((ins.index, True))
+            for j in range(start + c[1], start + c[1] + c[2]):
+                gates.setdefault(j, []).append((ins.index, False))
+        return gates
+
+    def _not_taken(self, i: int) -> Optional[int]:
+        """The control tick whose untaken branch holds ``i`` (None if ``i`` runs)."""
+        for ctl, side in self._gates.get(i, ()):
+            if self.branch_taken.get(ctl) is not side:
+                return ctl
+        return None
+
+    def branch(self, ins: Instruction) -> bool:
+        i = ins.index
+        c, d = ins.c or (), ins.d or ()
+        if len(c) != 3 or c[0] != 3 or len(d) != 1:
+            raise NotSupported(f"<CONTROL_FLOW> needs C=[3, true_len, false_len] and D=[predicate "
+                               f"offset]; this one has C={list(c)} D={list(d)}", i)
+        t_len, f_len = c[1], c[2]
+        if t_len < 0 or f_len < 0 or i + t_len + f_len >= len(self.instructions):
+            raise NotSupported(f"<CONTROL_FLOW> branches of {t_len} and {f_len} instructions do "
+                               f"not fit in the {len(self.instructions)}-instruction stream", i)
+        end = i + t_len + f_len
+        for j in range(i + 1, end + 1):
+            if self.instructions[j].a == OP_CONTROL_FLOW:
+                jc = self.instructions[j].c or ()
+                if len(jc) == 3 and j + jc[1] + jc[2] > end:
+                    raise NotSupported(f"<CONTROL_FLOW> at {j} overlaps the branches of {i} without "
+                                       f"nesting inside them", i)
+        src = i + d[0]
+        if d[0] >= 0 or src not in self.results:
+            raise NacRuntimeError(f"instruction {i}: <CONTROL_FLOW> predicate offset {d[0]} does "
+                                  f"not refer to an executed instruction")
+        pred = first_of_multi(self.results[src])
+        if isinstance(pred, NotTaken):
+            raise NotSupported(f"<CONTROL_FLOW> predicate is instruction {src}, which was not "
+                               f"executed (branch not taken at {pred.control})", i)
+        if isinstance(pred, torch.Tensor):
+            if pred.numel() != 1:
+                raise NacRuntimeError(f"instruction {i}: <CONTROL_FLOW> predicate (instruction "
+                                      f"{src}) has {pred.numel()} elements; a branch needs one")
+            pred = pred.item()
+        if not isinstance(pred, (bool, int, float)):
+            raise NacRuntimeError(f"instruction {i}: <CONTROL_FLOW> predicate (instruction {src}) "
+                                  f"is {type(pred).__name__}, not a boolean")
+        taken = bool(pred)
+        self.branch_taken[i] = taken
+        return taken
 
     # -- instruction kinds (override points) ------------------------------------------------
     def load_input(self, ins: Instruction) -> Any:
@@ -289,16 +367,28 @@ class Session:
                            f"TRNG)", ins.index)
 
     def emit_output(self, ins: Instruction) -> Any:
-        values = [self.results[p] for p in ins.producers()]
+        values = [self._read(ins, p) for p in ins.producers()]
         if ins.b == 0:
             self._finish(values)
         elif ins.b == 1:
-            # Subgraph return: without <CONTROL_FLOW> there is no subgraph to leave; the spec
-            # says it does not terminate the graph, so record it and go on.
+            # Subgraph return (§7.2.2): does not end the run; its result is the returned value,
+            # which is how a <CONTROL_FLOW> branch hands a value to later instructions.
             self.sub_outputs.append(values)
+            return values[0] if len(values) == 1 else tuple(values)
         else:
             raise NotSupported(f"<OUTPUT B={ins.b}> exists only in TRNG", ins.index)
         return None
+
+    def _read(self, ins: Instruction, producer: int) -> Any:
+        if producer not in self.results:
+            raise NacRuntimeError(f"instruction {ins.index}: argument refers to instruction "
+                                  f"{producer}, which has no result (yet)")
+        v = self.results[producer]
+        if isinstance(v, NotTaken):
+            raise NotSupported(f"reads instruction {producer}, which is in the branch not taken at "
+                               f"<CONTROL_FLOW> {v.control}; the spec defines no merge of branch "
+                               f"values", ins.index)
+        return v
 
     def _finish(self, values: list) -> None:
         self.outputs = [to_numpy(v) for v in values]
@@ -317,10 +407,7 @@ class Session:
         args = []
         for arg in self.nac.arguments(ins):
             if arg.kind == "ref":
-                if arg.producer not in self.results:
-                    raise NacRuntimeError(f"instruction {ins.index}: argument refers to instruction "
-                                          f"{arg.producer}, which has no result (yet)")
-                v = self.results[arg.producer]
+                v = self._read(ins, arg.producer)
                 args.append(v if keep_tuples else first_of_multi(v))
             else:
                 if arg.const_id is None or arg.const_id not in self.nac.constants:
@@ -348,6 +435,23 @@ class Session:
         except Exception as e:
             raise KernelError(f"instruction {ins.index}: {name}({describe_args(args)}) failed: "
                               f"{type(e).__name__}: {e}", ins.index, name) from e
+
+
+class NotTaken:
+    """Result placeholder of an instruction in a <CONTROL_FLOW> branch that was not taken."""
+    __slots__ = ("control",)
+
+    def __init__(self, control: int):
+        self.control = control
+
+    def __repr__(self) -> str:
+        return f"<not taken: branch of {self.control}>"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, NotTaken) and other.control == self.control
+
+    def __hash__(self) -> int:
+        return hash(("NotTaken", self.control))
 
 
 class _Missing:

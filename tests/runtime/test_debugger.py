@@ -222,3 +222,26 @@ def test_cancel_from_another_thread():
     assert stop.kind == "cancelled" and stop.tick == 20
     d.on_tick.remove(slow)
     assert d.run_in_thread("continue_").result(30).kind == "end"
+
+
+def test_watches_and_conditions_can_name_parameters():
+    from tests.resources_path import DEMO
+    import nac_engine
+    nac = nac_engine.read(DEMO)
+    x = np.linspace(-1, 1, 8, dtype=np.float32)[None]
+    dbg = Debugger(nac, inputs={"x": x})
+    w = nac.param_by_name("fc2.weight").array()
+    dbg.add_watch("max(abs(fc2.weight))")
+    dbg.add_watch("mean(fc1.bias) + t0")
+    dbg.add_watch("fc9.weight")
+    assert isinstance(dbg.watches["fc9.weight"], ExprError)
+    assert "unknown name" in str(dbg.watches["fc9.weight"])
+    dbg.step()
+    assert dbg.watches["max(abs(fc2.weight))"] == pytest.approx(float(np.abs(w).max()))
+    b = nac.param_by_name("fc1.bias").array()
+    np.testing.assert_allclose(dbg.watches["mean(fc1.bias) + t0"], float(b.mean()) + x, rtol=1e-6)
+    # a condition over a parameter: true at the first tick
+    dbg.restart()
+    dbg.add_breakpoint(condition="max(abs(x)) > max(abs(fc3.bias)) * 0")
+    assert dbg.continue_().kind == "breakpoint" and dbg.tick == 0
+    nac.close()

@@ -96,7 +96,7 @@ def test_kernel_errors_name_tick_op_and_arguments(stateful):
 
 
 @pytest.mark.parametrize("a, b, c, d, what", [
-    (6, 0, (3, 1, 1), (-1,), "CONTROL_FLOW"),
+    (6, 0, (3, 1, 1), (-1,), "CONTROL_FLOW.*do not fit"),
     (7, 50, (1, -1), (2,), "CONVERGENCE"),
     (0, 0, None, None, "A=0"),
 ])
