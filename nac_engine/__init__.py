@@ -7,7 +7,7 @@ from .errors import NacEncodeError, NacFormatError
 from .format import NacFile, read, write
 from .format.verify import verify
 
-__all__ = ["read", "write", "verify", "NacFile", "NacFormatError", "NacEncodeError", "Session", "run"]
+__all__ = ["read", "write", "verify", "NacFile", "NacFormatError", "NacEncodeError", "Session", "run", "compile"]
 __version__ = "0.1.0"
 
 
@@ -15,4 +15,7 @@ def __getattr__(name):
     if name in ("Session", "run"):
         from . import runtime
         return getattr(runtime, name)
+    if name == "compile":
+        from .compiler import compile
+        return compile
     raise AttributeError(f"module 'nac_engine' has no attribute {name!r}")

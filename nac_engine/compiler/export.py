@@ -1,0 +1,215 @@
+"""Stage 1: ``torch.export`` → a functional ATen graph → our :class:`~.graph.Graph`.
+
+Decompositions: ``run_decompositions({})`` gives torch's *inference* IR — functional (no
+in-place ops, no aliasing outputs), with the high-level ops torch preserves by default kept
+as they are (``linear``, ``conv2d``, ``layer_norm``, ``softmax``, ``gelu``,
+``scaled_dot_product_attention``, ``max_pool2d``, ``embedding``...) and composite ones lowered
+(``batch_norm`` → ``_native_batch_norm_legit_no_training``, ``dropout`` → ``clone``,
+``flatten`` → ``view``). The core-ATen table (``default_decompositions()``) would explode
+``linear`` into ``permute``+``addmm`` and ``layer_norm`` into ``native_layer_norm`` tuples,
+which neither our interpreter nor a hardware model wants; anything that remains is a plain
+ATen op our interpreter runs by lookup.
+
+Export failures become one :class:`CompileError` carrying torch's message (trimmed) and the
+user's source line, found by walking the traceback for the deepest frame outside torch,
+transformers' export plumbing and this package.
+"""
+from __future__ import annotations
+
+import operator
+import os
+import traceback
+from typing import Any, Optional
+
+import torch
+
+from .errors import CompileError
+from .graph import Graph, Node, spec_of_value
+
+_MAX_MESSAGE_LINES = 25
+
+
+def export_program(model: torch.nn.Module, args: tuple = (), kwargs: Optional[dict] = None):
+    """``torch.export.export(model, args, kwargs, strict=False)`` then the inference decompositions.
+
+    The model is put in eval mode for the export and its training flag restored afterwards.
+    An ``ExportedProgram`` passed as ``model`` is only decomposed."""
+    if isinstance(model, torch.export.ExportedProgram):
+        ep = model
+    else:
+        if not isinstance(model, torch.nn.Module):
+            raise CompileError(f"expected a torch.nn.Module or ExportedProgram, got {type(model).__name__}",
+                               stage="export")
+        if not isinstance(args, tuple):
+            args = (args,)
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                ep = torch.export.export(model, args, kwargs or {}, strict=False)
+        except CompileError:
+            raise
+        except Exception as e:
+            raise export_error(e) from None
+        finally:
+            model.train(was_training)
+    try:
+        return ep.run_decompositions({})
+    except Exception as e:
+        raise export_error(e, what="decomposition") from None
+
+
+def export_error(e: BaseException, what: str = "torch.export") -> CompileError:
+    text = str(e).strip() or type(e).__name__
+    lines = text.splitlines()
+    if len(lines) > _MAX_MESSAGE_LINES:
+        lines = lines[:_MAX_MESSAGE_LINES] + [f"... ({len(lines) - _MAX_MESSAGE_LINES} more lines)"]
+    return CompileError(f"{what} failed: {type(e).__name__}: " + "\n".join(lines), stage="export",
+                        source=user_source_line(e))
+
+
+_INTERNAL_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,))
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _is_internal(filename: str) -> bool:
+    f = os.path.abspath(filename)
+    if f.startswith(_INTERNAL_DIRS) or f.startswith(_OWN_DIR):
+        return True
+    # the standard library and export plumbing of other libraries are not the user's code
+    return f"{os.sep}contextlib.py" in f or f"{os.sep}functools.py" in f or "<frozen" in filename
+
+
+def user_source_line(e: BaseException) -> Optional[str]:
+    """``file:line: code`` of the deepest traceback frame in the user's code, over the exception chain."""
+    best = None
+    seen = set()
+    exc: Optional[BaseException] = e
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        for fr in traceback.extract_tb(exc.__traceback__):
+            if not _is_internal(fr.filename):
+                best = f"{fr.filename}:{fr.lineno}: {(fr.line or '').strip()}"
+        if best is not None:
+            return best
+        exc = exc.__cause__ or exc.__context__
+    return best
+
+
+# --------------------------------------------------------------------------- to our graph
+def to_graph(ep) -> Graph:
+    """Our IR of a decomposed ExportedProgram: placeholders classified by the export signature."""
+    from torch.export.graph_signature import ConstantArgument, InputKind, OutputKind
+
+    g = Graph()
+    sig = ep.graph_signature
+    env: dict[str, Any] = {}      # fx node name -> Node or constant value
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(sig.input_specs):
+        raise CompileError(f"export signature lists {len(sig.input_specs)} inputs but the graph has "
+                           f"{len(placeholders)} placeholders", stage="export")
+    state = ep.state_dict
+    consts = ep.constants
+    for ph, spec in zip(placeholders, sig.input_specs):
+        kind = spec.kind
+        if kind == InputKind.USER_INPUT:
+            if isinstance(spec.arg, ConstantArgument):
+                env[ph.name] = spec.arg.value      # a Python value torch specialised on
+                continue
+            val = ph.meta.get("val")
+            if not isinstance(val, torch.Tensor):
+                env[ph.name] = val
+                continue
+            env[ph.name] = g.append(g.new_node("input", ph.name, spec=spec_of_value(val)))
+        elif kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+            target = spec.target
+            if target in state:
+                tensor = state[target]
+            elif target in consts:
+                tensor = consts[target]
+            else:
+                raise CompileError(f"{kind.name.lower()} {target!r} has no value in the exported program",
+                                   stage="export")
+            if not isinstance(tensor, torch.Tensor):
+                raise CompileError(f"{kind.name.lower()} {target!r} is a {type(tensor).__name__}, not a tensor",
+                                   stage="export")
+            tensor = tensor.detach()
+            origin = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer"}.get(kind, "constant")
+            env[ph.name] = g.append(g.new_node("param", target, spec=spec_of_value(tensor), tensor=tensor,
+                                               origin=origin))
+        else:
+            raise CompileError(f"export input {ph.name!r} of kind {kind.name} (custom objects, tokens) "
+                               f"cannot be represented in NAC", stage="export")
+
+    resolve = lambda n: env[n.name]   # noqa: E731
+    for fx in ep.graph.nodes:
+        if fx.op == "placeholder":
+            continue
+        if fx.op == "output":
+            results = fx.args[0]
+            break
+        if fx.op != "call_function":
+            raise CompileError(f"graph node {fx.name!r} ({fx.op} {fx.target}) is not a function call: control "
+                               f"flow and submodules (torch.cond, map, ...) are not supported", stage="export",
+                               source=_fx_source(fx))
+        if isinstance(fx.target, torch._ops.HigherOrderOperator):
+            raise CompileError(f"{fx.target.__name__} at {fx.name!r}: higher-order ops (control flow, "
+                               f"wrap_with_*) are not supported by NAC", stage="export", source=_fx_source(fx))
+        if not isinstance(fx.target, torch._ops.OpOverload) and fx.target is not operator.getitem:
+            raise CompileError(f"{fx.name!r} calls {getattr(fx.target, '__name__', fx.target)}, which is "
+                               f"neither an ATen op nor getitem (symbolic shape arithmetic? export with "
+                               f"static shapes)", stage="export", source=_fx_source(fx))
+        args = map_fx(fx.args, resolve)
+        kwargs = map_fx(dict(fx.kwargs), resolve)
+        node = g.new_node("op", fx.name, target=fx.target, args=args, kwargs=kwargs,
+                          spec=spec_of_value(fx.meta.get("val")))
+        node.origin = _fx_source(fx) or ""
+        env[fx.name] = g.append(node)
+    else:
+        raise CompileError("exported graph has no output node", stage="export")
+
+    for value, spec in zip(results, sig.output_specs):
+        if spec.kind != OutputKind.USER_OUTPUT:
+            g.warnings.append(f"export output {spec.arg} ({spec.kind.name}) dropped: NAC has no "
+                              f"instruction that writes state back")
+            continue
+        v = map_fx(value, resolve)
+        if isinstance(v, Node):
+            g.outputs.append(v)
+        else:
+            g.warnings.append(f"non-tensor output {v!r} dropped")
+    if not g.outputs:
+        raise CompileError("the model returns no tensor", stage="export")
+    return g
+
+
+def map_fx(value: Any, fn) -> Any:
+    """Replace fx nodes inside args by ``fn(node)``."""
+    if isinstance(value, torch.fx.Node):
+        return fn(value)
+    if isinstance(value, tuple):
+        return tuple(map_fx(v, fn) for v in value)
+    if isinstance(value, list):
+        return [map_fx(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: map_fx(v, fn) for k, v in value.items()}
+    return value
+
+
+def _fx_source(fx) -> Optional[str]:
+    """The user's source line recorded in the node's stack trace, if torch kept one."""
+    st = fx.meta.get("stack_trace")
+    if not st:
+        return None
+    frames = [ln.strip() for ln in st.strip().splitlines()]
+    for i in range(len(frames) - 1, -1, -1):
+        if frames[i].startswith('File "'):
+            code = frames[i + 1] if i + 1 < len(frames) and not frames[i + 1].startswith("File") else ""
+            loc = frames[i][6:]
+            fname, _, rest = loc.partition('", line ')
+            lineno = rest.split(",")[0]
+            return f"{fname}:{lineno}: {code}"
+    return None
+
+
+__all__ = ["export_program", "to_graph", "export_error", "user_source_line"]
