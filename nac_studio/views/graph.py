@@ -1,0 +1,547 @@
+"""Graph view: the ABCD dataflow as a layered DAG, in sync with the document.
+
+The graph is built on the UI thread (milliseconds: one pass over the instructions) and
+laid out in the background through the document's task runner, with progress in the
+view and in the status bar; a newer request cancels an older one. Changing an option
+(layer mode, weights, constants, blocks) re-lays out and keeps the node that was in the
+middle of the view in the middle, so the user does not lose their place.
+
+Clicking a node selects what it stands for (instruction, parameter, constant); a
+collapsed block is expanded by double-clicking it, and folded again from the context
+menu of any of its instructions.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from PySide6.QtCore import QPointF, QSize, Qt, Signal
+from PySide6.QtGui import QAction, QIcon, QPainter, QPalette
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QProgressBar,
+                               QSizePolicy, QToolBar, QToolButton, QVBoxLayout, QWidget)
+
+from ..document import Selection
+from ..graph_layout import GraphLayout, LayoutCancelled, layout_graph
+from ..graph_model import OP_CLASS_TITLES, OP_CLASSES, DataflowGraph, build_graph, detect_block_prefixes
+from ..widgets.graph_canvas import GraphCanvas, class_colors
+
+#: Above this many instructions the view opens with repeated blocks collapsed.
+COLLAPSE_BY_DEFAULT = 1500
+
+
+def _icon(name: str) -> QIcon:
+    try:
+        from ..icons import icon
+        return icon(name)
+    except (ImportError, KeyError):
+        return QIcon()
+
+
+class _Legend(QWidget):
+    """One row of colour chips naming the op classes present in the graph."""
+
+    def __init__(self, parent: Optional[QWidget] = None):
+        super().__init__(parent)
+        self.classes: list[str] = []
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def set_classes(self, classes: list[str]) -> None:
+        self.classes = [c for c in OP_CLASSES if c in set(classes)]
+        self.updateGeometry()
+        self.update()
+
+    def sizeHint(self) -> QSize:
+        return QSize(200, self.fontMetrics().height() + 8)
+
+    def paintEvent(self, _event) -> None:
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        pal = self.palette()
+        colors = class_colors(pal.color(QPalette.ColorRole.Window).lightness() < 128)
+        fm = self.fontMetrics()
+        x = 8.0
+        h = self.height()
+        for cls in self.classes:
+            text = OP_CLASS_TITLES[cls]
+            if x + 21 + fm.horizontalAdvance(text) > self.width():
+                break
+            fill, border, _ = colors[cls]
+            p.setPen(border)
+            p.setBrush(fill)
+            p.drawRoundedRect(int(x), (h - 10) // 2, 16, 10, 3, 3)
+            x += 21
+            p.setPen(pal.color(QPalette.ColorRole.WindowText))
+            p.drawText(int(x), 0, fm.horizontalAdvance(text) + 2, h, Qt.AlignmentFlag.AlignVCenter, text)
+            x += fm.horizontalAdvance(text) + 14
+        p.end()
+
+
+class GraphView(QWidget):
+    title = "Graph"
+    object_name = "graph"
+
+    layoutReady = Signal()        # a new layout is on screen
+    layoutFailed = Signal(str)
+
+    def __init__(self, qdoc=None, parent: Optional[QWidget] = None):
+        super().__init__(parent)
+        self.setObjectName(self.object_name)
+        self.qdoc = None
+        self.graph: Optional[DataflowGraph] = None
+        self.layout_: Optional[GraphLayout] = None
+        self._task = None
+        self._generation = 0
+        self._expanded: set[str] = set()      # blocks the user opened while collapsing is on
+        self._collapse_default: Optional[bool] = None
+        self._matches: list[int] = []
+        self._match_pos = -1
+        self._anchor_key = None               # node key to keep in the middle across re-layouts
+
+        self.canvas = GraphCanvas(self)
+        self.canvas.tooltip_provider = self._tooltip
+        self.canvas.nodeClicked.connect(self._on_node_clicked)
+        self.canvas.nodeActivated.connect(self._on_node_activated)
+        self.canvas.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.canvas.customContextMenuRequested.connect(self._context_menu)
+
+        bar = QToolBar(self)
+        bar.setIconSize(QSize(16, 16))
+        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toolbar = bar
+        self.mode_box = QComboBox(self)
+        self.mode_box.addItem("Longest path", "longest-path")
+        self.mode_box.addItem("By tick", "tick")
+        self.mode_box.setToolTip("Layers: by longest path (compact) or one per tick (execution order, "
+                                 "lines up with the timeline)")
+        self.mode_box.currentIndexChanged.connect(lambda _i: self.relayout())
+        bar.addWidget(self.mode_box)
+        bar.addSeparator()
+        self.act_params = self._toggle(bar, "Weights", "param", True, "Show parameter loads as nodes")
+        self.act_consts = self._toggle(bar, "Constants", "constant", False, "Show constant arguments as nodes")
+        self.act_collapse = self._toggle(bar, "Blocks", "layout", False,
+                                         "Collapse repeated blocks (by parameter-name prefix, e.g. "
+                                         "encoder.layer.3); double-click a block to open it")
+        bar.addSeparator()
+        self.search = QLineEdit(self)
+        self.search.setPlaceholderText("Find op, parameter or v<tick>…")
+        self.search.setClearButtonEnabled(True)
+        self.search.setMaximumWidth(240)
+        self.search.addAction(_icon("search"), QLineEdit.ActionPosition.LeadingPosition)
+        self.search.returnPressed.connect(self.find_next)
+        self.search.textChanged.connect(self._search_changed)
+        bar.addWidget(self.search)
+        self.match_label = QLabel("", self)
+        self.match_label.setMinimumWidth(44)
+        bar.addWidget(self.match_label)
+        spacer = QWidget(self)
+        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        bar.addWidget(spacer)
+        self.act_fit = QAction(_icon("fit"), "Fit", self)
+        self.act_fit.setToolTip("Fit the whole graph (F)")
+        self.act_fit.triggered.connect(self.canvas.fit)
+        bar.addAction(self.act_fit)
+        export = QToolButton(self)
+        export.setText("Export")
+        export.setIcon(_icon("image"))
+        export.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        export.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(export)
+        self.act_png = menu.addAction("Export PNG…", self._export_png_dialog)
+        self.act_svg = menu.addAction("Export SVG…", self._export_svg_dialog)
+        export.setMenu(menu)
+        bar.addWidget(export)
+
+        self.legend = _Legend(self)
+        self.status = QLabel("", self)
+        self.status.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        pal = self.status.palette()
+        pal.setColor(QPalette.ColorRole.WindowText, pal.color(QPalette.ColorRole.PlaceholderText))
+        self.status.setPalette(pal)
+        self.progress = QProgressBar(self)
+        self.progress.setRange(0, 1000)
+        self.progress.setMaximumWidth(140)
+        self.progress.setMaximumHeight(12)
+        self.progress.setTextVisible(False)
+        self.progress.hide()
+        foot = QHBoxLayout()
+        foot.setContentsMargins(0, 0, 8, 0)
+        foot.setSpacing(6)
+        foot.addWidget(self.legend, 1)
+        foot.addWidget(self.progress)
+        foot.addWidget(self.status)
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(bar)
+        lay.addWidget(self.canvas, 1)
+        lay.addLayout(foot)
+        self.set_document(qdoc)
+
+    def _toggle(self, bar: QToolBar, text: str, icon_name: str, checked: bool, tip: str) -> QAction:
+        act = QAction(_icon(icon_name), text, self)
+        act.setCheckable(True)
+        act.setChecked(checked)
+        act.setToolTip(tip)
+        act.toggled.connect(lambda _c: self.relayout())
+        bar.addAction(act)
+        return act
+
+    # ------------------------------------------------------------------ document
+    def set_document(self, qdoc) -> None:
+        if self.qdoc is not None:
+            for sig, slot in ((self.qdoc.selectionChanged, self._on_selection),
+                              (self.qdoc.tickChanged, self._on_tick)):
+                try:
+                    sig.disconnect(slot)
+                except (RuntimeError, TypeError):
+                    pass
+        self._cancel_task()
+        self.qdoc = qdoc
+        self._expanded.clear()
+        self._anchor_key = None
+        self.graph = None
+        self.layout_ = None
+        self.canvas.set_graph_layout(None)
+        if qdoc is None:
+            self.canvas.set_message("No file open")
+            self.status.setText("")
+            self.legend.set_classes([])
+            return
+        qdoc.selectionChanged.connect(self._on_selection)
+        qdoc.tickChanged.connect(self._on_tick)
+        big = len(qdoc.nac.instructions) > COLLAPSE_BY_DEFAULT
+        has_blocks = bool(detect_block_prefixes(qdoc.nac))
+        self.act_collapse.setEnabled(has_blocks)
+        self.act_collapse.blockSignals(True)
+        self.act_collapse.setChecked(big and has_blocks)
+        self.act_collapse.blockSignals(False)
+        self.relayout()
+
+    @property
+    def mode(self) -> str:
+        return self.mode_box.currentData()
+
+    def set_mode(self, mode: str) -> None:
+        i = self.mode_box.findData(mode)
+        if i < 0:
+            raise ValueError(f"unknown layout mode {mode!r}")
+        self.mode_box.setCurrentIndex(i)
+
+    def collapsed_prefixes(self) -> list[str]:
+        if self.qdoc is None or not self.act_collapse.isChecked():
+            return []
+        return [p for p in detect_block_prefixes(self.qdoc.nac) if p not in self._expanded]
+
+    def relayout(self) -> None:
+        """Rebuild the graph with the current options and lay it out in the background."""
+        if self.qdoc is None:
+            return
+        self._remember_anchor()
+        self._cancel_task()
+        self.graph = build_graph(self.qdoc.nac, show_params=self.act_params.isChecked(),
+                                 show_consts=self.act_consts.isChecked(),
+                                 collapse_prefixes=self.collapsed_prefixes())
+        self._generation += 1
+        gen = self._generation
+        graph, mode = self.graph, self.mode
+        self.canvas.set_message(f"Laying out {graph.n_nodes} nodes…" if self.layout_ is None else "")
+        self.progress.setValue(0)
+        self.progress.show()
+        self.status.setText(f"laying out {graph.n_nodes:,} nodes…")
+
+        def work(ctx, graph=graph, mode=mode):
+            try:
+                return layout_graph(graph, mode, progress=ctx.progress, cancelled=lambda: ctx.cancelled)
+            except LayoutCancelled:
+                ctx.check()
+                raise
+
+        task = self.qdoc.tasks.submit(f"Graph layout ({graph.n_nodes:,} nodes)", work,
+                                      on_done=lambda lay, g=gen: self._layout_done(g, lay),
+                                      on_error=lambda exc, g=gen: self._layout_failed(g, exc))
+        task.progressed.connect(lambda frac, _text, g=gen: self._progress(g, frac))
+        self._task = task
+
+    def _cancel_task(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        self._task = None
+
+    def _progress(self, gen: int, frac: float) -> None:
+        if gen == self._generation:
+            self.progress.setValue(int(frac * 1000))
+
+    def _layout_done(self, gen: int, layout: GraphLayout) -> None:
+        if gen != self._generation or self.qdoc is None:
+            return
+        self._task = None
+        first = self.layout_ is None
+        self.layout_ = layout
+        self.progress.hide()
+        self.canvas.set_message("")
+        self.canvas.set_graph_layout(layout, keep_view=not first)
+        st = layout.stats
+        self.status.setText(f"{st['nodes']:,} nodes · {st['edges']:,} edges · {st['layers']:,} layers · "
+                            f"{st['seconds']['total']:.2f} s")
+        self.legend.set_classes([nd.op_class for nd in layout.graph.nodes] +
+                                [c for nd in layout.graph.nodes for c, _n in nd.composition])
+        self._update_highlight()
+        anchor = self._anchor_node(layout.graph)
+        sel_node = self._selected_node()
+        if anchor is not None:
+            self.canvas.center_on(anchor)
+        elif sel_node is not None:
+            self.canvas.center_on(sel_node, zoom=max(self.canvas.scale, 0.8))
+        if self.search.text():
+            self._search_changed(self.search.text())
+        self.layoutReady.emit()
+
+    def _layout_failed(self, gen: int, exc: BaseException) -> None:
+        if gen != self._generation:
+            return
+        self._task = None
+        self.progress.hide()
+        from ..tasks import Cancelled
+        if isinstance(exc, (Cancelled, LayoutCancelled)):
+            self.status.setText("layout cancelled")
+            return
+        self.status.setText("layout failed")
+        self.canvas.set_message(f"Graph layout failed: {exc}")
+        self.layoutFailed.emit(str(exc))
+
+    def _remember_anchor(self) -> None:
+        """The node in the middle of the view, to put back in the middle after re-layout."""
+        lay = self.layout_
+        if lay is None or not len(lay.pos):
+            self._anchor_key = None
+            return
+        cx, cy = self.canvas.screen_to_scene(QPointF(self.canvas.width() / 2, self.canvas.height() / 2))
+        d = (lay.pos[:, 0] - cx) ** 2 + (lay.pos[:, 1] - cy) ** 2
+        i = int(d.argmin())
+        nd = lay.graph.nodes[i]
+        self._anchor_key = (nd.key, nd.tick)
+
+    def _anchor_node(self, graph: DataflowGraph) -> Optional[int]:
+        if self._anchor_key is None:
+            return None
+        key, tick = self._anchor_key
+        self._anchor_key = None
+        for i, nd in enumerate(graph.nodes):
+            if nd.key == key:
+                return i
+        if 0 <= tick < len(graph.node_of_tick) and graph.node_of_tick[tick] >= 0:
+            return int(graph.node_of_tick[tick])
+        return None
+
+    @property
+    def shown(self) -> Optional[DataflowGraph]:
+        """The graph on screen (``self.graph`` may be newer while its layout runs)."""
+        return self.layout_.graph if self.layout_ is not None else None
+
+    # ------------------------------------------------------------------ document → view
+    def _selected_node(self) -> Optional[int]:
+        if self.shown is None or self.qdoc is None:
+            return None
+        return self.shown.node_for_selection(self.qdoc.selection)
+
+    def _update_highlight(self) -> None:
+        if self.shown is None or self.qdoc is None:
+            return
+        sel = self.qdoc.selection
+        node = self.shown.node_for_selection(sel)
+        related: set[int] = set()
+        if sel is not None and sel.kind == "param":
+            related = set(self.shown.nodes_reading_param(sel.key)) - ({node} if node is not None else set())
+        current = None
+        tick = self.qdoc.tick
+        if tick is not None and 0 <= tick < len(self.shown.node_of_tick) and self.shown.node_of_tick[tick] >= 0:
+            current = int(self.shown.node_of_tick[tick])
+        self.canvas.set_highlight({node} if node is not None else set(), related, current)
+
+    def highlighted_node(self) -> Optional[int]:
+        """The node drawn as selected (for tests and commands)."""
+        return next(iter(self.canvas.selected), None)
+
+    def _on_selection(self, source) -> None:
+        self._update_highlight()
+        if source is self:
+            return
+        node = self._selected_node()
+        if node is not None:
+            self.canvas.ensure_visible(node)
+
+    def _on_tick(self, source) -> None:
+        self._update_highlight()
+        if source is self or self.canvas.current is None:
+            return
+        self.canvas.ensure_visible(self.canvas.current)
+
+    # ------------------------------------------------------------------ view → document
+    def _on_node_clicked(self, node: int) -> None:
+        if self.qdoc is None or self.shown is None:
+            return
+        self.canvas.setFocus()
+        self.qdoc.select(self.shown.nodes[node].selection(), source=self)
+
+    def _on_node_activated(self, node: int) -> None:
+        if self.shown is None:
+            return
+        nd = self.shown.nodes[node]
+        if nd.kind == "group":
+            self.expand_block(nd.op)
+        else:
+            self.canvas.center_on(node)
+
+    def expand_block(self, prefix: str) -> None:
+        self._expanded.add(prefix)
+        self.relayout()
+
+    def collapse_block(self, prefix: str) -> None:
+        self._expanded.discard(prefix)
+        if not self.act_collapse.isChecked():
+            # collapsing one block turns collapsing on with every other block left open
+            self._expanded = set(detect_block_prefixes(self.qdoc.nac)) - {prefix} if self.qdoc else set()
+            self.act_collapse.blockSignals(True)
+            self.act_collapse.setChecked(True)
+            self.act_collapse.blockSignals(False)
+        self.relayout()
+
+    def _block_of(self, node: int) -> Optional[str]:
+        nd = self.shown.nodes[node]
+        for b in self.shown.blocks:
+            if b.lo <= nd.tick <= b.hi:
+                return b.prefix
+        return None
+
+    def _context_menu(self, pos) -> None:
+        if self.shown is None:
+            return
+        node = self.canvas.node_at(QPointF(pos))
+        menu = QMenu(self)
+        if node is not None:
+            nd = self.shown.nodes[node]
+            if nd.kind == "group":
+                menu.addAction(f"Expand {nd.op}", lambda p=nd.op: self.expand_block(p))
+            else:
+                prefix = self._block_of(node)
+                if prefix is not None:
+                    menu.addAction(f"Collapse {prefix}", lambda p=prefix: self.collapse_block(p))
+            menu.addAction("Centre", lambda n=node: self.canvas.center_on(n))
+            menu.addSeparator()
+        menu.addAction(self.act_fit)
+        if self.shown.blocks:
+            menu.addAction("Collapse all blocks", self._collapse_all)
+            menu.addAction("Expand all blocks", self._expand_all)
+        menu.addSeparator()
+        menu.addAction(self.act_png)
+        menu.addAction(self.act_svg)
+        menu.exec(self.canvas.mapToGlobal(pos))
+
+    def _collapse_all(self) -> None:
+        self._expanded.clear()
+        if self.act_collapse.isChecked():
+            self.relayout()
+        else:
+            self.act_collapse.setChecked(True)
+
+    def _expand_all(self) -> None:
+        self.act_collapse.setChecked(False)
+
+    def _tooltip(self, node: int) -> str:
+        if self.shown is None:
+            return ""
+        nd = self.shown.nodes[node]
+        lines = [f"<b>{_esc(nd.op or nd.label)}</b>"]
+        if nd.kind == "group":
+            lines.append(_esc(nd.detail))
+            lines.append("<i>double-click to expand</i>")
+        else:
+            if self.qdoc is not None:
+                lines.append(_esc(self.qdoc.doc.describe(nd.selection())))
+            if nd.detail:
+                lines.append(_esc(nd.detail))
+            if nd.params and self.qdoc is not None:
+                names = [self.qdoc.nac.params[p].name for p in nd.params if p in self.qdoc.nac.params]
+                lines.append("reads " + ", ".join(_esc(n) for n in names))
+        return "<br>".join(lines)
+
+    # ------------------------------------------------------------------ search
+    def _search_changed(self, text: str) -> None:
+        self._matches = self._find(text)
+        self._match_pos = -1
+        if not text.strip():
+            self.match_label.setText("")
+        else:
+            self.match_label.setText(f"{len(self._matches)} found" if self._matches else "none")
+
+    def _find(self, text: str) -> list[int]:
+        if self.shown is None or not text.strip():
+            return []
+        hits = self.shown.search(text)
+        if not hits and self.qdoc is not None:
+            # a hidden parameter: find the instructions that read it
+            q = text.strip().lower()
+            for pid, p in self.qdoc.nac.params.items():
+                if q in p.name.lower():
+                    hits.extend(self.shown.nodes_reading_param(pid))
+            hits = sorted(set(hits))
+        return hits
+
+    def find_next(self) -> Optional[int]:
+        """Select and centre the next match of the search text; returns the node."""
+        if not self._matches:
+            self._search_changed(self.search.text())
+        if not self._matches or self.shown is None or self.qdoc is None:
+            return None
+        self._match_pos = (self._match_pos + 1) % len(self._matches)
+        node = self._matches[self._match_pos]
+        self.match_label.setText(f"{self._match_pos + 1}/{len(self._matches)}")
+        nd = self.shown.nodes[node]
+        sel = nd.selection()
+        q = self.search.text().strip().lower()
+        if nd.kind != "param" and nd.params and self.qdoc is not None:
+            for pid in nd.params:   # found through a hidden parameter: select that parameter
+                if q in self.qdoc.nac.params[pid].name.lower():
+                    sel = Selection("param", pid)
+                    break
+        self.qdoc.select(sel, source=self)
+        self.canvas.center_on(node, zoom=max(self.canvas.scale, 0.8))
+        return node
+
+    # ------------------------------------------------------------------ export
+    def export_png(self, path: str, max_side: int = 12000) -> bool:
+        img = self.canvas.render_image(max_side=max_side)
+        return not img.isNull() and img.save(path, "PNG")
+
+    def export_svg(self, path: str) -> None:
+        title = "NAC dataflow graph"
+        if self.qdoc is not None and self.qdoc.doc.path:
+            title += f" — {self.qdoc.doc.path}"
+        self.canvas.render_svg(path, title)
+
+    def _default_export_name(self, ext: str) -> str:
+        import os
+        base = "graph"
+        if self.qdoc is not None and self.qdoc.doc.path:
+            base = os.path.splitext(self.qdoc.doc.path)[0] + "_graph"
+        return f"{base}.{ext}"
+
+    def _export_png_dialog(self) -> None:
+        if self.layout_ is None:
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export graph as PNG", self._default_export_name("png"),
+                                              "PNG image (*.png)")
+        if path:
+            self.export_png(path)
+
+    def _export_svg_dialog(self) -> None:
+        if self.layout_ is None:
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export graph as SVG", self._default_export_name("svg"),
+                                              "SVG image (*.svg)")
+        if path:
+            self.export_svg(path)
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,616 @@
+"""A painted canvas for a laid-out dataflow graph: zoom, pan, level of detail, minimap.
+
+Why a custom widget and not ``QGraphicsScene`` with one item per node: the layout is
+already a set of numpy arrays, and what has to stay smooth is thousands of nodes and
+edges at every zoom. Painting straight from the arrays lets the canvas cull with one
+vectorised test per frame, draw all edges in a few cached ``QPainterPath`` batches (one
+``drawPath`` per batch, batches outside the view skipped), and draw zoomed-out nodes with
+one ``drawRects`` per colour — no per-item objects, no scene index to maintain.
+
+Level of detail, by zoom: boxes with a label and a detail line; boxes with a label;
+boxes only; coloured marks only. Edges are cosmetic (one device pixel wide at any zoom).
+The same painting code draws the exported PNG and SVG at full detail.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+from PySide6.QtCore import QPointF, QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QImage, QMouseEvent, QPainter, QPainterPath,
+                           QPalette, QPen, QPolygonF, QWheelEvent)
+from PySide6.QtWidgets import QToolTip, QWidget
+
+from ..graph_layout import GraphLayout
+from ..graph_model import OP_CLASSES
+
+#: Hue per op class (a qualitative palette; the same hue is tuned per light/dark scheme).
+CLASS_HUES = {"matmul": 212, "elementwise": 174, "normalisation": 280, "activation": 28, "data": 95,
+              "reduction": 352, "io": 45, "group": 228, "other": 30}
+
+ZOOM_MIN, ZOOM_MAX = 0.002, 4.0
+LOD_DETAIL = 0.7       # from this zoom on: second line (signature, shape, size)
+LOD_TEXT = 0.42        # labels
+LOD_BOXES = 0.14       # outlined boxes; below: flat colour marks only
+EDGE_BATCH = 256       # edges per cached path
+MINIMAP_MAX = QSize(140, 180)
+
+
+def class_colors(dark: bool) -> dict[str, tuple[QColor, QColor, QColor]]:
+    """(fill, border, text) per op class for a light or dark background."""
+    out = {}
+    for cls in OP_CLASSES:
+        hue = CLASS_HUES.get(cls, 0)
+        sat = 40 if cls in ("other", "group") else 150
+        if dark:
+            fill = QColor.fromHsl(hue, sat, 62)
+            border = QColor.fromHsl(hue, min(255, sat + 40), 140)
+            text = QColor(235, 237, 240)
+        else:
+            fill = QColor.fromHsl(hue, sat, 222)
+            border = QColor.fromHsl(hue, min(255, sat + 20), 115)
+            text = QColor(28, 30, 34)
+        out[cls] = (fill, border, text)
+    return out
+
+
+class GraphCanvas(QWidget):
+    """Draws a :class:`GraphLayout`. Emits node indices; knows nothing about the document."""
+
+    nodeClicked = Signal(int)
+    nodeActivated = Signal(int)          # double click (a group: expand it)
+    hoveredChanged = Signal(int)         # -1 when over nothing
+    viewChanged = Signal()
+
+    def __init__(self, parent: Optional[QWidget] = None):
+        super().__init__(parent)
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
+        self.setMinimumSize(160, 120)
+        self.layout_: Optional[GraphLayout] = None
+        self.scale = 1.0
+        self.offset = QPointF(0, 0)          # screen = scene * scale + offset
+        self.selected: set[int] = set()      # nodes drawn as selected
+        self.related: set[int] = set()       # nodes drawn as "reads the selected parameter"
+        self.current: Optional[int] = None   # node of the document's current tick
+        self.hovered: Optional[int] = None
+        self.minimap_visible = True
+        self.message = ""                    # drawn centred when there is no layout
+        self._edge_batches: list[tuple[QRectF, QPainterPath, QPainterPath]] = []
+        self._minimap: Optional[QImage] = None
+        self._minimap_key = None
+        self._drag_start: Optional[QPointF] = None
+        self._drag_offset = QPointF()
+        self._dragged = False
+        self._minimap_drag = False
+        self._font = QFont(self.font())
+        self._font.setPointSizeF(max(7.5, self._font.pointSizeF() * 0.95))
+        self._small = QFont(self._font)
+        self._small.setPointSizeF(self._font.pointSizeF() * 0.82)
+
+    # ------------------------------------------------------------------ content
+    def set_graph_layout(self, layout: Optional[GraphLayout], keep_view: bool = False) -> None:
+        self.layout_ = layout
+        self.hovered = None
+        self._build_edge_batches()
+        self._minimap = None
+        if layout is not None and not keep_view:
+            self.reset_view()
+        self.update()
+
+    def set_message(self, text: str) -> None:
+        self.message = text
+        self.update()
+
+    def set_highlight(self, selected: set[int], related: set[int], current: Optional[int]) -> None:
+        self.selected, self.related, self.current = set(selected), set(related), current
+        self.update()
+
+    def _build_edge_batches(self) -> None:
+        self._edge_batches = []
+        lay = self.layout_
+        if lay is None or not len(lay.edge_points):
+            return
+        top = np.array([p[:, 1].min() for p in lay.edge_points])
+        order = np.argsort(top, kind="stable")
+        for start in range(0, len(order), EDGE_BATCH):
+            path = QPainterPath()
+            heads = QPainterPath()
+            for e in order[start:start + EDGE_BATCH]:
+                _add_edge(path, heads, lay.edge_points[e], bool(lay.edge_routed[e]))
+            self._edge_batches.append((path.boundingRect().adjusted(-4, -4, 4, 4), path, heads))
+
+    # ------------------------------------------------------------------ view transform
+    def scene_to_screen(self, x: float, y: float) -> QPointF:
+        return QPointF(x * self.scale + self.offset.x(), y * self.scale + self.offset.y())
+
+    def screen_to_scene(self, p: QPointF) -> tuple[float, float]:
+        return (p.x() - self.offset.x()) / self.scale, (p.y() - self.offset.y()) / self.scale
+
+    def visible_scene_rect(self) -> QRectF:
+        x0, y0 = self.screen_to_scene(QPointF(0, 0))
+        return QRectF(x0, y0, self.width() / self.scale, self.height() / self.scale)
+
+    def fit_scale(self) -> float:
+        lay = self.layout_
+        if lay is None or lay.width <= 0 or lay.height <= 0:
+            return 1.0
+        margin = 24
+        return max(ZOOM_MIN, min(ZOOM_MAX, (self.width() - 2 * margin) / lay.width,
+                                 (self.height() - 2 * margin) / lay.height))
+
+    def fit(self) -> None:
+        """Whole graph in view."""
+        lay = self.layout_
+        if lay is None:
+            return
+        self.scale = self.fit_scale()
+        self.offset = QPointF((self.width() - lay.width * self.scale) / 2,
+                              (self.height() - lay.height * self.scale) / 2)
+        self._changed()
+
+    def reset_view(self) -> None:
+        """Readable zoom at the top of the graph (a tall graph fitted whole is a thin sliver)."""
+        lay = self.layout_
+        if lay is None:
+            return
+        fit_w = (self.width() - 48) / lay.width if lay.width > 0 else 1.0
+        self.scale = max(ZOOM_MIN, min(1.0, fit_w, ZOOM_MAX))
+        if lay.height * self.scale <= self.height():
+            self.fit()
+            return
+        self.offset = QPointF((self.width() - lay.width * self.scale) / 2, 16.0)
+        self._changed()
+
+    def center_on(self, node: int, zoom: Optional[float] = None) -> None:
+        lay = self.layout_
+        if lay is None or not (0 <= node < len(lay.pos)):
+            return
+        if zoom is not None:
+            self.scale = max(ZOOM_MIN, min(ZOOM_MAX, zoom))
+        x, y = lay.pos[node]
+        self.offset = QPointF(self.width() / 2 - x * self.scale, self.height() / 2 - y * self.scale)
+        self._changed()
+
+    def ensure_visible(self, node: int) -> None:
+        lay = self.layout_
+        if lay is None or not (0 <= node < len(lay.pos)):
+            return
+        x, y, w, h = lay.rect(node)
+        if not self.visible_scene_rect().contains(QRectF(x, y, w, h)):
+            self.center_on(node)
+
+    def zoom_by(self, factor: float, anchor: Optional[QPointF] = None) -> None:
+        anchor = anchor if anchor is not None else QPointF(self.width() / 2, self.height() / 2)
+        sx, sy = self.screen_to_scene(anchor)
+        self.scale = max(ZOOM_MIN, min(ZOOM_MAX, self.scale * factor))
+        self.offset = QPointF(anchor.x() - sx * self.scale, anchor.y() - sy * self.scale)
+        self._changed()
+
+    def _changed(self) -> None:
+        self.update()
+        self.viewChanged.emit()
+
+    # ------------------------------------------------------------------ painting
+    def paintEvent(self, _event) -> None:
+        painter = QPainter(self)
+        pal = self.palette()
+        painter.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
+        if self.layout_ is None:
+            if self.message:
+                painter.setPen(pal.color(QPalette.ColorRole.PlaceholderText))
+                painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.message)
+            painter.end()
+            return
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, self.scale > LOD_BOXES)
+        painter.save()
+        painter.translate(self.offset)
+        painter.scale(self.scale, self.scale)
+        self.paint_scene(painter, self.visible_scene_rect(), self.scale, pal)
+        painter.restore()
+        if self.minimap_visible:
+            self._paint_minimap(painter, pal)
+        if self.message:
+            painter.setPen(pal.color(QPalette.ColorRole.PlaceholderText))
+            painter.drawText(self.rect().adjusted(8, 6, -8, -6),
+                             Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft, self.message)
+        painter.end()
+
+    def paint_scene(self, painter: QPainter, rect: QRectF, scale: float, pal: QPalette,
+                    full_detail: bool = False) -> None:
+        """Draw what lies in scene ``rect`` with ``painter`` already in scene coordinates."""
+        lay = self.layout_
+        if lay is None:
+            return
+        dark = pal.color(QPalette.ColorRole.Window).lightness() < 128
+        colors = class_colors(dark)
+        ink = pal.color(QPalette.ColorRole.Text)
+        edge_color = QColor(ink)
+        edge_color.setAlphaF(0.42 if dark else 0.38)
+        pen = QPen(edge_color, 1.0)
+        pen.setCosmetic(True)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        arrows = full_detail or scale >= LOD_BOXES
+        for bounds, path, heads in self._edge_batches:
+            if bounds.intersects(rect):
+                painter.drawPath(path)
+                if arrows:
+                    painter.fillPath(heads, edge_color)
+        accent = pal.color(QPalette.ColorRole.Highlight)
+        self._paint_highlighted_edges(painter, rect, accent)
+
+        idx = lay.nodes_in(rect.left(), rect.top(), rect.right(), rect.bottom())
+        if not len(idx):
+            return
+        nodes = lay.graph.nodes
+        if not full_detail and scale < LOD_BOXES:
+            by_class: dict[str, list[QRectF]] = {}
+            for i in idx.tolist():
+                x, y, w, h = lay.rect(i)
+                by_class.setdefault(nodes[i].op_class, []).append(QRectF(x, y, w, h))
+            painter.setPen(Qt.PenStyle.NoPen)
+            for cls, rects in by_class.items():
+                painter.setBrush(colors[cls][1])
+                painter.drawRects(rects)
+            self._paint_marks(painter, lay, accent, scale)
+            return
+        text = full_detail or scale >= LOD_TEXT
+        detail = full_detail or scale >= LOD_DETAIL
+        fm = QFontMetricsF(self._font)
+        sm = QFontMetricsF(self._small)
+        for i in idx.tolist():
+            nd = nodes[i]
+            x, y, w, h = lay.rect(i)
+            r = QRectF(x, y, w, h)
+            fill, border, fg = colors[nd.op_class]
+            bpen = QPen(border, 1.0)
+            bpen.setCosmetic(True)
+            radius = h / 2 if nd.kind in ("param", "const", "input", "output") else 4.0
+            if nd.kind == "group":
+                shadow = QRectF(r).translated(4, 4)
+                painter.setPen(bpen)
+                painter.setBrush(fill)
+                painter.drawRoundedRect(shadow, 6, 6)
+                radius = 6.0
+            painter.setPen(bpen)
+            painter.setBrush(fill)
+            painter.drawRoundedRect(r, radius, radius)
+            if nd.composition:      # a block: what it is made of, as a stacked bar
+                total = sum(c for _cls, c in nd.composition)
+                bx, bw = x + 8, w - 16
+                painter.setPen(Qt.PenStyle.NoPen)
+                for cls, c in nd.composition:
+                    seg = bw * c / total
+                    painter.setBrush(colors[cls][1])
+                    painter.drawRect(QRectF(bx, y + h - 7, seg, 3))
+                    bx += seg
+            if nd.params and nd.kind != "group":    # reads hidden weights: a small tab
+                painter.setPen(Qt.PenStyle.NoPen)
+                painter.setBrush(colors["io"][1])
+                painter.drawRect(QRectF(x + w - 7, y + 3, 3, h - 6))
+            if not text:
+                continue
+            painter.setPen(fg)
+            painter.setFont(self._font)
+            th = h - 6 if nd.composition else h     # text area above a block's composition bar
+            if detail and nd.detail and h >= 28:
+                top = QRectF(x + 6, y + 2, w - 12, th / 2 + 1)
+                painter.drawText(top, Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom,
+                                 fm.elidedText(nd.label, Qt.TextElideMode.ElideMiddle, w - 12))
+                painter.setFont(self._small)
+                sub = QColor(fg)
+                sub.setAlphaF(0.7)
+                painter.setPen(sub)
+                bottom = QRectF(x + 6, y + th / 2 + 1, w - 12, th / 2 - 3)
+                painter.drawText(bottom, Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop,
+                                 sm.elidedText(nd.detail, Qt.TextElideMode.ElideRight, w - 12))
+            else:
+                painter.drawText(QRectF(x + 6, y, w - 12, th), Qt.AlignmentFlag.AlignCenter,
+                                 fm.elidedText(nd.label, Qt.TextElideMode.ElideMiddle, w - 12))
+        self._paint_marks(painter, lay, accent, scale)
+
+    def _paint_highlighted_edges(self, painter: QPainter, rect: QRectF, accent: QColor) -> None:
+        lay = self.layout_
+        if not self.selected or lay is None or not len(lay.graph.edges):
+            return
+        sel = np.fromiter(self.selected, dtype=np.int64)
+        edges = lay.graph.edges
+        hit = np.nonzero(np.isin(edges[:, 0], sel) | np.isin(edges[:, 1], sel))[0]
+        if not len(hit):
+            return
+        path, heads = QPainterPath(), QPainterPath()
+        for e in hit[:2000].tolist():
+            _add_edge(path, heads, lay.edge_points[e], bool(lay.edge_routed[e]))
+        pen = QPen(accent, 2.0)
+        pen.setCosmetic(True)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.drawPath(path)
+        painter.fillPath(heads, accent)
+
+    def _paint_marks(self, painter: QPainter, lay: GraphLayout, accent: QColor, scale: float) -> None:
+        """Selection, related nodes, current tick and hover, drawn on top at every zoom."""
+        # frames stay a few device pixels away from the box whatever the zoom
+        px = 1.0 / max(scale, 1e-6)
+        tick_color = QColor("#e8a317")
+
+        def frame(i: int, color: QColor, width: float, pad: float, style=Qt.PenStyle.SolidLine) -> None:
+            x, y, w, h = lay.rect(i)
+            pen = QPen(color, width)
+            pen.setCosmetic(True)
+            pen.setStyle(style)
+            painter.setPen(pen)
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            p = pad * px
+            r = QRectF(x - p, y - p, w + 2 * p, h + 2 * p)
+            if scale < LOD_BOXES:    # keep tiny marks findable when zoomed far out
+                grow = max(0.0, 8 * px - min(w, h) / 2)
+                r = r.adjusted(-grow, -grow, grow, grow)
+            painter.drawRoundedRect(r, 5 * px + 3, 5 * px + 3)
+
+        for i in self.related:
+            if 0 <= i < len(lay.pos):
+                frame(i, accent, 1.5, 3, Qt.PenStyle.DashLine)
+        if self.current is not None and 0 <= self.current < len(lay.pos):
+            frame(self.current, tick_color, 2.5, 4)
+        for i in self.selected:
+            if 0 <= i < len(lay.pos):
+                frame(i, accent, 2.5, 2)
+        if self.hovered is not None and 0 <= self.hovered < len(lay.pos):
+            hover = QColor(accent)
+            hover.setAlphaF(0.55)
+            frame(self.hovered, hover, 1.5, 1)
+
+    def _paint_minimap(self, painter: QPainter, pal: QPalette) -> None:
+        rect = self.minimap_rect()
+        if rect.isEmpty():
+            return
+        lay = self.layout_
+        key = (id(lay), rect.size().toTuple(), pal.color(QPalette.ColorRole.Base).rgb())
+        if self._minimap is None or self._minimap_key != key:
+            self._minimap = self._render_minimap(rect.size(), pal)
+            self._minimap_key = key
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+        frame = QColor(pal.color(QPalette.ColorRole.Mid))
+        painter.setPen(frame)
+        painter.setBrush(pal.color(QPalette.ColorRole.Window))
+        painter.setOpacity(0.85)
+        painter.drawRect(rect.adjusted(-1, -1, 0, 0))
+        painter.drawImage(rect.topLeft(), self._minimap)
+        painter.setOpacity(1.0)
+        s = self._minimap_scale(rect.size())
+        vis = self.visible_scene_rect()
+        view = QRectF(rect.x() + vis.x() * s, rect.y() + vis.y() * s, vis.width() * s, vis.height() * s)
+        view = view.intersected(QRectF(rect))
+        accent = QColor(pal.color(QPalette.ColorRole.Highlight))
+        painter.setPen(QPen(accent, 1.5))
+        fill = QColor(accent)
+        fill.setAlphaF(0.15)
+        painter.setBrush(fill)
+        painter.drawRect(view)
+        painter.restore()
+
+    def minimap_rect(self) -> QRect:
+        lay = self.layout_
+        if lay is None or not self.minimap_visible or lay.width <= 0 or lay.height <= 0:
+            return QRect()
+        if self.width() < 360 or self.height() < 240:
+            return QRect()
+        s = self._minimap_scale(MINIMAP_MAX)
+        w = max(24, int(lay.width * s))
+        h = max(24, int(lay.height * s))
+        return QRect(self.width() - w - 12, self.height() - h - 12, w, h)
+
+    def _minimap_scale(self, box: QSize) -> float:
+        lay = self.layout_
+        return min(box.width() / lay.width, box.height() / lay.height)
+
+    def _render_minimap(self, size: QSize, pal: QPalette) -> QImage:
+        img = QImage(size, QImage.Format.Format_ARGB32_Premultiplied)
+        img.fill(pal.color(QPalette.ColorRole.Window))
+        lay = self.layout_
+        s = self._minimap_scale(size)
+        p = QPainter(img)
+        colors = class_colors(pal.color(QPalette.ColorRole.Window).lightness() < 128)
+        by_class: dict[str, list[QRectF]] = {}
+        for i, nd in enumerate(lay.graph.nodes):
+            x, y, w, h = lay.rect(i)
+            by_class.setdefault(nd.op_class, []).append(
+                QRectF(x * s, y * s, max(1.0, w * s), max(1.0, h * s)))
+        p.setPen(Qt.PenStyle.NoPen)
+        for cls, rects in by_class.items():
+            p.setBrush(colors[cls][1])
+            p.drawRects(rects)
+        p.end()
+        return img
+
+    # ------------------------------------------------------------------ export
+    def render_image(self, max_side: int = 12000, scale: float = 1.0) -> QImage:
+        """The whole graph at full detail (scaled down to fit ``max_side`` pixels)."""
+        lay = self.layout_
+        if lay is None:
+            return QImage()
+        margin = 20.0
+        w, h = lay.width + 2 * margin, lay.height + 2 * margin
+        s = min(scale, max_side / max(w, h))
+        img = QImage(max(1, int(w * s)), max(1, int(h * s)), QImage.Format.Format_ARGB32_Premultiplied)
+        img.fill(self.palette().color(QPalette.ColorRole.Base))
+        p = QPainter(img)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+        p.scale(s, s)
+        p.translate(margin, margin)
+        self.paint_scene(p, QRectF(-margin, -margin, w, h), max(s, LOD_DETAIL), self.palette(), full_detail=True)
+        p.end()
+        return img
+
+    def render_svg(self, path: str, title: str = "NAC dataflow graph") -> None:
+        from PySide6.QtSvg import QSvgGenerator
+
+        lay = self.layout_
+        if lay is None:
+            raise ValueError("no graph to export")
+        margin = 20.0
+        w, h = lay.width + 2 * margin, lay.height + 2 * margin
+        gen = QSvgGenerator()
+        gen.setFileName(path)
+        gen.setSize(QSize(int(math.ceil(w)), int(math.ceil(h))))
+        gen.setViewBox(QRectF(0, 0, w, h))
+        gen.setTitle(title)
+        gen.setDescription("Exported from NAC Studio")
+        p = QPainter(gen)
+        p.fillRect(QRectF(0, 0, w, h), self.palette().color(QPalette.ColorRole.Base))
+        p.translate(margin, margin)
+        self.paint_scene(p, QRectF(-margin, -margin, w, h), 1.0, self.palette(), full_detail=True)
+        p.end()
+
+    # ------------------------------------------------------------------ interaction
+    def node_at(self, pos: QPointF) -> Optional[int]:
+        if self.layout_ is None:
+            return None
+        x, y = self.screen_to_scene(pos)
+        hit = self.layout_.node_at(x, y)
+        if hit is None and self.scale < LOD_BOXES:     # tiny marks: accept a few pixels around
+            tol = 4.0 / self.scale
+            lay = self.layout_
+            near = np.nonzero((np.abs(lay.pos[:, 0] - x) <= lay.size[:, 0] / 2 + tol) &
+                              (np.abs(lay.pos[:, 1] - y) <= lay.size[:, 1] / 2 + tol))[0]
+            hit = int(near[0]) if len(near) else None
+        return hit
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        pos = event.position()
+        if event.button() == Qt.MouseButton.LeftButton and self.minimap_rect().contains(pos.toPoint()):
+            self._minimap_drag = True
+            self._minimap_jump(pos)
+            return
+        if event.button() in (Qt.MouseButton.LeftButton, Qt.MouseButton.MiddleButton):
+            self._drag_start = pos
+            self._drag_offset = QPointF(self.offset)
+            self._dragged = False
+            self.setCursor(Qt.CursorShape.ClosedHandCursor)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        pos = event.position()
+        if self._minimap_drag:
+            self._minimap_jump(pos)
+            return
+        if self._drag_start is not None:
+            delta = pos - self._drag_start
+            if abs(delta.x()) + abs(delta.y()) > 3:
+                self._dragged = True
+            if self._dragged:
+                self.offset = self._drag_offset + delta
+                self._changed()
+            return
+        hit = self.node_at(pos)
+        if hit != self.hovered:
+            self.hovered = hit
+            self.update()
+            self.hoveredChanged.emit(-1 if hit is None else hit)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if self._minimap_drag:
+            self._minimap_drag = False
+            return
+        start, dragged = self._drag_start, self._dragged
+        self._drag_start = None
+        self.unsetCursor()
+        if start is not None and not dragged and event.button() == Qt.MouseButton.LeftButton:
+            hit = self.node_at(event.position())
+            if hit is not None:
+                self.nodeClicked.emit(hit)
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
+        hit = self.node_at(event.position())
+        if hit is not None:
+            self.nodeActivated.emit(hit)
+
+    def leaveEvent(self, _event) -> None:
+        if self.hovered is not None:
+            self.hovered = None
+            self.update()
+            self.hoveredChanged.emit(-1)
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        delta = event.angleDelta()
+        if event.modifiers() & Qt.KeyboardModifier.ControlModifier or not delta.y() and not delta.x():
+            self.zoom_by(1.0015 ** delta.y(), event.position())
+        elif event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            self.offset += QPointF(delta.y() / 2, 0)
+            self._changed()
+        else:
+            self.offset += QPointF(delta.x() / 2, delta.y() / 2)
+            self._changed()
+        event.accept()
+
+    def keyPressEvent(self, event) -> None:
+        key = event.key()
+        step = 60.0
+        if key in (Qt.Key.Key_Plus, Qt.Key.Key_Equal):
+            self.zoom_by(1.25)
+        elif key == Qt.Key.Key_Minus:
+            self.zoom_by(0.8)
+        elif key == Qt.Key.Key_F:
+            self.fit()
+        elif key == Qt.Key.Key_Left:
+            self.offset += QPointF(step, 0)
+            self._changed()
+        elif key == Qt.Key.Key_Right:
+            self.offset -= QPointF(step, 0)
+            self._changed()
+        elif key == Qt.Key.Key_Up:
+            self.offset += QPointF(0, step)
+            self._changed()
+        elif key == Qt.Key.Key_Down:
+            self.offset -= QPointF(0, step)
+            self._changed()
+        else:
+            super().keyPressEvent(event)
+
+    def _minimap_jump(self, pos: QPointF) -> None:
+        rect = self.minimap_rect()
+        if rect.isEmpty():
+            return
+        s = self._minimap_scale(rect.size())
+        x = (pos.x() - rect.x()) / s
+        y = (pos.y() - rect.y()) / s
+        self.offset = QPointF(self.width() / 2 - x * self.scale, self.height() / 2 - y * self.scale)
+        self._changed()
+
+    def event(self, ev) -> bool:
+        if ev.type() == ev.Type.ToolTip and self.layout_ is not None:
+            hit = self.node_at(ev.position() if hasattr(ev, "position") else QPointF(ev.pos()))
+            if hit is not None and self.tooltip_provider is not None:
+                QToolTip.showText(ev.globalPos(), self.tooltip_provider(hit), self)
+            else:
+                QToolTip.hideText()
+                ev.ignore()
+            return True
+        return super().event(ev)
+
+    tooltip_provider = None   # callable(node index) -> str, set by the owner
+
+    def sizeHint(self) -> QSize:
+        return QSize(640, 480)
+
+
+def _add_edge(path: QPainterPath, heads: QPainterPath, pts: np.ndarray, routed: bool) -> None:
+    """A layered edge: vertical-tangent cubic between consecutive points, arrowhead at the end."""
+    if len(pts) < 2:
+        return
+    x0, y0 = float(pts[0, 0]), float(pts[0, 1])
+    path.moveTo(x0, y0)
+    for x1, y1 in pts[1:].tolist():
+        dy = y1 - y0
+        if not routed:     # a long edge not routed through dummies: one wide S curve
+            dy = min(dy, 240.0)
+        path.cubicTo(x0, y0 + dy * 0.5, x1, y1 - dy * 0.5, x1, y1)
+        x0, y0 = x1, y1
+    a = 4.0
+    heads.addPolygon(QPolygonF([QPointF(x0, y0), QPointF(x0 - a, y0 - 2 * a), QPointF(x0 + a, y0 - 2 * a),
+                                QPointF(x0, y0)]))
