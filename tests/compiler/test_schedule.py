@@ -11,7 +11,7 @@ import pytest
 from nac_engine.compiler.schedule import (MAX_COMMANDS_PER_TICK, MODES, _Program, _reference_head,
                                           _reference_lookback, plan_mmap, resident_bytes)
 from nac_engine.format import layout as L
-from nac_engine.format.model import Instruction, MmapRecord, NacFile
+from nac_engine.format.model import Instruction, NacFile
 from nac_engine.runtime.mmap_check import check_schedule
 from tests.conftest import nac_corpus_files
 
