@@ -130,8 +130,10 @@ def test_min_peak_known_answer_lookahead_1():
 
 def test_min_peak_known_answer_lookahead_2():
     plan = plan_mmap(program(SMALL), SMALL_SIZES, preload_lookahead=2)
-    assert as_pairs(plan.records)[:1] == [(0, [(PRE, 1), (PRE, 3)])]
-    assert plan.live_bytes == [310, 310, 330, 220, 250, 30]
+    # w1 cannot go two ticks back (clamped to tick 0); w2 is preloaded on weight tick 1
+    assert as_pairs(plan.records) == [(0, [(PRE, 1)]), (1, [(PRE, 3)]), (2, [(FWD, 4)]),
+                                      (3, [(FREE, 0), (FREE, 1)]), (5, [(FREE, 3)])]
+    assert plan.live_bytes == [110, 310, 330, 220, 250, 30]
 
 
 def test_head_same_tick_free_costs_the_same_while_the_tick_runs():
@@ -143,11 +145,12 @@ def test_head_same_tick_free_costs_the_same_while_the_tick_runs():
     assert {f.kind for f in check_schedule(with_plan(nac, head.records)).hazards} == {"same_tick_free"}
 
 
-def test_lookahead_zero_emits_no_preload_and_leading_weights_get_none():
+def test_lookahead_zero_emits_no_preload_and_tick_zero_cannot_be_preloaded():
     nac = program([("w",), ("w",), ("in",), ("op", 0, 1, 2), ("out", 3)])
     assert all(c.action != PRE for r in plan_mmap(nac, {}, preload_lookahead=0).records for c in r.commands)
-    # nothing runs before ticks 0 and 1: there is no tick to overlap a load with
-    assert all(c.action != PRE for r in plan_mmap(nac, {}, preload_lookahead=3).records for c in r.commands)
+    preloads = [(r.tick, c.target) for r in plan_mmap(nac, {}, preload_lookahead=3).records
+                for c in r.commands if c.action == PRE]
+    assert preloads == [(0, 1)]
 
 
 def test_forward_jumps_weight_ticks_only():
@@ -168,15 +171,12 @@ def test_states_are_never_freed_but_inputs_are():
 
 # --------------------------------------------------------------------------- properties
 def _lookahead_ok(nac: NacFile, plan, lookahead: int) -> None:
+    """Every weight but one at tick 0 is preloaded exactly ``lookahead`` ticks before its load
+    (or on tick 0), once."""
     prog = _Program(nac, None)
-    for rec in plan.records:
-        for c in rec.commands:
-            if c.action != PRE:
-                continue
-            p, t = c.target, rec.tick
-            work = [k for k in range(p) if k not in prog.weights]
-            assert t < p
-            assert t == work[-min(lookahead, len(work))], (p, t, work[-lookahead:])
+    preloads = [(c.target, r.tick) for r in plan.records for c in r.commands if c.action == PRE]
+    want = sorted((p, max(0, p - lookahead)) for p in prog.weights if p > 0) if lookahead else []
+    assert sorted(preloads) == want
 
 
 @pytest.mark.parametrize("lookahead", [1, 2, 3, 5])
@@ -252,8 +252,14 @@ def test_replanned_corpus_streams(path: Path):
         biggest = max(v for i, v in sizes.items() if nac.instructions[i].a != 3)
         assert biggest <= plan.peak_live_bytes <= total
     head, mp1, mp2 = plans["reference", 2], plans["min-peak", 1], plans["min-peak", 2]
-    assert all(a <= b for a, b in zip(mp1.live_bytes, head.live_bytes))
-    assert all(a <= b for a, b in zip(mp1.live_bytes, mp2.live_bytes))
+    assert all(a <= b for a, b in zip(mp1.live_bytes, mp2.live_bytes))      # a longer lookahead costs
+    assert mp2.peak_live_bytes <= head.peak_live_bytes                     # measured, see the docstring
+    prog = _Program(nac, None)
+    first_work = min(i for i in range(len(nac.instructions)) if i not in prog.weights)
+    if all(w > first_work for w in prog.weights):    # no weight ahead of all work: HEAD's PRELOADs are real
+        assert all(a <= b for a, b in zip(mp1.live_bytes, head.live_bytes))
+    else:
+        assert mp1.peak_live_bytes <= head.peak_live_bytes
     # "After the tick" numbers are what the dynamic trace measures, on the real run.
     if path.parent.name in ("mlp", "cnn__v1.6"):
         feeds = [np.load(f) for f in sorted(path.parent.glob("feed_*.npy"))]
