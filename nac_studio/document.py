@@ -160,6 +160,25 @@ class Document:
             return None
         if sel.kind in ("instruction", "input", "mmap") and isinstance(sel.key, int):
             return sel.key if 0 <= sel.key < len(self.nac.instructions) else None
+        if sel.kind in ("span", "offset"):
+            # a field inside an instruction or MMAP record is at that record's tick, so the
+            # disassembly and graph follow a click on a single byte of it
+            span = self.span_of(sel)
+            owner = self.owner_of(span) if span is not None else None
+            if owner is not None and owner.kind != sel.kind:
+                return self.tick_of(owner)
+        return None
+
+    def owner_of(self, span: Optional[Span]) -> Optional[Selection]:
+        """The innermost selectable record (instruction, param, constant, ...) holding ``span``."""
+        self._index()
+        node = span
+        while node is not None and node.parent is not None:
+            key = self._key_by_span.get(id(node))
+            if key is not None:
+                kind, k = key
+                return Selection("param" if kind == "tensor" else kind, k)
+            node = node.parent
         return None
 
     def span_of(self, sel: Optional[Selection]) -> Optional[Span]:
@@ -259,6 +278,91 @@ class Document:
         self._key_by_span = {id(span): key for key, span in idx.items()}
         return idx
 
+    def describe_span(self, span: Optional[Span]) -> str:
+        """One field in words: ``OPS/instr[42]/D[1] = -3 → v39 (aten.relu.default)``."""
+        if span is None:
+            return ""
+        text = span.path or "<file>"
+        if span.value is not None and span.type not in ("section", "file"):
+            text += f" = {_short(span.value)}"
+        try:
+            meaning = self._meaning(span)
+        except Exception:   # a damaged file may hold any value in any field
+            meaning = None
+        if meaning:
+            text += f" → {meaning}"
+        return text
+
+    def _meaning(self, span: Span) -> Optional[str]:
+        nac = self.nac
+        parent = span.parent
+        if parent is None:
+            return None
+        m = _INDEXED.match(parent.name)
+        if m and m.group(1) == "instr" and parent.parent is not None:
+            table = nac.instructions if parent.parent.name == "OPS" else (nac.trng or [])
+            i = int(m.group(2))
+            if not (0 <= i < len(table)):
+                return None
+            return self._field_meaning(table[i], span.name, table is nac.instructions)
+        if span.name == "target" and parent.type == "mmap_command" and isinstance(span.value, int):
+            return self._value_name(span.value)
+        if span.type == "tensor_data" and m and m.group(1) == "tensor":
+            j = int(m.group(2))
+            if j < len(nac.tensor_order) and nac.tensor_order[j] in nac.params:
+                return nac.params[nac.tensor_order[j]].name
+        return None
+
+    def _value_name(self, index: int) -> str:
+        ins = self.nac.instructions
+        if 0 <= index < len(ins):
+            return f"v{index} ({self.nac.instruction_name(ins[index])})"
+        return f"v{index} (no such instruction)"
+
+    def _field_meaning(self, ins, field: str, in_ops: bool) -> Optional[str]:
+        from nac_engine.isa.optable import OP_CONVERGENCE, OP_INPUT
+        nac = self.nac
+        if field == "A":
+            return nac.instruction_name(ins)
+        if field == "B":
+            if ins.a >= 10:
+                sig = nac.perms.get(ins.b)
+                return f"signature {sig!r}" if sig is not None else ("no arguments" if ins.b == 0 else "not in PERM")
+            return nac.instruction_name(ins)
+        m = _INDEXED.match(field)
+        if not m:
+            return None
+        which, j = m.group(1), int(m.group(2))
+        if which == "C" and ins.c is not None and j < len(ins.c):
+            v = ins.c[j]
+            if ins.a == OP_INPUT:
+                if j == 0:
+                    return "payload length"
+                if ins.b == 1:
+                    p = nac.params.get(v)
+                    return f"param {p.name}" if p else f"param id {v} (not in DATA)"
+                if ins.b == 3:
+                    return self._const_text(v)
+                return None
+            if ins.a >= 10 or ins.a == OP_CONVERGENCE:
+                return "constant count" if j == 0 else self._const_text(v)
+            return None
+        if which == "D" and ins.d is not None and j < len(ins.d):
+            dv = ins.d[j]
+            if ins.a == OP_CONVERGENCE:
+                return f"jump {dv:+d}"
+            if dv != 0:
+                target = ins.index + dv
+                return self._value_name(target) if in_ops else f"v{target}"
+            k = ins.d[:j].count(0)
+            ids = ins.const_ids
+            return self._const_text(ids[k]) if k < len(ids) else "constant slot (no id in C)"
+        return None
+
+    def _const_text(self, cid: int) -> str:
+        c = self.nac.constants.get(cid)
+        return f"c{cid} = {_short(c.value)}" if c is not None else f"c{cid} (not in CNST)"
+
     def describe(self, sel: Optional[Selection]) -> str:
         """One line for status bars and tooltips."""
         if sel is None:
@@ -279,3 +383,8 @@ class Document:
         if span is not None:
             return f"{span.path} @0x{span.offset:x}+{span.length}"
         return str(sel)
+
+
+def _short(value: Any, limit: int = 48) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= limit else text[:limit - 1] + "…"

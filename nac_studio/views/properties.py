@@ -1,0 +1,639 @@
+"""Properties view: the current selection in detail.
+
+Instructions show their operands resolved (producers, constants, parameters), their
+consumers and every MMAP command that touches their value; parameters show dtype,
+shape, quantisation with its scales, and statistics plus a histogram of their values,
+computed in a background task (automatically for tensors up to
+:data:`AUTO_STATS_ELEMENTS`, on request above). Any other field shows its bytes decoded
+as every scalar type (a data inspector).
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any, Optional
+
+import numpy as np
+from PySide6.QtCore import QAbstractItemModel, QModelIndex, Qt
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
+                               QSplitter, QTreeView, QVBoxLayout, QWidget)
+
+from nac_engine.format import layout as L
+from nac_engine.isa.optable import CONST_CODES, OP_INPUT, OP_OUTPUT
+
+from ..document import Selection
+from ..icons import icon
+from ..theme import is_dark, mono_font
+
+AUTO_STATS_ELEMENTS = 4_000_000
+STATS_CHUNK = 1 << 22
+HIST_BINS = 64
+_SIG_MEANING = {"Q": "query", "K": "key", "V": "value", "M": "mask", "B": "bias", "W": "weight", "T": "tensor",
+                "P": "tensor list", "S": "shape / int list", "A": "axes / int list", "f": "float", "i": "int",
+                "b": "bool", "s": "string", "c": "constant"}
+
+
+# --------------------------------------------------------------------------- model
+class PropertyModel(QAbstractItemModel):
+    """Two-level tree: group rows, each with (name, value) rows. Internal id 0 = a group,
+    otherwise 1 + group row."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._groups: list[tuple[str, list[tuple[str, str]]]] = []
+
+    def set_groups(self, groups: list[tuple[str, list[tuple[str, Any]]]]) -> None:
+        self.beginResetModel()
+        self._groups = [(g, [(str(k), "" if v is None else str(v)) for k, v in rows]) for g, rows in groups if rows]
+        self.endResetModel()
+
+    def groups(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        return list(self._groups)
+
+    def value(self, group: str, name: str) -> Optional[str]:
+        for g, rows in self._groups:
+            if g == group:
+                for k, v in rows:
+                    if k == name:
+                        return v
+        return None
+
+    def index(self, row, column, parent=QModelIndex()):
+        if column < 0 or column > 1 or row < 0:
+            return QModelIndex()
+        if not parent.isValid():
+            return self.createIndex(row, column, 0) if row < len(self._groups) else QModelIndex()
+        if parent.internalId() != 0:
+            return QModelIndex()
+        g = parent.row()
+        if g >= len(self._groups) or row >= len(self._groups[g][1]):
+            return QModelIndex()
+        return self.createIndex(row, column, g + 1)
+
+    def parent(self, index=QModelIndex()):
+        if not index.isValid() or index.internalId() == 0:
+            return QModelIndex()
+        return self.createIndex(index.internalId() - 1, 0, 0)
+
+    def rowCount(self, parent=QModelIndex()):
+        if not parent.isValid():
+            return len(self._groups)
+        if parent.internalId() == 0 and parent.column() == 0 and parent.row() < len(self._groups):
+            return len(self._groups[parent.row()][1])
+        return 0
+
+    def columnCount(self, parent=QModelIndex()):
+        return 2
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return ("Property", "Value")[section]
+        return None
+
+    def flags(self, index):
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        if index.internalId() == 0:
+            if role == Qt.ItemDataRole.DisplayRole and index.column() == 0:
+                return self._groups[index.row()][0]
+            if role == Qt.ItemDataRole.FontRole:
+                f = QFont()
+                f.setBold(True)
+                return f
+            return None
+        name, value = self._groups[index.internalId() - 1][1][index.row()]
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
+            return name if index.column() == 0 else value
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() == 1 and len(value) > 40:
+            return value[:2000]
+        if role == Qt.ItemDataRole.FontRole and index.column() == 1:
+            return mono_font(-0.5)
+        return None
+
+
+# --------------------------------------------------------------------------- statistics
+def tensor_stats(ctx, array_fn, bins: int = HIST_BINS) -> dict:
+    """min/max/mean/std/sparsity/NaN/Inf and a histogram, over chunks so a task can report
+    progress and stop. ``array_fn`` produces the (dequantised) array inside the task."""
+    arr = np.asarray(array_fn())
+    flat = arr.reshape(-1)
+    n = flat.size
+    if n == 0:
+        return {"count": 0}
+    numeric = flat.dtype.kind in "fiub"
+    if not numeric:
+        return {"count": n, "dtype": str(flat.dtype)}
+    if flat.dtype.kind == "b":
+        flat = flat.astype(np.uint8)
+    lo, hi = np.inf, -np.inf
+    total = total_sq = 0.0
+    zeros = nans = infs = finite = 0
+    steps = max(1, (n + STATS_CHUNK - 1) // STATS_CHUNK)
+    for k in range(steps):
+        part = flat[k * STATS_CHUNK:(k + 1) * STATS_CHUNK].astype(np.float64)
+        ok = np.isfinite(part)
+        nans += int(np.isnan(part).sum())
+        infs += int(np.isinf(part).sum())
+        good = part[ok] if not ok.all() else part
+        if good.size:
+            lo = min(lo, float(good.min()))
+            hi = max(hi, float(good.max()))
+            total += float(good.sum())
+            total_sq += float(np.dot(good, good))
+            finite += good.size
+        zeros += int((part == 0).sum())
+        if ctx is not None:
+            ctx.check()
+            ctx.progress(k + 1, 2 * steps)
+    out = {"count": n, "finite": finite, "nan": nans, "inf": infs, "zeros": zeros,
+           "sparsity": zeros / n}
+    if finite:
+        mean = total / finite
+        out.update(min=lo, max=hi, mean=mean, std=float(np.sqrt(max(0.0, total_sq / finite - mean * mean))))
+        edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
+        counts = np.zeros(bins, np.int64)
+        for k in range(steps):
+            part = flat[k * STATS_CHUNK:(k + 1) * STATS_CHUNK].astype(np.float64)
+            part = part[np.isfinite(part)]
+            counts += np.histogram(part, bins=edges)[0]
+            if ctx is not None:
+                ctx.check()
+                ctx.progress(steps + k + 1, 2 * steps)
+        out["hist"] = (counts, edges)
+    return out
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def _hex_preview(buf, offset: int, length: int, limit: int = 32) -> str:
+    if buf is None or length <= 0:
+        return ""
+    data = bytes(buf[offset:offset + min(length, limit)])
+    return data.hex(" ").upper() + (" …" if length > limit else "")
+
+
+def inspect_bytes(buf, offset: int) -> list[tuple[str, str]]:
+    """The bytes at ``offset`` read as each little-endian scalar type."""
+    size = len(buf) if buf is not None else 0
+    rows = []
+    for name, fmt, n in (("u8", "<B", 1), ("i8", "<b", 1), ("u16", "<H", 2), ("i16", "<h", 2),
+                         ("u32", "<I", 4), ("i32", "<i", 4), ("u64", "<Q", 8), ("i64", "<q", 8),
+                         ("f16", "<e", 2), ("f32", "<f", 4), ("f64", "<d", 8)):
+        if offset + n <= size:
+            v = struct.unpack(fmt, bytes(buf[offset:offset + n]))[0]
+            rows.append((name, _fmt(v) if isinstance(v, float) else str(v)))
+    if offset + 2 <= size:
+        bits = struct.unpack("<H", bytes(buf[offset:offset + 2]))[0]
+        rows.append(("bf16", _fmt(struct.unpack("<f", struct.pack("<I", bits << 16))[0])))
+    if offset < size:
+        text = bytes(buf[offset:offset + 16]).decode("latin-1")
+        rows.append(("ascii", "".join(ch if 32 <= ord(ch) < 127 else "·" for ch in text)))
+    return rows
+
+
+# --------------------------------------------------------------------------- view
+class PropertiesView(QWidget):
+    title = "Properties"
+    object_name = "properties"
+
+    def __init__(self, qdoc=None, parent: Optional[QWidget] = None):
+        super().__init__(parent)
+        self.qdoc = None
+        self._consumers: Optional[dict[int, list[int]]] = None
+        self._mmap_targets: Optional[dict[int, list[tuple[int, str]]]] = None
+        self._stats_task = None
+        self._stats_for: Optional[Selection] = None
+        self.stats: Optional[dict] = None
+        self.model = PropertyModel(self)
+
+        self.icon_label = QLabel(self)
+        self.heading = QLabel(self)
+        hf = self.heading.font()
+        hf.setPointSizeF(hf.pointSizeF() + 1.5)
+        hf.setBold(True)
+        self.heading.setFont(hf)
+        self.heading.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.subheading = QLabel(self)
+        self.subheading.setWordWrap(True)
+        self.subheading.setEnabled(False)
+        self.tree = QTreeView(self)
+        self.tree.setModel(self.model)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.setRootIsDecorated(False)
+        self.tree.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+        self.tree.header().setStretchLastSection(True)
+        self.tree.setColumnWidth(0, 130)
+        self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+
+        # statistics panel (parameters only)
+        self.stats_panel = QWidget(self)
+        self.stats_button = QPushButton(icon("stats"), "Compute statistics", self.stats_panel)
+        self.stats_button.clicked.connect(self.compute_stats)
+        self.stats_label = QLabel(self.stats_panel)
+        self.stats_label.setEnabled(False)
+        self.log_check = QCheckBox("Log scale", self.stats_panel)
+        self.log_check.toggled.connect(self._draw_histogram)
+        self.plot = None   # pyqtgraph PlotWidget, made on first use (import costs ~0.4 s)
+        sp = QVBoxLayout(self.stats_panel)
+        sp.setContentsMargins(0, 0, 0, 0)
+        sp.setSpacing(4)
+        row = QHBoxLayout()
+        row.addWidget(self.stats_button)
+        row.addWidget(self.stats_label, 1)
+        row.addWidget(self.log_check)
+        sp.addLayout(row)
+        self._plot_holder = QVBoxLayout()
+        sp.addLayout(self._plot_holder, 1)
+
+        split = QSplitter(Qt.Orientation.Vertical, self)
+        split.addWidget(self.tree)
+        split.addWidget(self.stats_panel)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        split.setChildrenCollapsible(False)
+        self.splitter = split
+        head = QHBoxLayout()
+        head.setContentsMargins(6, 4, 6, 0)
+        head.setSpacing(6)
+        head.addWidget(self.icon_label)
+        head.addWidget(self.heading, 1)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(2)
+        lay.addLayout(head)
+        sub = QHBoxLayout()
+        sub.setContentsMargins(6, 0, 6, 4)
+        sub.addWidget(self.subheading)
+        lay.addLayout(sub)
+        lay.addWidget(split, 1)
+        self.stats_panel.hide()
+        self.set_document(qdoc)
+
+    # -- document -------------------------------------------------------------------------
+    def set_document(self, qdoc) -> None:
+        if self.qdoc is not None:
+            try:
+                self.qdoc.selectionChanged.disconnect(self._on_selection)
+            except (RuntimeError, TypeError):
+                pass
+        self._cancel_stats()
+        self.qdoc = qdoc
+        self._consumers = None
+        self._mmap_targets = None
+        if qdoc is not None:
+            qdoc.selectionChanged.connect(self._on_selection)
+        self._on_selection(None)
+
+    def _on_selection(self, _source) -> None:
+        # this view never sets the selection, so there is no echo to skip
+        self._cancel_stats()
+        self.stats = None
+        self.stats_panel.hide()
+        if self.qdoc is None:
+            self._show("", "", None, [])
+            return
+        sel = self.qdoc.selection
+        try:
+            self._render(sel)
+        except Exception as exc:   # a damaged file must not take the panel down
+            self._show("Unreadable selection", f"{sel}: {exc}", "error", [])
+
+    def _show(self, heading: str, sub: str, icon_name: Optional[str], groups) -> None:
+        self.heading.setText(heading)
+        self.subheading.setText(sub)
+        self.subheading.setVisible(bool(sub))
+        self.icon_label.setPixmap(icon(icon_name).pixmap(20, 20) if icon_name else icon("field").pixmap(0, 0))
+        self.model.set_groups(groups)
+        self.tree.expandAll()
+
+    def _render(self, sel: Optional[Selection]) -> None:
+        doc = self.qdoc.doc
+        nac = doc.nac
+        if sel is None:
+            name = (doc.path or "untitled").rsplit("/", 1)[-1]
+            groups = [("File", self._file_rows())]
+            self._show(name, "Nothing selected — click a byte, a field, an instruction or a node.", "file", groups)
+            return
+        kind, key = sel.kind, sel.key
+        if kind == "instruction" and isinstance(key, int) and 0 <= key < len(nac.instructions):
+            self._instruction(key)
+        elif kind == "param" and key in nac.params:
+            self._param(key)
+        elif kind == "constant" and key in nac.constants:
+            c = nac.constants[key]
+            uses = [i.index for i in nac.instructions if key in i.const_ids and i.a >= 10]
+            rows = [("ID", f"c{c.id}"), ("Type", c.type_name), ("Value", _long(c.value)),
+                    ("Used by", _ticks(uses))]
+            self._show(f"Constant c{c.id}", f"{c.type_name} = {_long(c.value, 80)}", "constant",
+                       [("Constant", rows)] + self._byte_groups(sel))
+        elif kind == "cmap" and key in nac.cmap:
+            uses = [i.index for i in nac.instructions if i.a == key]
+            self._show(nac.cmap[key], f"op id {key}", "instruction",
+                       [("Operation", [("ID", key), ("Name", nac.cmap[key]), ("Used by", _ticks(uses))])]
+                       + self._byte_groups(sel))
+        elif kind == "perm" and key in nac.perms:
+            sig = nac.perms[key]
+            uses = [i.index for i in nac.instructions if i.a >= 10 and i.b == key]
+            rows = [("ID", key), ("Signature", repr(sig)), ("Used by", _ticks(uses))]
+            rows += [(f"arg {j}", f"{ch}: {_SIG_MEANING.get(ch, '?')}") for j, ch in enumerate(sig)]
+            self._show(f"Signature {sig!r}", f"signature id {key}", "record",
+                       [("Signature", rows)] + self._byte_groups(sel))
+        elif kind == "mmap":
+            cmds = nac.mmap_by_tick().get(key, [])
+            rows = [(c.name, doc._value_name(c.target)) for c in cmds]
+            self._show(f"MMAP tick {key}", doc.describe(Selection("instruction", key)) if
+                       0 <= key < len(nac.instructions) else "", "record",
+                       [("Memory commands", rows)] + self._byte_groups(sel))
+        elif kind == "input":
+            name = nac.input_name_map.get(key, "?")
+            self._show(f"Input {name}", f"user input at tick {key}", "record",
+                       [("Input", [("Name", name), ("Tick", key)])] + self._byte_groups(sel))
+        elif kind == "section":
+            self._section(sel)
+        else:
+            span = doc.span_of(sel)
+            title = span.path if span is not None else str(sel)
+            self._show(title or "<file>", doc.describe_span(span) if span is not None else "", "field",
+                       self._byte_groups(sel, inspector=True))
+
+    # -- kinds ----------------------------------------------------------------------------
+    def _file_rows(self) -> list:
+        doc = self.qdoc.doc
+        nac = doc.nac
+        h = nac.header
+        rows = [("Path", doc.path or "—"), ("Size", f"{nac.size:,} bytes")]
+        if nac.header_decoded:
+            rows += [("Format", f"NAC v{h.version}"), ("Quantisation", h.quant_name),
+                     ("Weights", "internal" if h.weights_internal else f"external ({nac.weights_path})"),
+                     ("Inputs / outputs", f"{h.num_inputs} / {h.num_outputs}"), ("d_model", h.d_model),
+                     ("Instructions", f"{len(nac.instructions):,}"), ("Parameters", f"{len(nac.params):,}"),
+                     ("Constants", f"{len(nac.constants):,}"), ("Sections", " ".join(nac.layout))]
+        else:
+            rows.append(("Format", "not a readable NAC header"))
+        rows.append(("Problems", f"{len(doc.problems):,}"))
+        return rows
+
+    def _consumers_of(self, tick: int) -> list[int]:
+        if self._consumers is None:
+            cons: dict[int, list[int]] = {}
+            for ins in self.qdoc.nac.instructions:
+                for p in ins.producers():
+                    cons.setdefault(p, []).append(ins.index)
+            self._consumers = cons
+        return self._consumers.get(tick, [])
+
+    def _mmap_touching(self, tick: int) -> list[tuple[int, str]]:
+        if self._mmap_targets is None:
+            t: dict[int, list[tuple[int, str]]] = {}
+            for rec in self.qdoc.nac.mmap:
+                for c in rec.commands:
+                    t.setdefault(c.target, []).append((rec.tick, c.name))
+            self._mmap_targets = t
+        return self._mmap_targets.get(tick, [])
+
+    def _instruction(self, i: int) -> None:
+        doc = self.qdoc.doc
+        nac = doc.nac
+        ins = nac.instructions[i]
+        name = nac.instruction_name(ins)
+        sig = nac.signature(ins)
+        general = [("Tick", i), ("Operation", name), ("A (op id)", ins.a),
+                   ("B", f"{ins.b}" + (f"  signature {sig!r}" if sig else "")),
+                   ("Offset", f"0x{ins.offset:X} ({ins.offset:,})"), ("Size", f"{ins.nbytes} bytes")]
+        if ins.c is not None:
+            general.append(("C (raw)", list(ins.c)))
+        if ins.d is not None:
+            general.append(("D (raw)", list(ins.d)))
+        args = []
+        if ins.a == OP_INPUT:
+            if ins.b == 0:
+                args.append(("input", nac.input_name_map.get(i, "(unnamed)")))
+            p = nac.param_for(ins)
+            if p is not None:
+                args.append(("param", p.name))
+                if p.meta is not None:
+                    args.append(("tensor", f"{p.dtype}{list(p.shape or ())}  {p.quant_name}"))
+            elif ins.b == 3 and ins.c and len(ins.c) > 1:
+                args.append(("constant", doc._const_text(ins.c[1])))
+        elif ins.a == OP_OUTPUT:
+            for j, prod in enumerate(ins.producers()):
+                args.append((f"output {j}", doc._value_name(prod)))
+        else:
+            for j, arg in enumerate(nac.arguments(ins)):
+                label = f"{j} · {arg.code} {_SIG_MEANING.get(arg.code, '')}".rstrip()
+                if arg.kind == "ref":
+                    args.append((label, doc._value_name(arg.producer)))
+                else:
+                    args.append((label, f"c{arg.const_id} = {_long(arg.value, 60)}"))
+        consumers = [(f"t{c}", nac.instruction_name(nac.instructions[c])) for c in self._consumers_of(i)
+                     if 0 <= c < len(nac.instructions)]
+        memory = [(f"at t{t}", f"{action} v{i}") for t, action in self._mmap_touching(i)]
+        here = nac.mmap_by_tick().get(i, [])
+        memory += [(f"this tick", f"{c.name} {doc._value_name(c.target)}") for c in here]
+        groups = [("Instruction", general), ("Arguments", args), ("Consumers", consumers[:200]),
+                  ("Memory schedule", memory)]
+        groups += self._byte_groups(Selection("instruction", i))
+        sub = f"{len(consumers)} consumer{'s' if len(consumers) != 1 else ''}"
+        if sig:
+            sub += f" · signature {sig!r}"
+        self._show(f"t{i} · {name}", sub, "instruction", groups)
+
+    def _param(self, pid: int) -> None:
+        nac = self.qdoc.nac
+        p = nac.params[pid]
+        rows = [("Name", p.name), ("ID", pid)]
+        loaded = [ins.index for ins in nac.instructions if ins.a == OP_INPUT and ins.b == 1 and ins.c
+                  and len(ins.c) > 1 and ins.c[1] == pid]
+        rows.append(("Loaded at", _ticks(loaded)))
+        quant = []
+        m = p.meta
+        if m is not None:
+            n = int(np.prod(m.logical_shape, dtype=np.int64)) if m.logical_shape else 1
+            rows += [("Dtype", m.dtype_name), ("Shape", list(m.logical_shape)), ("Elements", f"{n:,}")]
+            if m.shape != m.logical_shape:
+                rows.append(("Stored shape", list(m.shape)))
+            if p.data_offset >= 0:
+                rows += [("Data offset", f"0x{p.data_offset:X} ({p.data_offset:,})"),
+                         ("Data size", f"{p.data_length:,} bytes")]
+            quant.append(("Method", L.QUANT_NAMES.get(m.quant, f"unknown {m.quant}")))
+            if m.scale is not None:
+                quant.append(("Scale", _fmt(m.scale)))
+            if m.axis is not None:
+                quant.append(("Axis", m.axis))
+            if m.block_size is not None:
+                quant.append(("Block size", m.block_size))
+            if m.scales is not None and len(m.scales):
+                s = np.asarray(m.scales, np.float64)
+                quant += [("Scales", f"{len(s):,} (min {_fmt(s.min())}, max {_fmt(s.max())}, mean {_fmt(s.mean())})"),
+                          ("First scales", ", ".join(_fmt(x) for x in s[:8]) + (" …" if len(s) > 8 else ""))]
+            if m.extra:
+                quant.append(("Extra metadata", f"{len(m.extra)} bytes not decoded"))
+        else:
+            rows.append(("Tensor", "external (.safetensors)" if not nac.header.weights_internal else "missing"))
+        groups = [("Parameter", rows), ("Quantisation", quant)] + self._byte_groups(Selection("param", pid))
+        sub = f"{m.dtype_name}{list(m.logical_shape)}" if m is not None else "no tensor metadata"
+        if m is not None and m.quant:
+            sub += f" · {L.QUANT_NAMES.get(m.quant)}"
+        self._show(p.name, sub, "param", groups)
+        self._offer_stats(Selection("param", pid), m)
+
+    def _section(self, sel: Selection) -> None:
+        doc = self.qdoc.doc
+        span = doc.span_of(sel)
+        if span is None:
+            self._show(str(sel.key), "section not present", "section", [])
+            return
+        records = [c for c in span.children if c.name not in ("tag", "count")]
+        problems = [p for p in doc.problems if span.offset <= getattr(p, "offset", -1) < span.end]
+        rows = [("Offset", f"0x{span.offset:X} ({span.offset:,})"), ("Size", f"{span.length:,} bytes"),
+                ("Records / fields", f"{len(records):,}"), ("Problems", len(problems))]
+        groups = [("Section", rows)]
+        if problems:
+            groups.append(("Problems", [(f"0x{p.offset:X}", p.reason) for p in problems[:100]]))
+        groups.append(("Bytes", [("First bytes", _hex_preview(doc.nac._buf, span.offset, span.length))]))
+        self._show(f"Section {span.name}", f"{span.length:,} bytes at 0x{span.offset:X}", "section", groups)
+
+    def _byte_groups(self, sel: Selection, inspector: bool = False) -> list:
+        doc = self.qdoc.doc
+        spans = doc.spans_of(sel)
+        buf = doc.nac._buf
+        groups = []
+        rows = []
+        for s in spans:
+            rows.append((s.path or "<file>", f"0x{s.offset:X} + {s.length:,}"))
+            rows.append(("bytes", _hex_preview(buf, s.offset, s.length)))
+        if rows:
+            groups.append(("Bytes", rows))
+        if inspector:
+            offset = sel.key if sel.kind == "offset" else (spans[0].offset if spans else None)
+            if isinstance(offset, int) and buf is not None:
+                groups.append((f"Data at 0x{offset:X}", inspect_bytes(buf, offset)))
+        if spans:
+            a = min(s.offset for s in spans)
+            b = max(s.end for s in spans)
+            found = [p for p in doc.problems if a <= getattr(p, "offset", -1) < b]
+            if found:
+                groups.append(("Problems", [(f"0x{p.offset:X}", p.reason) for p in found[:50]]))
+        return groups
+
+    # -- statistics -----------------------------------------------------------------------
+    def _offer_stats(self, sel: Selection, meta) -> None:
+        self._stats_for = sel
+        self.stats_panel.show()
+        self.log_check.setVisible(False)
+        if self.plot is not None:
+            self.plot.hide()
+        n = int(np.prod(meta.logical_shape, dtype=np.int64)) if meta is not None and meta.logical_shape else 0
+        external = meta is None
+        self.stats_button.setEnabled(True)
+        if n and n <= AUTO_STATS_ELEMENTS:
+            self.compute_stats()
+        else:
+            self.stats_label.setText(f"{n:,} elements — computed on request" if n else
+                                     "Values are loaded from the external weights file on request" if external
+                                     else "")
+
+    def compute_stats(self):
+        """Start the background statistics task for the selected parameter."""
+        sel = self._stats_for
+        if self.qdoc is None or sel is None or sel.kind != "param":
+            return None
+        self._cancel_stats()
+        p = self.qdoc.nac.params.get(sel.key)
+        if p is None:
+            return None
+        self.stats_button.setEnabled(False)
+        self.stats_label.setText("Computing…")
+        task = self.qdoc.tasks.submit(f"Statistics of {p.name}", tensor_stats, p.array,
+                                      on_done=lambda r, s=sel: self._stats_done(s, r),
+                                      on_error=lambda e, s=sel: self._stats_failed(s, e))
+        self._stats_task = task
+        return task
+
+    def _cancel_stats(self) -> None:
+        if self._stats_task is not None and not self._stats_task.done():
+            self._stats_task.cancel()
+        self._stats_task = None
+
+    def _stats_failed(self, sel: Selection, exc) -> None:
+        if sel != self._stats_for or self.qdoc is None or self.qdoc.selection != sel:
+            return
+        from ..tasks import Cancelled
+        self.stats_button.setEnabled(True)
+        self.stats_label.setText("Cancelled" if isinstance(exc, Cancelled) else f"Could not read values: {exc}")
+
+    def _stats_done(self, sel: Selection, result: dict) -> None:
+        if sel != self._stats_for or self.qdoc is None or self.qdoc.selection != sel:
+            return   # the user moved on; a late result must not overwrite the panel
+        self.stats = result
+        self.stats_button.setEnabled(True)
+        rows = [("Elements", f"{result.get('count', 0):,}")]
+        if "min" in result:
+            rows += [("Min", _fmt(result["min"])), ("Max", _fmt(result["max"])), ("Mean", _fmt(result["mean"])),
+                     ("Std", _fmt(result["std"])), ("Zeros", f"{result['zeros']:,} ({result['sparsity']:.2%})")]
+        if result.get("nan") or result.get("inf"):
+            rows += [("NaN", f"{result['nan']:,}"), ("Inf", f"{result['inf']:,}")]
+        groups = self.model.groups()
+        groups.insert(1, ("Statistics", rows))
+        self.model.set_groups(groups)
+        self.tree.expandAll()
+        self.stats_label.setText("Histogram of dequantised values" if "hist" in result else "")
+        self.log_check.setVisible("hist" in result)
+        self._draw_histogram()
+
+    def _ensure_plot(self):
+        if self.plot is None:
+            import pyqtgraph as pg
+            self.plot = pg.PlotWidget(self.stats_panel)
+            self.plot.setMinimumHeight(140)
+            self.plot.setMenuEnabled(False)
+            self.plot.hideButtons()
+            self.plot.getPlotItem().setMouseEnabled(x=True, y=False)
+            self._plot_holder.addWidget(self.plot)
+        return self.plot
+
+    def _draw_histogram(self, *_):
+        if not self.stats or "hist" not in self.stats:
+            return
+        import pyqtgraph as pg
+        counts, edges = self.stats["hist"]
+        plot = self._ensure_plot()
+        plot.show()
+        plot.clear()
+        pal = self.palette()
+        plot.setBackground(pal.color(pal.ColorRole.Base))
+        fg = pal.color(pal.ColorRole.Text)
+        for axis in ("left", "bottom"):
+            ax = plot.getAxis(axis)
+            ax.setPen(pg.mkPen(fg))
+            ax.setTextPen(pg.mkPen(fg))
+        heights = counts.astype(np.float64)
+        if self.log_check.isChecked():
+            heights = np.log10(heights + 1)
+        bar = pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=heights,
+                              brush=pg.mkBrush(80, 140, 220, 200) if not is_dark() else pg.mkBrush(95, 155, 235, 210),
+                              pen=pg.mkPen(None))
+        plot.addItem(bar)
+        plot.setLabel("left", "log10(count+1)" if self.log_check.isChecked() else "count")
+        plot.autoRange()
+
+
+def _ticks(ticks: list[int], limit: int = 12) -> str:
+    if not ticks:
+        return "—"
+    head = ", ".join(f"t{t}" for t in ticks[:limit])
+    return head + (f" … ({len(ticks)} in all)" if len(ticks) > limit else "")
+
+
+def _long(value: Any, limit: int = 400) -> str:
+    text = repr(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"

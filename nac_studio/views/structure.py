@@ -1,0 +1,360 @@
+"""Structure view: sections → records → fields, straight from the reader's byte spans.
+
+The model walks :class:`~nac_engine.format.spans.Span` objects and never copies them, so
+it is exactly as lazy as the span tree: instruction and MMAP spans are built the first
+time their section is expanded, each instruction's fields the first time it is. Bytes no
+field explains (``unparsed``) and records holding a problem ``verify`` found are marked;
+a problem's mark propagates to every ancestor so a collapsed section still shows it.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from PySide6.QtCore import QAbstractItemModel, QModelIndex, Qt
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QPalette
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLineEdit, QTreeView, QVBoxLayout, QWidget
+
+from nac_engine.format.spans import UNPARSED, Span
+
+from ..document import Selection
+from ..icons import icon
+
+COLUMNS = ("Name", "Offset", "Size", "Type", "Value")
+COL_NAME, COL_OFFSET, COL_SIZE, COL_TYPE, COL_VALUE = range(5)
+ROLE_SPAN = Qt.ItemDataRole.UserRole + 1
+
+_RECORD_TYPES = {"instruction", "mmap_record", "cmap", "perm", "const", "param", "input", "tensor",
+                 "resource", "array", "mmap_command"}
+
+
+def _value_text(value, limit: int = 120) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value[:32])
+        return raw.hex(" ") + (" …" if len(value) > 32 else "")
+    if isinstance(value, (list, tuple)):
+        head = ", ".join(str(x) for x in list(value)[:16])
+        return f"[{head}{', …' if len(value) > 16 else ''}]"
+    text = str(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+class SpanTreeModel(QAbstractItemModel):
+    """Tree model over a span root. Internal pointers are the spans themselves."""
+
+    def __init__(self, root: Optional[Span] = None, problems: Optional[list] = None, parent=None):
+        super().__init__(parent)
+        self._root: Optional[Span] = None
+        self._kids: dict[int, list[Span]] = {}
+        self._row: dict[int, int] = {}
+        self._marked: dict[int, str] = {}
+        self._problem_offsets: list = []
+        self.set_root(root, problems or [])
+
+    # -- data source ----------------------------------------------------------------------
+    def set_root(self, root: Optional[Span], problems: list) -> None:
+        self.beginResetModel()
+        self._root = root
+        self._kids.clear()
+        self._row.clear()
+        self._problem_offsets = list(problems)
+        self._marked = {}
+        self._mark_problems()
+        self.endResetModel()
+
+    @property
+    def root(self) -> Optional[Span]:
+        return self._root
+
+    def _mark_problems(self) -> None:
+        """id(span) → first problem text, for each span on the path to a problem's byte."""
+        if self._root is None:
+            return
+        for p in self._problem_offsets:
+            offset = getattr(p, "offset", None)
+            if not isinstance(offset, int):
+                continue
+            reason = getattr(p, "reason", str(p))
+            node = self._root.span_at(min(max(offset, 0), max(self._root.length - 1, 0)))
+            while node is not None and node is not self._root:
+                self._marked.setdefault(id(node), reason)
+                node = node.parent
+
+    def children_of(self, span: Span) -> list[Span]:
+        kids = self._kids.get(id(span))
+        if kids is None:
+            kids = span.children
+            self._kids[id(span)] = kids
+            for r, k in enumerate(kids):
+                self._row[id(k)] = r
+        return kids
+
+    def span_for(self, index: QModelIndex) -> Optional[Span]:
+        if not index.isValid():
+            return self._root
+        return index.internalPointer()
+
+    def index_of(self, span: Span) -> QModelIndex:
+        """Index of ``span``, expanding the lazy levels on the way down if needed."""
+        if self._root is None or span is None or span is self._root:
+            return QModelIndex()
+        chain = []
+        node = span
+        while node is not None and node is not self._root:
+            chain.append(node)
+            node = node.parent
+        if node is not self._root:
+            return QModelIndex()
+        parent = self._root
+        for node in reversed(chain):
+            self.children_of(parent)
+            if id(node) not in self._row:
+                return QModelIndex()
+            parent = node
+        return self.createIndex(self._row[id(span)], 0, span)
+
+    # -- QAbstractItemModel ---------------------------------------------------------------
+    def index(self, row, column, parent=QModelIndex()):
+        if self._root is None or column < 0 or column >= len(COLUMNS):
+            return QModelIndex()
+        pspan = self.span_for(parent)
+        if pspan is None:
+            return QModelIndex()
+        kids = self.children_of(pspan)
+        if not (0 <= row < len(kids)):
+            return QModelIndex()
+        return self.createIndex(row, column, kids[row])
+
+    def parent(self, index=QModelIndex()):
+        if not index.isValid():
+            return QModelIndex()
+        span: Span = index.internalPointer()
+        p = span.parent
+        if p is None or p is self._root:
+            return QModelIndex()
+        if id(p) not in self._row:
+            self.children_of(p.parent)
+        return self.createIndex(self._row[id(p)], 0, p)
+
+    def rowCount(self, parent=QModelIndex()):
+        if parent.isValid() and parent.column() != 0:
+            return 0
+        span = self.span_for(parent)
+        if span is None:
+            return 0
+        return len(self.children_of(span))
+
+    def hasChildren(self, parent=QModelIndex()):
+        if parent.isValid() and parent.column() != 0:
+            return False
+        span = self.span_for(parent)
+        if span is None:
+            return False
+        if id(span) in self._kids:
+            return bool(self._kids[id(span)])
+        # Unbuilt lazy levels say "yes" without building: drawing an expand arrow must
+        # not materialise every instruction of a section.
+        return span._builder is not None or bool(span._children)
+
+    def columnCount(self, parent=QModelIndex()):
+        return len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        return None
+
+    def flags(self, index):
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        span: Span = index.internalPointer()
+        col = index.column()
+        unparsed = span.type == UNPARSED or span.name == UNPARSED
+        problem = self._marked.get(id(span))
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col == COL_NAME:
+                return span.name
+            if col == COL_OFFSET:
+                return f"0x{span.offset:X}"
+            if col == COL_SIZE:
+                return f"{span.length:,}"
+            if col == COL_TYPE:
+                return span.type
+            if col == COL_VALUE:
+                return _value_text(span.value)
+            return None
+        if role == ROLE_SPAN:
+            return span
+        if role == Qt.ItemDataRole.DecorationRole and col == COL_NAME:
+            if unparsed:
+                return icon("error")
+            if problem is not None:
+                return icon("warning")
+            if span.type == "section" or span.type == "header":
+                return icon("section")
+            if span.type in _RECORD_TYPES:
+                return icon("record")
+            return icon("field")
+        if role == Qt.ItemDataRole.ToolTipRole:
+            lines = [span.path or "<file>", f"offset {span.offset} (0x{span.offset:X}), {span.length:,} bytes"]
+            if unparsed:
+                lines.append("Bytes no decoded field explains.")
+            if problem is not None:
+                lines.append(f"Problem: {problem}")
+            return "\n".join(lines)
+        if role == Qt.ItemDataRole.ForegroundRole:
+            if unparsed:
+                return QColor("#d23c3c")
+            if col in (COL_OFFSET, COL_SIZE, COL_TYPE):
+                return QGuiApplication.palette().color(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text)
+            return None
+        if role == Qt.ItemDataRole.BackgroundRole and (unparsed or problem is not None) and col == COL_NAME:
+            c = QColor("#d23c3c" if unparsed else "#e6a01e")
+            c.setAlpha(40)
+            return c
+        if role == Qt.ItemDataRole.TextAlignmentRole and col in (COL_OFFSET, COL_SIZE):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.FontRole and col in (COL_OFFSET, COL_SIZE):
+            return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        return None
+
+    def problem_of(self, span: Span) -> Optional[str]:
+        return self._marked.get(id(span))
+
+
+class StructureView(QWidget):
+    """Dock view: the span tree, synced with the document selection both ways."""
+    title = "Structure"
+    object_name = "structure"
+
+    def __init__(self, qdoc=None, parent: Optional[QWidget] = None):
+        super().__init__(parent)
+        self.qdoc = None
+        self.model = SpanTreeModel(parent=self)
+        self.filter = QLineEdit(self)
+        self.filter.setPlaceholderText("Go to path (e.g. OPS/instr[12]) or offset…")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.returnPressed.connect(self._go_to_text)
+        self.tree = QTreeView(self)
+        self.tree.setModel(self.model)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.tree.setExpandsOnDoubleClick(True)
+        self.tree.setAllColumnsShowFocus(True)
+        hdr = self.tree.header()
+        hdr.setStretchLastSection(True)
+        hdr.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.tree.setColumnWidth(COL_NAME, 150)
+        self.tree.setColumnWidth(COL_OFFSET, 76)
+        self.tree.setColumnWidth(COL_SIZE, 62)
+        self.tree.setColumnWidth(COL_TYPE, 84)
+        self.tree.selectionModel().currentChanged.connect(self._on_current)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(2)
+        lay.addWidget(self.filter)
+        lay.addWidget(self.tree)
+        self._syncing = False
+        self.set_document(qdoc)
+
+    # -- document -------------------------------------------------------------------------
+    def set_document(self, qdoc) -> None:
+        if self.qdoc is not None:
+            for sig, slot in ((self.qdoc.selectionChanged, self._on_selection),):
+                try:
+                    sig.disconnect(slot)
+                except (RuntimeError, TypeError):
+                    pass
+        self.qdoc = qdoc
+        if qdoc is None:
+            self.model.set_root(None, [])
+            return
+        nac = qdoc.nac
+        # sections start collapsed: the first screen is the file's layout at a glance
+        self.model.set_root(nac.spans, list(qdoc.doc.problems))
+        qdoc.selectionChanged.connect(self._on_selection)
+        self._on_selection(None)
+
+    # -- document → view ------------------------------------------------------------------
+    def _on_selection(self, source) -> None:
+        if source is self or self.qdoc is None:
+            return
+        sel = self.qdoc.selection
+        spans = self.qdoc.doc.spans_of(sel) if sel is not None else []
+        if not spans:
+            self._set_current(QModelIndex())
+            return
+        self.reveal(spans[0])
+
+    def reveal(self, span: Span) -> None:
+        idx = self.model.index_of(span)
+        if idx.isValid():
+            self._set_current(idx)
+            self.tree.scrollTo(idx, QAbstractItemView.ScrollHint.EnsureVisible)
+
+    def _set_current(self, idx: QModelIndex) -> None:
+        self._syncing = True
+        try:
+            sm = self.tree.selectionModel()
+            if idx.isValid():
+                sm.setCurrentIndex(idx, sm.SelectionFlag.ClearAndSelect | sm.SelectionFlag.Rows)
+            else:
+                sm.clearSelection()
+        finally:
+            self._syncing = False
+
+    def current_span(self) -> Optional[Span]:
+        idx = self.tree.currentIndex()
+        return self.model.span_for(idx) if idx.isValid() else None
+
+    # -- view → document ------------------------------------------------------------------
+    def _on_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if self._syncing or self.qdoc is None or not current.isValid():
+            return
+        span = self.model.span_for(current)
+        if span is None:
+            return
+        self.qdoc.select(self.selection_for(span), source=self)
+
+    def selection_for(self, span: Span) -> Selection:
+        """A record selects as what it is (instruction, param, ...); a field as itself."""
+        doc = self.qdoc.doc
+        owner = doc.owner_of(span)
+        if owner is not None and doc.span_of(owner) is span:
+            return owner
+        if owner is not None and owner.kind == "param" and span in doc.spans_of(owner):
+            return owner
+        if span.type == "section" or (span.parent is doc.nac.spans and span.name == "header"):
+            return Selection("section", span.name)
+        return Selection("span", span.path)
+
+    def _go_to_text(self) -> None:
+        if self.qdoc is None:
+            return
+        text = self.filter.text().strip()
+        if not text:
+            return
+        root = self.qdoc.nac.spans
+        span = None
+        try:
+            offset = int(text, 0)
+        except ValueError:
+            offset = None
+        if offset is not None and root is not None:
+            span = root.span_at(offset)
+        elif root is not None:
+            span = root.find(text.strip("/"))
+        if span is None:
+            self.filter.setStyleSheet("QLineEdit { color: #d23c3c; }")
+            return
+        self.filter.setStyleSheet("")
+        self.reveal(span)
+        self.qdoc.select(self.selection_for(span), source=None)

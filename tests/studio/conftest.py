@@ -1,0 +1,83 @@
+"""Fixtures for the Studio's GUI tests (pytest-qt, offscreen).
+
+``QT_QPA_PLATFORM`` must be set before anything imports Qt, hence at the top of this
+file. Windows get their settings from a throwaway INI file so tests never read or write
+the user's saved layout or recent files.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from tests.resources_path import DEMO  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _studio_theme(qapp):
+    """Fusion + the light palette: the same pixels on every machine."""
+    from nac_studio.theme import apply_theme
+    apply_theme(qapp, "light")
+    yield
+
+
+@pytest.fixture
+def demo_path() -> Path:
+    if not DEMO.is_file():
+        pytest.skip(f"demo model missing at {DEMO}")
+    return DEMO
+
+
+@pytest.fixture
+def studio_settings(tmp_path):
+    from PySide6.QtCore import QSettings
+    return QSettings(str(tmp_path / "studio.ini"), QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def qdoc_for(qapp):
+    """``qdoc_for(path)`` → a QtDocument (closed at teardown)."""
+    from nac_studio.document import Document
+    from nac_studio.qt_document import QtDocument
+    made = []
+
+    def make(path):
+        qd = QtDocument(Document.open(str(path)))
+        made.append(qd)
+        return qd
+    yield make
+    for qd in made:
+        qd.tasks.shutdown(wait=True)
+        qd.close()
+        qd.doc.nac.close()
+
+
+@pytest.fixture
+def window(qtbot, studio_settings):
+    """A main window with throwaway settings; ``window.open_and_wait(path)`` opens a file."""
+    from nac_studio.main_window import MainWindow
+    win = MainWindow(studio_settings, restore=False, persist=True)
+    qtbot.addWidget(win)
+    win.show()
+
+    def open_and_wait(path, timeout=20000):
+        with qtbot.waitSignal(win.documentOpened, timeout=timeout) as blocker:
+            win.open_path(str(path))
+        wait_idle(qtbot, win, timeout)
+        return blocker.args[0]
+    win.open_and_wait = open_and_wait
+    yield win
+    win.tasks.shutdown(wait=True)
+    for qd in list(win.docs):
+        win.close_document(qd)
+
+
+def wait_idle(qtbot, win, timeout=20000) -> None:
+    """Until no file is opening and no background task runs (graph layout included)."""
+    qtbot.waitUntil(win.is_idle, timeout=timeout)
+    qtbot.wait(30)
+    qtbot.waitUntil(win.is_idle, timeout=timeout)
