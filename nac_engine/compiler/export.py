@@ -110,6 +110,7 @@ def to_graph(ep) -> Graph:
                            f"{len(placeholders)} placeholders", stage="export")
     state = ep.state_dict
     consts = ep.constants
+    same_tensor: dict[tuple, Node] = {}
     for ph, spec in zip(placeholders, sig.input_specs):
         kind = spec.kind
         if kind == InputKind.USER_INPUT:
@@ -134,9 +135,15 @@ def to_graph(ep) -> Graph:
                 raise CompileError(f"{kind.name.lower()} {target!r} is a {type(tensor).__name__}, not a tensor",
                                    stage="export")
             tensor = tensor.detach()
+            key = _tensor_identity(tensor)
+            if key is not None and key in same_tensor:     # tied weights, a constant lifted twice
+                env[ph.name] = same_tensor[key]
+                continue
             origin = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer"}.get(kind, "constant")
             env[ph.name] = g.append(g.new_node("param", target, spec=spec_of_value(tensor), tensor=tensor,
                                                origin=origin))
+            if key is not None:
+                same_tensor[key] = env[ph.name]
         else:
             raise CompileError(f"export input {ph.name!r} of kind {kind.name} (custom objects, tokens) "
                                f"cannot be represented in NAC", stage="export")
@@ -181,6 +188,13 @@ def to_graph(ep) -> Graph:
     if not g.outputs:
         raise CompileError("the model returns no tensor", stage="export")
     return g
+
+
+def _tensor_identity(t: torch.Tensor):
+    """Same storage, offset, shape, strides and dtype: the very same values (None for empty tensors)."""
+    if t.numel() == 0 or t.is_meta:
+        return None
+    return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
 
 
 def map_fx(value: Any, fn) -> Any:

@@ -222,6 +222,34 @@ class Graph:
             if n.id not in seen:
                 raise AssertionError(f"output {n} is not in the graph")
 
+    def evaluate(self, *inputs: torch.Tensor) -> list:
+        """Run the graph eagerly on ``inputs`` (in input order): the reference a pass must preserve."""
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f"graph has {len(self.inputs)} inputs, {len(inputs)} given")
+        env: dict[int, Any] = {n.id: v for n, v in zip(self.inputs, inputs)}
+        with torch.no_grad():
+            for n in self.nodes:
+                if n.kind == "param":
+                    env[n.id] = n.tensor
+                elif n.kind == "op":
+                    get = lambda x: env[x.id]   # noqa: E731
+                    env[n.id] = n.target(*map_nodes(n.args, get), **map_nodes(n.kwargs, get))
+        return [env[n.id] for n in self.outputs]
+
+    def copy(self) -> "Graph":
+        """Structural copy (tensors shared): nodes are new objects, so passes on it leave this one alone."""
+        g = Graph()
+        g._next_id = self._next_id
+        g.warnings = list(self.warnings)
+        new: dict[int, Node] = {}
+        for n in self.nodes:
+            c = Node(n.id, n.kind, n.name, target=n.target, spec=n.spec, tensor=n.tensor, origin=n.origin)
+            c.args = map_nodes(n.args, lambda x: new[x.id])
+            c.kwargs = map_nodes(n.kwargs, lambda x: new[x.id])
+            new[n.id] = g.append(c)
+        g.outputs = [new[n.id] for n in self.outputs]
+        return g
+
     def dump(self) -> str:
         """One line per node, for debugging and test failure messages."""
         lines = []

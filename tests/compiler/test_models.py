@@ -122,3 +122,19 @@ def test_external_weights_flag_and_quantised_compile_reports_error():
     assert res.nac.header.quant_method == L.QUANT_INT8_CHANNEL
     weights = [q for q in res.report.quant if q.name.endswith("weight")]
     assert len(weights) == 3 and all(0 < q.rel_error < 0.01 for q in weights)
+
+
+def test_optimize_off_keeps_the_exported_graph_and_the_report_says_what_passes_did():
+    from nac_engine.compiler.report import format_report
+    x = torch.randn(2, 5, 16)
+    block = AttentionBlock()
+    raw = compile_and_check(block, (x,), optimize=False)
+    opt = compile_and_check(block, (x,))
+    assert raw.result.report.passes == [] and raw.nac.instructions.__len__() == raw.result.report.instructions_exported
+    assert len(opt.nac.instructions) < len(raw.nac.instructions)
+    rep = opt.result.report
+    assert rep.instructions_exported == len(raw.nac.instructions)
+    assert sum(s.before - s.after for s in rep.passes) == rep.instructions_exported - rep.instructions
+    text = format_report(rep)
+    assert "identities" in text and f"{rep.instructions_exported} exported -> {rep.instructions}" in text
+    assert "min-peak" in text and "reference" in text
