@@ -77,6 +77,7 @@ tests/compiler/test_schedule.py, not guaranteed in general).
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional
 
@@ -134,6 +135,13 @@ class _Program:
             bad = sorted(w for w in self.weights if not (0 <= w < self.n) or not self.is_input[w])
             if bad:
                 raise ValueError(f"weights must be <INPUT> instructions; not: {bad[:10]}")
+
+    def next_work(self) -> list[int]:
+        """``next_work()[v]``: the first tick after ``v`` that is not a weight (``n`` if none)."""
+        out = [self.n] * (self.n + 1)
+        for v in range(self.n - 1, -1, -1):
+            out[v] = v + 1 if (v + 1 < self.n and v + 1 not in self.weights) else out[v + 1]
+        return out[:self.n]
 
     def last_use(self, v: int) -> Optional[int]:
         u = self.users.get(v)
@@ -263,8 +271,8 @@ def _reference_head(prog: _Program) -> list[MmapRecord]:
     compute = [i for i in range(n) if i not in W] or [0]
     preloads: dict[int, list[int]] = {t: [] for t in compute}
     for p in sorted(W):
-        below = [t for t in compute if t < p]
-        preloads[below[-1] if below else compute[0]].append(p)
+        k = bisect.bisect_left(compute, p)     # compute ticks below p: compute[:k]
+        preloads[compute[k - 1] if k else compute[0]].append(p)
     for t in preloads:
         preloads[t].sort()
     changed = True
@@ -340,15 +348,15 @@ def _reference_lookback(prog: _Program, keep_frees: bool = True) -> list[MmapRec
     for t, lst in preload_at.items():
         for p in lst:
             add(t, L.MMAP_PRELOAD, p)
-    planned_set = set(planned)
+    planned_set = set(planned)       # every weight: each one starts or joins a group
+    next_work = prog.next_work()
     saved = []
     for v in range(n):
         users = prog.users.get(v, [])
         if v in W or prog.is_input[v] or not users:
             continue
         u = users[0]
-        if (len(users) == 1 and v not in prog.outputs
-                and all(k in planned_set for k in range(v + 1, u))):
+        if len(users) == 1 and v not in prog.outputs and u == next_work[v]:
             add(v, L.MMAP_FORWARD, u)
         else:
             add(v, L.MMAP_SAVE_RESULT, v)
@@ -378,6 +386,7 @@ def _min_peak(prog: _Program, lookahead: int) -> list[MmapRecord]:
         # least bad option (only reachable when the stream does not end with <OUTPUT>).
         add(last + 1 if last + 1 < n else n - 1, L.MMAP_FREE, v)
 
+    next_work = prog.next_work()
     for v in range(n):
         users = prog.users.get(v, [])
         if prog.is_output_op[v] or v in prog.outputs:
@@ -395,7 +404,7 @@ def _min_peak(prog: _Program, lookahead: int) -> list[MmapRecord]:
         if not users:
             continue
         u = users[0]
-        if len(users) == 1 and all(k in W for k in range(v + 1, u)):
+        if len(users) == 1 and u == next_work[v]:
             add(v, L.MMAP_FORWARD, u)
         else:
             add(v, L.MMAP_SAVE_RESULT, v)

@@ -156,3 +156,15 @@ def test_refusals(tmp_path, monkeypatch):
         write_compiled(nac, tmp_path / "big.nac")
     assert os.listdir(tmp_path) == []
     assert weights_path_for("/a/b/model.v2.nac") == "/a/b/model.v2.safetensors"
+
+
+def test_quantising_a_file_whose_weights_are_external(corpus_case, tmp_path):
+    """The float weights come from the reference's .safetensors; the quantised ones go to ours."""
+    nac = read(str(corpus_case("mlp_external")))
+    reports = quantize_parameters(nac, "int8_channel")
+    assert all(r.max_abs_error > 0 for r in reports)
+    want = {p.name: p.array() for p in nac.params.values()}
+    write_compiled(nac, tmp_path / "q.nac")
+    back = read(str(tmp_path / "q.nac"))
+    assert back.header.quant_method == 3 and not back.header.weights_internal
+    assert all(np.array_equal(p.array(), want[p.name]) for p in back.params.values())
