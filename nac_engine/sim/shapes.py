@@ -1,0 +1,260 @@
+"""Per-instruction operand and result shapes: what the cost models and the engine read.
+
+NAC files store parameter shapes but not input shapes, and nothing about intermediate
+values, so :func:`program_shapes` runs the program's own kernels (the interpreter's
+:class:`~nac_engine.runtime.session.Session`) on torch's ``meta`` device: parameters become
+meta tensors of their ``TensorMeta`` shape, inputs meta tensors of the given shapes, and
+every kernel computes only shapes and dtypes (no FLOPs, no memory). An op that cannot run on
+meta (data-dependent shapes, ``.item()``, a ``<CONTROL_FLOW>`` predicate) makes the whole
+program run once for real on the CPU instead, with the given input arrays or zeros of the
+given shapes; ``Program.shape_source`` says which happened.
+
+The result, :class:`Program`, is plain data (picklable, no torch): the sweep sends it to
+worker processes, and the engine never imports torch.
+
+Input values may be arrays (numpy or torch), :class:`InputSpec` or spec strings
+``"1x128:int64"`` (``"1x128"`` means float32; ``"scalar:int64"`` a 0-d tensor).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Sequence
+
+from ..format.model import NacFile
+from ..isa.optable import OP_CONTROL_FLOW, OP_INPUT, OP_OUTPUT
+from ..format import layout as L
+
+MMAP_SAVE_RESULT, MMAP_FREE, MMAP_FORWARD, MMAP_PRELOAD = (L.MMAP_SAVE_RESULT, L.MMAP_FREE,
+                                                            L.MMAP_FORWARD, L.MMAP_PRELOAD)
+_INPUT_KIND = {0: "input", 1: "param", 2: "state", 3: "lifted"}
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    shape: tuple
+    dtype: str          # torch dtype name without "torch." (float32, int64, ...)
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= int(s)
+        return n
+
+
+@dataclass
+class InstrInfo:
+    """One instruction as the simulator sees it.
+
+    ``args`` follows the signature: ``("t", TensorInfo)`` for a tensor, ``("tl", (TensorInfo,
+    ...))`` for a tensor list, ``("c", value)`` for anything else (constants, ints computed
+    by ``sym_size``). ``outputs`` are the tensors of the result (several for multi-output
+    ops, none for scalars). ``stored`` is a parameter's stored dtype and shape (its DRAM
+    bytes); ``reads`` the producer ticks whose values the instruction reads."""
+    tick: int
+    op: str
+    kind: str           # input | param | state | lifted | op | output | subreturn | control | skipped
+    args: tuple = ()
+    outputs: tuple = ()
+    reads: tuple = ()
+    stored: Optional[TensorInfo] = None
+
+
+@dataclass
+class Program:
+    name: str
+    instructions: list
+    mmap: dict                       # tick -> [(action, target), ...] in file order
+    outputs: list                    # producer ticks of <OUTPUT B=0>
+    has_schedule: bool
+    shape_source: str = "meta"       # meta | cpu | none
+    notes: list = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    shape: tuple
+    dtype: str = "float32"
+
+
+_SPEC = re.compile(r"^\s*(scalar|\d+(?:\s*[x,]\s*\d+)*)\s*(?::\s*([A-Za-z0-9_]+))?\s*$")
+
+
+def parse_input_spec(text: str) -> InputSpec:
+    """``"1x128:int64"`` → InputSpec((1, 128), "int64")."""
+    m = _SPEC.match(text)
+    if not m:
+        raise ValueError(f"input spec {text!r}: expected SHAPE[:DTYPE] such as 1x128:int64")
+    dims = () if m.group(1) == "scalar" else tuple(int(x) for x in re.split(r"\s*[x,]\s*", m.group(1)))
+    if any(d > (1 << 40) for d in dims):
+        raise ValueError(f"input spec {text!r}: dimension too large")
+    dtype = m.group(2) or "float32"
+    if dtype.startswith("torch."):
+        dtype = dtype[6:]
+    if dtype not in L.DTYPE_CODES and dtype not in _EXTRA_DTYPES:
+        raise ValueError(f"input spec {text!r}: unknown dtype {dtype!r}")
+    return InputSpec(dims, dtype)
+
+
+_EXTRA_DTYPES = {"uint16", "uint32", "uint64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2"}
+
+
+# --------------------------------------------------------------------------- from a file
+def program_shapes(nac: NacFile, inputs: Optional[Mapping[str, Any]] = None,
+                   feeds: Optional[Sequence[Any]] = None, states: Optional[Mapping[int, Any]] = None,
+                   name: Optional[str] = None) -> Program:
+    """Run ``nac`` for shapes (meta device, CPU fallback) and describe every instruction."""
+    import torch  # noqa: F401  (the interpreter needs it; imported here so the engine stays torch-free)
+    from ..runtime.errors import MissingInputError
+
+    notes: list[str] = []
+    try:
+        session = _run(nac, inputs, feeds, states, meta=True)
+        source = "meta"
+    except MissingInputError:
+        raise
+    except Exception as e:    # an op without a meta kernel, a data-dependent shape, a branch
+        notes.append(f"shapes: the meta-device run failed ({type(e).__name__}: {_short(e)}); "
+                     f"ran the program on the CPU instead")
+        session = _run(nac, inputs, feeds, states, meta=False)
+        source = "cpu"
+    return _describe(nac, session, source, notes, name or (nac.path or "program"))
+
+
+def _short(e: Exception) -> str:
+    s = " ".join(str(e).split())
+    return s if len(s) < 200 else s[:197] + "..."
+
+
+def _run(nac, inputs, feeds, states, meta: bool):
+    from ._shape_session import ShapeSession
+    s = ShapeSession(nac, inputs=_values(inputs, meta), feeds=_feed_values(feeds, meta),
+                     states=_values(states, meta), meta=meta)
+    s.run()
+    return s
+
+
+def _values(m: Optional[Mapping], meta: bool):
+    if m is None:
+        return None
+    return {k: _value(v, meta) for k, v in m.items()}
+
+
+def _feed_values(f: Optional[Sequence], meta: bool):
+    if f is None:
+        return None
+    return [None if v is None else _value(v, meta) for v in f]
+
+
+def _value(v: Any, meta: bool) -> Any:
+    import numpy as np
+    import torch
+    if isinstance(v, str):
+        v = parse_input_spec(v)
+    if isinstance(v, InputSpec):
+        dt = getattr(torch, v.dtype)
+        return torch.empty(v.shape, dtype=dt, device="meta") if meta else torch.zeros(v.shape, dtype=dt)
+    if isinstance(v, (bool, int, float, complex)):
+        return v
+    if meta:
+        if isinstance(v, torch.Tensor):
+            return torch.empty(tuple(v.shape), dtype=v.dtype, device="meta")
+        arr = np.asarray(v)
+        if arr.dtype == object:
+            raise TypeError(f"input value of type {type(v).__name__} is not an array")
+        dt = torch.from_numpy(np.zeros(1, dtype=arr.dtype)).dtype
+        return torch.empty(arr.shape, dtype=dt, device="meta")
+    return v
+
+
+def _tensor_info(t) -> TensorInfo:
+    return TensorInfo(tuple(int(s) for s in t.shape), str(t.dtype).replace("torch.", ""))
+
+
+def _flatten_tensors(v) -> tuple:
+    import torch
+    if isinstance(v, torch.Tensor):
+        return (_tensor_info(v),)
+    if isinstance(v, (tuple, list)):
+        out = []
+        for x in v:
+            if isinstance(x, torch.Tensor):
+                out.append(_tensor_info(x))
+        return tuple(out)
+    return ()
+
+
+def _const(v: Any) -> Any:
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, (tuple, list)) and len(v) <= 64 and all(
+            x is None or isinstance(x, (bool, int, float, str)) for x in v):
+        return tuple(v)
+    return repr(v)[:80]
+
+
+def _arg(v: Any):
+    import torch
+    from ..runtime.kernels import first_of_multi
+    v = first_of_multi(v)
+    if isinstance(v, torch.Tensor):
+        return ("t", _tensor_info(v))
+    if isinstance(v, (tuple, list)) and v and all(isinstance(x, torch.Tensor) for x in v):
+        return ("tl", tuple(_tensor_info(x) for x in v))
+    if isinstance(v, torch.Tensor) is False and hasattr(v, "item") and callable(v.item):
+        try:
+            return ("c", _const(v.item()))
+        except Exception:
+            return ("c", None)
+    return ("c", _const(v))
+
+
+def _describe(nac: NacFile, session, source: str, notes: list, name: str) -> Program:
+    from ..runtime.session import NotTaken
+    results = session.results
+    out: list[InstrInfo] = []
+    for ins in nac.instructions:
+        i = ins.index
+        value = results.get(i)
+        op = nac.instruction_name(ins)
+        if isinstance(value, NotTaken):
+            out.append(InstrInfo(i, op, "skipped"))
+            continue
+        reads = tuple(sorted(set(p for p in ins.producers() if 0 <= p < i)))
+        if ins.a == OP_INPUT:
+            kind = _INPUT_KIND.get(ins.b, "input")
+            outs = _flatten_tensors(value)
+            stored = None
+            if kind == "param":
+                p = nac.param_for(ins)
+                if p is not None and p.meta is not None:
+                    stored = TensorInfo(tuple(int(s) for s in p.meta.shape), p.meta.dtype_name)
+                elif outs:
+                    stored = outs[0]
+            out.append(InstrInfo(i, op, kind, (), outs, (), stored))
+        elif ins.a == OP_OUTPUT:
+            args = tuple(_arg(results[p]) for p in ins.producers() if p in results)
+            out.append(InstrInfo(i, op, "output" if ins.b == 0 else "subreturn", args,
+                                 _flatten_tensors(value) if ins.b != 0 else (), reads))
+        elif ins.a == OP_CONTROL_FLOW:
+            out.append(InstrInfo(i, op, "control", (), (), reads))
+        else:
+            keep = op in ("getitem", "operator.getitem")
+            args = []
+            for a in nac.arguments(ins):
+                if a.kind == "ref":
+                    v = results.get(a.producer)
+                    args.append(_arg(v) if not keep else ("c", None) if not _flatten_tensors(v)
+                                else ("tl", _flatten_tensors(v)))
+                else:
+                    args.append(("c", _const(a.value)))
+            out.append(InstrInfo(i, op, "op", tuple(args), _flatten_tensors(value), reads))
+    mmap: dict[int, list] = {}
+    for rec in nac.mmap:
+        mmap.setdefault(rec.tick, []).extend((c.action, c.target) for c in rec.commands)
+    return Program(name=str(name), instructions=out, mmap=mmap, outputs=list(nac.output_producers()),
+                   has_schedule=bool(nac.mmap), shape_source=source, notes=notes)
