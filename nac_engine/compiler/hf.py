@@ -1,0 +1,117 @@
+"""Hugging Face models for the compiler: from a local directory (trained weights) or a ``config.json``
+(random weights, seeded), plus example inputs of a chosen shape.
+
+Offline only: nothing is downloaded (``local_files_only``). ``use_cache`` is switched off, so
+decoder models export without key/value-cache outputs.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import torch
+
+from .errors import CompileError
+
+_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                 "pytorch_model.bin.index.json")
+
+
+@dataclass
+class HfModel:
+    model: Any
+    kwargs: dict = field(default_factory=dict)     # example inputs by forward-argument name
+    source: str = ""
+    trained: bool = False
+
+
+def _transformers():
+    try:
+        import transformers
+    except ImportError:
+        raise CompileError("transformers is not installed (pip install 'nac-studio[hf]')", stage="hf") from None
+    return transformers
+
+
+def config_path(path: str) -> str:
+    """The ``config.json`` a path names: the file itself or the one in a directory."""
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        p = os.path.join(p, "config.json")
+    if not os.path.isfile(p):
+        raise CompileError(f"{path}: no config.json there", stage="hf")
+    return p
+
+
+def has_weights(path: str) -> bool:
+    return os.path.isdir(path) and any(os.path.exists(os.path.join(path, f)) for f in _WEIGHT_FILES)
+
+
+def load_model(path: str, *, model_class: str = "AutoModel", random_weights: bool = False,
+               seed: int = 0) -> tuple[Any, bool]:
+    """``(model, trained)``: trained weights when ``path`` is a directory holding them (and
+    ``random_weights`` is off), else a model built from the config with seeded random weights."""
+    tf = _transformers()
+    cls = getattr(tf, model_class, None)
+    if not (inspect.isclass(cls) and hasattr(cls, "from_config")):
+        raise CompileError(f"{model_class!r} is not a transformers model class (AutoModel, "
+                           f"AutoModelForCausalLM, BertModel, ...)", stage="hf")
+    cfg_file = config_path(path)
+    try:
+        config = tf.AutoConfig.from_pretrained(os.path.dirname(cfg_file) if os.path.basename(cfg_file) ==
+                                               "config.json" else cfg_file, local_files_only=True)
+    except Exception as e:   # transformers raises several types for a bad config
+        raise CompileError(f"{cfg_file}: not a usable transformers config: {e}", stage="hf") from None
+    if hasattr(config, "use_cache"):
+        config.use_cache = False
+    trained = has_weights(path) and not random_weights
+    try:
+        if trained:
+            model = cls.from_pretrained(path, config=config, local_files_only=True, dtype=torch.float32)
+        else:
+            torch.manual_seed(seed)
+            model = cls.from_config(config)
+    except Exception as e:
+        raise CompileError(f"{path}: cannot build {model_class}: {type(e).__name__}: {e}", stage="hf") from None
+    model.eval()
+    return model.float(), trained
+
+
+def example_inputs(model: Any, *, batch: int = 1, seq_len: int = 16, image_size: Optional[int] = None,
+                   seed: int = 0) -> dict:
+    """Inputs for ``model``'s main input (token ids, pixels or audio), by argument name."""
+    config = model.config
+    main = getattr(model, "main_input_name", "input_ids")
+    gen = torch.Generator().manual_seed(seed)
+    accepted = set(inspect.signature(model.forward).parameters)
+    if main == "input_ids":
+        limit = next((getattr(config, a) for a in ("max_position_embeddings", "n_positions", "n_ctx")
+                      if isinstance(getattr(config, a, None), int)), None)
+        if limit is not None and seq_len > limit:
+            raise CompileError(f"--seq-len {seq_len} exceeds the model's {limit} positions", stage="hf")
+        vocab = int(getattr(config, "vocab_size", 0) or 0)
+        if vocab <= 0:
+            raise CompileError("the config has no vocab_size to draw token ids from", stage="hf")
+        out = {"input_ids": torch.randint(0, vocab, (batch, seq_len), generator=gen)}
+        if "attention_mask" in accepted:
+            out["attention_mask"] = torch.ones(batch, seq_len, dtype=torch.long)
+        return out
+    if main == "pixel_values":
+        size = image_size or getattr(config, "image_size", None) or 224
+        if isinstance(size, (list, tuple)):
+            size = size[0]
+        channels = int(getattr(config, "num_channels", 3) or 3)
+        return {"pixel_values": torch.randn(batch, channels, int(size), int(size), generator=gen)}
+    if main == "input_values":
+        return {"input_values": torch.randn(batch, seq_len, generator=gen)}
+    raise CompileError(f"no example inputs for main input {main!r}; compile it from Python with "
+                       f"nac_engine.compile(model, args)", stage="hf")
+
+
+def build(path: str, *, model_class: str = "AutoModel", random_weights: bool = False, seed: int = 0,
+          batch: int = 1, seq_len: int = 16, image_size: Optional[int] = None) -> HfModel:
+    model, trained = load_model(path, model_class=model_class, random_weights=random_weights, seed=seed)
+    kwargs = example_inputs(model, batch=batch, seq_len=seq_len, image_size=image_size, seed=seed)
+    return HfModel(model, kwargs, os.fspath(path), trained)
