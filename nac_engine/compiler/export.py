@@ -16,8 +16,12 @@ transformers' export plumbing and this package.
 """
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import operator
 import os
+import sys
 import traceback
 from typing import Any, Optional
 
@@ -45,7 +49,7 @@ def export_program(model: torch.nn.Module, args: tuple = (), kwargs: Optional[di
         was_training = model.training
         model.eval()
         try:
-            with torch.no_grad():
+            with torch.no_grad(), _quiet_failures():
                 ep = torch.export.export(model, args, kwargs or {}, strict=False)
         except CompileError:
             raise
@@ -57,6 +61,26 @@ def export_program(model: torch.nn.Module, args: tuple = (), kwargs: Optional[di
         return ep.run_decompositions({})
     except Exception as e:
         raise export_error(e, what="decomposition") from None
+
+
+@contextlib.contextmanager
+def _quiet_failures():
+    """On a failed export torch prints the half-traced graph to stderr and logs a guard warning;
+    our error says what failed, once, with the user's line. So both are held back during the export
+    and what was written to stderr is passed on only if the export succeeds."""
+    log = logging.getLogger("torch.fx.experimental.symbolic_shapes")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    held = io.StringIO()
+    ok = False
+    try:
+        with contextlib.redirect_stderr(held):
+            yield
+        ok = True
+    finally:
+        log.setLevel(level)
+        if ok and held.getvalue():
+            sys.stderr.write(held.getvalue())
 
 
 def export_error(e: BaseException, what: str = "torch.export") -> CompileError:
@@ -168,8 +192,11 @@ def to_graph(ep) -> Graph:
                                f"static shapes)", stage="export", source=_fx_source(fx))
         args = map_fx(fx.args, resolve)
         kwargs = map_fx(dict(fx.kwargs), resolve)
-        node = g.new_node("op", fx.name, target=fx.target, args=args, kwargs=kwargs,
-                          spec=spec_of_value(fx.meta.get("val")))
+        try:
+            spec = spec_of_value(fx.meta.get("val"))
+        except CompileError as e:
+            raise CompileError(f"{fx.name} ({fx.target}): {e.message}", stage="export", source=_fx_source(fx)) from None
+        node = g.new_node("op", fx.name, target=fx.target, args=args, kwargs=kwargs, spec=spec)
         node.origin = _fx_source(fx) or ""
         env[fx.name] = g.append(node)
     else:
