@@ -40,7 +40,7 @@ def dequantize(stored: np.ndarray, meta: TensorMeta) -> np.ndarray:
             raise ValueError(f"BLOCK_FP8 tensor of {flat.size} values does not split into "
                              f"{scales.size} blocks of {block}")
         values = (flat.reshape(rows, block) * scales[:, None]).reshape(-1)
-        oshape = tuple(meta.original_shape or (values.size,))
+        oshape = tuple(meta.original_shape) if meta.original_shape is not None else (values.size,)
         n = int(np.prod(oshape, dtype=np.int64))
         return values[:n].reshape(oshape)
     if meta.dtype == 3:   # bfloat16: widened to float32

@@ -92,7 +92,8 @@ def external_meta(arr: np.ndarray, q: Optional[dict]) -> TensorMeta:
         meta.scales = np.asarray(q.get("scales", []), np.float32)
     elif meta.quant == L.QUANT_BLOCK_FP8:
         meta.block_size = int(q.get("block_size", 64))
-        meta.original_shape = tuple(q.get("original_shape") or q.get("orig_shape") or arr.shape)
+        shape = next((q[k] for k in ("original_shape", "orig_shape") if q.get(k) is not None), arr.shape)
+        meta.original_shape = tuple(shape)   # () is a real shape: a scalar
         meta.scales = np.asarray(q.get("scales") or q.get("block_scales") or [], np.float32)
     elif meta.quant == L.QUANT_FP16:
         meta.quant = 0
