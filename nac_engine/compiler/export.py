@@ -23,6 +23,7 @@ import operator
 import os
 import sys
 import traceback
+import warnings
 from typing import Any, Optional
 
 import torch
@@ -49,7 +50,9 @@ def export_program(model: torch.nn.Module, args: tuple = (), kwargs: Optional[di
         was_training = model.training
         model.eval()
         try:
-            with torch.no_grad(), _quiet_failures():
+            with torch.no_grad(), _quiet_failures(), warnings.catch_warnings():
+                # torch's own pytree deprecation, raised inside export: nothing the user can act on
+                warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
                 ep = torch.export.export(model, args, kwargs or {}, strict=False)
         except CompileError:
             raise
@@ -58,7 +61,9 @@ def export_program(model: torch.nn.Module, args: tuple = (), kwargs: Optional[di
         finally:
             model.train(was_training)
     try:
-        return ep.run_decompositions({})
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+            return ep.run_decompositions({})
     except Exception as e:
         raise export_error(e, what="decomposition") from None
 

@@ -1,0 +1,181 @@
+"""``nac compile``: argument parsing and printing; the work is in :mod:`nac_engine.compiler`.
+
+Two sources of a model:
+
+* ``--hf DIR_OR_CONFIG``: a Hugging Face model — trained weights when DIR holds them, else a
+  ``config.json`` with seeded random weights — fed example inputs of ``--batch``/``--seq-len``/
+  ``--image-size``;
+* ``MODEL``: ``path/to/file.py[:FACTORY]`` or ``package.module[:FACTORY]``. ``FACTORY``
+  (default ``make_model``) is called with no arguments and returns ``(model, args)``,
+  ``(model, args, kwargs)`` or a bare module, whose inputs are then given with ``--input SHAPE``.
+  The file is imported and run: compile only code you trust, as you would run it.
+
+Nothing here imports torch until the command runs.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import sys
+
+QUANT_CHOICES = ("none", "fp16", "int8_tensor", "int8_channel", "block_fp8")
+_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("compile", help="compile a PyTorch / Hugging Face model to .nac",
+                       description=__doc__.split("\n\n")[1] if __doc__ else None,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = s.add_mutually_exclusive_group(required=True)
+    src.add_argument("model", nargs="?", metavar="MODEL", help="FILE.py[:FACTORY] or package.module[:FACTORY]")
+    src.add_argument("--hf", metavar="DIR_OR_CONFIG", help="Hugging Face model directory or config.json")
+    s.add_argument("-o", "--output", required=True, help="the .nac to write (external weights go beside it)")
+    g = s.add_argument_group("inputs")
+    g.add_argument("--batch", type=int, default=1, help="--hf: batch size (default 1)")
+    g.add_argument("--seq-len", type=int, default=16, help="--hf text/audio models: sequence length (default 16)")
+    g.add_argument("--image-size", type=int, help="--hf vision models: image side (default: the config's)")
+    g.add_argument("--hf-class", default="AutoModel", help="--hf: transformers class (default AutoModel)")
+    g.add_argument("--random-weights", action="store_true", help="--hf DIR: ignore trained weights in DIR")
+    g.add_argument("--seed", type=int, default=0, help="seed for random weights and example inputs (default 0)")
+    g.add_argument("--input", action="append", metavar="SHAPE[:DTYPE]",
+                   help="MODEL returning a bare module: one per input, e.g. 1x3x32x32 or 1x16:int64")
+    o = s.add_argument_group("output")
+    o.add_argument("--quant", choices=QUANT_CHOICES, default="none", help="weight quantisation (default none)")
+    o.add_argument("--weights", choices=("internal", "external"), default="internal",
+                   help="weights in the file (default) or in <base>.safetensors beside it")
+    o.add_argument("--version", choices=("1.6", "1.8"), default="1.6", help="NAC version (default 1.6)")
+    o.add_argument("--mmap", choices=("min-peak", "reference"), default="min-peak",
+                   help="MMAP planner: ours (default) or the reference compiler's")
+    o.add_argument("--lookahead", type=int, default=2, metavar="N", help="preload lookahead (default 2)")
+    o.add_argument("--no-opt", action="store_true", help="skip the optimiser passes")
+    o.add_argument("--tokenizer", nargs="?", const="", metavar="DIR",
+                   help="embed a Hugging Face tokenizer (DIR, or the --hf directory when DIR is omitted)")
+    o.add_argument("--report", action="store_true", help="print passes, sizes, peak memory, quantisation error")
+    o.add_argument("--json", action="store_true", help="print the report as JSON")
+    o.add_argument("-v", "--verbose", action="store_true", help="print compile errors in full")
+    s.set_defaults(func=cmd_compile)
+
+
+# --------------------------------------------------------------------------- model sources
+def _parse_input(spec: str):
+    import torch
+    shape_text, _, dtype = spec.partition(":")
+    dtype = dtype or "float32"
+    if dtype not in _DTYPES:
+        raise ValueError(f"--input {spec}: dtype must be one of {', '.join(_DTYPES)}")
+    try:
+        shape = [int(d) for d in shape_text.lower().split("x")] if shape_text else []
+    except ValueError:
+        raise ValueError(f"--input {spec}: shape must look like 1x3x32x32") from None
+    if any(d < 0 for d in shape):
+        raise ValueError(f"--input {spec}: negative dimension")
+    dt = getattr(torch, dtype)
+    if dt.is_floating_point:
+        return torch.randn(shape).to(dt)
+    return torch.zeros(shape, dtype=dt)
+
+
+def load_factory(ref: str):
+    """``FILE.py[:NAME]`` / ``package.module[:NAME]`` → the callable (default name ``make_model``)."""
+    target, name = ref, "make_model"
+    head, sep, tail = ref.rpartition(":")
+    if sep and tail.isidentifier() and not (len(head) == 1 and head.isalpha()):   # not a Windows drive
+        target, name = head, tail
+    if target.endswith(".py") or os.sep in target or os.path.exists(target):
+        if not os.path.isfile(target):
+            raise ValueError(f"{target}: no such file")
+        spec = importlib.util.spec_from_file_location("_nac_compile_model", os.path.abspath(target))
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.pop(0)
+    else:
+        module = importlib.import_module(target)
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise ValueError(f"{target} defines no callable {name!r} (give FILE.py:FACTORY)")
+    return fn
+
+
+def model_from_factory(ref: str, inputs):
+    import torch
+    made = load_factory(ref)()
+    kwargs = None
+    if isinstance(made, torch.nn.Module):
+        if not inputs:
+            raise ValueError(f"{ref} returned a bare module: give its inputs with --input SHAPE[:DTYPE]")
+        model, args = made, tuple(_parse_input(s) for s in inputs)
+    elif isinstance(made, tuple) and len(made) in (2, 3) and isinstance(made[0], torch.nn.Module):
+        model, args = made[0], made[1]
+        args = args if isinstance(args, tuple) else (args,)
+        kwargs = made[2] if len(made) == 3 else None
+    else:
+        raise ValueError(f"{ref} must return a module, (module, args) or (module, args, kwargs), "
+                         f"not {type(made).__name__}")
+    return model, args, kwargs
+
+
+def _tokenizer_dir(args) -> str | None:
+    if args.tokenizer is None:
+        return None
+    if args.tokenizer:
+        return args.tokenizer
+    if not args.hf:
+        raise ValueError("--tokenizer without DIR needs --hf DIR")
+    return args.hf if os.path.isdir(args.hf) else os.path.dirname(os.path.abspath(args.hf))
+
+
+# --------------------------------------------------------------------------- the command
+def _fail(message: str) -> int:
+    # Printed here rather than raised as cli.CliError: under ``python -m nac_engine.cli`` that class
+    # lives in __main__, a different module object than the one this package would import.
+    print("nac: error: " + " ".join(message.split()), file=sys.stderr)
+    return 1
+
+
+def cmd_compile(args) -> int:
+    from .errors import CompileError
+    try:
+        tokenizer = _tokenizer_dir(args)
+        if args.lookahead < 0:
+            raise ValueError("--lookahead must be >= 0")
+        if args.hf:
+            from . import hf
+            m = hf.build(args.hf, model_class=args.hf_class, random_weights=args.random_weights, seed=args.seed,
+                         batch=args.batch, seq_len=args.seq_len, image_size=args.image_size)
+            model, margs, mkwargs = m.model, (), m.kwargs
+        else:
+            import torch
+            torch.manual_seed(args.seed)
+            model, margs, mkwargs = model_from_factory(args.model, args.input)
+        from .external import write_compiled
+        from .pipeline import compile_model
+        from .report import format_report
+        res = compile_model(model, margs, mkwargs, optimize=not args.no_opt,
+                            quantization=None if args.quant == "none" else args.quant, weights=args.weights,
+                            version=args.version, mmap=args.mmap, preload_lookahead=args.lookahead,
+                            tokenizer=tokenizer)
+        written = write_compiled(res.nac, args.output)
+    except CompileError as e:
+        if args.verbose:
+            print(str(e), file=sys.stderr)
+        first = e.message.strip().splitlines()[0] if e.message.strip() else "compile failed"
+        return _fail(first + (f" (at {e.source})" if e.source else ""))
+    except (ValueError, OSError, ImportError) as e:
+        return _fail(str(e))
+    rep = res.report
+    rep.files = list(written)
+    rep.file_bytes = os.path.getsize(args.output)
+    if args.json:
+        print(json.dumps(rep.to_dict(), indent=2, default=str))
+        return 0
+    print(f"{args.output}: {rep.file_bytes:,} bytes, {rep.instructions} instructions, {rep.params} parameters"
+          + (f" (+ {os.path.basename(written[0])})" if len(written) > 1 else ""))
+    if args.report:
+        print(format_report(rep))
+    return 0
