@@ -283,6 +283,10 @@ class HexView(QWidget):
         self.area.clicked.connect(lambda _o: self._update_cursor_label())
         self.set_document(qdoc)
 
+    def preferred_width(self) -> int:
+        """Width that shows every column without a horizontal scroll bar."""
+        return self.area.content_width() + self.area.verticalScrollBar().sizeHint().width() + 12
+
     def _tool(self, icon_name: str, tip: str, slot) -> QToolButton:
         b = QToolButton(self)
         b.setIcon(icon(icon_name))
@@ -353,8 +357,14 @@ class HexView(QWidget):
             return
         first = spans[0]
         self.area.set_cursor(first.offset, ensure_visible=False)
-        self.area.ensure_visible(first.offset, center=not self._is_visible(first.offset))
+        self.area.ensure_visible(first.offset, center=not self._comfortably_visible(first.offset))
         self._update_cursor_label()
+
+    def _comfortably_visible(self, offset: int) -> bool:
+        """On screen and not in the two rows at either edge (where it is easy to miss)."""
+        first = self.area.first_row()
+        row = offset // ROW
+        return first + 1 <= row < first + self.area.visible_rows() - 2
 
     def _is_visible(self, offset: int) -> bool:
         first = self.area.first_row()

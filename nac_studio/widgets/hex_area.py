@@ -154,6 +154,9 @@ class HexArea(QAbstractScrollArea):
     def _cell_right(self, i: int) -> float:
         return self._cell_left(i) + 3 * self._cw
 
+    def content_width(self) -> int:
+        return self._content_width
+
     @property
     def rows_total(self) -> int:
         return min(_MAX_ROWS, (self._size + ROW - 1) // ROW)

@@ -12,6 +12,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from pathlib import Path  # noqa: E402
 
+from nac_studio.qt_compat import guard_none_refcount  # noqa: E402
+
+guard_none_refcount()   # PySide6 6.12 on CPython 3.11 drops None references (see qt_compat)
+
 import pytest  # noqa: E402
 
 from tests.resources_path import DEMO  # noqa: E402
@@ -71,9 +75,10 @@ def window(qtbot, studio_settings):
         return blocker.args[0]
     win.open_and_wait = open_and_wait
     yield win
-    win.tasks.shutdown(wait=True)
+    win.set_active(None)
     for qd in list(win.docs):
         win.close_document(qd)
+    win.tasks.shutdown(wait=True)
 
 
 def wait_idle(qtbot, win, timeout=20000) -> None:

@@ -1,0 +1,755 @@
+"""The Studio's main window: open files as tabs, views as docks, commands everywhere.
+
+Every view is built once and shown in a dock; switching the file tab hands the views the
+other document (``set_document``), so a layout the user arranged stays put across files.
+Opening parses in a background task (the UI stays live on a 1 GB file); the status bar
+shows every task's progress with a Cancel button. Layout, window geometry, recent files
+and the theme are kept in ``QSettings``.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Optional
+
+from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, QHBoxLayout, QInputDialog,
+                               QLabel, QListWidget, QListWidgetItem, QMainWindow, QMenu, QMessageBox,
+                               QProgressBar, QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
+                               QToolBar, QToolButton, QVBoxLayout, QWidget)
+
+from . import icons
+from .commands import Command, CommandRegistry
+from .document import Document, Selection
+from .icons import icon
+from .qt_compat import guard_none_refcount
+from .qt_document import QtDocument
+from .tasks import Cancelled, Task, TaskRunner
+from .theme import apply_theme
+from .views.disassembly import DisassemblyView
+from .views.graph import GraphView
+from .views.hex import HexView
+from .views.problems import ProblemsView
+from .views.properties import PropertiesView
+from .views.structure import StructureView
+from .widgets.command_palette import CommandPalette
+
+STATE_VERSION = 3          # bump when the dock set changes, so an old saved layout is ignored
+MAX_RECENT = 10
+DEFAULT_SIZE = QSize(1600, 1000)
+FILE_FILTER = "NAC models (*.nac);;All files (*)"
+
+#: The panels, in the order of the View menu. The graph is the central widget.
+VIEW_CLASSES = (StructureView, HexView, DisassemblyView, PropertiesView, ProblemsView)
+PANEL_SHORTCUTS = {"structure": "Alt+1", "hex": "Alt+2", "disassembly": "Alt+3", "properties": "Alt+4",
+                   "problems": "Alt+5"}
+_PANEL_ICONS = {"structure": "structure", "hex": "hex", "disassembly": "disassembly", "properties": "properties",
+                "problems": "problems", "graph": "graph"}
+
+
+def open_document(ctx, path: str) -> Document:
+    """Background part of opening: parse leniently, then build the lookups the views
+    need first (span index, instruction spans) so the UI thread does not."""
+    doc = Document.open(path)
+    ctx.check()
+    doc._index()
+    return doc
+
+
+class WelcomePage(QWidget):
+    """What the central area shows with no file open: how to open one, and recent files."""
+
+    def __init__(self, window: "MainWindow"):
+        super().__init__(window)
+        self.window_ = window
+        lay = QVBoxLayout(self)
+        lay.addStretch(2)
+        logo = QLabel(self)
+        logo.setPixmap(icons.pixmap("app", 64))
+        logo.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        lay.addWidget(logo)
+        title = QLabel("NAC Studio", self)
+        f = title.font()
+        f.setPointSizeF(f.pointSizeF() * 1.8)
+        f.setBold(True)
+        title.setFont(f)
+        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        lay.addWidget(title)
+        hint = QLabel(f"Open a .nac file ({QKeySequence('Ctrl+O').toString(QKeySequence.SequenceFormat.NativeText)})"
+                      " or drop one here.", self)
+        hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        hint.setEnabled(False)
+        lay.addWidget(hint)
+        self.recent = QListWidget(self)
+        self.recent.setMaximumWidth(520)
+        self.recent.setMaximumHeight(220)
+        self.recent.itemActivated.connect(lambda item: window.open_path(item.data(Qt.ItemDataRole.UserRole)))
+        self.recent.itemClicked.connect(lambda item: window.open_path(item.data(Qt.ItemDataRole.UserRole)))
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.recent)
+        row.addStretch(1)
+        lay.addSpacing(12)
+        lay.addLayout(row)
+        lay.addStretch(3)
+
+    def refresh(self, recent: list[str]) -> None:
+        self.recent.clear()
+        for path in recent:
+            item = QListWidgetItem(icon("file"), f"{Path(path).name}    {path}")
+            item.setData(Qt.ItemDataRole.UserRole, path)
+            self.recent.addItem(item)
+        self.recent.setVisible(bool(recent))
+
+
+class MainWindow(QMainWindow):
+    documentOpened = Signal(object)      # QtDocument
+    documentChanged = Signal(object)     # active QtDocument or None
+    openFailed = Signal(str, str)        # path, message
+
+    def __init__(self, settings: Optional[QSettings] = None, *, restore: bool = True, persist: bool = True,
+                 theme: str = "system"):
+        guard_none_refcount()
+        super().__init__()
+        self.setObjectName("nacStudioMain")
+        self.setWindowTitle("NAC Studio")
+        self.setWindowIcon(icon("app"))
+        self.settings = settings if settings is not None else QSettings("NAC Studio", "NAC Studio")
+        self.persist = persist
+        self.theme = theme
+        self.tasks = TaskRunner(parent=self)
+        self.commands = CommandRegistry(self)
+        self.commands.set_action_parent(self)
+        self.docs: list[QtDocument] = []
+        self.active: Optional[QtDocument] = None
+        self._opening: dict[str, Task] = {}
+        self.open_times: dict[str, float] = {}   # path -> seconds from request to views populated
+        self.setDockNestingEnabled(True)
+        self.setAcceptDrops(True)
+        self.setDocumentMode(True)
+
+        # central: file tabs over the graph (or the welcome page)
+        self.graph = GraphView(None, self)
+        self.graph.setObjectName(GraphView.object_name)
+        self.tabs = QTabBar(self)
+        self.tabs.setDocumentMode(True)
+        self.tabs.setTabsClosable(False)   # our own close buttons: Fusion's are red boxes
+        self.tabs.setMovable(True)
+        self.tabs.setExpanding(False)
+        self.tabs.setElideMode(Qt.TextElideMode.ElideMiddle)
+        self.tabs.currentChanged.connect(self._on_tab_changed)
+        self.tabs.tabMoved.connect(self._on_tab_moved)
+        self.welcome = WelcomePage(self)
+        self.stack = QStackedWidget(self)
+        self.stack.addWidget(self.welcome)
+        self.stack.addWidget(self.graph)
+        central = QWidget(self)
+        cl = QVBoxLayout(central)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.setSpacing(0)
+        cl.addWidget(self.tabs)
+        cl.addWidget(self.stack, 1)
+        self.setCentralWidget(central)
+
+        # docks
+        self.views: dict[str, QWidget] = {GraphView.object_name: self.graph}
+        self.docks: dict[str, QDockWidget] = {}
+        for cls in VIEW_CLASSES:
+            view = cls(None, self)
+            dock = QDockWidget(cls.title, self)
+            dock.setObjectName(f"dock.{cls.object_name}")
+            dock.setWidget(view)
+            dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                             | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                             | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+            self.views[cls.object_name] = view
+            self.docks[cls.object_name] = dock
+            if hasattr(view, "message"):
+                view.message.connect(self.show_message)
+        self.problems_view.countChanged.connect(self._on_problem_count)
+        self.palette_popup = CommandPalette(self.commands, self)
+
+        self._register_commands()
+        self._build_menus()
+        self._build_toolbar()
+        self._build_statusbar()
+        self.tasks.started.connect(self._task_started)
+        self.tasks.ended.connect(self._task_ended)
+        self.resize(DEFAULT_SIZE)
+        self.apply_default_layout()
+        if restore:
+            self._restore()
+        self._refresh_recent()
+        self._update_title()
+        self.commands.refresh()
+        hints = QGuiApplication.styleHints()
+        if hasattr(hints, "colorSchemeChanged"):
+            hints.colorSchemeChanged.connect(self._on_scheme_changed)
+
+    # -- views ----------------------------------------------------------------------------
+    @property
+    def structure_view(self) -> StructureView:
+        return self.views["structure"]
+
+    @property
+    def hex_view(self) -> HexView:
+        return self.views["hex"]
+
+    @property
+    def disassembly_view(self) -> DisassemblyView:
+        return self.views[DisassemblyView.object_name]
+
+    @property
+    def properties_view(self) -> PropertiesView:
+        return self.views["properties"]
+
+    @property
+    def problems_view(self) -> ProblemsView:
+        return self.views["problems"]
+
+    @property
+    def graph_view(self) -> GraphView:
+        return self.graph
+
+    def apply_default_layout(self) -> None:
+        """Structure and Problems left, Properties right, Disassembly and Hex along the
+        bottom, the graph in the middle (sized for 1600×1000)."""
+        d = self.docks
+        for dock in d.values():
+            self.removeDockWidget(dock)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, d["structure"])
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d["properties"])
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, d[DisassemblyView.object_name])
+        self.splitDockWidget(d[DisassemblyView.object_name], d["hex"], Qt.Orientation.Horizontal)
+        self.splitDockWidget(d["structure"], d["problems"], Qt.Orientation.Vertical)
+        for dock in d.values():
+            dock.setFloating(False)
+            dock.show()
+        hex_width = self.hex_view.preferred_width()
+        self.resizeDocks([d["structure"], d["properties"]], [400, 390], Qt.Orientation.Horizontal)
+        self.resizeDocks([d[DisassemblyView.object_name], d["hex"]],
+                         [max(500, DEFAULT_SIZE.width() - hex_width), hex_width], Qt.Orientation.Horizontal)
+        self.resizeDocks([d[DisassemblyView.object_name]], [370], Qt.Orientation.Vertical)
+        self.resizeDocks([d["structure"], d["problems"]], [440, 110], Qt.Orientation.Vertical)
+
+    # -- commands -------------------------------------------------------------------------
+    def _register_commands(self) -> None:
+        c = self.commands
+        has_doc = lambda: self.active is not None  # noqa: E731
+        # File
+        c.add("file.open", "Open…", self.open_dialog, shortcut="Ctrl+O", icon="open", menu="File", group="a",
+              toolbar=True, tip="Open a .nac file")
+        c.add("file.reload", "Reload", self.reload_active, shortcut="F5", icon="reload", menu="File", group="a",
+              order=2, enabled=has_doc, tip="Read the file again from disk")
+        c.add("file.close", "Close", self.close_active, shortcut="Ctrl+W", icon="close", menu="File", group="a",
+              order=3, enabled=has_doc)
+        c.add("file.screenshot", "Save Window Screenshot…", self.screenshot_dialog, icon="image", menu="File",
+              group="c", tip="Save a PNG of the whole window")
+        c.add("file.quit", "Quit", self.close, shortcut="Ctrl+Q", icon="quit", menu="File", group="z")
+        # Edit
+        hex_ok = lambda: self.active is not None and self.hex_view.copy_range() is not None  # noqa: E731
+        c.add("edit.copyHex", "Copy Bytes as Hex", lambda: self.hex_view.copy("hex"), shortcut="Ctrl+Shift+C",
+              icon="copy", menu="Edit", group="a", enabled=hex_ok)
+        c.add("edit.copyC", "Copy Bytes as C Array", lambda: self.hex_view.copy("c"), menu="Edit", group="a",
+              order=1, enabled=hex_ok)
+        c.add("edit.copyPython", "Copy Bytes as Python bytes", lambda: self.hex_view.copy("python"), menu="Edit",
+              group="a", order=2, enabled=hex_ok)
+        c.add("edit.find", "Find Bytes or Text…", self._focus_search, shortcut="Ctrl+F", icon="search", menu="Edit",
+              group="b", enabled=has_doc)
+        c.add("edit.findNext", "Find Next", lambda: self.hex_view.find(True), shortcut="F3", menu="Edit",
+              group="b", order=1, enabled=has_doc)
+        c.add("edit.findPrevious", "Find Previous", lambda: self.hex_view.find(False), shortcut="Shift+F3",
+              menu="Edit", group="b", order=2, enabled=has_doc)
+        # Go
+        c.add("nav.back", "Back", self.go_back, shortcut="Alt+Left", icon="back", menu="Go", group="a",
+              toolbar=True, enabled=lambda: self.active is not None and self.active.doc.can_go_back,
+              tip="Previous selection")
+        c.add("nav.forward", "Forward", self.go_forward, shortcut="Alt+Right", icon="forward", menu="Go",
+              group="a", order=1, toolbar=True,
+              enabled=lambda: self.active is not None and self.active.doc.can_go_forward, tip="Next selection")
+        c.add("nav.gotoOffset", "Go to Offset…", self._focus_goto, shortcut="Ctrl+G", icon="goto", menu="Go",
+              group="b", enabled=has_doc)
+        c.add("nav.gotoTick", "Go to Tick…", self.goto_tick_dialog, shortcut="Ctrl+T", menu="Go", group="b",
+              order=1, enabled=lambda: self.active is not None and bool(self.active.nac.instructions))
+        c.add("nav.nextProblem", "Next Problem", lambda: self.problems_view.step(1), shortcut="F8", menu="Go",
+              group="c", enabled=lambda: self.active is not None and bool(self.active.doc.problems))
+        c.add("nav.previousProblem", "Previous Problem", lambda: self.problems_view.step(-1), shortcut="Shift+F8",
+              menu="Go", group="c", order=1,
+              enabled=lambda: self.active is not None and bool(self.active.doc.problems))
+        c.add("nav.toggleBookmark", "Toggle Bookmark", lambda: self.hex_view.toggle_bookmark(), shortcut="Ctrl+B",
+              icon="bookmark", menu="Go", group="d", enabled=has_doc)
+        c.add("nav.nextBookmark", "Next Bookmark", lambda: self.hex_view.next_bookmark(True), shortcut="F2",
+              menu="Go", group="d", order=1, enabled=has_doc)
+        c.add("nav.previousBookmark", "Previous Bookmark", lambda: self.hex_view.next_bookmark(False),
+              shortcut="Shift+F2", menu="Go", group="d", order=2, enabled=has_doc)
+        c.add("nav.clearSelection", "Clear Selection", lambda: self.active.select(None), menu="Go", group="e",
+              enabled=lambda: self.active is not None and self.active.selection is not None)
+        # View
+        c.add("view.commandPalette", "Command Palette…", self.show_palette, shortcut="Ctrl+Shift+P",
+              icon="palette", menu="View", group="a", toolbar=True, tip="Search every command")
+        for order, cls in enumerate(VIEW_CLASSES):
+            name = cls.object_name
+            c.add(f"view.panel.{name}", f"{cls.title} Panel", lambda n=name: self.toggle_panel(n),
+                  shortcut=PANEL_SHORTCUTS.get(name), icon=_PANEL_ICONS.get(name), menu="View", group="b",
+                  order=order, checked=lambda n=name: self.docks[n].isVisible(), tip=f"Show or hide {cls.title}")
+        c.add("view.resetLayout", "Reset Layout", self.apply_default_layout, icon="layout", menu="View", group="c")
+        c.add("view.nextFile", "Next File", lambda: self._cycle_tab(1), shortcut="Ctrl+Tab", menu="View",
+              group="d", enabled=lambda: len(self.docs) > 1)
+        c.add("view.previousFile", "Previous File", lambda: self._cycle_tab(-1), shortcut="Ctrl+Shift+Tab",
+              menu="View", group="d", order=1, enabled=lambda: len(self.docs) > 1)
+        for order, mode in enumerate(("system", "light", "dark")):
+            c.add(f"view.theme.{mode}", f"Theme: {mode.capitalize() if mode != 'system' else 'Follow System'}",
+                  lambda m=mode: self.set_theme(m), menu="View/Theme", group="a", order=order,
+                  checked=lambda m=mode: self.theme == m)
+        # Help
+        c.add("help.shortcuts", "Keyboard Shortcuts", self.show_shortcuts, menu="Help", group="a")
+        c.add("help.about", "About NAC Studio", self.show_about, icon="about", menu="Help", group="b")
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        bar.clear()
+        self._menus: dict[str, QMenu] = {}
+        for top in ("File", "Edit", "Go", "View", "Help"):
+            self._menus[top] = bar.addMenu(f"&{top}")
+        for path in self.commands.menus():
+            menu = self._menu_for(path)
+            last_group = None
+            for cmd in self.commands.in_menu(path):
+                if last_group is not None and cmd.group != last_group:
+                    menu.addSeparator()
+                last_group = cmd.group
+                menu.addAction(self.commands.action(cmd.id))
+                if path == "File" and cmd.id == "file.close":
+                    self.recent_menu = menu.addMenu(icon("file"), "Open &Recent")
+        for m in self._menus.values():
+            m.aboutToShow.connect(self.commands.refresh)
+
+    def _menu_for(self, path: str) -> QMenu:
+        if path in self._menus:
+            return self._menus[path]
+        parent_path, _, leaf = path.rpartition("/")
+        parent = self._menu_for(parent_path) if parent_path else self.menuBar().addMenu(leaf)
+        menu = parent.addMenu(leaf) if parent_path else parent
+        self._menus[path] = menu
+        return menu
+
+    def _build_toolbar(self) -> None:
+        tb = QToolBar("Main", self)
+        tb.setObjectName("toolbar.main")
+        tb.setIconSize(QSize(18, 18))
+        tb.setMovable(False)
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+        for cmd_id in ("file.open", "file.reload", None, "nav.back", "nav.forward", None, "nav.gotoOffset",
+                       "edit.find", "nav.toggleBookmark", None, "view.commandPalette"):
+            if cmd_id is None:
+                tb.addSeparator()
+            else:
+                tb.addAction(self.commands.action(cmd_id))
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, tb)
+        self.toolbar = tb
+
+    def _build_statusbar(self) -> None:
+        sb = self.statusBar()
+        self.selection_label = QLabel(self)
+        self.selection_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        sb.addWidget(self.selection_label, 1)
+        self.task_label = QLabel(self)
+        self.progress = QProgressBar(self)
+        self.progress.setRange(0, 1000)
+        self.progress.setFixedWidth(160)
+        self.progress.setMaximumHeight(14)
+        self.progress.setTextVisible(False)
+        self.cancel_button = QToolButton(self)
+        self.cancel_button.setIcon(icon("cancel"))
+        self.cancel_button.setText("Cancel")
+        self.cancel_button.setToolTip("Cancel the running task")
+        self.cancel_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.cancel_button.setAutoRaise(True)
+        self.cancel_button.clicked.connect(self.cancel_current_task)
+        self.doc_label = QLabel(self)
+        for w in (self.task_label, self.progress, self.cancel_button):
+            sb.addPermanentWidget(w)
+            w.hide()
+        sb.addPermanentWidget(self.doc_label)
+
+    # -- tasks in the status bar ----------------------------------------------------------
+    def _shown_task(self) -> Optional[Task]:
+        return self.tasks.active[-1] if self.tasks.active else None
+
+    def _task_started(self, task: Task) -> None:
+        task.progressed.connect(lambda frac, text, t=task: self._task_progress(t, frac, text))
+        self._update_task_widgets()
+
+    def _task_progress(self, task: Task, frac: float, text: str) -> None:
+        if task is self._shown_task():
+            self.progress.setRange(0, 1000)
+            self.progress.setValue(int(frac * 1000))
+            if text:
+                self.task_label.setText(f"{task.title}: {text}")
+
+    def _task_ended(self, task: Task) -> None:
+        if task.error is not None and not isinstance(task.error, Cancelled) and task.title.startswith("Opening"):
+            pass   # reported by the open handler
+        self._update_task_widgets()
+
+    def _update_task_widgets(self) -> None:
+        task = self._shown_task()
+        visible = task is not None
+        for w in (self.task_label, self.progress, self.cancel_button):
+            w.setVisible(visible)
+        if task is None:
+            return
+        more = len(self.tasks.active) - 1
+        self.task_label.setText(task.title + "…" + (f"  (+{more} more)" if more > 0 else ""))
+        self.progress.setRange(0, 0)   # busy until the first progress report
+        self.cancel_button.setToolTip(f"Cancel: {task.title}")
+
+    def cancel_current_task(self) -> None:
+        task = self._shown_task()
+        if task is not None:
+            task.cancel()
+            self.show_message(f"Cancelling {task.title}…")
+
+    # -- opening and closing --------------------------------------------------------------
+    def open_dialog(self) -> None:
+        start = self.settings.value("lastDir", "", type=str) or str(Path.cwd())
+        paths, _ = QFileDialog.getOpenFileNames(self, "Open NAC file", start, FILE_FILTER)
+        for p in paths:
+            self.open_path(p)
+
+    def open_path(self, path: str) -> Optional[Task]:
+        """Open ``path`` in the background; an already open file just becomes active."""
+        path = os.path.abspath(os.fspath(path))
+        for i, qd in enumerate(self.docs):
+            if qd.doc.path and os.path.abspath(qd.doc.path) == path:
+                self.tabs.setCurrentIndex(i)
+                return None
+        if path in self._opening:
+            return self._opening[path]
+        started = time.perf_counter()
+        task = self.tasks.submit(f"Opening {Path(path).name}", open_document, path,
+                                 on_done=lambda doc, p=path, t=started: self._opened(p, doc, t),
+                                 on_error=lambda exc, p=path: self._open_failed(p, exc))
+        self._opening[path] = task
+        self.show_message(f"Opening {path}…")
+        return task
+
+    def _opened(self, path: str, doc: Document, started: float) -> None:
+        self._opening.pop(path, None)
+        qdoc = QtDocument(doc, tasks=self.tasks, parent=self)
+        qdoc.selectionChanged.connect(self._on_selection_changed)
+        qdoc.tickChanged.connect(lambda _s: self.commands.refresh())
+        self.docs.append(qdoc)
+        name = Path(path).name
+        self.tabs.blockSignals(True)
+        idx = self.tabs.addTab(icon("warning" if doc.problems else "file"), name)
+        self.tabs.setTabToolTip(idx, path + (f"\n{len(doc.problems)} problems" if doc.problems else ""))
+        close = QToolButton(self.tabs)
+        close.setIcon(icon("close"))
+        close.setIconSize(QSize(12, 12))
+        close.setAutoRaise(True)
+        close.setToolTip("Close")
+        close.setFixedSize(18, 18)
+        close.clicked.connect(lambda _c=False, d=qdoc: self.close_document(d))
+        self.tabs.setTabButton(idx, QTabBar.ButtonPosition.RightSide, close)
+        self.tabs.blockSignals(False)
+        self.tabs.setCurrentIndex(idx)
+        self.set_active(qdoc)
+        self._add_recent(path)
+        self.settings.setValue("lastDir", str(Path(path).parent)) if self.persist else None
+        self.open_times[path] = time.perf_counter() - started
+        n = len(doc.problems)
+        self.show_message(f"Opened {name} in {self.open_times[path]:.2f} s" +
+                          (f" — {n} problem{'s' if n != 1 else ''}" if n else ""))
+        self.documentOpened.emit(qdoc)
+
+    def _open_failed(self, path: str, exc: BaseException) -> None:
+        self._opening.pop(path, None)
+        if isinstance(exc, Cancelled):
+            self.show_message(f"Opening {Path(path).name} cancelled")
+            return
+        msg = f"Could not open {path}: {exc}"
+        self.show_message(msg, 10000)
+        self.openFailed.emit(path, str(exc))
+
+    def reload_active(self) -> None:
+        if self.active is None or not self.active.doc.path:
+            return
+        path = self.active.doc.path
+        self.close_document(self.active)
+        self.open_path(path)
+
+    def close_active(self) -> None:
+        if self.active is not None:
+            self.close_document(self.active)
+
+    def close_document(self, qdoc: QtDocument) -> None:
+        if qdoc not in self.docs:
+            return
+        i = self.docs.index(qdoc)
+        if qdoc is self.active:
+            others = [d for d in self.docs if d is not qdoc]
+            self.set_active(others[min(i, len(others) - 1)] if others else None)
+        self.docs.remove(qdoc)
+        self.tabs.blockSignals(True)
+        self.tabs.removeTab(i)
+        self.tabs.blockSignals(False)
+        if self.active is not None:
+            self.tabs.setCurrentIndex(self.docs.index(self.active))
+        qdoc.close()
+        try:
+            qdoc.doc.nac.close()
+        except (BufferError, ValueError):
+            pass   # a background task still holds a view of the mapping; it goes with the task
+        qdoc.deleteLater()
+        self._update_title()
+        self.commands.refresh()
+
+    def _on_tab_changed(self, index: int) -> None:
+        if 0 <= index < len(self.docs) and self.docs[index] is not self.active:
+            self.set_active(self.docs[index])
+
+    def _on_tab_moved(self, frm: int, to: int) -> None:
+        self.docs.insert(to, self.docs.pop(frm))
+
+    def _cycle_tab(self, step: int) -> None:
+        if self.docs:
+            self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % len(self.docs))
+
+    def set_active(self, qdoc: Optional[QtDocument]) -> None:
+        """Hand every view the document (``None``: no file open)."""
+        self.active = qdoc
+        for view in self.views.values():
+            view.set_document(qdoc)
+        self.stack.setCurrentWidget(self.graph if qdoc is not None else self.welcome)
+        self.tabs.setVisible(qdoc is not None)
+        self._on_selection_changed(None)
+        self._update_title()
+        self._update_doc_label()
+        self.commands.refresh()
+        self.documentChanged.emit(qdoc)
+
+    # -- selection and navigation ---------------------------------------------------------
+    def _on_selection_changed(self, _source) -> None:
+        if self.active is None:
+            self.selection_label.setText("")
+        else:
+            sel = self.active.selection
+            self.selection_label.setText(self.active.doc.describe(sel) if sel is not None else "")
+        self.commands.refresh()
+
+    def go_back(self) -> None:
+        if self.active is not None:
+            self.active.doc.go_back(source=None)
+
+    def go_forward(self) -> None:
+        if self.active is not None:
+            self.active.doc.go_forward(source=None)
+
+    def select(self, sel: Optional[Selection]) -> None:
+        if self.active is not None:
+            self.active.select(sel, source=None)
+
+    def goto_tick_dialog(self) -> None:
+        if self.active is None:
+            return
+        n = len(self.active.nac.instructions)
+        cur = self.active.tick or 0
+        tick, ok = QInputDialog.getInt(self, "Go to Tick", f"Tick (0–{n - 1}):", cur, 0, max(0, n - 1))
+        if ok:
+            self.select(Selection("instruction", tick))
+
+    def _focus_goto(self) -> None:
+        self.docks["hex"].show()
+        self.docks["hex"].raise_()
+        self.hex_view.focus_goto()
+
+    def _focus_search(self) -> None:
+        self.docks["hex"].show()
+        self.docks["hex"].raise_()
+        self.hex_view.focus_search()
+
+    def toggle_panel(self, name: str) -> None:
+        dock = self.docks[name]
+        if dock.isVisible():
+            dock.hide()
+        else:
+            dock.show()
+            dock.raise_()
+
+    def show_palette(self) -> None:
+        self.commands.refresh()
+        self.palette_popup.popup()
+
+    # -- status ---------------------------------------------------------------------------
+    def show_message(self, text: str, timeout: int = 5000) -> None:
+        self.statusBar().showMessage(text, timeout)
+
+    def _update_doc_label(self) -> None:
+        if self.active is None:
+            self.doc_label.setText("")
+            return
+        nac = self.active.nac
+        version = f"v{nac.header.version}" if nac.header_decoded else "unreadable header"
+        self.doc_label.setText(f"  NAC {version} · {len(nac.instructions):,} instructions · "
+                               f"{len(nac.params):,} params · {_human_size(nac.size)}  ")
+
+    def _on_problem_count(self, n: int) -> None:
+        dock = self.docks["problems"]
+        dock.setWindowTitle(f"Problems ({n})" if n else "Problems")
+
+    def _update_title(self) -> None:
+        if self.active is None:
+            self.setWindowTitle("NAC Studio")
+        else:
+            self.setWindowTitle(f"{Path(self.active.doc.path or 'untitled').name} — NAC Studio")
+
+    # -- recent files ---------------------------------------------------------------------
+    def recent_files(self) -> list[str]:
+        value = self.settings.value("recentFiles", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or []) if v]
+
+    def _add_recent(self, path: str) -> None:
+        if not self.persist:
+            return
+        files = [p for p in self.recent_files() if p != path]
+        files.insert(0, path)
+        self.settings.setValue("recentFiles", files[:MAX_RECENT])
+        self._refresh_recent()
+
+    def _refresh_recent(self) -> None:
+        files = [p for p in self.recent_files() if os.path.exists(p)]
+        for cmd in [c for c in self.commands.commands() if c.id.startswith("file.recent.")]:
+            self.commands.unregister(cmd.id)
+        self.recent_menu.clear()
+        for i, path in enumerate(files):
+            cmd = self.commands.add(f"file.recent.{i}", f"Open Recent: {Path(path).name}",
+                                    lambda p=path: self.open_path(p), tip=path)
+            act = self.commands.action(cmd.id)
+            act.setText(f"&{(i + 1) % 10}  {Path(path).name}")
+            self.recent_menu.addAction(act)
+        self.recent_menu.setEnabled(bool(files))
+        self.welcome.refresh(files)
+
+    # -- settings -------------------------------------------------------------------------
+    def _restore(self) -> None:
+        geo = self.settings.value("geometry")
+        if isinstance(geo, (QByteArray, bytes)) and geo:
+            self.restoreGeometry(geo)
+        state = self.settings.value("windowState")
+        if isinstance(state, (QByteArray, bytes)) and state:
+            self.restoreState(state, STATE_VERSION)
+        theme = self.settings.value("theme", "", type=str)
+        if theme in ("system", "light", "dark") and theme != self.theme:
+            self.set_theme(theme)
+
+    def save_settings(self) -> None:
+        if not self.persist:
+            return
+        self.settings.setValue("geometry", self.saveGeometry())
+        self.settings.setValue("windowState", self.saveState(STATE_VERSION))
+        self.settings.setValue("theme", self.theme)
+        self.settings.sync()
+
+    def closeEvent(self, event) -> None:
+        self.save_settings()
+        self.tasks.cancel_all()
+        super().closeEvent(event)
+
+    # -- theme ----------------------------------------------------------------------------
+    def set_theme(self, mode: str) -> None:
+        self.theme = mode
+        app = QApplication.instance()
+        if app is not None:
+            apply_theme(app, mode)
+        self.commands.refresh()
+
+    def _on_scheme_changed(self, *_):
+        if self.theme == "system":
+            self.set_theme("system")
+
+    def changeEvent(self, event) -> None:
+        if event.type() == QEvent.Type.PaletteChange:
+            icons.clear_cache()
+            self.commands.refresh_icons()
+            self.setWindowIcon(icon("app"))
+            self.cancel_button.setIcon(icon("cancel"))
+            for i, qd in enumerate(self.docs):
+                self.tabs.setTabIcon(i, icon("warning" if qd.doc.problems else "file"))
+                button = self.tabs.tabButton(i, QTabBar.ButtonPosition.RightSide)
+                if isinstance(button, QToolButton):
+                    button.setIcon(icon("close"))
+        super().changeEvent(event)
+
+    # -- drag and drop --------------------------------------------------------------------
+    def dragEnterEvent(self, event) -> None:
+        if any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        for url in event.mimeData().urls():
+            if url.isLocalFile():
+                self.open_path(url.toLocalFile())
+        event.acceptProposedAction()
+
+    # -- dialogs --------------------------------------------------------------------------
+    def screenshot_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save Window Screenshot", "nac-studio.png", "PNG (*.png)")
+        if path:
+            self.grab().save(path, "PNG")
+            self.show_message(f"Saved {path}")
+
+    def show_shortcuts(self) -> None:
+        dlg = QDialog(self)
+        dlg.setWindowTitle("Keyboard Shortcuts")
+        table = QTableWidget(dlg)
+        rows = sorted((c for c in self.commands.commands() if c.shortcut), key=lambda c: (c.menu or "", c.title))
+        table.setColumnCount(3)
+        table.setRowCount(len(rows))
+        table.setHorizontalHeaderLabels(["Command", "Shortcut", "Id"])
+        for r, cmd in enumerate(rows):
+            for col, text in enumerate((cmd.title, self.commands.shortcut_text(cmd.id), cmd.id)):
+                table.setItem(r, col, QTableWidgetItem(text))
+        table.resizeColumnsToContents()
+        table.verticalHeader().hide()
+        lay = QVBoxLayout(dlg)
+        lay.addWidget(table)
+        dlg.resize(560, 520)
+        dlg.show()
+
+    def show_about(self) -> None:
+        QMessageBox.about(self, "About NAC Studio",
+                          "<b>NAC Studio</b><br>An IDE for compiled neural networks in the NAC format:"
+                          " every byte explained, every instruction in context.")
+
+    # -- waiting (screenshots, tests, benchmarks) ------------------------------------------
+    def is_idle(self) -> bool:
+        return not self._opening and not self.tasks.active
+
+    async def wait_idle(self, timeout: float = 120.0, settle: float = 0.15) -> bool:
+        """Wait until no file is opening and no task runs (for ``settle`` seconds: a view may
+        start its background layout right after a document arrives)."""
+        deadline = time.monotonic() + timeout
+        quiet_since = None
+        while time.monotonic() < deadline:
+            if self.is_idle():
+                quiet_since = quiet_since or time.monotonic()
+                if time.monotonic() - quiet_since >= settle:
+                    return True
+            else:
+                quiet_since = None
+            await asyncio.sleep(0.02)
+        return False
+
+
+def _human_size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
