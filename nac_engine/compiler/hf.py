@@ -67,6 +67,8 @@ def load_model(path: str, *, model_class: str = "AutoModel", random_weights: boo
     if hasattr(config, "use_cache"):
         config.use_cache = False
     trained = has_weights(path) and not random_weights
+    bars = tf.utils.logging.is_progress_bar_enabled()
+    tf.utils.logging.disable_progress_bar()      # a weight-loading bar per compile is noise in a CLI
     try:
         if trained:
             model = cls.from_pretrained(path, config=config, local_files_only=True, dtype=torch.float32)
@@ -75,6 +77,9 @@ def load_model(path: str, *, model_class: str = "AutoModel", random_weights: boo
             model = cls.from_config(config)
     except Exception as e:
         raise CompileError(f"{path}: cannot build {model_class}: {type(e).__name__}: {e}", stage="hf") from None
+    finally:
+        if bars:
+            tf.utils.logging.enable_progress_bar()
     model.eval()
     return model.float(), trained
 
