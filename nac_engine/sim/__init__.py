@@ -1,9 +1,14 @@
-"""Cycle-level simulator of a NAC coprocessor/ASIC (hardware config, shapes and cost models).
+"""Cycle-level simulator of a NAC coprocessor/ASIC: systolic array, vector/SFU units, SRAM and
+DMA driven by the MMAP schedule, and the reference core's RTL timing.
 
-Importing this package does not load torch (only shape propagation does).
+``simulate(program, hw="edge-32x32", inputs=..., feeds=...) -> SimResult``;
+``load_hardware(preset_or_toml)`` → :class:`HardwareConfig`. Importing this package does not
+load torch (only shape propagation does).
 """
+from .api import prepare, simulate
 from .config import HardwareConfig, HardwareConfigError, load_hardware, preset_names
+from .result import InstrRecord, SimResult, Transfer
 from .shapes import InputSpec, Program, parse_input_spec
 
-__all__ = ["load_hardware", "preset_names", "HardwareConfig", "HardwareConfigError", "Program", "InputSpec",
-           "parse_input_spec"]
+__all__ = ["simulate", "prepare", "load_hardware", "preset_names", "HardwareConfig", "HardwareConfigError",
+           "SimResult", "InstrRecord", "Transfer", "Program", "InputSpec", "parse_input_spec"]

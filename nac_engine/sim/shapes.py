@@ -106,12 +106,18 @@ _EXTRA_DTYPES = {"uint16", "uint32", "uint64", "complex64", "complex128", "float
 # --------------------------------------------------------------------------- from a file
 def program_shapes(nac: NacFile, inputs: Optional[Mapping[str, Any]] = None,
                    feeds: Optional[Sequence[Any]] = None, states: Optional[Mapping[int, Any]] = None,
-                   name: Optional[str] = None) -> Program:
-    """Run ``nac`` for shapes (meta device, CPU fallback) and describe every instruction."""
+                   name: Optional[str] = None, device: str = "meta") -> Program:
+    """Run ``nac`` for shapes and describe every instruction. ``device="meta"`` (the default)
+    falls back to a CPU run when an op cannot run on meta; ``"cpu"`` runs on the CPU at once."""
+    if device not in ("meta", "cpu"):
+        raise ValueError(f"device must be 'meta' or 'cpu', not {device!r}")
     import torch  # noqa: F401  (the interpreter needs it; imported here so the engine stays torch-free)
     from ..runtime.errors import MissingInputError
 
     notes: list[str] = []
+    if device == "cpu":
+        return _describe(nac, _run(nac, inputs, feeds, states, meta=False), "cpu", notes,
+                         name or (nac.path or "program"))
     try:
         session = _run(nac, inputs, feeds, states, meta=True)
         source = "meta"
@@ -198,6 +204,7 @@ def _const(v: Any) -> Any:
 
 
 def _arg(v: Any):
+    import numpy as np
     import torch
     from ..runtime.kernels import first_of_multi
     v = first_of_multi(v)
@@ -205,11 +212,8 @@ def _arg(v: Any):
         return ("t", _tensor_info(v))
     if isinstance(v, (tuple, list)) and v and all(isinstance(x, torch.Tensor) for x in v):
         return ("tl", tuple(_tensor_info(x) for x in v))
-    if isinstance(v, torch.Tensor) is False and hasattr(v, "item") and callable(v.item):
-        try:
-            return ("c", _const(v.item()))
-        except Exception:
-            return ("c", None)
+    if isinstance(v, np.generic):
+        return ("c", _const(v.item()))
     return ("c", _const(v))
 
 
