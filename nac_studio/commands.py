@@ -13,7 +13,7 @@ selection changes).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 from PySide6.QtCore import QObject, Signal

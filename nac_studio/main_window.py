@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, QHBoxLayout, QInputDialog,
                                QLabel, QListWidget, QListWidgetItem, QMainWindow, QMenu, QMessageBox,
@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, 
                                QToolBar, QToolButton, QVBoxLayout, QWidget)
 
 from . import icons
-from .commands import Command, CommandRegistry
+from .commands import CommandRegistry
 from .document import Document, Selection
 from .icons import icon
 from .qt_compat import guard_none_refcount
@@ -153,6 +153,7 @@ class MainWindow(QMainWindow):
         cl.addWidget(self.tabs)
         cl.addWidget(self.stack, 1)
         self.setCentralWidget(central)
+        self.tabs.hide()   # shown with the first file
 
         # docks
         self.views: dict[str, QWidget] = {GraphView.object_name: self.graph}
@@ -169,6 +170,7 @@ class MainWindow(QMainWindow):
             self.docks[cls.object_name] = dock
             if hasattr(view, "message"):
                 view.message.connect(self.show_message)
+            dock.visibilityChanged.connect(lambda _v: self.commands.refresh())
         self.problems_view.countChanged.connect(self._on_problem_count)
         self.palette_popup = CommandPalette(self.commands, self)
 
@@ -294,7 +296,8 @@ class MainWindow(QMainWindow):
             name = cls.object_name
             c.add(f"view.panel.{name}", f"{cls.title} Panel", lambda n=name: self.toggle_panel(n),
                   shortcut=PANEL_SHORTCUTS.get(name), icon=_PANEL_ICONS.get(name), menu="View", group="b",
-                  order=order, checked=lambda n=name: self.docks[n].isVisible(), tip=f"Show or hide {cls.title}")
+                  order=order, checked=lambda n=name: not self.docks[n].isHidden(),
+                  tip=f"Show or hide {cls.title}")
         c.add("view.resetLayout", "Reset Layout", self.apply_default_layout, icon="layout", menu="View", group="c")
         c.add("view.nextFile", "Next File", lambda: self._cycle_tab(1), shortcut="Ctrl+Tab", menu="View",
               group="d", enabled=lambda: len(self.docs) > 1)
@@ -525,6 +528,11 @@ class MainWindow(QMainWindow):
         for view in self.views.values():
             view.set_document(qdoc)
         self.stack.setCurrentWidget(self.graph if qdoc is not None else self.welcome)
+        problems = self.docks["problems"]
+        if qdoc is not None and qdoc.doc.problems and problems.isVisible() and not problems.isFloating() \
+                and problems.height() < 180:
+            # a damaged file: make room for the list of what is wrong with it
+            self.resizeDocks([problems], [240], Qt.Orientation.Vertical)
         self.tabs.setVisible(qdoc is not None)
         self._on_selection_changed(None)
         self._update_title()
@@ -573,12 +581,15 @@ class MainWindow(QMainWindow):
         self.hex_view.focus_search()
 
     def toggle_panel(self, name: str) -> None:
+        """Hide a panel on screen, show a hidden one, bring one tabbed behind another to front."""
         dock = self.docks[name]
-        if dock.isVisible():
-            dock.hide()
-        else:
+        if dock.isHidden():
             dock.show()
             dock.raise_()
+        elif dock.visibleRegion().isEmpty() and self.isVisible():
+            dock.raise_()
+        else:
+            dock.hide()
 
     def show_palette(self) -> None:
         self.commands.refresh()
@@ -667,6 +678,7 @@ class MainWindow(QMainWindow):
         app = QApplication.instance()
         if app is not None:
             apply_theme(app, mode)
+        self._retint()
         self.commands.refresh()
 
     def _on_scheme_changed(self, *_):
@@ -674,17 +686,24 @@ class MainWindow(QMainWindow):
             self.set_theme("system")
 
     def changeEvent(self, event) -> None:
-        if event.type() == QEvent.Type.PaletteChange:
-            icons.clear_cache()
-            self.commands.refresh_icons()
-            self.setWindowIcon(icon("app"))
-            self.cancel_button.setIcon(icon("cancel"))
-            for i, qd in enumerate(self.docs):
-                self.tabs.setTabIcon(i, icon("warning" if qd.doc.problems else "file"))
-                button = self.tabs.tabButton(i, QTabBar.ButtonPosition.RightSide)
-                if isinstance(button, QToolButton):
-                    button.setIcon(icon("close"))
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self._retint()
         super().changeEvent(event)
+
+    def _retint(self) -> None:
+        """Line icons are drawn in the palette's text colour: redraw them for the new one."""
+        icons.clear_cache()
+        self.commands.refresh_icons()
+        self.setWindowIcon(icon("app"))
+        self.cancel_button.setIcon(icon("cancel"))
+        for i, qd in enumerate(self.docs):
+            self.tabs.setTabIcon(i, icon("warning" if qd.doc.problems else "file"))
+            button = self.tabs.tabButton(i, QTabBar.ButtonPosition.RightSide)
+            if isinstance(button, QToolButton):
+                button.setIcon(icon("close"))
+        for view in self.views.values():
+            if hasattr(view, "retint"):
+                view.retint()
 
     # -- drag and drop --------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:

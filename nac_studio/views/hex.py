@@ -12,7 +12,7 @@ import re
 from typing import Optional
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QAction, QColor, QGuiApplication, QPainter, QPalette, QPen
+from PySide6.QtGui import QAction, QGuiApplication, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QMenu, QSizePolicy, QToolButton,
                                QVBoxLayout, QWidget)
 
@@ -212,6 +212,7 @@ class HexView(QWidget):
         self.qdoc = None
         self._bookmarks: dict[int, dict[int, str]] = {}   # id(qdoc) -> offset -> label
         self._search_task = None
+        self._icon_buttons: list[tuple[QToolButton, str]] = []
         self.area = HexArea(self)
         self.area.setFont(mono_font())
         self.area.tooltip_provider = self._tooltip
@@ -287,8 +288,15 @@ class HexView(QWidget):
         """Width that shows every column without a horizontal scroll bar."""
         return self.area.content_width() + self.area.verticalScrollBar().sizeHint().width() + 12
 
+    def retint(self) -> None:
+        """Re-draw the toolbar icons in the current palette (the main window calls this)."""
+        for button, name in self._icon_buttons:
+            button.setIcon(icon(name))
+        self._apply_colors()
+
     def _tool(self, icon_name: str, tip: str, slot) -> QToolButton:
         b = QToolButton(self)
+        self._icon_buttons.append((b, icon_name))
         b.setIcon(icon(icon_name))
         b.setToolTip(tip)
         b.setAutoRaise(True)

@@ -14,12 +14,12 @@ from typing import Any, Optional
 
 import numpy as np
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, Qt
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QPixmap
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
                                QSplitter, QTreeView, QVBoxLayout, QWidget)
 
 from nac_engine.format import layout as L
-from nac_engine.isa.optable import CONST_CODES, OP_INPUT, OP_OUTPUT
+from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 
 from ..document import Selection
 from ..icons import icon
@@ -209,7 +209,7 @@ class PropertiesView(QWidget):
         self._consumers: Optional[dict[int, list[int]]] = None
         self._mmap_targets: Optional[dict[int, list[tuple[int, str]]]] = None
         self._stats_task = None
-        self._stats_for: Optional[Selection] = None
+        self._stats_for: Optional[tuple[int, Optional[Selection]]] = None   # (param id, selection)
         self.stats: Optional[dict] = None
         self.model = PropertyModel(self)
 
@@ -278,6 +278,10 @@ class PropertiesView(QWidget):
         self.stats_panel.hide()
         self.set_document(qdoc)
 
+    def retint(self) -> None:
+        self.stats_button.setIcon(icon("stats"))
+        self._on_selection(None)   # heading icon and histogram colours
+
     # -- document -------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
         if self.qdoc is not None:
@@ -297,6 +301,7 @@ class PropertiesView(QWidget):
         # this view never sets the selection, so there is no echo to skip
         self._cancel_stats()
         self.stats = None
+        self._stats_for = None
         self.stats_panel.hide()
         if self.qdoc is None:
             self._show("", "", None, [])
@@ -311,7 +316,7 @@ class PropertiesView(QWidget):
         self.heading.setText(heading)
         self.subheading.setText(sub)
         self.subheading.setVisible(bool(sub))
-        self.icon_label.setPixmap(icon(icon_name).pixmap(20, 20) if icon_name else icon("field").pixmap(0, 0))
+        self.icon_label.setPixmap(icon(icon_name).pixmap(20, 20) if icon_name else QPixmap())
         self.model.set_groups(groups)
         self.tree.expandAll()
 
@@ -321,7 +326,10 @@ class PropertiesView(QWidget):
         if sel is None:
             name = (doc.path or "untitled").rsplit("/", 1)[-1]
             groups = [("File", self._file_rows())]
-            self._show(name, "Nothing selected — click a byte, a field, an instruction or a node.", "file", groups)
+            hint = "Nothing selected — click a byte, a field, an instruction or a node."
+            if doc.problems:
+                hint += f" {len(doc.problems)} problems: F8 steps through them."
+            self._show(name, hint, "file", groups)
             return
         kind, key = sel.kind, sel.key
         if kind == "instruction" and isinstance(key, int) and 0 <= key < len(nac.instructions):
@@ -438,16 +446,24 @@ class PropertiesView(QWidget):
                      if 0 <= c < len(nac.instructions)]
         memory = [(f"at t{t}", f"{action} v{i}") for t, action in self._mmap_touching(i)]
         here = nac.mmap_by_tick().get(i, [])
-        memory += [(f"this tick", f"{c.name} {doc._value_name(c.target)}") for c in here]
+        memory += [("this tick", f"{c.name} {doc._value_name(c.target)}") for c in here]
         groups = [("Instruction", general), ("Arguments", args), ("Consumers", consumers[:200]),
                   ("Memory schedule", memory)]
+        loads = nac.param_for(ins)
+        if loads is not None:   # a parameter load is where users look for the tensor
+            groups += self._param_groups(loads.id)[0]
         groups += self._byte_groups(Selection("instruction", i))
         sub = f"{len(consumers)} consumer{'s' if len(consumers) != 1 else ''}"
         if sig:
             sub += f" · signature {sig!r}"
+        if loads is not None:
+            sub += f" · {loads.name}"
         self._show(f"t{i} · {name}", sub, "instruction", groups)
+        if loads is not None:
+            self._offer_stats(loads.id)
 
-    def _param(self, pid: int) -> None:
+    def _param_groups(self, pid: int) -> tuple[list, str]:
+        """The parameter's groups (tensor, quantisation) and a one-line summary."""
         nac = self.qdoc.nac
         p = nac.params[pid]
         rows = [("Name", p.name), ("ID", pid)]
@@ -472,19 +488,24 @@ class PropertiesView(QWidget):
             if m.block_size is not None:
                 quant.append(("Block size", m.block_size))
             if m.scales is not None and len(m.scales):
-                s = np.asarray(m.scales, np.float64)
-                quant += [("Scales", f"{len(s):,} (min {_fmt(s.min())}, max {_fmt(s.max())}, mean {_fmt(s.mean())})"),
-                          ("First scales", ", ".join(_fmt(x) for x in s[:8]) + (" …" if len(s) > 8 else ""))]
+                sc = np.asarray(m.scales, np.float64)
+                quant += [("Scales", f"{len(sc):,} (min {_fmt(sc.min())}, max {_fmt(sc.max())}, "
+                                     f"mean {_fmt(sc.mean())})"),
+                          ("First scales", ", ".join(_fmt(x) for x in sc[:8]) + (" …" if len(sc) > 8 else ""))]
             if m.extra:
                 quant.append(("Extra metadata", f"{len(m.extra)} bytes not decoded"))
         else:
             rows.append(("Tensor", "external (.safetensors)" if not nac.header.weights_internal else "missing"))
-        groups = [("Parameter", rows), ("Quantisation", quant)] + self._byte_groups(Selection("param", pid))
         sub = f"{m.dtype_name}{list(m.logical_shape)}" if m is not None else "no tensor metadata"
         if m is not None and m.quant:
             sub += f" · {L.QUANT_NAMES.get(m.quant)}"
-        self._show(p.name, sub, "param", groups)
-        self._offer_stats(Selection("param", pid), m)
+        return [("Parameter", rows), ("Quantisation", quant)], sub
+
+    def _param(self, pid: int) -> None:
+        groups, sub = self._param_groups(pid)
+        groups += self._byte_groups(Selection("param", pid))
+        self._show(self.qdoc.nac.params[pid].name, sub, "param", groups)
+        self._offer_stats(pid)
 
     def _section(self, sel: Selection) -> None:
         doc = self.qdoc.doc
@@ -526,36 +547,38 @@ class PropertiesView(QWidget):
         return groups
 
     # -- statistics -----------------------------------------------------------------------
-    def _offer_stats(self, sel: Selection, meta) -> None:
-        self._stats_for = sel
+    def _offer_stats(self, pid: int) -> None:
+        """Show the statistics panel for parameter ``pid``; small tensors start at once."""
+        self._stats_for = (pid, self.qdoc.selection)
+        meta = self.qdoc.nac.params[pid].meta
         self.stats_panel.show()
         self.log_check.setVisible(False)
         if self.plot is not None:
             self.plot.hide()
         n = int(np.prod(meta.logical_shape, dtype=np.int64)) if meta is not None and meta.logical_shape else 0
-        external = meta is None
         self.stats_button.setEnabled(True)
         if n and n <= AUTO_STATS_ELEMENTS:
             self.compute_stats()
+        elif n:
+            self.stats_label.setText(f"{n:,} elements — computed on request")
         else:
-            self.stats_label.setText(f"{n:,} elements — computed on request" if n else
-                                     "Values are loaded from the external weights file on request" if external
-                                     else "")
+            self.stats_label.setText("Values come from the external weights file, on request"
+                                     if meta is None else "")
 
     def compute_stats(self):
-        """Start the background statistics task for the selected parameter."""
-        sel = self._stats_for
-        if self.qdoc is None or sel is None or sel.kind != "param":
+        """Start the background statistics task for the parameter on display."""
+        if self.qdoc is None or self._stats_for is None:
             return None
+        pid, owner = self._stats_for
         self._cancel_stats()
-        p = self.qdoc.nac.params.get(sel.key)
+        p = self.qdoc.nac.params.get(pid)
         if p is None:
             return None
         self.stats_button.setEnabled(False)
         self.stats_label.setText("Computing…")
         task = self.qdoc.tasks.submit(f"Statistics of {p.name}", tensor_stats, p.array,
-                                      on_done=lambda r, s=sel: self._stats_done(s, r),
-                                      on_error=lambda e, s=sel: self._stats_failed(s, e))
+                                      on_done=lambda r, s=owner: self._stats_done(s, r),
+                                      on_error=lambda e, s=owner: self._stats_failed(s, e))
         self._stats_task = task
         return task
 
@@ -565,14 +588,14 @@ class PropertiesView(QWidget):
         self._stats_task = None
 
     def _stats_failed(self, sel: Selection, exc) -> None:
-        if sel != self._stats_for or self.qdoc is None or self.qdoc.selection != sel:
+        if self.qdoc is None or self.qdoc.selection != sel:
             return
         from ..tasks import Cancelled
         self.stats_button.setEnabled(True)
         self.stats_label.setText("Cancelled" if isinstance(exc, Cancelled) else f"Could not read values: {exc}")
 
     def _stats_done(self, sel: Selection, result: dict) -> None:
-        if sel != self._stats_for or self.qdoc is None or self.qdoc.selection != sel:
+        if self.qdoc is None or self.qdoc.selection != sel:
             return   # the user moved on; a late result must not overwrite the panel
         self.stats = result
         self.stats_button.setEnabled(True)

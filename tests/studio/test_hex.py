@@ -150,7 +150,7 @@ def test_double_click_selects_the_innermost_field(hex_view, qtbot):
     ins = qdoc.nac.instructions[3]
     off = ins.offset + 4   # D[1]
     view.area.doubleClicked.emit(off)
-    assert qdoc.selection == Selection("span", f"OPS/instr[3]/D[1]")
+    assert qdoc.selection == Selection("span", "OPS/instr[3]/D[1]")
     assert qdoc.tick == 3
 
 
