@@ -341,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--hazards", action="store_true", help="also list same-tick hazards")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_lint)
+    from .sim.command import add_parser as _add_sim; _add_sim(sub)  # noqa: E702
     from .compiler.command import add_parser as _add_compile; _add_compile(sub)  # noqa: E702
     return p
 

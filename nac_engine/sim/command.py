@@ -1,0 +1,124 @@
+"""``nac sim``: argument parsing and printing for the simulator (the work is in the engine).
+
+Importing this module loads neither torch nor the simulator: ``nac``'s other commands stay fast.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("sim", help="cycle-level simulation on a hardware preset or TOML file",
+                       description="Simulate FILE on a NAC coprocessor/ASIC model: systolic array, vector/SFU "
+                                   "units, SRAM and DMA driven by the MMAP schedule.")
+    s.add_argument("file")
+    s.add_argument("--hw", default="edge-32x32", metavar="PRESET_OR_TOML",
+                   help="hardware preset (nac-core-ref, edge-32x32, server-128x128, scalesim-32x32-os|ws|is) "
+                        "or a .toml file (default edge-32x32)")
+    s.add_argument("--json", action="store_true", help="print the result as JSON")
+    s.add_argument("--trace", metavar="trace.json", help="write a Chrome trace-event file (opens in Perfetto)")
+    s.add_argument("--csv", metavar="per_instr.csv", help="write the per-instruction table as CSV")
+    s.add_argument("--input", action="append", metavar="NAME=SHAPE[:DTYPE]|NAME=x.npy",
+                   help="a named input: its shape (1x128:int64) or an .npy file")
+    s.add_argument("--feed", action="append", metavar="SHAPE[:DTYPE]|x.npy",
+                   help="positional value for each <INPUT B=0>/<INPUT B=3> in instruction order")
+    s.add_argument("--set", action="append", metavar="KEY=VALUE", dest="sets",
+                   help="override one hardware key (array.rows=64)")
+    s.add_argument("--sweep", action="append", metavar="KEY=V1,V2,...",
+                   help="sweep a hardware key over values (repeat for a grid); prints a table")
+    s.add_argument("--workers", type=int, metavar="N", help="processes for --sweep (default: CPU count)")
+    s.set_defaults(func=cmd_sim)
+
+
+def _value(text: str, what: str):
+    from ..cli import CliError
+    from .shapes import parse_input_spec
+    if text.endswith(".npy") or os.path.isfile(text):
+        import numpy as np
+        try:
+            return np.load(text, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise CliError(f"{what} {text}: {e}") from None
+    try:
+        return parse_input_spec(text)
+    except ValueError as e:
+        raise CliError(f"{what}: {e}") from None
+
+
+def _overrides(sets) -> dict:
+    from ..cli import CliError
+    from .config import parse_value
+    out = {}
+    for s in sets or []:
+        key, sep, val = s.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"--set {s!r}: expected KEY=VALUE")
+        out[key.strip()] = parse_value(val)
+    return out
+
+
+def cmd_sim(args) -> int:
+    from ..cli import CliError
+    from ..errors import NacFormatError
+    from .config import HardwareConfigError, load_hardware
+    if not os.path.exists(args.file):
+        raise CliError(f"{args.file}: no such file")
+    inputs = {}
+    for spec in args.input or []:
+        name, sep, val = spec.partition("=")
+        if not sep or not name:
+            raise CliError(f"--input {spec!r}: expected NAME=SHAPE[:DTYPE] or NAME=x.npy")
+        inputs[name] = _value(val, f"--input {name}")
+    feeds = [_value(f, "--feed") for f in args.feed] if args.feed else None
+    try:
+        hw = load_hardware(args.hw, _overrides(args.sets))
+        if args.sweep:
+            return _sweep(args, hw, inputs, feeds)
+        from .api import simulate
+        result = simulate(args.file, hw, inputs=inputs or None, feeds=feeds)
+    except HardwareConfigError as e:
+        raise CliError(f"hardware: {e}") from None
+    except NacFormatError as e:
+        raise CliError(f"{args.file}: {e}") from None
+    except (ValueError, TypeError) as e:
+        raise CliError(f"{args.file}: {e}") from None
+    except Exception as e:
+        from ..runtime.errors import NacRuntimeError
+        if isinstance(e, NacRuntimeError):
+            raise CliError(f"{args.file}: {e}") from None
+        raise
+    if args.trace:
+        from .trace import write_trace
+        write_trace(result, args.trace)
+    if args.csv:
+        from ..format.writer import atomic_write
+        atomic_write(args.csv, result.to_csv().encode("utf-8"))
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(result.summary())
+        if args.trace:
+            print(f"  trace: {args.trace} (open in https://ui.perfetto.dev)")
+        if args.csv:
+            print(f"  per-instruction table: {args.csv}")
+    return 0
+
+
+def _sweep(args, hw, inputs, feeds) -> int:
+    from .sweep import format_table, parse_axis, sweep
+    axes = dict(parse_axis(s) for s in args.sweep)
+    rows = sweep(args.file, hw, axes, inputs=inputs or None, feeds=feeds, workers=args.workers)
+    if args.json:
+        json.dump([{**r.values, **{k: v for k, v in r.__dict__.items() if k != "values"}} for r in rows],
+                  sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(f"{args.file} on {hw.name}: {len(rows)} point(s)")
+        print(format_table(rows))
+    return 0
+
+
+__all__ = ["add_parser", "cmd_sim"]
