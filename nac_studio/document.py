@@ -225,6 +225,10 @@ class Document:
             return Selection("section", leaf.name)
         return Selection("span", leaf.path)
 
+    def prepare(self) -> None:
+        """Build the selection ↔ span lookups now (the Studio calls this off the UI thread)."""
+        self._index()
+
     def _index(self) -> dict[tuple, Span]:
         """(kind, key) → span, built once. Instruction spans come straight from their index."""
         if self._span_index is not None:
@@ -306,14 +310,15 @@ class Document:
                 return None
             return self._field_meaning(table[i], span.name, table is nac.instructions)
         if span.name == "target" and parent.type == "mmap_command" and isinstance(span.value, int):
-            return self._value_name(span.value)
+            return self.value_name(span.value)
         if span.type == "tensor_data" and m and m.group(1) == "tensor":
             j = int(m.group(2))
             if j < len(nac.tensor_order) and nac.tensor_order[j] in nac.params:
                 return nac.params[nac.tensor_order[j]].name
         return None
 
-    def _value_name(self, index: int) -> str:
+    def value_name(self, index: int) -> str:
+        """``v39 (aten.relu.default)``: a value by the instruction that produces it."""
         ins = self.nac.instructions
         if 0 <= index < len(ins):
             return f"v{index} ({self.nac.instruction_name(ins[index])})"
@@ -342,10 +347,10 @@ class Document:
                     p = nac.params.get(v)
                     return f"param {p.name}" if p else f"param id {v} (not in DATA)"
                 if ins.b == 3:
-                    return self._const_text(v)
+                    return self.const_text(v)
                 return None
             if ins.a >= 10 or ins.a == OP_CONVERGENCE:
-                return "constant count" if j == 0 else self._const_text(v)
+                return "constant count" if j == 0 else self.const_text(v)
             return None
         if which == "D" and ins.d is not None and j < len(ins.d):
             dv = ins.d[j]
@@ -353,13 +358,14 @@ class Document:
                 return f"jump {dv:+d}"
             if dv != 0:
                 target = ins.index + dv
-                return self._value_name(target) if in_ops else f"v{target}"
+                return self.value_name(target) if in_ops else f"v{target}"
             k = ins.d[:j].count(0)
             ids = ins.const_ids
-            return self._const_text(ids[k]) if k < len(ids) else "constant slot (no id in C)"
+            return self.const_text(ids[k]) if k < len(ids) else "constant slot (no id in C)"
         return None
 
-    def _const_text(self, cid: int) -> str:
+    def const_text(self, cid: int) -> str:
+        """``c5 = 1.0``: a constant id with its value."""
         c = self.nac.constants.get(cid)
         return f"c{cid} = {_short(c.value)}" if c is not None else f"c{cid} (not in CNST)"
 

@@ -55,7 +55,7 @@ def open_document(ctx, path: str) -> Document:
     need first (span index, instruction spans) so the UI thread does not."""
     doc = Document.open(path)
     ctx.check()
-    doc._index()
+    doc.prepare()
     return doc
 
 
@@ -394,8 +394,6 @@ class MainWindow(QMainWindow):
                 self.task_label.setText(f"{task.title}: {text}")
 
     def _task_ended(self, task: Task) -> None:
-        if task.error is not None and not isinstance(task.error, Cancelled) and task.title.startswith("Opening"):
-            pass   # reported by the open handler
         self._update_task_widgets()
 
     def _update_task_widgets(self) -> None:

@@ -357,7 +357,7 @@ class PropertiesView(QWidget):
                        [("Signature", rows)] + self._byte_groups(sel))
         elif kind == "mmap":
             cmds = nac.mmap_by_tick().get(key, [])
-            rows = [(c.name, doc._value_name(c.target)) for c in cmds]
+            rows = [(c.name, doc.value_name(c.target)) for c in cmds]
             self._show(f"MMAP tick {key}", doc.describe(Selection("instruction", key)) if
                        0 <= key < len(nac.instructions) else "", "record",
                        [("Memory commands", rows)] + self._byte_groups(sel))
@@ -431,22 +431,22 @@ class PropertiesView(QWidget):
                 if p.meta is not None:
                     args.append(("tensor", f"{p.dtype}{list(p.shape or ())}  {p.quant_name}"))
             elif ins.b == 3 and ins.c and len(ins.c) > 1:
-                args.append(("constant", doc._const_text(ins.c[1])))
+                args.append(("constant", doc.const_text(ins.c[1])))
         elif ins.a == OP_OUTPUT:
             for j, prod in enumerate(ins.producers()):
-                args.append((f"output {j}", doc._value_name(prod)))
+                args.append((f"output {j}", doc.value_name(prod)))
         else:
             for j, arg in enumerate(nac.arguments(ins)):
                 label = f"{j} · {arg.code} {_SIG_MEANING.get(arg.code, '')}".rstrip()
                 if arg.kind == "ref":
-                    args.append((label, doc._value_name(arg.producer)))
+                    args.append((label, doc.value_name(arg.producer)))
                 else:
                     args.append((label, f"c{arg.const_id} = {_long(arg.value, 60)}"))
         consumers = [(f"t{c}", nac.instruction_name(nac.instructions[c])) for c in self._consumers_of(i)
                      if 0 <= c < len(nac.instructions)]
         memory = [(f"at t{t}", f"{action} v{i}") for t, action in self._mmap_touching(i)]
         here = nac.mmap_by_tick().get(i, [])
-        memory += [("this tick", f"{c.name} {doc._value_name(c.target)}") for c in here]
+        memory += [("this tick", f"{c.name} {doc.value_name(c.target)}") for c in here]
         groups = [("Instruction", general), ("Arguments", args), ("Consumers", consumers[:200]),
                   ("Memory schedule", memory)]
         loads = nac.param_for(ins)
