@@ -522,7 +522,7 @@ class DisassemblyView(QWidget):
         ch = fm.horizontalAdvance("0")
         self.table.setColumnWidth(COL_TICK, ch * 7)
         self.table.setColumnWidth(COL_OP, ch * 30)
-        self.table.setColumnWidth(COL_ARGS, ch * 62)
+        self.table.setColumnWidth(COL_ARGS, ch * 72)
         self.table.setColumnWidth(COL_SIG, ch * 10)
         self.table.setColumnWidth(COL_OFFSET, ch * 12)
         self.table.setIconSize(QSize(8, 8))

@@ -382,9 +382,9 @@ class GraphCanvas(QWidget):
         painter.drawRect(rect.adjusted(-1, -1, 0, 0))
         painter.drawImage(rect.topLeft(), self._minimap)
         painter.setOpacity(1.0)
-        s = self._minimap_scale(rect.size())
+        sx, sy = self._minimap_scales(rect.size())
         vis = self.visible_scene_rect()
-        view = QRectF(rect.x() + vis.x() * s, rect.y() + vis.y() * s, vis.width() * s, vis.height() * s)
+        view = QRectF(rect.x() + vis.x() * sx, rect.y() + vis.y() * sy, vis.width() * sx, vis.height() * sy)
         view = view.intersected(QRectF(rect))
         accent = QColor(pal.color(QPalette.ColorRole.Highlight))
         painter.setPen(QPen(accent, 1.5))
@@ -400,27 +400,33 @@ class GraphCanvas(QWidget):
             return QRect()
         if self.width() < 360 or self.height() < 240:
             return QRect()
-        s = self._minimap_scale(MINIMAP_MAX)
-        w = max(24, int(lay.width * s))
-        h = max(24, int(lay.height * s))
+        if lay.width * self.scale <= self.width() and lay.height * self.scale <= self.height():
+            return QRect()      # the whole graph is on screen: nothing to navigate
+        box = QSize(min(MINIMAP_MAX.width(), int(self.width() * 0.16)),
+                    min(MINIMAP_MAX.height(), int(self.height() * 0.3)))
+        # a tall, narrow graph gets a minimap stretched sideways (at least 40 px wide):
+        # at one scale for both axes it would be a one-pixel line
+        s = min(box.width() / lay.width, box.height() / lay.height)
+        w = min(box.width(), max(40, int(lay.width * s)))
+        h = min(box.height(), max(40, int(lay.height * s)))
         return QRect(self.width() - w - 12, self.height() - h - 12, w, h)
 
-    def _minimap_scale(self, box: QSize) -> float:
+    def _minimap_scales(self, box: QSize) -> tuple[float, float]:
         lay = self.layout_
-        return min(box.width() / lay.width, box.height() / lay.height)
+        return box.width() / lay.width, box.height() / lay.height
 
     def _render_minimap(self, size: QSize, pal: QPalette) -> QImage:
         img = QImage(size, QImage.Format.Format_ARGB32_Premultiplied)
         img.fill(pal.color(QPalette.ColorRole.Window))
         lay = self.layout_
-        s = self._minimap_scale(size)
+        sx, sy = self._minimap_scales(size)
         p = QPainter(img)
         colors = class_colors(pal.color(QPalette.ColorRole.Window).lightness() < 128)
         by_class: dict[str, list[QRectF]] = {}
         for i, nd in enumerate(lay.graph.nodes):
             x, y, w, h = lay.rect(i)
             by_class.setdefault(nd.op_class, []).append(
-                QRectF(x * s, y * s, max(1.0, w * s), max(1.0, h * s)))
+                QRectF(x * sx, y * sy, max(1.0, w * sx), max(1.0, h * sy)))
         p.setPen(Qt.PenStyle.NoPen)
         for cls, rects in by_class.items():
             p.setBrush(colors[cls][1])
@@ -576,9 +582,9 @@ class GraphCanvas(QWidget):
         rect = self.minimap_rect()
         if rect.isEmpty():
             return
-        s = self._minimap_scale(rect.size())
-        x = (pos.x() - rect.x()) / s
-        y = (pos.y() - rect.y()) / s
+        sx, sy = self._minimap_scales(rect.size())
+        x = (pos.x() - rect.x()) / sx
+        y = (pos.y() - rect.y()) / sy
         self.offset = QPointF(self.width() / 2 - x * self.scale, self.height() / 2 - y * self.scale)
         self._changed()
 
