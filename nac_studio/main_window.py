@@ -266,10 +266,10 @@ class MainWindow(QMainWindow):
         c.add("edit.findPrevious", "Find Previous", lambda: self.hex_view.find(False), shortcut="Shift+F3",
               menu="Edit", group="b", order=2, enabled=has_doc)
         # Go
-        c.add("nav.back", "Back", self.go_back, shortcut="Alt+Left", icon="back", menu="Go", group="a",
+        c.add("nav.back", "Go Back", self.go_back, shortcut="Alt+Left", icon="back", menu="Go", group="a",
               toolbar=True, enabled=lambda: self.active is not None and self.active.doc.can_go_back,
               tip="Previous selection")
-        c.add("nav.forward", "Forward", self.go_forward, shortcut="Alt+Right", icon="forward", menu="Go",
+        c.add("nav.forward", "Go Forward", self.go_forward, shortcut="Alt+Right", icon="forward", menu="Go",
               group="a", order=1, toolbar=True,
               enabled=lambda: self.active is not None and self.active.doc.can_go_forward, tip="Next selection")
         c.add("nav.gotoOffset", "Go to Offset…", self._focus_goto, shortcut="Ctrl+G", icon="goto", menu="Go",

@@ -104,16 +104,26 @@ def system_scheme_dark() -> bool | None:
     return None
 
 
+_platform_palette: QPalette | None = None
+
+
 def apply_theme(app, mode: str = "system") -> bool:
     """Fusion style plus a light or dark palette; returns whether the result is dark.
 
-    ``mode``: ``"system"`` (follow the platform; light when it does not say), ``"light"``,
-    ``"dark"``.
+    ``mode``: ``"light"``, ``"dark"``, or ``"system"``: the Studio's light/dark palette
+    when the platform reports a scheme, else the platform's own palette untouched (a
+    desktop theme without a scheme hint still decides the colours).
     """
+    global _platform_palette
+    if _platform_palette is None:
+        _platform_palette = QPalette(app.palette())
     app.setStyle("Fusion")
     if mode == "system":
         reported = system_scheme_dark()
-        dark = bool(reported)
+        if reported is None:
+            app.setPalette(_platform_palette)
+            return is_dark(_platform_palette)
+        dark = reported
     else:
         dark = mode == "dark"
     app.setPalette(dark_palette() if dark else light_palette())

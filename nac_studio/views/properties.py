@@ -444,7 +444,7 @@ class PropertiesView(QWidget):
                     args.append((label, f"c{arg.const_id} = {_long(arg.value, 60)}"))
         consumers = [(f"t{c}", nac.instruction_name(nac.instructions[c])) for c in self._consumers_of(i)
                      if 0 <= c < len(nac.instructions)]
-        memory = [(f"at t{t}", f"{action} v{i}") for t, action in self._mmap_touching(i)]
+        memory = [(f"at t{t}", f"{action} v{i}") for t, action in self._mmap_touching(i) if t != i]
         here = nac.mmap_by_tick().get(i, [])
         memory += [("this tick", f"{c.name} {doc.value_name(c.target)}") for c in here]
         groups = [("Instruction", general), ("Arguments", args), ("Consumers", consumers[:200]),

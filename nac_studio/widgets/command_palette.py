@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtCore import QAbstractListModel, QEvent, QModelIndex, QPersistentModelIndex, Qt, QSize
+from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import (QFrame, QLineEdit, QListView, QStyle, QStyledItemDelegate,
                                QStyleOptionViewItem, QVBoxLayout, QWidget)
 
@@ -44,16 +45,20 @@ class PaletteModel(QAbstractListModel):
             return None
         cmd = self._rows[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return cmd.title
+            category = (cmd.menu or "").split("/")[0]
+            return f"{category}: {cmd.title}" if category else cmd.title
         if role == Qt.ItemDataRole.ToolTipRole:
             return cmd.tip or cmd.id
         if role == ROLE_COMMAND_ID:
             return cmd.id
         if role == ROLE_SHORTCUT:
             return self.registry.shortcut_text(cmd.id)
-        if role == Qt.ItemDataRole.DecorationRole and cmd.icon:
-            from ..icons import icon
-            return icon(cmd.icon)
+        if role == Qt.ItemDataRole.DecorationRole:
+            # a blank icon keeps titles aligned between commands with and without icons
+            if cmd.icon:
+                from ..icons import icon
+                return icon(cmd.icon)
+            return _blank_icon()
         return None
 
     def flags(self, index):
@@ -64,6 +69,12 @@ class PaletteModel(QAbstractListModel):
         if cmd.is_enabled():
             flags |= Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
         return flags
+
+
+def _blank_icon() -> QIcon:
+    pm = QPixmap(16, 16)
+    pm.fill(Qt.GlobalColor.transparent)
+    return QIcon(pm)
 
 
 class _Delegate(QStyledItemDelegate):
@@ -107,6 +118,7 @@ class CommandPalette(QFrame):
         self.list.setModel(self.model)
         self.list.setItemDelegate(_Delegate(self.list))
         self.list.setUniformItemSizes(True)
+        self.list.setIconSize(QSize(16, 16))
         self.list.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
@@ -125,7 +137,7 @@ class CommandPalette(QFrame):
         if parent is not None:
             top = parent.mapToGlobal(parent.rect().topLeft())
             width = min(640, max(420, parent.width() // 2))
-            self.resize(width, 380)
+            self.setFixedWidth(width)
             self.move(top.x() + (parent.width() - width) // 2, top.y() + 60)
         self.show()
         self.edit.setFocus()
@@ -133,6 +145,11 @@ class CommandPalette(QFrame):
     def _filter(self, text: str) -> None:
         self.model.set_query(text)
         self._select_first_enabled()
+        # the popup shrinks to its matches, like VS Code's
+        rows = max(1, min(self.model.rowCount(), 14))
+        row_h = self.list.sizeHintForRow(0) if self.model.rowCount() else 26
+        self.list.setFixedHeight(rows * row_h + 2 * self.list.frameWidth() + 2)
+        self.adjustSize()
 
     def _select_first_enabled(self) -> None:
         for row in range(self.model.rowCount()):

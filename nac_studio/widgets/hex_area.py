@@ -241,6 +241,8 @@ class HexArea(QAbstractScrollArea):
         hl = QColor(pal.color(QPalette.ColorRole.Highlight))
         hl.setAlpha(120)
         self._paint_ranges(p, first, nrows, [(a, b, hl) for a, b in self._highlights], fill=True)
+        edge = QColor(pal.color(QPalette.ColorRole.Highlight))
+        self._paint_ranges(p, first, nrows, [(a, b, edge) for a, b in self._highlights], fill=False)
         if self._range is not None:
             rc = QColor(pal.color(QPalette.ColorRole.Highlight))
             rc.setAlpha(70)
