@@ -10,7 +10,7 @@ import torch
 pytest.importorskip("transformers")
 
 from nac_engine.compiler import hf  # noqa: E402
-from tests.compiler.helpers import compile_and_check  # noqa: E402
+from tests.compiler.helpers import NEEDS_LIST_REGROUPING, compile_and_check  # noqa: E402
 
 CONFIGS = {
     "bert": dict(model_type="bert", vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
@@ -21,17 +21,6 @@ CONFIGS = {
                 image_size=16, patch_size=4),
     "resnet": dict(model_type="resnet", embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], layer_type="basic"),
 }
-
-
-def runtime_regroups_tensor_lists() -> bool:
-    """Whether the interpreter rebuilds a flattened ``Tensor[]`` argument (``cat(a, b, dim)``)."""
-    from nac_engine.runtime.kernels import Kernels
-    t = torch.ones(1)
-    try:
-        Kernels()("aten.cat.default")(t, t, 0)
-    except Exception:
-        return False
-    return True
 
 
 def build(tmp_path, name, **shape):
@@ -60,9 +49,7 @@ def test_gpt2_causal(tmp_path):
     assert not any(c.nac.instruction_name(i).startswith("nac.arange") for i in c.nac.instructions)
 
 
-@pytest.mark.xfail(not runtime_regroups_tensor_lists(), strict=True, reason=(
-    "the interpreter does not regroup a flattened Tensor[] argument: aten.cat.default(a, b, 1) "
-    "(how NAC stores cat([a, b], 1)) fails in nac_engine.runtime.kernels.bind"))
+@pytest.mark.xfail(**NEEDS_LIST_REGROUPING)
 def test_vit(tmp_path):
     m = build(tmp_path, "vit")
     c = compile_and_check(m.model, (), m.kwargs)

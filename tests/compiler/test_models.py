@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from nac_engine.format import layout as L
-from tests.compiler.helpers import compile_and_check
+from tests.compiler.helpers import NEEDS_LIST_REGROUPING, compile_and_check
 
 
 class MLP(nn.Module):
@@ -138,3 +138,23 @@ def test_optimize_off_keeps_the_exported_graph_and_the_report_says_what_passes_d
     text = format_report(rep)
     assert "identities" in text and f"{rep.instructions_exported} exported -> {rep.instructions}" in text
     assert "min-peak" in text and "reference" in text
+
+
+class _Lists(nn.Module):
+    def forward(self, a, b, i):
+        return torch.cat([a, b, a], 1), torch.stack([a, b]), a[:, i]
+
+
+def test_tensor_lists_are_flattened_one_slot_per_tensor():
+    from nac_engine.compiler import compile_model
+    nac = compile_model(_Lists(), (torch.randn(2, 3), torch.randn(2, 3), torch.tensor([2, 0])), version="1.8").nac
+    by_name = {nac.instruction_name(i): i for i in nac.instructions}
+    cat = by_name["aten.cat.default"]
+    assert nac.signature(cat) == "TTTA" and cat.d[:3] == (-3, -2, -3) and cat.d[3] == 0
+    assert nac.signature(by_name["aten.stack.default"]) == "TT"          # dim=0 is the default: not written
+    assert nac.signature(by_name["aten.index.Tensor"]) == "TcT"      # a[:, i] = index(a, [None, i])
+
+
+@pytest.mark.xfail(**NEEDS_LIST_REGROUPING)
+def test_tensor_lists_run():
+    compile_and_check(_Lists(), (torch.randn(2, 3), torch.randn(2, 3), torch.tensor([2, 0])))
