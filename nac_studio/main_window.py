@@ -307,6 +307,26 @@ class MainWindow(QMainWindow):
             c.add(f"view.theme.{mode}", f"Theme: {mode.capitalize() if mode != 'system' else 'Follow System'}",
                   lambda m=mode: self.set_theme(m), menu="View/Theme", group="a", order=order,
                   checked=lambda m=mode: self.theme == m)
+        # Graph (the central view): its toolbar's actions, reachable from menus and the palette
+        g = self.graph
+        c.add("graph.fit", "Fit Graph", g.canvas.fit, icon="fit", menu="View/Graph", group="a", enabled=has_doc)
+        c.add("graph.find", "Find in Graph…", self._focus_graph_search, icon="search", menu="View/Graph",
+              group="a", order=1, enabled=has_doc)
+        c.add("graph.layout.longestPath", "Graph Layers: Longest Path", lambda: g.set_mode("longest-path"),
+              menu="View/Graph", group="b", checked=lambda: g.mode == "longest-path")
+        c.add("graph.layout.tick", "Graph Layers: By Tick", lambda: g.set_mode("tick"), menu="View/Graph",
+              group="b", order=1, checked=lambda: g.mode == "tick")
+        c.add("graph.weights", "Graph: Show Weights", g.act_params.trigger, icon="param", menu="View/Graph",
+              group="c", checked=g.act_params.isChecked)
+        c.add("graph.constants", "Graph: Show Constants", g.act_consts.trigger, icon="constant",
+              menu="View/Graph", group="c", order=1, checked=g.act_consts.isChecked)
+        c.add("graph.blocks", "Graph: Collapse Repeated Blocks", g.act_collapse.trigger, icon="layout",
+              menu="View/Graph", group="c", order=2, checked=g.act_collapse.isChecked,
+              enabled=g.act_collapse.isEnabled)
+        c.add("graph.exportPng", "Export Graph as PNG…", lambda: self.export_graph("png"), icon="image",
+              menu="View/Graph", group="d", enabled=lambda: self.graph.shown is not None)
+        c.add("graph.exportSvg", "Export Graph as SVG…", lambda: self.export_graph("svg"), icon="image",
+              menu="View/Graph", group="d", order=1, enabled=lambda: self.graph.shown is not None)
         # Help
         c.add("help.shortcuts", "Keyboard Shortcuts", self.show_shortcuts, menu="Help", group="a")
         c.add("help.about", "About NAC Studio", self.show_about, icon="about", menu="Help", group="b")
@@ -577,6 +597,28 @@ class MainWindow(QMainWindow):
         self.docks["hex"].show()
         self.docks["hex"].raise_()
         self.hex_view.focus_search()
+
+    def _focus_graph_search(self) -> None:
+        self.graph.search.setFocus()
+        self.graph.search.selectAll()
+
+    def export_graph(self, fmt: str, path: Optional[str] = None) -> Optional[str]:
+        """Save the graph as PNG or SVG (asks where when ``path`` is not given)."""
+        if self.graph.shown is None:
+            return None
+        if path is None:
+            stem = Path(self.active.doc.path or "graph").stem if self.active is not None else "graph"
+            path, _ = QFileDialog.getSaveFileName(self, f"Export Graph as {fmt.upper()}",
+                                                  f"{stem}-graph.{fmt}", f"{fmt.upper()} (*.{fmt})")
+            if not path:
+                return None
+        if fmt == "svg":
+            self.graph.export_svg(path)
+        elif not self.graph.export_png(path):
+            self.show_message(f"Could not write {path}")
+            return None
+        self.show_message(f"Saved {path}")
+        return path
 
     def toggle_panel(self, name: str) -> None:
         """Hide a panel on screen, show a hidden one, bring one tabbed behind another to front."""

@@ -138,3 +138,21 @@ def test_go_to_tick_and_problem_navigation_commands(window, demo_path, tmp_path,
     monkeypatch.setattr(QInputDialog, "getInt", staticmethod(lambda *a, **k: (6, True)))
     window.commands.run("nav.gotoTick")
     assert qdoc.selection == Selection("instruction", 6)
+
+
+def test_graph_commands_drive_the_graph_view(window, demo_path, qtbot, tmp_path):
+    window.open_and_wait(demo_path)
+    graph = window.graph_view
+    window.commands.run("graph.layout.tick")
+    assert graph.mode == "tick"
+    wait_idle(qtbot, window)
+    assert window.commands.action("graph.layout.tick").isChecked()
+    assert not window.commands.action("graph.layout.longestPath").isChecked()
+    shown = graph.shown.n_nodes
+    window.commands.run("graph.weights")   # hide parameter loads
+    wait_idle(qtbot, window)
+    assert graph.shown.n_nodes < shown and not window.commands.action("graph.weights").isChecked()
+    svg = window.export_graph("svg", str(tmp_path / "g.svg"))
+    assert svg and (tmp_path / "g.svg").read_text().lstrip().startswith("<")
+    png = window.export_graph("png", str(tmp_path / "g.png"))
+    assert png and (tmp_path / "g.png").stat().st_size > 1000
