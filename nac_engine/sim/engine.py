@@ -253,7 +253,6 @@ class _Engine:
 
     # -- the run -------------------------------------------------------------------------------
     def run(self) -> SimResult:
-        hw = self.hw
         records: list[InstrRecord] = []
         core = 0
         for x in self.ins:

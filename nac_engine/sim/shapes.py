@@ -111,8 +111,7 @@ def program_shapes(nac: NacFile, inputs: Optional[Mapping[str, Any]] = None,
     falls back to a CPU run when an op cannot run on meta; ``"cpu"`` runs on the CPU at once."""
     if device not in ("meta", "cpu"):
         raise ValueError(f"device must be 'meta' or 'cpu', not {device!r}")
-    import torch  # noqa: F401  (the interpreter needs it; imported here so the engine stays torch-free)
-    from ..runtime.errors import MissingInputError
+    from ..runtime.errors import MissingInputError   # imports torch: only here, the engine stays torch-free
 
     notes: list[str] = []
     if device == "cpu":

@@ -103,7 +103,6 @@ class _Builder:
     """Appends instructions to a NacFile, interning op names, signatures and constants."""
 
     def __init__(self, with_data: bool):
-        from ..format.model import Constant  # noqa: F401
         self.nac = NacFile(Header(version="1.8", num_outputs=1))
         self.with_data = with_data
         self.ins: list[Instruction] = []

@@ -6,7 +6,6 @@ per program; every simulation below reuses them.
 """
 import json
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
