@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..format import layout as L
 from ..format.model import Header, InputName, Instruction, NacFile, Parameter, TensorMeta
 from ..isa.optable import OP_INPUT, OP_OUTPUT
 from .canonicalize import CanonicalOp

@@ -6,7 +6,6 @@ import textwrap
 
 import numpy as np
 import pytest
-import torch
 
 import nac_engine
 from nac_engine.cli import main

@@ -2,7 +2,6 @@
 limits as named CompileErrors, and export failures reported with the user's source line."""
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys

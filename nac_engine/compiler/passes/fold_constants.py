@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ..graph import Graph, Node, map_nodes, spec_of_value
+from ..graph import Graph, map_nodes, spec_of_value
 from .common import is_pure, replace_and_remove
 
 SMALL_BYTES = 64 * 1024
