@@ -118,6 +118,7 @@ class _Engine:
         self.ins: list[InstrInfo] = prog.instructions
         n = self.n = len(self.ins)
         self.warnings: list[str] = []
+        self._unknown_dtypes: set = set()
         self.nbytes = [self._value_bytes(x) for x in self.ins]
         self.users: dict[int, list[int]] = {}
         for x in self.ins:
@@ -155,9 +156,12 @@ class _Engine:
     # -- static ------------------------------------------------------------------------------
     def _value_bytes(self, x: InstrInfo) -> int:
         hw = self.hw
-        if x.kind == "param" and x.stored is not None:
-            return x.stored.numel * hw.element_bytes(x.stored.dtype)
-        return sum(t.numel * hw.element_bytes(t.dtype) for t in x.outputs)
+        tensors = (x.stored,) if x.kind == "param" and x.stored is not None else x.outputs
+        for t in tensors:
+            if t.dtype not in hw.dtype_bytes and t.dtype not in self._unknown_dtypes:
+                self._unknown_dtypes.add(t.dtype)
+                self.warnings.append(f"dtype {t.dtype} has no entry in dtype_bytes; counted as 4 bytes")
+        return sum(t.numel * hw.element_bytes(t.dtype) for t in tensors)
 
     def _routes(self):
         route: list[str] = [""] * self.n

@@ -285,18 +285,20 @@ def _to_result(nac: NacFile, hw: HardwareConfig, prog: Optional[Program], tl: Re
         name = nac.instruction_name(x)
         if x.a >= 10:
             cls = op_class(name)
-            unit = {"gemm": "systolic", "sfu": "vector", "softmax": "vector", "norm": "vector",
-                    "batchnorm": "vector", "alias": "vector", "copy": "vector"}.get(cls, "vector")
+            unit = "systolic" if cls == "gemm" and rc.systolic_dim > 0 else "vector"
             busy[unit] += k
-            kind, compute, detail = "op", k, {"klat": k, "klat_source": "derived" if rc.klat == "derived"
-                                              else "given"}
+            kind, compute = "op", k
+            detail = {"klat": k, "klat_source": "derived" if rc.klat == "derived" else "given",
+                      "kernel_start": f + 1}
         else:
-            cls, unit, compute, detail = ("load" if x.a == OP_INPUT else "output"), "core", 0, {}
+            cls, unit, detail = ("load" if x.a == OP_INPUT else "output"), "core", {}
+            compute = rc.ilat if x.a == OP_INPUT else 0
             kind = "input" if x.a == OP_INPUT else "output"
             if infos is not None:
                 kind = infos[x.index].kind
-        records.append(InstrRecord(x.index, name, kind, unit, cls, f, f + 1 if x.a >= 10 else f, c,
-                                   compute, 0, dispatch_cycles=c - f - compute,
+        # fetch to commit; what is not kernel (or input-provider) time is ORCH overhead
+        records.append(InstrRecord(x.index, name, kind, unit, cls, f, f, c, compute, 0,
+                                   dispatch_cycles=c - f - compute,
                                    out_bytes=nbytes[x.index] if nbytes else 0, detail=detail))
     transfers = []
     for n_, (tick, target, acc, request, data_done, ready, b) in enumerate(tl.dma):

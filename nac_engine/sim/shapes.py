@@ -224,7 +224,8 @@ def _describe(nac: NacFile, session, source: str, notes: list, name: str) -> Pro
         i = ins.index
         value = results.get(i)
         op = nac.instruction_name(ins)
-        if isinstance(value, NotTaken):
+        if isinstance(value, NotTaken) or i not in results:
+            # a branch not taken, or after the <OUTPUT B=0> that ended the run
             out.append(InstrInfo(i, op, "skipped"))
             continue
         reads = tuple(sorted(set(p for p in ins.producers() if 0 <= p < i)))

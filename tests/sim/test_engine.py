@@ -337,3 +337,28 @@ def test_result_json_has_the_issue_keys():
     json.dumps(d)
     assert r.to_csv().splitlines()[0].startswith("tick,op,kind")
     assert len(r.to_csv().splitlines()) == len(r.instructions) + 1
+
+
+def test_control_flow_branches_not_taken_cost_nothing():
+    from nac_engine.format import layout as L
+    from nac_engine.format.model import Constant, Header, InputName, Instruction, NacFile
+    nac = NacFile(Header(version="1.8", num_inputs=1, num_outputs=1))
+    nac.cmap, nac.perms = {32: "aten.sum.default"}, {1: "T", 2: "Tf", 3: "TT"}
+    nac.constants = {1: Constant(1, L.CONST_FLOAT64, 0.0)}
+    rows = [(2, 0, None, None), (32, 1, None, (-1,)), (13, 2, (1, 1), (-1, 0)), (6, 0, (3, 2, 3), (-1,)),
+            (11, 3, None, (-4, -4)), (3, 0, (1, 0), (-1,)),        # true: x + x, return
+            (14, 1, None, (-6,)), (14, 1, None, (-1,)), (3, 0, (1, 0), (-2,))]   # false: -(-x)
+    nac.instructions = [Instruction(i, *r) for i, r in enumerate(rows)]
+    nac.input_names = [InputName(0, "x")]
+    hw = load_hardware("edge-32x32")
+    taken = simulate(nac, hw, inputs={"x": np.ones(4096, np.float32)})
+    assert [r.kind for r in taken.instructions][4:] == ["op", "output", "skipped", "skipped", "skipped"]
+    other = simulate(nac, hw, inputs={"x": -np.ones(4096, np.float32)})
+    assert [r.kind for r in other.instructions][4:] == ["skipped", "skipped", "op", "op", "output"]
+    for r in (taken, other):
+        assert "CPU" in r.warnings[0]           # a branch needs the predicate's value: no meta run
+        for rec in r.instructions:
+            if rec.kind == "skipped":
+                assert rec.end_cycle == rec.start_cycle == rec.issue_cycle and rec.compute_cycles == 0
+    assert other.macs == taken.macs == 0
+    assert other.core_cycles > taken.core_cycles     # two negations against one add

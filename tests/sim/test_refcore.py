@@ -62,12 +62,14 @@ def test_scenario_cycles(sid, semantics):
         assert rc["commit"] == commit
     assert [a["accept_cycle"] for a in rc["accepts"]] == accepts
     for rec, f, c in zip(r.instructions, rc["fetch"], rc["commit"]):
-        assert (rec.start_cycle if rec.kind != "op" else rec.start_cycle - 1, rec.end_cycle) == (f, c)
+        assert (rec.issue_cycle, rec.start_cycle, rec.end_cycle, rec.stall_cycles) == (f, f, c, 0)
+        assert rec.dispatch_cycles == {"op": 3, "output": 2}.get(rec.kind, 4)   # ORCH overhead (§3.3)
+        assert rec.compute_cycles == {"op": klat, "output": 0}.get(rec.kind, 1)
 
 
 def test_c11_kernel_starts_every_five_cycles():
     r = simulate(p_ops(), hw(4, 1))
-    starts = [rec.start_cycle for rec in r.instructions if rec.kind == "op"]
+    starts = [rec.detail["kernel_start"] for rec in r.instructions if rec.kind == "op"]
     assert starts == list(range(9, 75, 5))
 
 
