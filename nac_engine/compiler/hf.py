@@ -71,7 +71,7 @@ def load_model(path: str, *, model_class: str = "AutoModel", random_weights: boo
     tf.utils.logging.disable_progress_bar()      # a weight-loading bar per compile is noise in a CLI
     try:
         if trained:
-            model = cls.from_pretrained(path, config=config, local_files_only=True, dtype=torch.float32)
+            model = cls.from_pretrained(path, config=config, local_files_only=True)
         else:
             torch.manual_seed(seed)
             model = cls.from_config(config)
@@ -81,7 +81,7 @@ def load_model(path: str, *, model_class: str = "AutoModel", random_weights: boo
         if bars:
             tf.utils.logging.enable_progress_bar()
     model.eval()
-    return model.float(), trained
+    return model.float(), trained       # float32 whatever the checkpoint stores: the reference numerics
 
 
 def example_inputs(model: Any, *, batch: int = 1, seq_len: int = 16, image_size: Optional[int] = None,
