@@ -32,6 +32,11 @@ def compile(model, args=(), kwargs=None, *, optimize: bool = True, quantization:
     * ``preload_lookahead``: how many instructions ahead weights are preloaded;
     * ``tokenizer``: a local Hugging Face tokenizer directory to embed (RSRC).
 
+    The model is exported in eval mode (its training flag is restored afterwards); ``model`` may
+    also be a ``torch.export.ExportedProgram``. Unquantised parameter payloads are views of the
+    model's own tensors (no copy, so a GPT-2-size compile stays within 3× the weight bytes):
+    write the file before changing the model's weights.
+
     Raises :class:`CompileError` (export failures carry torch's message and the user's source line).
     ``compile_model`` takes the same arguments and also returns the :class:`~.report.CompileReport`.
     """
