@@ -326,7 +326,7 @@ def _sweeps_for(items: int) -> int:
     # pure-Python placement costs a few microseconds per item and sweep
     if items <= 60_000:
         return 4
-    if items <= 250_000:
+    if items <= 150_000:
         return 1
     return 0
 

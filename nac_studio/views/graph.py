@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLin
 from ..document import Selection
 from ..graph_layout import GraphLayout, LayoutCancelled, layout_graph
 from ..graph_model import OP_CLASS_TITLES, OP_CLASSES, DataflowGraph, build_graph, detect_block_prefixes
-from ..widgets.graph_canvas import GraphCanvas, class_colors
+from ..widgets.graph_canvas import GraphCanvas, class_colors, edge_batches
 
 #: Above this many instructions the view opens with repeated blocks collapsed.
 COLLAPSE_BY_DEFAULT = 1500
@@ -251,13 +251,15 @@ class GraphView(QWidget):
 
         def work(ctx, graph=graph, mode=mode):
             try:
-                return layout_graph(graph, mode, progress=ctx.progress, cancelled=lambda: ctx.cancelled)
+                layout = layout_graph(graph, mode, progress=ctx.progress, cancelled=lambda: ctx.cancelled)
             except LayoutCancelled:
                 ctx.check()
                 raise
+            ctx.check()
+            return layout, edge_batches(layout)    # the edge paths too: no UI-thread stall for them
 
         task = self.qdoc.tasks.submit(f"Graph layout ({graph.n_nodes:,} nodes)", work,
-                                      on_done=lambda lay, g=gen: self._layout_done(g, lay),
+                                      on_done=lambda res, g=gen: self._layout_done(g, *res),
                                       on_error=lambda exc, g=gen: self._layout_failed(g, exc))
         task.progressed.connect(lambda frac, _text, g=gen: self._progress(g, frac))
         self._task = task
@@ -271,7 +273,7 @@ class GraphView(QWidget):
         if gen == self._generation:
             self.progress.setValue(int(frac * 1000))
 
-    def _layout_done(self, gen: int, layout: GraphLayout) -> None:
+    def _layout_done(self, gen: int, layout: GraphLayout, batches: list) -> None:
         if gen != self._generation or self.qdoc is None:
             return
         self._task = None
@@ -279,7 +281,7 @@ class GraphView(QWidget):
         self.layout_ = layout
         self.progress.hide()
         self.canvas.set_message("")
-        self.canvas.set_graph_layout(layout, keep_view=not first)
+        self.canvas.set_graph_layout(layout, keep_view=not first, batches=batches)
         st = layout.stats
         self.status.setText(f"{st['nodes']:,} nodes · {st['edges']:,} edges · {st['layers']:,} layers · "
                             f"{st['seconds']['total']:.2f} s")

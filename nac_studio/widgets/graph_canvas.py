@@ -61,7 +61,6 @@ class GraphCanvas(QWidget):
     nodeClicked = Signal(int)
     nodeActivated = Signal(int)          # double click (a group: expand it)
     hoveredChanged = Signal(int)         # -1 when over nothing
-    viewChanged = Signal()
 
     def __init__(self, parent: Optional[QWidget] = None):
         super().__init__(parent)
@@ -91,10 +90,13 @@ class GraphCanvas(QWidget):
         self._small.setPointSizeF(self._font.pointSizeF() * 0.82)
 
     # ------------------------------------------------------------------ content
-    def set_graph_layout(self, layout: Optional[GraphLayout], keep_view: bool = False) -> None:
+    def set_graph_layout(self, layout: Optional[GraphLayout], keep_view: bool = False,
+                         batches: Optional[list] = None) -> None:
+        """Show ``layout``. ``batches``: its :func:`edge_batches`, if already built (they
+        can be built off the UI thread: ``QPainterPath`` is a plain value type)."""
         self.layout_ = layout
         self.hovered = None
-        self._build_edge_batches()
+        self._edge_batches = batches if batches is not None else edge_batches(layout)
         self._minimap = None
         if layout is not None and not keep_view:
             self.reset_view()
@@ -107,20 +109,6 @@ class GraphCanvas(QWidget):
     def set_highlight(self, selected: set[int], related: set[int], current: Optional[int]) -> None:
         self.selected, self.related, self.current = set(selected), set(related), current
         self.update()
-
-    def _build_edge_batches(self) -> None:
-        self._edge_batches = []
-        lay = self.layout_
-        if lay is None or not len(lay.edge_points):
-            return
-        top = np.array([p[:, 1].min() for p in lay.edge_points])
-        order = np.argsort(top, kind="stable")
-        for start in range(0, len(order), EDGE_BATCH):
-            path = QPainterPath()
-            heads = QPainterPath()
-            for e in order[start:start + EDGE_BATCH]:
-                _add_edge(path, heads, lay.edge_points[e], bool(lay.edge_routed[e]))
-            self._edge_batches.append((path.boundingRect().adjusted(-4, -4, 4, 4), path, heads))
 
     # ------------------------------------------------------------------ view transform
     def scene_to_screen(self, x: float, y: float) -> QPointF:
@@ -190,8 +178,9 @@ class GraphCanvas(QWidget):
         self._changed()
 
     def _changed(self) -> None:
+        # no "view changed" signal per pan step: nothing listens, and on PySide6 6.12 with
+        # CPython 3.11 every emit() also drops a reference to True
         self.update()
-        self.viewChanged.emit()
 
     # ------------------------------------------------------------------ painting
     def paintEvent(self, _event) -> None:
@@ -605,10 +594,33 @@ class GraphCanvas(QWidget):
         return QSize(640, 480)
 
 
+def edge_batches(lay: Optional[GraphLayout]) -> list:
+    """The edges of ``lay`` as (bounds, path, arrowheads) batches of :data:`EDGE_BATCH` edges,
+    grouped by vertical position so a view of part of the graph skips most batches."""
+    out: list = []
+    if lay is None or not len(lay.edge_points):
+        return out
+    top = np.array([p[:, 1].min() for p in lay.edge_points])
+    order = np.argsort(top, kind="stable")
+    for start in range(0, len(order), EDGE_BATCH):
+        path = QPainterPath()
+        heads = QPainterPath()
+        for e in order[start:start + EDGE_BATCH]:
+            _add_edge(path, heads, lay.edge_points[e], bool(lay.edge_routed[e]))
+        out.append((path.boundingRect().adjusted(-4, -4, 4, 4), path, heads))
+    return out
+
+
 def _add_edge(path: QPainterPath, heads: QPainterPath, pts: np.ndarray, routed: bool) -> None:
     """A layered edge: vertical-tangent cubic between consecutive points, arrowhead at the end."""
     if len(pts) < 2:
         return
+    if len(pts) > 3:
+        # bends in a straight vertical run add nothing to the drawing: keep the ends of each run
+        x = pts[:, 0]
+        keep = np.ones(len(pts), dtype=bool)
+        keep[1:-1] = ~((x[1:-1] == x[:-2]) & (x[1:-1] == x[2:]))
+        pts = pts[keep]
     x0, y0 = float(pts[0, 0]), float(pts[0, 1])
     path.moveTo(x0, y0)
     for x1, y1 in pts[1:].tolist():
