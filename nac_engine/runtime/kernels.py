@@ -226,6 +226,60 @@ def bind(op, args: tuple, device: torch.device = torch.device("cpu")) -> tuple[l
     Returns ``(positional, keyword)`` ready for ``op(*positional, **keyword)``. Raises
     TypeError naming the schema when the values do not fit."""
     params = _schema_params(op)
+    try:
+        bound = _bind_greedy(op, params, args, device)
+    except TypeError:
+        # Compilers flatten a Tensor[] argument into one slot per tensor (research §5.2:
+        # cat([a, b], 1) is stored as a, b, 1). Regroup by searching how many items each
+        # tensor-list argument takes; only tried when the plain binding fails.
+        bound = _bind_regrouped(params, args, device)
+        if bound is None:
+            raise
+    return _arrange(params, bound)
+
+
+_TENSOR_LISTS = ("List[Tensor]", "List[Optional[Tensor]]")
+
+
+def _bind_regrouped(params: list, args: tuple, device: torch.device) -> Optional[list]:
+    memo: dict[tuple[int, int], Optional[list]] = {}
+
+    def item_fits(p: _Param, v: Any) -> bool:
+        return isinstance(v, torch.Tensor) or (v is None and p.kind == "List[Optional[Tensor]]")
+
+    def search(j: int, n: int) -> Optional[list]:
+        key = (j, n)
+        if key in memo:
+            return memo[key]
+        out = None
+        if n == len(args):
+            out = [] if all(p.skippable or p.optional for p in params[j:]) else None
+        elif j < len(params):
+            p, v = params[j], args[n]
+            if p.kind in _TENSOR_LISTS:
+                k = 0
+                while n + k < len(args) and item_fits(p, args[n + k]):
+                    k += 1
+                for take in range(k, 0, -1):     # longest first: a list usually ends the run
+                    rest = search(j + 1, n + take)
+                    if rest is not None:
+                        out = [(p, list(args[n:n + take]))] + rest
+                        break
+            if out is None:
+                conv = _convert(p, v, device)
+                if conv is not _NO:
+                    rest = search(j + 1, n + 1)
+                    if rest is not None:
+                        out = [(p, conv)] + rest
+            if out is None and p.skippable:
+                out = search(j + 1, n)
+        memo[key] = out
+        return out
+
+    return search(0, 0)
+
+
+def _bind_greedy(op, params: list, args: tuple, device: torch.device) -> list:
     bound: list[tuple[_Param, Any]] = []
     j = 0
     for n, v in enumerate(args):
@@ -245,6 +299,10 @@ def bind(op, args: tuple, device: torch.device = torch.device("cpu")) -> tuple[l
     for p in params[j:]:
         if not p.skippable and not p.optional:
             raise TypeError(f"{op._schema}: required argument {p.name} was not given")
+    return bound
+
+
+def _arrange(params: list, bound: list) -> tuple[list, dict]:
     positional, keyword = [], {}
     skipped = False
     by_name = {p.name: v for p, v in bound if v is not _DEFAULT}

@@ -181,3 +181,22 @@ def test_unknown_ops_are_not_supported():
         K("my.custom.op")
     with pytest.raises(NotSupported):
         K("nac.gather")
+
+
+def test_flattened_tensor_lists_are_regrouped_by_schema():
+    # research §5.2: cat([a, b], 1) is stored as (a, b, 1); index(a, [None, i]) as (a, None, i)
+    from nac_engine.runtime.kernels import Kernels
+    k = Kernels()
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
+    i = torch.tensor([2, 0])
+    assert torch.equal(k("aten.cat.default")(a, b, a, 1), torch.cat([a, b, a], 1))
+    assert torch.equal(k("aten.cat.default")(a, b), torch.cat([a, b]))
+    assert torch.equal(k("aten.stack.default")(a, b, 1), torch.stack([a, b], 1))
+    assert torch.equal(k("aten.index.Tensor")(a, None, i), a[:, i])
+    # a Tensor[] followed by a Tensor: the list must leave the last tensor to `values`
+    v = torch.full((2, 2), 7.0)
+    expect = a.clone()
+    expect[:, i] = v
+    assert torch.equal(k("aten.index_put.default")(a, None, i, v), expect)
+    with pytest.raises(Exception):
+        k("aten.cat.default")(a, "not a tensor")
