@@ -227,13 +227,17 @@ class Graph:
         if len(inputs) != len(self.inputs):
             raise ValueError(f"graph has {len(self.inputs)} inputs, {len(inputs)} given")
         env: dict[int, Any] = {n.id: v for n, v in zip(self.inputs, inputs)}
+        # NAC has no memory layout: its view is a reshape (``nac.view``). After a pass removes a
+        # ``contiguous``, an eager ``aten.view`` could refuse a strided input that NAC accepts.
+        as_reshape = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default}
         with torch.no_grad():
             for n in self.nodes:
                 if n.kind == "param":
                     env[n.id] = n.tensor
                 elif n.kind == "op":
                     get = lambda x: env[x.id]   # noqa: E731
-                    env[n.id] = n.target(*map_nodes(n.args, get), **map_nodes(n.kwargs, get))
+                    target = torch.ops.aten.reshape.default if n.target in as_reshape else n.target
+                    env[n.id] = target(*map_nodes(n.args, get), **map_nodes(n.kwargs, get))
         return [env[n.id] for n in self.outputs]
 
     def copy(self) -> "Graph":

@@ -294,3 +294,11 @@ def test_a_tensor_lifted_twice_is_one_parameter():
     g = exported(f, torch.randn(3, 4))
     assert len(g.params) == 2
     assert eliminate_common_subexpressions(g) == 1
+
+
+def test_contiguous_before_view_goes_and_the_view_still_evaluates():
+    def f(x):
+        return x.transpose(0, 1).contiguous().view(12)
+    g = exported(f, torch.randn(3, 4))
+    rewrites, before, after = run_pass(remove_identities, g, torch.randn(3, 4))
+    assert rewrites == 1 and ops_of(g) == ["aten.transpose.int", "aten.view.default"]

@@ -2,7 +2,9 @@
 
 * copies and aliases: ``clone``, ``contiguous``, ``alias``, ``detach``, ``lift_fresh_copy``,
   ``positive``, ``copy(self, src)`` (→ ``src``), ``_to_copy``/``to`` to the same dtype — the graph
-  is functional, so a copy is never written to; memory format and device do not change values;
+  is functional, so a copy is never written to; memory format and device do not change values,
+  and NAC has no memory layout (its ``view`` is a reshape), so a ``contiguous`` before a ``view``
+  is not needed either;
 * eval-mode ``dropout(x, p, train=False)``;
 * shape ops that keep the shape: ``view``/``reshape``/``_unsafe_view``/``expand``/``squeeze``/
   ``flatten``/``unflatten``/``slice``/``narrow``/``repeat`` (same shape ⇒ same elements in the
