@@ -128,6 +128,7 @@ class Session:
         self._set_inputs(inputs, feeds, states)
         self.results: dict[int, Any] = {}
         self.outputs: Optional[list[np.ndarray]] = None
+        self.output_values: list = []
         self.sub_outputs: list[list[Any]] = []
         self.branch_taken: dict[int, bool] = {}
         self._gates = self._branch_gates(self.instructions) \
@@ -197,6 +198,7 @@ class Session:
         """Start a new run: results are dropped; parameters, inputs and state are kept."""
         self.results = {}
         self.outputs = None
+        self.output_values = []
         self.sub_outputs = []
         self.branch_taken = {}
         self.tick = 0
@@ -391,8 +393,15 @@ class Session:
         return v
 
     def _finish(self, values: list) -> None:
-        self.outputs = [to_numpy(v) for v in values]
+        self.output_values = list(values)
+        self.outputs = self.convert_outputs(self.output_values)
         self.finished = True
+
+    def convert_outputs(self, values: list) -> list:
+        """What ``outputs`` holds: numpy arrays. Override to keep tensors (a shape-only
+        session on the meta device has no data to convert); ``output_values`` always holds
+        the raw values."""
+        return [to_numpy(v) for v in values]
 
     def gather(self, ins: Instruction) -> list:
         """Seed 000 §8.3: D ≠ 0 → results[i + D]; D == 0 → the next constant of C."""
