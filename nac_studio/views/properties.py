@@ -28,9 +28,10 @@ from ..theme import is_dark, mono_font
 AUTO_STATS_ELEMENTS = 4_000_000
 STATS_CHUNK = 1 << 22
 HIST_BINS = 64
+# Signature codes, seed 000 §5.2.3
 _SIG_MEANING = {"Q": "query", "K": "key", "V": "value", "M": "mask", "B": "bias", "W": "weight", "T": "tensor",
-                "P": "tensor list", "S": "shape / int list", "A": "axes / int list", "f": "float", "i": "int",
-                "b": "bool", "s": "string", "c": "constant"}
+                "P": "parameter / buffer", "S": "shape / size", "A": "axis / dim", "f": "float", "i": "int",
+                "b": "bool", "s": "string", "c": "other constant"}
 
 
 # --------------------------------------------------------------------------- model
