@@ -28,24 +28,6 @@ class Checked:
     rel_errors: list
 
 
-def runtime_regroups_tensor_lists() -> bool:
-    """Whether the interpreter rebuilds a flattened ``Tensor[]`` argument: NAC stores
-    ``cat([a, b], 1)`` as ``aten.cat.default(a, b, 1)`` (one D slot per tensor, research §5.2)."""
-    from nac_engine.runtime.kernels import Kernels
-    t = torch.ones(1)
-    try:
-        Kernels()("aten.cat.default")(t, t, 0)
-    except Exception:
-        return False
-    return True
-
-
-NEEDS_LIST_REGROUPING = dict(
-    condition=not runtime_regroups_tensor_lists(), strict=True,
-    reason="the interpreter does not regroup a flattened Tensor[] argument: aten.cat.default(a, b, 1) fails "
-           "in nac_engine.runtime.kernels.bind")
-
-
 def eager_outputs(model, args, kwargs=None) -> list[np.ndarray]:
     with torch.no_grad():
         out = model(*args, **(kwargs or {}))

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("transformers")
 
 from nac_engine.compiler import hf  # noqa: E402
-from tests.compiler.helpers import NEEDS_LIST_REGROUPING, compile_and_check  # noqa: E402
+from tests.compiler.helpers import compile_and_check  # noqa: E402
 
 CONFIGS = {
     "bert": dict(model_type="bert", vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
@@ -48,7 +48,6 @@ def test_gpt2_causal(tmp_path):
     assert not any(c.nac.instruction_name(i).startswith("nac.arange") for i in c.nac.instructions)
 
 
-@pytest.mark.xfail(**NEEDS_LIST_REGROUPING)
 def test_vit(tmp_path):
     m = build(tmp_path, "vit")
     c = compile_and_check(m.model, (), m.kwargs)

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from nac_engine.format import layout as L
-from tests.compiler.helpers import NEEDS_LIST_REGROUPING, compile_and_check
+from tests.compiler.helpers import compile_and_check
 
 
 class MLP(nn.Module):
@@ -155,6 +155,5 @@ def test_tensor_lists_are_flattened_one_slot_per_tensor():
     assert nac.signature(by_name["aten.index.Tensor"]) == "TcT"      # a[:, i] = index(a, [None, i])
 
 
-@pytest.mark.xfail(**NEEDS_LIST_REGROUPING)
 def test_tensor_lists_run():
     compile_and_check(_Lists(), (torch.randn(2, 3), torch.randn(2, 3), torch.tensor([2, 0])))
