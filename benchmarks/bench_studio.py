@@ -260,8 +260,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     path, source = get_file(args)
-    from nac_studio.qt_compat import guard_none_refcount
-    guard_none_refcount()
+    from nac_studio.qt_compat import guard_singleton_refcounts
+    guard_singleton_refcounts()
     from PySide6.QtWidgets import QApplication
 
     from nac_engine.format.reader import read

@@ -85,8 +85,8 @@ async def _startup(win, args, app) -> int:
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
-    from .qt_compat import guard_none_refcount
-    guard_none_refcount()
+    from .qt_compat import guard_singleton_refcounts
+    guard_singleton_refcounts()
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
     import qasync

@@ -25,7 +25,7 @@ from . import icons
 from .commands import CommandRegistry
 from .document import Document, Selection
 from .icons import icon
-from .qt_compat import guard_none_refcount
+from .qt_compat import guard_singleton_refcounts
 from .qt_document import QtDocument
 from .tasks import Cancelled, Task, TaskRunner
 from .theme import apply_theme
@@ -112,7 +112,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, settings: Optional[QSettings] = None, *, restore: bool = True, persist: bool = True,
                  theme: str = "system"):
-        guard_none_refcount()
+        guard_singleton_refcounts()
         super().__init__()
         self.setObjectName("nacStudioMain")
         self.setWindowTitle("NAC Studio")

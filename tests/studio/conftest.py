@@ -12,9 +12,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from pathlib import Path  # noqa: E402
 
-from nac_studio.qt_compat import guard_none_refcount  # noqa: E402
+from nac_studio.qt_compat import guard_singleton_refcounts  # noqa: E402
 
-guard_none_refcount()   # PySide6 6.12 on CPython 3.11 drops None references (see qt_compat)
+guard_singleton_refcounts()   # PySide6 6.12 on CPython 3.11 drops None/True references (see qt_compat)
 
 import pytest  # noqa: E402
 
