@@ -11,7 +11,8 @@ already is a topological order and two layerings are useful:
   thousand (milliseconds). The main trunk gets the same layers either way.
 * ``"tick"``: one layer per visible node in tick order, so the vertical axis is the
   execution order and lines up with the MMAP timeline (constants sit one layer above
-  their consumer). ``GraphLayout.node_tick`` gives the tick of each row.
+  their consumer; a source shared by collapsed blocks, right above the first of them).
+  Each node's ``tick`` says which tick its row stands for.
 
 Speed. The cost of igraph's Sugiyama is its crossing reduction, roughly
 ``maxiter × (vertices + dummy vertices)``. The dummy count is known before calling it (sum

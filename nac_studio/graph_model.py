@@ -22,6 +22,10 @@ tick to a higher one, and a path that leaves a tick interval can never come back
 Collapsing an interval into one node therefore can never create a cycle, whatever the
 schedule. Intervals of different prefixes that overlap (an interleaving schedule) are
 clipped in tick order so they stay disjoint and contiguous, which keeps the same guarantee.
+One exception keeps blocks meaningful: a *source* (parameter load, input) scheduled inside
+the interval but read outside it too — GPT-2's folded causal mask, loaded once in block 0
+and read by all twelve — stays out of the block. No edge enters a source, so that cannot
+create a cycle either.
 """
 from __future__ import annotations
 
@@ -144,19 +148,23 @@ def detect_block_prefixes(nac: NacFile) -> list[str]:
 
 @dataclass
 class Block:
-    """A run of ticks ``lo..hi`` (inclusive) that belongs to parameter prefix ``prefix``."""
+    """The ticks ``lo..hi`` (inclusive) of parameter prefix ``prefix``, less ``shared``."""
     prefix: str
     lo: int
     hi: int
     n_params: int = 0
+    shared: tuple = ()     # sources in the interval that belong elsewhere (see block_intervals)
 
     @property
-    def ticks(self) -> range:
-        return range(self.lo, self.hi + 1)
+    def ticks(self) -> list[int]:
+        if not self.shared:
+            return list(range(self.lo, self.hi + 1))
+        out = set(self.shared)
+        return [t for t in range(self.lo, self.hi + 1) if t not in out]
 
     @property
     def size(self) -> int:
-        return self.hi - self.lo + 1
+        return self.hi - self.lo + 1 - len(self.shared)
 
 
 def block_intervals(nac: NacFile, prefixes: Iterable[str]) -> list[Block]:
@@ -202,6 +210,23 @@ def block_intervals(nac: NacFile, prefixes: Iterable[str]) -> list[Block]:
             if ins.a == OP_OUTPUT or not prods or not all(b.lo <= p <= b.hi for p in prods):
                 break
             b.hi += 1
+    # A source scheduled inside the interval but read outside it too (a causal mask loaded
+    # once and used by every block, an input) is not part of the block: otherwise every
+    # later block would seem to depend on this one. Leaving a source out cannot create a
+    # cycle, since no edge enters a source.
+    for b in out:
+        dotted = b.prefix + "."
+        shared = []
+        for t in range(b.lo, b.hi + 1):
+            ins = instrs[t]
+            if ins.producers() or ins.a == OP_OUTPUT:
+                continue
+            p = nac.param_for(ins)
+            if p is not None and (p.name.startswith(dotted) or p.name == b.prefix):
+                continue
+            if any(not b.lo <= c <= b.hi for c in consumers.get(t, ())):
+                shared.append(t)
+        b.shared = tuple(shared)
     return out
 
 
@@ -317,6 +342,7 @@ def build_graph(nac: NacFile, *, show_params: bool = True, show_consts: bool = F
     group_of = np.full(n, -1, dtype=np.int64)
     for gi, b in enumerate(collapsed_blocks):
         group_of[b.lo:b.hi + 1] = gi
+        group_of[list(b.shared)] = -1
 
     names = {i.index: i.name for i in nac.input_names}
     problems: list[str] = []
@@ -326,23 +352,12 @@ def build_graph(nac: NacFile, *, show_params: bool = True, show_consts: bool = F
     hidden_param: dict[int, int] = {}           # tick of a hidden param load -> param id
     const_edges: list[tuple[int, int]] = []
 
-    for ins in instrs:
+    def add_instruction(ins) -> None:
         t = ins.index
-        gi = int(group_of[t])
-        if gi >= 0:
-            if gi not in group_node:
-                b = collapsed_blocks[gi]
-                group_node[gi] = len(nodes)
-                nodes.append(Node(("group", b.prefix), "group", _tail(b.prefix, 3), "group", b.lo, b.hi,
-                                  op=b.prefix,
-                                  detail=f"v{b.lo}–v{b.hi} · {b.size} ops",
-                                  composition=_composition(nac, b)))
-            node_of_tick[t] = group_node[gi]
-            continue
         node = _instruction_node(nac, ins, names)
         if node.kind == "param" and not show_params:
             hidden_param[t] = node.param_id if node.param_id is not None else -1
-            continue
+            return
         if show_consts and ins.a >= 10 and ins.d:
             # const nodes go right before their consumer so node order stays topological
             consts = [a for a in nac.arguments(ins) if a.kind == "const"]
@@ -355,6 +370,27 @@ def build_graph(nac: NacFile, *, show_params: bool = True, show_consts: bool = F
             const_edges.extend((k, len(nodes)) for k in range(first, len(nodes)))
         node_of_tick[t] = len(nodes)
         nodes.append(node)
+
+    emitted = np.zeros(n, dtype=bool)
+    for ins in instrs:
+        t = ins.index
+        gi = int(group_of[t])
+        if emitted[t]:
+            continue
+        if gi >= 0:
+            if gi not in group_node:
+                b = collapsed_blocks[gi]
+                for st in b.shared:      # sources it reads go first: node order stays topological
+                    add_instruction(instrs[st])
+                    emitted[st] = True
+                group_node[gi] = len(nodes)
+                nodes.append(Node(("group", b.prefix), "group", _tail(b.prefix, 3), "group", b.lo, b.hi,
+                                  op=b.prefix,
+                                  detail=f"v{b.lo}–v{b.hi} · {b.size} ops",
+                                  composition=_composition(nac, b)))
+            node_of_tick[t] = group_node[gi]
+            continue
+        add_instruction(ins)
 
     edges = set()
     reads: dict[int, set] = {}

@@ -411,7 +411,7 @@ class GraphView(QWidget):
     def _block_of(self, node: int) -> Optional[str]:
         nd = self.shown.nodes[node]
         for b in self.shown.blocks:
-            if b.lo <= nd.tick <= b.hi:
+            if b.lo <= nd.tick <= b.hi and nd.tick not in b.shared:
                 return b.prefix
         return None
 

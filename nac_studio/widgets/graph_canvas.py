@@ -160,7 +160,23 @@ class GraphCanvas(QWidget):
             self.scale = max(ZOOM_MIN, min(ZOOM_MAX, zoom))
         x, y = lay.pos[node]
         self.offset = QPointF(self.width() / 2 - x * self.scale, self.height() / 2 - y * self.scale)
+        self._clamp(24.0)
         self._changed()
+
+    def _clamp(self, margin: float) -> None:
+        """Keep the graph on screen: centred along an axis where it fits, otherwise no more
+        than ``margin`` pixels of empty space beyond its edges."""
+        lay = self.layout_
+        if lay is None:
+            return
+        out = []
+        for off, view, extent in ((self.offset.x(), self.width(), lay.width * self.scale),
+                                  (self.offset.y(), self.height(), lay.height * self.scale)):
+            if extent + 2 * margin <= view:
+                out.append((view - extent) / 2)
+            else:
+                out.append(min(margin, max(view - extent - margin, off)))
+        self.offset = QPointF(*out)
 
     def ensure_visible(self, node: int) -> None:
         lay = self.layout_
@@ -178,6 +194,7 @@ class GraphCanvas(QWidget):
         self._changed()
 
     def _changed(self) -> None:
+        self._clamp(min(self.width(), self.height()) / 2)
         # no "view changed" signal per pan step: nothing listens, and on PySide6 6.12 with
         # CPython 3.11 every emit() also drops a reference to True
         self.update()

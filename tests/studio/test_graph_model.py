@@ -106,6 +106,7 @@ def test_bert_tiny_blocks_and_collapsed_graph(corpus_case):
     for gi, b in zip(groups, blocks):
         assert all(g.node_of_tick[t] == gi for t in b.ticks)
         # edges into a group: exactly the producers outside it of instructions inside it
+        assert b.shared == ()
         expected_in = {g.node_of_tick[p] for t in b.ticks for p in nac.instructions[t].producers()
                        if not b.lo <= p <= b.hi}
         assert {s for s, d in g.edges.tolist() if d == gi} == expected_in
@@ -153,6 +154,44 @@ v10 = return v9
     want = {(g.node_of_tick[p], g.node_of_tick[c]) for p, c in producer_pairs(nac)
             if g.node_of_tick[p] != g.node_of_tick[c]}
     assert {tuple(e) for e in g.edges.tolist()} == want
+
+
+def test_a_source_shared_by_several_blocks_stays_out_of_them():
+    # a mask loaded once inside block 0 and read by both blocks (as the compiled GPT-2 does)
+    text = """.version 1.8
+.param 1 blk.0.w
+.param 2 mask
+.param 3 blk.0.v
+.param 4 blk.1.w
+.ops
+v0 = input x
+v1 = param blk.0.w
+v2 = param mask
+v3 = nac.add(v0, v1)
+v4 = nac.mul(v3, v2)
+v5 = param blk.0.v
+v6 = nac.add(v4, v5)
+v7 = param blk.1.w
+v8 = nac.add(v6, v7)
+v9 = nac.mul(v8, v2)
+v10 = return v9
+"""
+    nac = assemble(text)
+    blocks = block_intervals(nac, detect_block_prefixes(nac))
+    assert [(b.lo, b.hi, b.shared) for b in blocks] == [(1, 6, (2,)), (7, 8, ())]
+    assert blocks[0].ticks == [1, 3, 4, 5, 6] and blocks[0].size == 5
+    g = build_graph(nac, collapse_prefixes=["blk.0", "blk.1"])
+    g0, g1 = (g.node_of_tick[b.lo] for b in blocks)
+    mask = g.node_of_tick[2]
+    assert g.nodes[mask].kind == "param" and mask not in (g0, g1)
+    t = g.node_of_tick
+    assert {tuple(e) for e in g.edges.tolist()} == {(t[0], g0), (mask, g0), (mask, t[9]), (g0, g1), (g1, t[9]),
+                                                    (t[9], t[10])}
+    assert all(s < d for s, d in g.edges.tolist())
+    # hidden, the mask is remembered by the group and the instruction that read it
+    h = build_graph(nac, show_params=False, collapse_prefixes=["blk.0", "blk.1"])
+    assert h.nodes[h.node_of_tick[1]].params == (2,) and h.nodes[h.node_of_tick[9]].params == (2,)
+    assert h.nodes[h.node_of_tick[1]].kind == "group"
 
 
 def test_gpt2_like_blocks_absorb_the_residual_tail():
