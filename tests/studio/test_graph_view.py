@@ -203,3 +203,26 @@ def test_no_document(qtbot, bert):
     assert not v.canvas.grab().isNull()
     v.set_document(bert)
     qtbot.waitUntil(lambda: v.layout_ is not None, timeout=TIMEOUT)
+
+
+def test_hover_frames_the_node_and_explains_it(qtbot, bert):
+    v = make_view(qtbot, bert)
+    relayout_with(qtbot, v, lambda: v.act_params.setChecked(False))
+    node = int(v.graph.node_of_tick[29])          # aten.linear.default reading two hidden weights
+    v.canvas.center_on(node, zoom=1.0)
+    qtbot.mouseMove(v.canvas, node_screen_pos(v, node).toPoint())
+    qtbot.waitUntil(lambda: v.canvas.hovered == node, timeout=2000)
+    tip = v._tooltip(node)
+    assert "aten.linear.default" in tip and "t29" in tip
+    assert "reads m.encoder.layer.0.attention.self.query.weight" in tip
+
+
+def test_zoom_keeps_the_point_under_the_cursor(qtbot, bert):
+    v = make_view(qtbot, bert)
+    node = int(v.graph.node_of_tick[60])
+    v.canvas.center_on(node, zoom=0.5)
+    anchor = node_screen_pos(v, node)
+    v.canvas.zoom_by(1.6, anchor)
+    assert abs(v.canvas.scale - 0.8) < 1e-9
+    after = node_screen_pos(v, node)
+    assert abs(after.x() - anchor.x()) < 1 and abs(after.y() - anchor.y()) < 1
