@@ -8,6 +8,7 @@ hex / C array / Python bytes live in the view's toolbar and in the command regis
 """
 from __future__ import annotations
 
+import os
 import re
 from typing import Optional
 
@@ -23,9 +24,9 @@ from ..icons import icon
 from ..theme import mono_font, section_color
 from ..widgets.hex_area import ROW, HexArea
 
-#: Files up to this size are searched on the UI thread (a find over 16 MB takes ~10 ms).
-INLINE_SEARCH_BYTES = 16 << 20
-SEARCH_CHUNK = 16 << 20
+#: Files up to this size are searched on the UI thread (a few milliseconds when cached).
+INLINE_SEARCH_BYTES = 4 << 20
+SEARCH_CHUNK = 4 << 20   # one chunk's find holds the GIL for about a millisecond
 COPY_LIMIT = 1 << 20
 
 _HEX_RE = re.compile(r"^[0-9a-fA-F\s]+$")
@@ -56,15 +57,42 @@ def format_python_bytes(data: bytes) -> str:
     return repr(bytes(data))
 
 
-def find_in(buf, pattern: bytes, start: int, forward: bool = True, ctx=None,
+class FileChunks:
+    """A file read with ``os.pread``, which releases the GIL while the disk works.
+
+    Searching the memory map itself would fault pages in while holding the GIL (and the
+    reader maps files with ``MADV_RANDOM``, so without read-ahead): on a file not in the
+    page cache that froze the UI for over a second per chunk.
+    """
+
+    def __init__(self, path: str):
+        self.fd = os.open(path, os.O_RDONLY)
+        self.size = os.fstat(self.fd).st_size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read_at(self, offset: int, n: int) -> bytes:
+        return os.pread(self.fd, n, offset)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def find_in(source, pattern: bytes, start: int, forward: bool = True, ctx=None,
             chunk: int = SEARCH_CHUNK) -> int:
-    """First match at or after ``start`` (forward) or before ``start`` (backward), wrapping
-    around once; -1 when absent. Works on bytes and mmap alike, a chunk at a time so a
-    background task can report progress and stop between chunks."""
-    size = len(buf)
+    """First match at or after ``start`` (forward) or the last one before ``start``
+    (backward), wrapping around once; -1 when absent.
+
+    ``source`` is bytes-like (bytes, mmap) or has ``read_at(offset, n)`` (:class:`FileChunks`).
+    It is read a chunk at a time, so a background task reports progress and can stop
+    between chunks, and no more than one chunk is in memory.
+    """
+    size = len(source)
     n = len(pattern)
     if n == 0 or n > size:
         return -1
+    read = source.read_at if hasattr(source, "read_at") else (lambda o, k: bytes(source[o:o + k]))
     start = max(0, min(start, size))
     if forward:
         spans = [(start, size), (0, min(size, start + n - 1))]
@@ -77,9 +105,10 @@ def find_in(buf, pattern: bytes, start: int, forward: bool = True, ctx=None,
             pos = lo
             while pos < hi:
                 end = min(hi, pos + chunk)
-                idx = buf.find(pattern, pos, min(size, end + n - 1))
-                if idx >= 0 and idx < hi:
-                    return idx
+                # n - 1 bytes of overlap: a match may straddle two chunks
+                idx = read(pos, min(size, end + n - 1) - pos).find(pattern)
+                if idx >= 0 and pos + idx < hi:
+                    return pos + idx
                 done += end - pos
                 pos = end
                 if ctx is not None:
@@ -89,15 +118,24 @@ def find_in(buf, pattern: bytes, start: int, forward: bool = True, ctx=None,
             pos = hi
             while pos > lo:
                 begin = max(lo, pos - chunk)
-                idx = buf.rfind(pattern, begin, min(size, pos + n - 1))
-                if idx >= 0 and begin <= idx < pos:
-                    return idx
+                idx = read(begin, min(size, pos + n - 1) - begin).rfind(pattern)
+                if idx >= 0 and begin + idx < pos:
+                    return begin + idx
                 done += pos - begin
                 pos = begin
                 if ctx is not None:
                     ctx.check()
                     ctx.progress(done, total)
     return -1
+
+
+def search_file(ctx, path: str, pattern: bytes, start: int, forward: bool) -> int:
+    """Background search of a file on disk (see :class:`FileChunks`)."""
+    chunks = FileChunks(path)
+    try:
+        return find_in(chunks, pattern, start, forward, ctx=ctx)
+    finally:
+        chunks.close()
 
 
 def parse_goto(text: str, current: int) -> int:
@@ -517,8 +555,12 @@ class HexView(QWidget):
             self._found(find_in(buf, pat, start, forward), pat)
             return None
         self.cancel_search()
-        task = self.qdoc.tasks.submit(f"Searching {len(buf) >> 20} MB",
-                                      lambda ctx: find_in(buf, pat, start, forward, ctx=ctx),
+        path = self.qdoc.doc.path
+        if path and os.path.isfile(path) and os.path.getsize(path) == len(buf):
+            work = lambda ctx: search_file(ctx, path, pat, start, forward)  # noqa: E731
+        else:   # a document without its file on disk: search the buffer itself
+            work = lambda ctx: find_in(buf, pat, start, forward, ctx=ctx)  # noqa: E731
+        task = self.qdoc.tasks.submit(f"Searching {len(buf) >> 20} MB", work,
                                       on_done=lambda idx, p=pat: self._found(idx, p),
                                       on_error=self._search_failed)
         self._search_task = task

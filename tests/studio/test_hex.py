@@ -8,7 +8,7 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 
 from nac_studio.document import Selection
 from nac_studio.views import hex as hexmod
-from nac_studio.views.hex import (HexView, find_in, format_c_array, format_hex, parse_goto,
+from nac_studio.views.hex import (FileChunks, HexView, find_in, format_c_array, format_hex, parse_goto,
                                   parse_hex_pattern)
 from nac_studio.widgets.hex_area import ROW, HexArea
 
@@ -68,14 +68,19 @@ def test_offset_at_inverts_the_cell_geometry(qtbot):
     assert area.offset_at(QPointF(area._cell_left(0), 2)) is None   # column header
 
 
+@pytest.mark.parametrize("on_disk", [False, True], ids=["buffer", "file"])
 @pytest.mark.parametrize("forward", [True, False])
-def test_find_in_matches_a_plain_scan_across_chunk_edges_and_wraps(forward):
+def test_find_in_matches_a_plain_scan_across_chunk_edges_and_wraps(forward, on_disk, tmp_path):
     rng = random.Random(7)
     data = bytes(rng.choice(b"ab\x00") for _ in range(3000))
+    source = data
+    if on_disk:
+        (tmp_path / "data.bin").write_bytes(data)
+        source = FileChunks(str(tmp_path / "data.bin"))
     for pat in (b"ab", b"aab", b"\x00\x00b", b"abba", b"zz"):
         hits = [i for i in range(len(data)) if data.startswith(pat, i)]
         for start in (0, 1, 777, 1500, 2999, 3000):
-            got = find_in(data, pat, start, forward, chunk=7)
+            got = find_in(source, pat, start, forward, chunk=7)
             if not hits:
                 assert got == -1
                 continue
