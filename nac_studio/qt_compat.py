@@ -1,5 +1,8 @@
 """Work around a PySide6 defect that would crash the Studio on CPython 3.11.
 
+pyproject.toml keeps PySide6 below 6.12 for this reason; this guard stays for environments
+that already have 6.12.0 installed (a distribution package, a pinned lock file).
+
 PySide6 6.12.0's wheels return the singletons ``None`` and ``True`` without taking a
 reference to them: every void method call (``QWidget.update()``, ``QPainter.drawText()``,
 ``QAction.setEnabled()`` ...) drops one reference to ``None`` and every ``Signal.emit()``

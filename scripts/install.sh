@@ -7,7 +7,11 @@ PY=${PYTHON:-python3}
 
 need=()
 if command -v dpkg >/dev/null 2>&1; then
-    for pkg in libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libdbus-1-3 xvfb xauth; do
+    # offscreen tests need the first five; a real window (xcb) and xvfb-run need the rest
+    for pkg in libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3 \
+               libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 \
+               libxcb-render-util0 libxcb-shape0 libxcb-randr0 libxcb-xinerama0 libxcb-xkb1 \
+               xvfb xauth; do
         dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
     done
 fi
