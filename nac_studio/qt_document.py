@@ -6,7 +6,7 @@ change, so a view can ignore its own echo and avoid feedback loops.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from PySide6.QtCore import QObject, Signal
 
@@ -51,3 +51,20 @@ class QtDocument(QObject):
 
     def close(self) -> None:
         self.doc.unobserve(self._on_event)
+
+
+def rebind(old: Optional[QtDocument], new: Optional[QtDocument], *,
+           selection: Optional[Callable] = None, tick: Optional[Callable] = None) -> None:
+    """Move a view's slots from ``old`` to ``new`` when the user switches tabs. Disconnecting
+    a slot that was never connected (or whose document is gone) is not an error here."""
+    pairs = [(name, slot) for name, slot in (("selectionChanged", selection), ("tickChanged", tick))
+             if slot is not None]
+    if old is not None:
+        for name, slot in pairs:
+            try:
+                getattr(old, name).disconnect(slot)
+            except (RuntimeError, TypeError):
+                pass
+    if new is not None:
+        for name, slot in pairs:
+            getattr(new, name).connect(slot)

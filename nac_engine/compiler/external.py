@@ -34,14 +34,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 import numpy as np
 
 from ..format import layout as L
 from ..format.model import NacFile, Parameter
 from ..format.quant import bf16_to_f32
-from ..format.writer import atomic_write, encode
+from ..format.writer import atomic_produce, atomic_write, encode
 
 METADATA_KEY = "metadata"
 SAFETENSORS_HEADER_LIMIT = 100_000_000     # bytes; the safetensors library refuses larger headers
@@ -109,30 +108,9 @@ def safetensors_content(nac: NacFile) -> tuple[dict, dict]:
 
 def _atomic_save_safetensors(tensors: dict, metadata: dict, path: str) -> None:
     from safetensors.numpy import save_file
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".nac-weights-", suffix=".tmp", dir=directory)
-    os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata=metadata or None)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
+    # save_file writes by name (streaming); fsync through our descriptor covers its writes
+    atomic_produce(path, lambda _fh, tmp: save_file(tensors, tmp, metadata=metadata or None),
+                   prefix=".nac-weights-")
 
 
 def write_compiled(nac: NacFile, path) -> list[str]:

@@ -68,11 +68,19 @@ def write(nac: NacFile, path=None, *, version: Optional[str] = None) -> bytes:
 
 
 def atomic_write(path: str, data: bytes) -> None:
+    atomic_produce(path, lambda fh, _tmp: fh.write(data))
+
+
+def atomic_produce(path: str, produce, prefix: str = ".nac-") -> None:
+    """Write ``path`` all or nothing: ``produce(fh, tmp_path)`` fills a temp file in the same
+    directory (through ``fh``, opened ``wb``, or by name for writers that want a path), which is
+    fsynced and renamed over ``path``; the directory is fsynced so the rename survives a
+    crash. On any error the temp file is removed and ``path`` is untouched."""
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".nac-", suffix=".tmp", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            produce(fh, tmp)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -25,6 +25,7 @@ from nac_engine.format.model import NacFile
 from nac_engine.isa.literals import format_literal
 from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 
+from ..qt_document import rebind
 from ..document import Selection
 from ..graph_model import op_class
 
@@ -529,13 +530,7 @@ class DisassemblyView(QWidget):
 
     # -- document -------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
-        if self.qdoc is not None:
-            for sig, slot in ((self.qdoc.selectionChanged, self._on_selection),
-                              (self.qdoc.tickChanged, self._on_tick)):
-                try:
-                    sig.disconnect(slot)
-                except (RuntimeError, TypeError):
-                    pass
+        rebind(self.qdoc, qdoc, selection=self._on_selection, tick=self._on_tick)
         self.qdoc = qdoc
         self.model.set_dark(self.palette().color(QPalette.ColorRole.Base).lightness() < 128)
         self.filter.blockSignals(True)
@@ -545,8 +540,6 @@ class DisassemblyView(QWidget):
         self._update_count()
         if qdoc is None:
             return
-        qdoc.selectionChanged.connect(self._on_selection)
-        qdoc.tickChanged.connect(self._on_tick)
         self._on_tick(None)
         self._on_selection(None)
 

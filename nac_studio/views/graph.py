@@ -19,6 +19,7 @@ from PySide6.QtGui import QAction, QIcon, QPainter, QPalette
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QProgressBar,
                                QSizePolicy, QToolBar, QToolButton, QVBoxLayout, QWidget)
 
+from ..qt_document import rebind
 from ..document import Selection
 from ..graph_layout import GraphLayout, LayoutCancelled, layout_graph
 from ..graph_model import OP_CLASS_TITLES, OP_CLASSES, DataflowGraph, build_graph, detect_block_prefixes
@@ -188,13 +189,7 @@ class GraphView(QWidget):
 
     # ------------------------------------------------------------------ document
     def set_document(self, qdoc) -> None:
-        if self.qdoc is not None:
-            for sig, slot in ((self.qdoc.selectionChanged, self._on_selection),
-                              (self.qdoc.tickChanged, self._on_tick)):
-                try:
-                    sig.disconnect(slot)
-                except (RuntimeError, TypeError):
-                    pass
+        rebind(self.qdoc, qdoc, selection=self._on_selection, tick=self._on_tick)
         self._cancel_task()
         self.qdoc = qdoc
         self._expanded.clear()
@@ -207,8 +202,6 @@ class GraphView(QWidget):
             self.status.setText("")
             self.legend.set_classes([])
             return
-        qdoc.selectionChanged.connect(self._on_selection)
-        qdoc.tickChanged.connect(self._on_tick)
         big = len(qdoc.nac.instructions) > COLLAPSE_BY_DEFAULT
         has_blocks = bool(detect_block_prefixes(qdoc.nac))
         self.act_collapse.setEnabled(has_blocks)

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QMenu,
 
 from nac_engine.format.spans import UNPARSED
 
+from ..qt_document import rebind
 from ..document import Selection
 from ..icons import icon
 from ..theme import mono_font, section_color
@@ -343,11 +344,7 @@ class HexView(QWidget):
 
     # -- document -------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
-        if self.qdoc is not None:
-            try:
-                self.qdoc.selectionChanged.disconnect(self._on_selection)
-            except (RuntimeError, TypeError):
-                pass
+        rebind(self.qdoc, qdoc, selection=self._on_selection)
         self.cancel_search()
         self.qdoc = qdoc
         if qdoc is None:
@@ -360,7 +357,6 @@ class HexView(QWidget):
         self.area.set_buffer(nac._buf if nac._buf is not None else b"")
         self._apply_colors()
         self.area.set_bookmarks(self.bookmarks().keys())
-        qdoc.selectionChanged.connect(self._on_selection)
         self._on_selection(None)
         self._update_strip_view()
         self._update_cursor_label()

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeade
 from nac_engine.format import layout as L
 from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 
+from ..qt_document import rebind
 from ..document import Selection
 from ..icons import icon
 from ..theme import is_dark, mono_font
@@ -285,17 +286,11 @@ class PropertiesView(QWidget):
 
     # -- document -------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
-        if self.qdoc is not None:
-            try:
-                self.qdoc.selectionChanged.disconnect(self._on_selection)
-            except (RuntimeError, TypeError):
-                pass
+        rebind(self.qdoc, qdoc, selection=self._on_selection)
         self._cancel_stats()
         self.qdoc = qdoc
         self._consumers = None
         self._mmap_targets = None
-        if qdoc is not None:
-            qdoc.selectionChanged.connect(self._on_selection)
         self._on_selection(None)
 
     def _on_selection(self, _source) -> None:

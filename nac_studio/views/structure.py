@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLineEdit, QTreeVi
 
 from nac_engine.format.spans import UNPARSED, Span
 
+from ..qt_document import rebind
 from ..document import Selection
 from ..icons import icon
 
@@ -267,12 +268,7 @@ class StructureView(QWidget):
 
     # -- document -------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
-        if self.qdoc is not None:
-            for sig, slot in ((self.qdoc.selectionChanged, self._on_selection),):
-                try:
-                    sig.disconnect(slot)
-                except (RuntimeError, TypeError):
-                    pass
+        rebind(self.qdoc, qdoc, selection=self._on_selection)
         self.qdoc = qdoc
         if qdoc is None:
             self.model.set_root(None, [])
@@ -280,7 +276,6 @@ class StructureView(QWidget):
         nac = qdoc.nac
         # sections start collapsed: the first screen is the file's layout at a glance
         self.model.set_root(nac.spans, list(qdoc.doc.problems))
-        qdoc.selectionChanged.connect(self._on_selection)
         self._on_selection(None)
 
     # -- document → view ------------------------------------------------------------------
