@@ -7,6 +7,7 @@ tested headless, and the same object could back a different front end.
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -37,14 +38,57 @@ class Selection:
         return f"{self.kind}:{self.key}"
 
 
+#: How bad a problem is. Decode errors and definite MMAP schedule violations are errors;
+#: MMAP hazards (same-tick races that an in-order core may well get away with) are warnings.
+SEVERITIES = ("error", "warning")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A finding about the file that is not a decode error (e.g. from the MMAP schedule
+    check), shaped like :class:`~nac_engine.errors.NacFormatError` (``section``, ``offset``,
+    ``reason``) so every view treats both alike. ``selection`` is what going to it selects
+    (``None``: the byte at ``offset``)."""
+    section: str
+    offset: Optional[int]
+    reason: str
+    severity: str = "error"
+    selection: Optional[Selection] = None
+    kind: str = ""
+
+    def __post_init__(self):
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"unknown severity {self.severity!r}")
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def severity_of(problem: Any) -> str:
+    """``"error"`` or ``"warning"``; anything without a severity (a decode error) is an error."""
+    sev = getattr(problem, "severity", "error")
+    return sev if sev in SEVERITIES else "error"
+
+
+def selection_for_problem(problem: Any) -> Optional[Selection]:
+    """What going to ``problem`` selects: its own selection, else the byte it names."""
+    sel = getattr(problem, "selection", None)
+    if isinstance(sel, Selection):
+        return sel
+    offset = getattr(problem, "offset", None)
+    return Selection("offset", offset) if isinstance(offset, int) else None
+
+
 Observer = Callable[[str, "Document", Any], None]
 
 
 class Document:
     """One open file: the decoded model, the problems found, the current selection/tick.
 
-    Events sent to observers: ``"selection"``, ``"tick"``. Observers are called on the
-    thread that changed the document; the GUI only changes it from the UI thread.
+    Events sent to observers: ``"selection"``, ``"tick"``, ``"problems"`` (the problem list
+    changed: a later check, e.g. the MMAP schedule lint, added or replaced its findings).
+    Observers are called on the thread that changed the document; the GUI only changes it
+    from the UI thread.
     """
 
     def __init__(self, nac: NacFile, path: Optional[str] = None):
@@ -57,6 +101,9 @@ class Document:
         self._forward: list[Selection] = []
         self._span_index: Optional[dict[tuple, Span]] = None
         self._key_by_span: dict[int, tuple] = {}
+        self._found: dict[str, list] = {}     # problems from later checks, by check name
+        #: (size, mtime_ns) of the file when it was read, to tell a later version of it apart
+        self.file_identity: Optional[tuple[int, int]] = None
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -70,6 +117,11 @@ class Document:
 
         nac = read(path, strict=False)
         doc = cls(nac, path)
+        try:
+            st = os.stat(path)
+            doc.file_identity = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            pass
         if nac.header_decoded:
             try:
                 found = verify(nac)
@@ -86,7 +138,20 @@ class Document:
 
     @property
     def problems(self) -> list:
-        return self.nac.problems
+        """Everything wrong with the file: what decoding found (``nac.problems``), then the
+        findings of later checks (:meth:`set_problems`)."""
+        if not any(self._found.values()):
+            return self.nac.problems
+        return [*self.nac.problems, *(p for found in self._found.values() for p in found)]
+
+    def problems_from(self, check: str) -> list:
+        """The findings :meth:`set_problems` stored for ``check`` (empty if it has not run)."""
+        return list(self._found.get(check, ()))
+
+    def set_problems(self, check: str, problems: list, source: Any = None) -> None:
+        """Replace the findings of ``check`` (e.g. ``"mmap"``) and tell the observers."""
+        self._found[check] = list(problems)
+        self._notify("problems", source)
 
     @property
     def size(self) -> int:

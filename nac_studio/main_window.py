@@ -21,9 +21,9 @@ from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, 
                                QProgressBar, QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
                                QToolBar, QToolButton, QVBoxLayout, QWidget)
 
-from . import icons
+from . import icons, schedule_lint
 from .commands import CommandRegistry
-from .document import Document, Selection
+from .document import Document, Selection, severity_of
 from .icons import icon
 from .qt_compat import guard_singleton_refcounts
 from .qt_document import QtDocument
@@ -126,6 +126,7 @@ class MainWindow(QMainWindow):
         self.docs: list[QtDocument] = []
         self.active: Optional[QtDocument] = None
         self._opening: dict[str, Task] = {}
+        self._checks: dict[int, Task] = {}       # id(QtDocument) -> its running MMAP schedule check
         self.open_times: dict[str, float] = {}   # path -> seconds from request to views populated
         self.setDockNestingEnabled(True)
         self.setAcceptDrops(True)
@@ -463,11 +464,12 @@ class MainWindow(QMainWindow):
         qdoc = QtDocument(doc, tasks=self.tasks, parent=self)
         qdoc.selectionChanged.connect(self._on_selection_changed)
         qdoc.tickChanged.connect(lambda _s: self.commands.refresh())
+        qdoc.problemsChanged.connect(lambda _s, d=qdoc: self._on_problems_changed(d))
         self.docs.append(qdoc)
         name = Path(path).name
         self.tabs.blockSignals(True)
-        idx = self.tabs.addTab(icon("warning" if doc.problems else "file"), name)
-        self.tabs.setTabToolTip(idx, path + (f"\n{len(doc.problems)} problems" if doc.problems else ""))
+        idx = self.tabs.addTab(name)
+        self._decorate_tab(idx, qdoc)
         close = QToolButton(self.tabs)
         close.setIcon(icon("close"))
         close.setIconSize(QSize(12, 12))
@@ -486,6 +488,69 @@ class MainWindow(QMainWindow):
         self.show_message(f"Opened {name} in {self.open_times[path]:.2f} s" +
                           (f" — {n} problem{'s' if n != 1 else ''}" if n else ""))
         self.documentOpened.emit(qdoc)
+        self._check_schedule(qdoc)
+
+    # -- the MMAP schedule check (background; its findings join the problem list) -------
+    def _check_schedule(self, qdoc: QtDocument) -> Optional[Task]:
+        """Lint the MMAP schedule off the UI thread (it loads torch, seconds when cold);
+        the file is interactive meanwhile and the problem list grows when it is done."""
+        if not schedule_lint.wanted(qdoc.nac):
+            return None
+        name = Path(qdoc.doc.path or "file").name
+        task = self.tasks.submit(f"Checking the MMAP schedule of {name}", schedule_lint.check, qdoc.nac,
+                                 on_done=lambda report, d=qdoc: self._schedule_checked(d, report),
+                                 on_error=lambda exc, d=qdoc: self._schedule_check_failed(d, exc))
+        self._checks[id(qdoc)] = task
+        return task
+
+    def _schedule_checked(self, qdoc: QtDocument, report) -> None:
+        self._checks.pop(id(qdoc), None)
+        if qdoc not in self.docs:
+            return   # closed while the check ran
+        try:
+            found = schedule_lint.to_problems(qdoc.doc, report)
+        except Exception as exc:   # a damaged file may hold any value in any field
+            found = [schedule_lint.failure_problem(exc)]
+        qdoc.doc.set_problems(schedule_lint.CHECK, found)
+
+    def _schedule_check_failed(self, qdoc: QtDocument, exc: BaseException) -> None:
+        self._checks.pop(id(qdoc), None)
+        if isinstance(exc, Cancelled) or qdoc not in self.docs:
+            return
+        qdoc.doc.set_problems(schedule_lint.CHECK, [schedule_lint.failure_problem(exc)])
+
+    def _on_problems_changed(self, qdoc: QtDocument) -> None:
+        if qdoc not in self.docs:
+            return
+        self._decorate_tab(self.docs.index(qdoc), qdoc)
+        self.commands.refresh()
+        if qdoc is not self.active:
+            return
+        self._make_room_for_problems()
+        found = qdoc.doc.problems_from(schedule_lint.CHECK)
+        if found:
+            errors = sum(1 for p in found if severity_of(p) == "error")
+            warnings = len(found) - errors
+            self.show_message(f"MMAP schedule: {errors} violation{'s' if errors != 1 else ''}, "
+                              f"{warnings} hazard{'s' if warnings != 1 else ''} (see Problems)")
+
+    def _decorate_tab(self, index: int, qdoc: QtDocument) -> None:
+        problems = qdoc.doc.problems
+        errors = sum(1 for p in problems if severity_of(p) == "error")
+        self.tabs.setTabIcon(index, icon("error" if errors else "warning" if problems else "file"))
+        tip = qdoc.doc.path or ""
+        if problems:
+            warnings = len(problems) - errors
+            tip += f"\n{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}"
+        self.tabs.setTabToolTip(index, tip)
+
+    def _make_room_for_problems(self) -> None:
+        problems = self.docks["problems"]
+        qdoc = self.active
+        if qdoc is not None and any(severity_of(p) == "error" for p in qdoc.doc.problems) \
+                and problems.isVisible() and not problems.isFloating() and problems.height() < 180:
+            # a damaged file: make room for the list of what is wrong with it
+            self.resizeDocks([problems], [240], Qt.Orientation.Vertical)
 
     def _open_failed(self, path: str, exc: BaseException) -> None:
         self._opening.pop(path, None)
@@ -510,6 +575,9 @@ class MainWindow(QMainWindow):
     def close_document(self, qdoc: QtDocument) -> None:
         if qdoc not in self.docs:
             return
+        check = self._checks.pop(id(qdoc), None)
+        if check is not None:
+            check.cancel()
         i = self.docs.index(qdoc)
         if qdoc is self.active:
             others = [d for d in self.docs if d is not qdoc]
@@ -546,11 +614,7 @@ class MainWindow(QMainWindow):
         for view in self.views.values():
             view.set_document(qdoc)
         self.stack.setCurrentWidget(self.graph if qdoc is not None else self.welcome)
-        problems = self.docks["problems"]
-        if qdoc is not None and qdoc.doc.problems and problems.isVisible() and not problems.isFloating() \
-                and problems.height() < 180:
-            # a damaged file: make room for the list of what is wrong with it
-            self.resizeDocks([problems], [240], Qt.Orientation.Vertical)
+        self._make_room_for_problems()
         self.tabs.setVisible(qdoc is not None)
         self._on_selection_changed(None)
         self._update_title()
@@ -737,7 +801,7 @@ class MainWindow(QMainWindow):
         self.setWindowIcon(icon("app"))
         self.cancel_button.setIcon(icon("cancel"))
         for i, qd in enumerate(self.docs):
-            self.tabs.setTabIcon(i, icon("warning" if qd.doc.problems else "file"))
+            self._decorate_tab(i, qd)
             button = self.tabs.tabButton(i, QTabBar.ButtonPosition.RightSide)
             if isinstance(button, QToolButton):
                 button.setIcon(icon("close"))

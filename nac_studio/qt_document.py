@@ -17,6 +17,7 @@ from .tasks import TaskRunner
 class QtDocument(QObject):
     selectionChanged = Signal(object)   # source
     tickChanged = Signal(object)        # source
+    problemsChanged = Signal(object)    # source
 
     def __init__(self, doc: Document, tasks: Optional[TaskRunner] = None, parent: Optional[QObject] = None):
         super().__init__(parent)
@@ -29,6 +30,8 @@ class QtDocument(QObject):
             self.selectionChanged.emit(source)
         elif event == "tick":
             self.tickChanged.emit(source)
+        elif event == "problems":
+            self.problemsChanged.emit(source)
 
     # shortcuts so views read naturally
     @property
@@ -54,10 +57,12 @@ class QtDocument(QObject):
 
 
 def rebind(old: Optional[QtDocument], new: Optional[QtDocument], *,
-           selection: Optional[Callable] = None, tick: Optional[Callable] = None) -> None:
+           selection: Optional[Callable] = None, tick: Optional[Callable] = None,
+           problems: Optional[Callable] = None) -> None:
     """Move a view's slots from ``old`` to ``new`` when the user switches tabs. Disconnecting
     a slot that was never connected (or whose document is gone) is not an error here."""
-    pairs = [(name, slot) for name, slot in (("selectionChanged", selection), ("tickChanged", tick))
+    pairs = [(name, slot) for name, slot in (("selectionChanged", selection), ("tickChanged", tick),
+                                             ("problemsChanged", problems))
              if slot is not None]
     if old is not None:
         for name, slot in pairs:

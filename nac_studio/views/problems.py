@@ -1,21 +1,31 @@
-"""Problems view: everything the lenient reader and ``verify`` found, one row each.
+"""Problems view: everything the lenient reader, ``verify`` and the MMAP schedule check
+found, one row each.
 
-Activating a row selects ``Selection("offset", p.offset)``, so the hex view, the
-structure tree and (for a byte inside an instruction) the disassembly and graph all jump
-to the place the problem is about.
+Decode problems and schedule violations are errors; schedule hazards (same-tick races)
+are warnings, drawn with their own icon and muted text, and can be hidden. Activating a
+row selects what the problem is about (``Selection("offset", p.offset)`` for a decode
+problem; the tick's MMAP record, or its instruction, for a schedule finding), so the hex
+view, the structure tree, the disassembly and the graph all jump there. The schedule check
+finishes after the file is on screen; the list refreshes when the document announces new
+problems.
 """
 from __future__ import annotations
 
 from typing import Optional
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
-from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTreeView, QVBoxLayout, QWidget
+from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QToolButton,
+                               QTreeView, QVBoxLayout, QWidget)
 
-from ..document import Selection
+from ..document import selection_for_problem, severity_of
 from ..icons import icon
+from ..qt_document import rebind
 from ..theme import mono_font
 
 COLUMNS = ("Section", "Offset", "Problem")
+ROLE_SEVERITY = Qt.ItemDataRole.UserRole + 1
+_SEVERITY_WORDS = {"error": "Error", "warning": "Warning (a hazard: may be harmless, worth a look)"}
 
 
 class ProblemsModel(QAbstractTableModel):
@@ -58,14 +68,46 @@ class ProblemsModel(QAbstractTableModel):
             return reason
         if role == Qt.ItemDataRole.UserRole:   # sort key
             return (offset if isinstance(offset, int) else -1) if col == 1 else (section if col == 0 else reason)
+        severity = severity_of(p)
+        if role == ROLE_SEVERITY:
+            return severity
         if role == Qt.ItemDataRole.DecorationRole and col == 0:
-            return icon("warning" if "belong to no decoded field" not in reason else "error")
+            return icon(severity)
+        if role == Qt.ItemDataRole.ForegroundRole and severity == "warning":
+            return QGuiApplication.palette().color(QPalette.ColorRole.PlaceholderText)
         if role == Qt.ItemDataRole.ToolTipRole:
             where = f" at offset {offset} (0x{offset:X})" if isinstance(offset, int) else ""
-            return f"{section}{where}:\n{reason}"
+            return f"{_SEVERITY_WORDS[severity]} — {section}{where}:\n{reason}"
         if role == Qt.ItemDataRole.FontRole and col == 1:
             return mono_font(-0.5)
         return None
+
+    def row_of(self, problem) -> int:
+        return next((r for r, p in enumerate(self._rows) if p is problem), -1)
+
+
+class ProblemsFilter(QSortFilterProxyModel):
+    """The text filter plus "hide warnings"."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._warnings = True
+
+    def set_show_warnings(self, show: bool) -> None:
+        if hasattr(self, "beginFilterChange"):   # Qt 6.10+ (invalidateFilter is deprecated there)
+            self.beginFilterChange()
+            self._warnings = show
+            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+        else:
+            self._warnings = show
+            self.invalidateFilter()
+
+    def filterAcceptsRow(self, row: int, parent: QModelIndex) -> bool:
+        if not self._warnings:
+            idx = self.sourceModel().index(row, 0, parent)
+            if self.sourceModel().data(idx, ROLE_SEVERITY) == "warning":
+                return False
+        return super().filterAcceptsRow(row, parent)
 
 
 class ProblemsView(QWidget):
@@ -77,7 +119,7 @@ class ProblemsView(QWidget):
         super().__init__(parent)
         self.qdoc = None
         self.model = ProblemsModel(self)
-        self.proxy = QSortFilterProxyModel(self)
+        self.proxy = ProblemsFilter(self)
         self.proxy.setSourceModel(self.model)
         self.proxy.setFilterKeyColumn(-1)
         self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
@@ -87,6 +129,13 @@ class ProblemsView(QWidget):
         self.filter.setClearButtonEnabled(True)
         self.filter.textChanged.connect(self.proxy.setFilterFixedString)
         self.summary = QLabel(self)
+        self.warnings_button = QToolButton(self)
+        self.warnings_button.setIcon(icon("warning"))
+        self.warnings_button.setCheckable(True)
+        self.warnings_button.setChecked(True)
+        self.warnings_button.setAutoRaise(True)
+        self.warnings_button.setToolTip("Show warnings (MMAP hazards: same-tick races)")
+        self.warnings_button.toggled.connect(self.proxy.set_show_warnings)
         self.table = QTreeView(self)
         self.table.setModel(self.proxy)
         self.table.setRootIsDecorated(False)
@@ -105,6 +154,7 @@ class ProblemsView(QWidget):
         top = QHBoxLayout()
         top.setContentsMargins(4, 2, 4, 2)
         top.addWidget(self.filter, 1)
+        top.addWidget(self.warnings_button)
         top.addWidget(self.summary)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -114,14 +164,36 @@ class ProblemsView(QWidget):
         self.set_document(qdoc)
 
     def set_document(self, qdoc) -> None:
+        rebind(self.qdoc, qdoc, problems=self._on_problems)
         self.qdoc = qdoc
+        self._refresh()
+
+    def _on_problems(self, _source) -> None:
+        """New findings arrived (the schedule check): keep the row the user is on."""
+        cur = self.table.currentIndex()
+        current = self.model.problem(self.proxy.mapToSource(cur).row()) if cur.isValid() else None
+        self._refresh()
+        row = self.model.row_of(current) if current is not None else -1
+        if row >= 0:
+            self.table.setCurrentIndex(self.proxy.mapFromSource(self.model.index(row, 0)))
+
+    def _refresh(self) -> None:
+        qdoc = self.qdoc
         problems = list(qdoc.doc.problems) if qdoc is not None else []
         self.model.set_problems(problems)
         n = len(problems)
+        warnings = sum(1 for p in problems if severity_of(p) == "warning")
+        errors = n - warnings
+        self.warnings_button.setVisible(bool(warnings))
         if qdoc is None:
             self.summary.setText("")
+        elif n == 0:
+            self.summary.setText("No problems")
         else:
-            self.summary.setText("No problems" if n == 0 else f"{n:,} problem{'s' if n != 1 else ''}")
+            parts = [f"{errors:,} error{'s' if errors != 1 else ''}"] if errors else []
+            if warnings:
+                parts.append(f"{warnings:,} warning{'s' if warnings != 1 else ''}")
+            self.summary.setText(" · ".join(parts))
         self.countChanged.emit(n)
 
     def count(self) -> int:
@@ -131,9 +203,9 @@ class ProblemsView(QWidget):
         if self.qdoc is None or not proxy_index.isValid():
             return
         p = self.model.problem(self.proxy.mapToSource(proxy_index).row())
-        offset = getattr(p, "offset", None)
-        if isinstance(offset, int):
-            self.qdoc.select(Selection("offset", offset), source=self)
+        sel = selection_for_problem(p)
+        if sel is not None:
+            self.qdoc.select(sel, source=self)
 
     def go_to_row(self, row: int) -> None:
         """Select the problem in (filtered, sorted) row ``row``; used by next/previous problem."""

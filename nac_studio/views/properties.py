@@ -286,7 +286,7 @@ class PropertiesView(QWidget):
 
     # -- document -------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
-        rebind(self.qdoc, qdoc, selection=self._on_selection)
+        rebind(self.qdoc, qdoc, selection=self._on_selection, problems=self._on_problems)
         self._cancel_stats()
         self.qdoc = qdoc
         self._consumers = None
@@ -307,6 +307,13 @@ class PropertiesView(QWidget):
             self._render(sel)
         except Exception as exc:   # a damaged file must not take the panel down
             self._show("Unreadable selection", f"{sel}: {exc}", "error", [])
+
+    def _on_problems(self, _source) -> None:
+        """Problems found after opening (the MMAP schedule check): refresh the counts and
+        lists shown, except over a parameter, whose statistics would start again."""
+        sel = self.qdoc.selection if self.qdoc is not None else None
+        if sel is None or sel.kind != "param":
+            self._on_selection(None)
 
     def _show(self, heading: str, sub: str, icon_name: Optional[str], groups) -> None:
         self.heading.setText(heading)
@@ -510,7 +517,7 @@ class PropertiesView(QWidget):
             self._show(str(sel.key), "section not present", "section", [])
             return
         records = [c for c in span.children if c.name not in ("tag", "count")]
-        problems = [p for p in doc.problems if span.offset <= getattr(p, "offset", -1) < span.end]
+        problems = _problems_in(doc.problems, span.offset, span.end)
         rows = [("Offset", f"0x{span.offset:X} ({span.offset:,})"), ("Size", f"{span.length:,} bytes"),
                 ("Records / fields", f"{len(records):,}"), ("Problems", len(problems))]
         groups = [("Section", rows)]
@@ -537,7 +544,7 @@ class PropertiesView(QWidget):
         if spans:
             a = min(s.offset for s in spans)
             b = max(s.end for s in spans)
-            found = [p for p in doc.problems if a <= getattr(p, "offset", -1) < b]
+            found = _problems_in(doc.problems, a, b)
             if found:
                 groups.append(("Problems", [(f"0x{p.offset:X}", p.reason) for p in found[:50]]))
         return groups
@@ -644,6 +651,11 @@ class PropertiesView(QWidget):
         plot.addItem(bar)
         plot.setLabel("left", "log10(count+1)" if self.log_check.isChecked() else "count")
         plot.autoRange()
+
+
+def _problems_in(problems: list, a: int, b: int) -> list:
+    """The problems placed in bytes ``a``..``b`` (a problem may have no place: offset None)."""
+    return [p for p in problems if isinstance(getattr(p, "offset", None), int) and a <= p.offset < b]
 
 
 def _ticks(ticks: list[int], limit: int = 12) -> str:

@@ -3,8 +3,10 @@
 The model walks :class:`~nac_engine.format.spans.Span` objects and never copies them, so
 it is exactly as lazy as the span tree: instruction and MMAP spans are built the first
 time their section is expanded, each instruction's fields the first time it is. Bytes no
-field explains (``unparsed``) and records holding a problem ``verify`` found are marked;
-a problem's mark propagates to every ancestor so a collapsed section still shows it.
+field explains (``unparsed``) and records holding a problem are marked (an error icon for
+decode problems and schedule violations, a warning icon for schedule hazards); a mark
+propagates to every ancestor so a collapsed section still shows it. Problems found after
+opening (the background MMAP schedule check) update the marks in place.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLineEdit, QTreeVi
 from nac_engine.format.spans import UNPARSED, Span
 
 from ..qt_document import rebind
-from ..document import Selection
+from ..document import Selection, severity_of
 from ..icons import icon
 
 COLUMNS = ("Name", "Offset", "Size", "Type", "Value")
@@ -49,7 +51,8 @@ class SpanTreeModel(QAbstractItemModel):
         self._root: Optional[Span] = None
         self._kids: dict[int, list[Span]] = {}
         self._row: dict[int, int] = {}
-        self._marked: dict[int, str] = {}
+        self._marked: dict[int, tuple[str, str]] = {}   # id(span) -> (severity, first problem text)
+        self._marked_spans: dict[int, Span] = {}
         self._problem_offsets: list = []
         self.set_root(root, problems or [])
 
@@ -60,26 +63,42 @@ class SpanTreeModel(QAbstractItemModel):
         self._kids.clear()
         self._row.clear()
         self._problem_offsets = list(problems)
-        self._marked = {}
         self._mark_problems()
         self.endResetModel()
+
+    def set_problems(self, problems: list) -> None:
+        """New problem list, same tree: re-mark and repaint only the rows whose mark changed."""
+        before = dict(self._marked)
+        spans = dict(self._marked_spans)
+        self._problem_offsets = list(problems)
+        self._mark_problems()
+        spans.update(self._marked_spans)
+        for key, span in spans.items():
+            if before.get(key) != self._marked.get(key) and key in self._row:
+                idx = self.createIndex(self._row[key], COL_NAME, span)
+                self.dataChanged.emit(idx, idx)
 
     @property
     def root(self) -> Optional[Span]:
         return self._root
 
     def _mark_problems(self) -> None:
-        """id(span) → first problem text, for each span on the path to a problem's byte."""
+        """id(span) → (worst severity, its first problem text), for each span on the path
+        to a problem's byte."""
+        self._marked, self._marked_spans = {}, {}
         if self._root is None:
             return
         for p in self._problem_offsets:
             offset = getattr(p, "offset", None)
             if not isinstance(offset, int):
                 continue
-            reason = getattr(p, "reason", str(p))
+            mark = (severity_of(p), getattr(p, "reason", str(p)))
             node = self._root.span_at(min(max(offset, 0), max(self._root.length - 1, 0)))
             while node is not None and node is not self._root:
-                self._marked.setdefault(id(node), reason)
+                old = self._marked.get(id(node))
+                if old is None or (old[0] == "warning" and mark[0] == "error"):
+                    self._marked[id(node)] = mark
+                    self._marked_spans[id(node)] = node
                 node = node.parent
 
     def children_of(self, span: Span) -> list[Span]:
@@ -177,7 +196,7 @@ class SpanTreeModel(QAbstractItemModel):
         span: Span = index.internalPointer()
         col = index.column()
         unparsed = span.type == UNPARSED or span.name == UNPARSED
-        problem = self._marked.get(id(span))
+        severity, problem = self._marked.get(id(span), (None, None))
         if role == Qt.ItemDataRole.DisplayRole:
             if col == COL_NAME:
                 return span.name
@@ -196,7 +215,7 @@ class SpanTreeModel(QAbstractItemModel):
             if unparsed:
                 return icon("error")
             if problem is not None:
-                return icon("warning")
+                return icon(severity)
             if span.type == "section" or span.type == "header":
                 return icon("section")
             if span.type in _RECORD_TYPES:
@@ -207,7 +226,7 @@ class SpanTreeModel(QAbstractItemModel):
             if unparsed:
                 lines.append("Bytes no decoded field explains.")
             if problem is not None:
-                lines.append(f"Problem: {problem}")
+                lines.append(f"{'Problem' if severity == 'error' else 'Warning'}: {problem}")
             return "\n".join(lines)
         if role == Qt.ItemDataRole.ForegroundRole:
             if unparsed:
@@ -215,7 +234,7 @@ class SpanTreeModel(QAbstractItemModel):
             if col in (COL_OFFSET, COL_SIZE, COL_TYPE):
                 return QGuiApplication.palette().color(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text)
             return None
-        if role == Qt.ItemDataRole.BackgroundRole and (unparsed or problem is not None) and col == COL_NAME:
+        if role == Qt.ItemDataRole.BackgroundRole and (unparsed or severity == "error") and col == COL_NAME:
             c = QColor("#d23c3c" if unparsed else "#e6a01e")
             c.setAlpha(40)
             return c
@@ -226,7 +245,13 @@ class SpanTreeModel(QAbstractItemModel):
         return None
 
     def problem_of(self, span: Span) -> Optional[str]:
-        return self._marked.get(id(span))
+        mark = self._marked.get(id(span))
+        return mark[1] if mark is not None else None
+
+    def severity_at(self, span: Span) -> Optional[str]:
+        """The worst severity of the problems inside ``span`` (``None``: none)."""
+        mark = self._marked.get(id(span))
+        return mark[0] if mark is not None else None
 
 
 class StructureView(QWidget):
@@ -268,7 +293,7 @@ class StructureView(QWidget):
 
     # -- document -------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
-        rebind(self.qdoc, qdoc, selection=self._on_selection)
+        rebind(self.qdoc, qdoc, selection=self._on_selection, problems=self._on_problems)
         self.qdoc = qdoc
         if qdoc is None:
             self.model.set_root(None, [])
@@ -279,6 +304,10 @@ class StructureView(QWidget):
         self._on_selection(None)
 
     # -- document → view ------------------------------------------------------------------
+    def _on_problems(self, _source) -> None:
+        if self.qdoc is not None:
+            self.model.set_problems(list(self.qdoc.doc.problems))
+
     def _on_selection(self, source) -> None:
         if source is self or self.qdoc is None:
             return

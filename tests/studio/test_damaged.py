@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from nac_studio.document import Selection
+from nac_studio.document import Selection, selection_for_problem
 
 from .conftest import wait_idle
 
@@ -56,8 +56,12 @@ def _check_opens(window, path, expect_problems: bool) -> None:
         window.problems_view.go_to_row(row)
         p = window.problems_view.model.problem(window.problems_view.proxy.mapToSource(
             window.problems_view.table.currentIndex()).row())
-        assert doc.selection == Selection("offset", p.offset)
-        if 0 <= p.offset < size:
+        # a decode problem selects its byte; an MMAP finding the record (or instruction) at its offset
+        expected = selection_for_problem(p)
+        assert expected is not None and doc.selection == expected
+        if getattr(p, "selection", None) is None:
+            assert expected == Selection("offset", p.offset)
+        if isinstance(p.offset, int) and 0 <= p.offset < size:
             assert window.hex_view.area.cursor_offset == p.offset
     # clicking around every kind of byte stays safe
     for off in sorted({0, size // 3, size // 2, max(0, size - 1)}):
