@@ -173,6 +173,8 @@ class MainWindow(QMainWindow):
                 view.message.connect(self.show_message)
             dock.visibilityChanged.connect(lambda _v: self.commands.refresh())
         self.problems_view.countChanged.connect(self._on_problem_count)
+        if persist:   # bookmarks per file, next to the layout and recent files
+            self.hex_view.set_settings(self.settings)
         self.palette_popup = CommandPalette(self.commands, self)
 
         self._register_commands()
@@ -485,8 +487,11 @@ class MainWindow(QMainWindow):
         self.settings.setValue("lastDir", str(Path(path).parent)) if self.persist else None
         self.open_times[path] = time.perf_counter() - started
         n = len(doc.problems)
+        stale = len(self.hex_view.stale_bookmarks())
         self.show_message(f"Opened {name} in {self.open_times[path]:.2f} s" +
-                          (f" — {n} problem{'s' if n != 1 else ''}" if n else ""))
+                          (f" — {n} problem{'s' if n != 1 else ''}" if n else "") +
+                          (f" — {stale} bookmark{'s' if stale != 1 else ''} from an earlier version of the file"
+                           " not applied (Bookmarks menu)" if stale else ""))
         self.documentOpened.emit(qdoc)
         self._check_schedule(qdoc)
 

@@ -5,11 +5,19 @@ double-clicking selects the innermost field. Hovering frames the field under the
 and names it in a tooltip (``OPS/instr[42]/D[1] = -3 → v39 (aten.relu.default)``). Go to
 offset, search (bytes or text; in the background for big files), bookmarks and copy as
 hex / C array / Python bytes live in the view's toolbar and in the command registry.
+
+Bookmarks are kept per file between sessions when the view is given settings
+(:meth:`HexView.set_settings`, see :mod:`nac_studio.bookmark_store`). Those saved for
+another version of the file (its size or mtime changed) are not applied: the bookmark
+menu lists them with Restore Anyway / Discard, and the first change to the file's
+bookmarks replaces them.
 """
 from __future__ import annotations
 
 import os
 import re
+import weakref
+from pathlib import Path
 from typing import Optional
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
@@ -19,8 +27,9 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QMenu,
 
 from nac_engine.format.spans import UNPARSED
 
+from ..bookmark_store import BookmarkStore, file_identity
 from ..qt_document import rebind
-from ..document import Selection
+from ..document import Document, Selection
 from ..icons import icon
 from ..theme import mono_font, section_color
 from ..widgets.hex_area import ROW, HexArea
@@ -249,7 +258,11 @@ class HexView(QWidget):
     def __init__(self, qdoc=None, parent: Optional[QWidget] = None):
         super().__init__(parent)
         self.qdoc = None
-        self._bookmarks: dict[int, dict[int, str]] = {}   # id(qdoc) -> offset -> label
+        # Document -> offset -> label; weak, so a closed file's marks go with it (and a new
+        # document can never inherit them through a reused id)
+        self._bookmarks: "weakref.WeakKeyDictionary[Document, dict[int, str]]" = weakref.WeakKeyDictionary()
+        self._stale: "weakref.WeakKeyDictionary[Document, dict[int, str]]" = weakref.WeakKeyDictionary()
+        self.store: Optional[BookmarkStore] = None
         self._search_task = None
         self._icon_buttons: list[tuple[QToolButton, str]] = []
         self.area = HexArea(self)
@@ -585,10 +598,63 @@ class HexView(QWidget):
         self.message.emit(f"Found at 0x{idx:X}{where}")
 
     # -- bookmarks ------------------------------------------------------------------------
+    def set_settings(self, settings) -> None:
+        """Keep bookmarks between sessions in ``settings`` (``None``: only for this session).
+        Documents already shown keep what they have."""
+        self.store = BookmarkStore(settings) if settings is not None else None
+
     def bookmarks(self) -> dict[int, str]:
         if self.qdoc is None:
             return {}
-        return self._bookmarks.setdefault(id(self.qdoc), {})
+        doc = self.qdoc.doc
+        marks = self._bookmarks.get(doc)
+        if marks is None:
+            marks = self._bookmarks[doc] = self._load_bookmarks(doc)
+        return marks
+
+    def stale_bookmarks(self) -> dict[int, str]:
+        """Bookmarks saved for another version of the current file, not applied."""
+        if self.qdoc is None:
+            return {}
+        self.bookmarks()
+        return self._stale.get(self.qdoc.doc, {})
+
+    def _identity(self, doc: Document):
+        return doc.file_identity or (file_identity(doc.path) if doc.path else None)
+
+    def _load_bookmarks(self, doc: Document) -> dict[int, str]:
+        if self.store is None or not doc.path:
+            return {}
+        marks, stale = self.store.load(doc.path, self._identity(doc))
+        if stale:
+            self._stale[doc] = stale
+            self.message.emit(f"{len(stale)} bookmark{'s' if len(stale) != 1 else ''} saved for an earlier "
+                              f"version of {Path(doc.path).name} not applied (the file changed; see Bookmarks)")
+        return marks
+
+    def _save_bookmarks(self) -> None:
+        """Write the current file's bookmarks (this replaces any stale ones)."""
+        if self.qdoc is None:
+            return
+        doc = self.qdoc.doc
+        self._stale.pop(doc, None)
+        if self.store is not None and doc.path:
+            self.store.save(doc.path, self._identity(doc), self.bookmarks())
+
+    def restore_stale_bookmarks(self) -> int:
+        """Apply the bookmarks saved for an earlier version anyway; returns how many."""
+        if self.qdoc is None:
+            return 0
+        stale = self._stale.pop(self.qdoc.doc, {})
+        marks = self.bookmarks()
+        marks.update({off: label for off, label in stale.items() if off < self.area.size_bytes})
+        self._save_bookmarks()
+        self.area.set_bookmarks(marks.keys())
+        return len(stale)
+
+    def discard_stale_bookmarks(self) -> None:
+        if self.qdoc is not None and self._stale.pop(self.qdoc.doc, None):
+            self._save_bookmarks()
 
     def toggle_bookmark(self, offset: Optional[int] = None) -> None:
         if self.qdoc is None:
@@ -603,6 +669,7 @@ class HexView(QWidget):
             marks[off] = leaf.path if leaf is not None and leaf.parent is not None else f"0x{off:X}"
             self.message.emit(f"Bookmarked 0x{off:X} ({marks[off]})")
         self.area.set_bookmarks(marks.keys())
+        self._save_bookmarks()
 
     def next_bookmark(self, forward: bool = True) -> Optional[int]:
         marks = sorted(self.bookmarks())
@@ -618,20 +685,31 @@ class HexView(QWidget):
     def _fill_bookmark_menu(self) -> None:
         self.bookmark_menu.clear()
         marks = self.bookmarks()
+        stale = self.stale_bookmarks()
         if not marks:
             a = self.bookmark_menu.addAction("No bookmarks (Ctrl+B adds one at the cursor)")
             a.setEnabled(False)
-            return
         for off in sorted(marks):
             act = self.bookmark_menu.addAction(icon("bookmark-on"), f"0x{off:08X}   {marks[off]}")
             act.triggered.connect(lambda _c=False, o=off: self.go_to(str(o)))
-        self.bookmark_menu.addSeparator()
-        clear = self.bookmark_menu.addAction("Clear All Bookmarks")
-        clear.triggered.connect(self._clear_bookmarks)
+        if stale:
+            self.bookmark_menu.addSeparator()
+            head = self.bookmark_menu.addAction(icon("warning"), f"Saved for an earlier version of this file "
+                                                                 f"({len(stale)}, not applied):")
+            head.setEnabled(False)
+            for off in sorted(stale)[:20]:
+                self.bookmark_menu.addAction(f"    0x{off:08X}   {stale[off]}").setEnabled(False)
+            self.bookmark_menu.addAction("Restore Them Anyway", self.restore_stale_bookmarks)
+            self.bookmark_menu.addAction("Discard Them", self.discard_stale_bookmarks)
+        if marks:
+            self.bookmark_menu.addSeparator()
+            clear = self.bookmark_menu.addAction("Clear All Bookmarks")
+            clear.triggered.connect(self._clear_bookmarks)
 
     def _clear_bookmarks(self) -> None:
         self.bookmarks().clear()
         self.area.set_bookmarks([])
+        self._save_bookmarks()
 
     # -- copy -----------------------------------------------------------------------------
     def copy_range(self) -> Optional[tuple[int, int]]:
