@@ -497,12 +497,14 @@ class MainWindow(QMainWindow):
 
     # -- the MMAP schedule check (background; its findings join the problem list) -------
     def _check_schedule(self, qdoc: QtDocument) -> Optional[Task]:
-        """Lint the MMAP schedule off the UI thread (it loads torch, seconds when cold);
-        the file is interactive meanwhile and the problem list grows when it is done."""
+        """Lint the MMAP schedule off the UI thread (in a child process while torch is not
+        loaded, see schedule_lint); the file is interactive meanwhile and the problem list
+        grows when it is done."""
         if not schedule_lint.wanted(qdoc.nac):
             return None
         name = Path(qdoc.doc.path or "file").name
         task = self.tasks.submit(f"Checking the MMAP schedule of {name}", schedule_lint.check, qdoc.nac,
+                                 qdoc.doc.path, qdoc.doc.file_identity,
                                  on_done=lambda report, d=qdoc: self._schedule_checked(d, report),
                                  on_error=lambda exc, d=qdoc: self._schedule_check_failed(d, exc))
         self._checks[id(qdoc)] = task

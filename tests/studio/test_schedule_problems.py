@@ -4,7 +4,9 @@ opens, violations as errors and hazards as warnings, each placed at its tick's M
 they arrive."""
 from __future__ import annotations
 
+import json
 import threading
+import time
 
 import pytest
 from PySide6.QtCore import Qt
@@ -218,3 +220,52 @@ def test_reference_v16_planner_never_freed_in_the_corpus(window, qtbot):
         [(f.kind, "error") for f in report.violations] + [(f.kind, "warning") for f in report.hazards])
     assert any(p.kind == "never_freed" and p.severity == "error" for p in rows)
     assert window.problems_view.count() == len(qdoc.doc.problems)
+
+
+def test_the_check_runs_in_a_child_process_when_asked(window, bad_schedule, qtbot, monkeypatch):
+    """While torch is not loaded the Studio checks in a child process (importing torch in a
+    thread stalls the UI); here it is forced, and the in-process checker is booby-trapped."""
+    import nac_engine.runtime.mmap_check as mc
+
+    def not_here(_nac):
+        raise AssertionError("the check ran in the Studio's process")
+    monkeypatch.setattr(mc, "check_schedule", not_here)
+    monkeypatch.setattr(schedule_lint, "CHILD_PROCESS", True)
+    window.open_and_wait(bad_schedule, timeout=60000)
+    rows = _mmap_rows(window.problems_view)
+    got = sorted([(p.severity, p.kind, p.selection.key, p.offset, p.selection) for p in rows], key=str)
+    assert got == _expected(bad_schedule)
+
+
+def test_child_answers_are_checked_before_use(bad_schedule, monkeypatch):
+    from nac_studio.tasks import Cancelled
+    ident = schedule_lint._identity(str(bad_schedule))
+    good = {"identity": list(ident), "has_schedule": True, "hazards": [],
+            "violations": [{"kind": "never_freed", "tick": 3, "target": 0, "message": "m"}]}
+    rep = schedule_lint._parse(json.dumps(good).encode(), ident)
+    assert rep.violations == [schedule_lint.Finding("never_freed", 3, 0, "m")] and rep.has_schedule
+    assert schedule_lint._parse(b"not json", ident) is None
+    assert schedule_lint._parse(b'{"identity": [1, 2], "violations": [], "hazards": []}', ident) is None
+    bad = dict(good, violations=[{"kind": "x", "tick": "three", "target": 0, "message": "m"}])
+    assert schedule_lint._parse(json.dumps(bad).encode(), ident) is None
+    with pytest.raises(schedule_lint.CheckFailed, match="IndexError"):
+        schedule_lint._parse(json.dumps({"identity": list(ident), "error": "IndexError: x"}).encode(),
+                             ident)
+    # a file that changed since it was read is checked in-process, on the bytes that were read
+    monkeypatch.setattr(schedule_lint, "CHILD_PROCESS", True)
+    nac = read(str(bad_schedule))
+    try:
+        import nac_engine.runtime.mmap_check as mc
+        rep = schedule_lint.check(None, nac, str(bad_schedule), (ident[0], ident[1] - 1))
+        assert isinstance(rep, mc.ScheduleReport)
+
+        # cancelling stops the child at once
+        class CancelNow:
+            def check(self):
+                raise Cancelled()
+        started = time.monotonic()
+        with pytest.raises(Cancelled):
+            schedule_lint.check(CancelNow(), nac, str(bad_schedule), ident)
+        assert time.monotonic() - started < 5
+    finally:
+        nac.close()
