@@ -585,6 +585,7 @@ class MainWindow(QMainWindow):
         check = self._checks.pop(id(qdoc), None)
         if check is not None:
             check.cancel()
+        self.graph.forget(qdoc)
         i = self.docs.index(qdoc)
         if qdoc is self.active:
             others = [d for d in self.docs if d is not qdoc]

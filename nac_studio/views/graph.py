@@ -9,10 +9,19 @@ middle of the view in the middle, so the user does not lose their place.
 Clicking a node selects what it stands for (instruction, parameter, constant); a
 collapsed block is expanded by double-clicking it, and folded again from the context
 menu of any of its instructions.
+
+Layouts are cached per document (:class:`LayoutCache`): switching back to a file whose
+graph was laid out with the current options shows it at once, with the blocks the user
+had opened and the view where they left it. An entry is replaced when that document is
+laid out again (options changed), and only the last :data:`LAYOUT_CACHE_DOCS` documents
+keep theirs: a big model's layout holds a few hundred MB of paths.
 """
 from __future__ import annotations
 
-from typing import Optional
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Optional
 
 from PySide6.QtCore import QPointF, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QIcon, QPainter, QPalette
@@ -27,6 +36,60 @@ from ..widgets.graph_canvas import GraphCanvas, class_colors, edge_batches
 
 #: Above this many instructions the view opens with repeated blocks collapsed.
 COLLAPSE_BY_DEFAULT = 1500
+#: How many documents keep their laid-out graph for an instant switch back.
+LAYOUT_CACHE_DOCS = 4
+
+
+@dataclass
+class CachedLayout:
+    """One document's graph as last laid out, and how the user was looking at it."""
+    doc: Any                  # weakref.ref to the Document
+    options: tuple            # (mode, show weights, show constants, collapsed block prefixes)
+    collapse: bool            # the Blocks toggle for this document
+    expanded: frozenset       # blocks opened by hand while collapsing is on
+    layout: GraphLayout
+    batches: list
+    view: Optional[tuple[float, float, float]] = None    # zoom, offset x, offset y when left
+
+
+class LayoutCache:
+    """The last few documents' layouts, most recently used last. Held weakly by document,
+    so a closed file's entry can never be handed to a new document at the same address."""
+
+    def __init__(self):
+        self._entries: "OrderedDict[int, CachedLayout]" = OrderedDict()
+
+    def get(self, doc) -> Optional[CachedLayout]:
+        self._purge()
+        entry = self._entries.get(id(doc))
+        if entry is None or entry.doc() is not doc:
+            return None
+        self._entries.move_to_end(id(doc))
+        return entry
+
+    def put(self, doc, entry: CachedLayout) -> None:
+        self._entries.pop(id(doc), None)
+        self._entries[id(doc)] = entry
+        self._purge()
+        while len(self._entries) > max(0, LAYOUT_CACHE_DOCS):
+            self._entries.popitem(last=False)
+
+    def drop(self, doc) -> None:
+        entry = self._entries.get(id(doc))
+        if entry is not None and entry.doc() in (doc, None):
+            del self._entries[id(doc)]
+
+    def _purge(self) -> None:
+        for key in [k for k, e in self._entries.items() if e.doc() is None]:
+            del self._entries[key]
+
+    def __len__(self) -> int:
+        self._purge()
+        return len(self._entries)
+
+    def __contains__(self, doc) -> bool:
+        entry = self._entries.get(id(doc))
+        return entry is not None and entry.doc() is doc
 
 
 def _icon(name: str) -> QIcon:
@@ -96,6 +159,7 @@ class GraphView(QWidget):
         self._matches: list[int] = []
         self._match_pos = -1
         self._anchor_key = None               # node key to keep in the middle across re-layouts
+        self._cache = LayoutCache()
 
         self.canvas = GraphCanvas(self)
         self.canvas.tooltip_provider = self._tooltip
@@ -191,6 +255,7 @@ class GraphView(QWidget):
     def set_document(self, qdoc) -> None:
         rebind(self.qdoc, qdoc, selection=self._on_selection, tick=self._on_tick)
         self._cancel_task()
+        self._remember_view()
         self.qdoc = qdoc
         self._expanded.clear()
         self._anchor_key = None
@@ -202,13 +267,52 @@ class GraphView(QWidget):
             self.status.setText("")
             self.legend.set_classes([])
             return
-        big = len(qdoc.nac.instructions) > COLLAPSE_BY_DEFAULT
         has_blocks = bool(detect_block_prefixes(qdoc.nac))
         self.act_collapse.setEnabled(has_blocks)
+        cached = self._cache.get(qdoc.doc)
+        if cached is not None and cached.options[:3] == self._shared_options():
+            self._restore(cached)
+            return
+        big = len(qdoc.nac.instructions) > COLLAPSE_BY_DEFAULT
         self.act_collapse.blockSignals(True)
         self.act_collapse.setChecked(big and has_blocks)
         self.act_collapse.blockSignals(False)
         self.relayout()
+
+    def forget(self, qdoc) -> None:
+        """Drop the cached layout of a document being closed."""
+        if qdoc is not None:
+            self._cache.drop(qdoc.doc)
+
+    def _shared_options(self) -> tuple:
+        """The toolbar options every document shares (blocks are per document)."""
+        return (self.mode, self.act_params.isChecked(), self.act_consts.isChecked())
+
+    def _options(self) -> tuple:
+        return self._shared_options() + (tuple(self.collapsed_prefixes()),)
+
+    def _remember_view(self) -> None:
+        """Note where the user was looking, for when they come back to this document."""
+        if self.qdoc is None or self.layout_ is None:
+            return
+        cached = self._cache.get(self.qdoc.doc)
+        if cached is not None and cached.layout is self.layout_:
+            cached.view = self.canvas.view_state()
+
+    def _restore(self, cached: CachedLayout) -> None:
+        """Show a cached layout: no task, the blocks and the view as the user left them."""
+        self.act_collapse.blockSignals(True)
+        self.act_collapse.setChecked(cached.collapse)
+        self.act_collapse.blockSignals(False)
+        self._expanded = set(cached.expanded)
+        self._generation += 1      # a late result of an older request must not replace this
+        self.graph = cached.layout.graph
+        self._show_layout(cached.layout, cached.batches, keep_view=False)
+        if cached.view is not None:
+            self.canvas.set_view_state(cached.view)
+        else:
+            self._center_after_layout(cached.layout)
+        self.layoutReady.emit()
 
     @property
     def mode(self) -> str:
@@ -231,6 +335,8 @@ class GraphView(QWidget):
             return
         self._remember_anchor()
         self._cancel_task()
+        self._cache.drop(self.qdoc.doc)   # the options changed (or nothing was laid out yet)
+        options = self._options()
         self.graph = build_graph(self.qdoc.nac, show_params=self.act_params.isChecked(),
                                  show_consts=self.act_consts.isChecked(),
                                  collapse_prefixes=self.collapsed_prefixes())
@@ -252,7 +358,7 @@ class GraphView(QWidget):
             return layout, edge_batches(layout)    # the edge paths too: no UI-thread stall for them
 
         task = self.qdoc.tasks.submit(f"Graph layout ({graph.n_nodes:,} nodes)", work,
-                                      on_done=lambda res, g=gen: self._layout_done(g, *res),
+                                      on_done=lambda res, g=gen, o=options: self._layout_done(g, *res, o),
                                       on_error=lambda exc, g=gen: self._layout_failed(g, exc))
         task.progressed.connect(lambda frac, _text, g=gen: self._progress(g, frac))
         self._task = task
@@ -266,30 +372,40 @@ class GraphView(QWidget):
         if gen == self._generation:
             self.progress.setValue(int(frac * 1000))
 
-    def _layout_done(self, gen: int, layout: GraphLayout, batches: list) -> None:
+    def _layout_done(self, gen: int, layout: GraphLayout, batches: list, options: tuple = ()) -> None:
         if gen != self._generation or self.qdoc is None:
             return
         self._task = None
         first = self.layout_ is None
+        self._show_layout(layout, batches, keep_view=not first)
+        self._center_after_layout(layout)
+        if options:
+            self._cache.put(self.qdoc.doc, CachedLayout(
+                weakref.ref(self.qdoc.doc), options, self.act_collapse.isChecked(), frozenset(self._expanded),
+                layout, batches))
+        self.layoutReady.emit()
+
+    def _show_layout(self, layout: GraphLayout, batches: list, keep_view: bool) -> None:
         self.layout_ = layout
         self.progress.hide()
         self.canvas.set_message("")
-        self.canvas.set_graph_layout(layout, keep_view=not first, batches=batches)
+        self.canvas.set_graph_layout(layout, keep_view=keep_view, batches=batches)
         st = layout.stats
         self.status.setText(f"{st['nodes']:,} nodes · {st['edges']:,} edges · {st['layers']:,} layers · "
                             f"{st['seconds']['total']:.2f} s")
         self.legend.set_classes([nd.op_class for nd in layout.graph.nodes] +
                                 [c for nd in layout.graph.nodes for c, _n in nd.composition])
         self._update_highlight()
+        if self.search.text():
+            self._search_changed(self.search.text())
+
+    def _center_after_layout(self, layout: GraphLayout) -> None:
         anchor = self._anchor_node(layout.graph)
         sel_node = self._selected_node()
         if anchor is not None:
             self.canvas.center_on(anchor)
         elif sel_node is not None:
             self.canvas.center_on(sel_node, zoom=max(self.canvas.scale, 0.8))
-        if self.search.text():
-            self._search_changed(self.search.text())
-        self.layoutReady.emit()
 
     def _layout_failed(self, gen: int, exc: BaseException) -> None:
         if gen != self._generation:

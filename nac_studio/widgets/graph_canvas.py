@@ -193,6 +193,16 @@ class GraphCanvas(QWidget):
         self.offset = QPointF(anchor.x() - sx * self.scale, anchor.y() - sy * self.scale)
         self._changed()
 
+    def view_state(self) -> tuple[float, float, float]:
+        """Zoom and pan, to put back later with :meth:`set_view_state`."""
+        return (self.scale, self.offset.x(), self.offset.y())
+
+    def set_view_state(self, state: tuple[float, float, float]) -> None:
+        scale, x, y = state
+        self.scale = max(ZOOM_MIN, min(ZOOM_MAX, scale))
+        self.offset = QPointF(x, y)
+        self._changed()
+
     def _changed(self) -> None:
         self._clamp(min(self.width(), self.height()) / 2)
         # no "view changed" signal per pan step: nothing listens, and on PySide6 6.12 with
