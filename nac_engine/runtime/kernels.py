@@ -232,7 +232,11 @@ def bind(op, args: tuple, device: torch.device = torch.device("cpu")) -> tuple[l
         # Compilers flatten a Tensor[] argument into one slot per tensor (research §5.2:
         # cat([a, b], 1) is stored as a, b, 1). Regroup by searching how many items each
         # tensor-list argument takes; only tried when the plain binding fails.
-        bound = _bind_regrouped(params, args, device)
+        # First without turning Python scalars into Tensor arguments: in index_put(x, i, v,
+        # True) the list must stop before v, not swallow it and hand True to `values`.
+        bound = _bind_regrouped(params, args, device, strict=True)
+        if bound is None:
+            bound = _bind_regrouped(params, args, device, strict=False)
         if bound is None:
             raise
     return _arrange(params, bound)
@@ -241,8 +245,13 @@ def bind(op, args: tuple, device: torch.device = torch.device("cpu")) -> tuple[l
 _TENSOR_LISTS = ("List[Tensor]", "List[Optional[Tensor]]")
 
 
-def _bind_regrouped(params: list, args: tuple, device: torch.device) -> Optional[list]:
+def _bind_regrouped(params: list, args: tuple, device: torch.device, strict: bool) -> Optional[list]:
     memo: dict[tuple[int, int], Optional[list]] = {}
+
+    def convert(p: _Param, v: Any) -> Any:
+        if strict and p.kind == "Tensor" and not isinstance(v, torch.Tensor):
+            return _NO
+        return _convert(p, v, device)
 
     def item_fits(p: _Param, v: Any) -> bool:
         return isinstance(v, torch.Tensor) or (v is None and p.kind == "List[Optional[Tensor]]")
@@ -266,7 +275,7 @@ def _bind_regrouped(params: list, args: tuple, device: torch.device) -> Optional
                         out = [(p, list(args[n:n + take]))] + rest
                         break
             if out is None:
-                conv = _convert(p, v, device)
+                conv = convert(p, v)
                 if conv is not _NO:
                     rest = search(j + 1, n + 1)
                     if rest is not None:

@@ -200,3 +200,11 @@ def test_flattened_tensor_lists_are_regrouped_by_schema():
     assert torch.equal(k("aten.index_put.default")(a, None, i, v), expect)
     with pytest.raises(Exception):
         k("aten.cat.default")(a, "not a tensor")
+
+
+def test_regrouping_does_not_turn_a_trailing_flag_into_the_values_tensor():
+    # index_put(x, [i], v, True) is stored as (x, i, v, True): `indices` must stop before v
+    from nac_engine.runtime.kernels import Kernels
+    x, i, v = torch.zeros(5), torch.tensor([1, 1, 3]), torch.tensor([1.0, 2.0, 3.0])
+    got = Kernels()("aten.index_put.default")(x, i, v, True)
+    assert torch.equal(got, torch.index_put(x, (i,), v, accumulate=True))
