@@ -11,6 +11,7 @@ broken files this way).
 """
 from __future__ import annotations
 
+import math
 import mmap
 import os
 import struct
@@ -607,7 +608,14 @@ def read_tensor_meta(cur: Cursor) -> TensorMeta:
     elif q == L.QUANT_BLOCK_FP8:
         meta.block_size = cur.scalar("u16", "block_size")
         orank = cur.scalar("u8", "original_rank")
+        at = cur.pos
         meta.original_shape = tuple(cur.array("u32", orank, "original_shape"))
+        stored = math.prod(meta.shape)
+        if math.prod(meta.original_shape) > stored:
+            # the values come from the stored blocks: a bigger original shape would make
+            # every consumer (dequantiser, simulator, GUI) size buffers from a lie
+            raise cur.error(f"BLOCK_FP8 original shape {list(meta.original_shape)} holds "
+                            f"{math.prod(meta.original_shape)} values but only {stored} are stored", at)
         n = cur.scalar("u32", "count")
         cur.need(4 * n, "block scales")
         meta.scales = np.frombuffer(bytes(cur.raw(n * 4, "scales", "f32[]", f"{n} scales")), "<f4").copy()

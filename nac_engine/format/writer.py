@@ -11,6 +11,7 @@ truncated file (research §7), we raise :class:`NacEncodeError` and write nothin
 """
 from __future__ import annotations
 
+import math
 import os
 import struct
 import tempfile
@@ -363,6 +364,9 @@ def encode_tensor_meta(m: TensorMeta) -> bytes:
     elif m.quant == L.QUANT_BLOCK_FP8:
         out.put("H", m.block_size, f"{what} block size")
         oshape = list(m.original_shape or ())
+        if math.prod(oshape) > math.prod(m.shape):
+            raise NacEncodeError(f"{what}: BLOCK_FP8 original shape {oshape} holds more values than "
+                                 f"the {math.prod(m.shape)} stored (the reader refuses such a file)")
         out.put("B", len(oshape), f"{what} original rank")
         out.many("I", oshape, f"{what} original shape")
         scales = np.asarray(m.scales, dtype="<f4")

@@ -423,3 +423,43 @@ def test_negative_constant_count_in_c(corpus_file):
     bad = bytearray(data)
     struct.pack_into("<h", bad, ins.offset + 2, 0x7FFF)
     reject(bytes(bad), section="OPS")
+
+
+def test_block_fp8_original_shape_larger_than_the_stored_values_is_refused(tmp_path):
+    # a 64-value tensor claiming 2**48 values: every consumer would size buffers from it
+    import math
+    import numpy as np
+    from nac_engine import read, write
+    from nac_engine.errors import NacEncodeError, NacFormatError
+    from nac_engine.format import layout as L
+    from nac_engine.format.model import Header, Instruction, NacFile, Parameter, TensorMeta
+    from nac_engine.format.writer import encode_tensor_meta
+
+    def file_with(oshape):
+        nac = NacFile(Header(version="1.8", num_outputs=1, quant_method=L.QUANT_BLOCK_FP8))
+        meta = TensorMeta(7, (64,), L.QUANT_BLOCK_FP8, block_size=64, original_shape=oshape,
+                          scales=np.ones(1, "<f4"))
+        nac.params[1] = Parameter(1, "w", meta, _payload=np.zeros(64, np.int8), data_length=64, _file=nac)
+        nac.tensor_order.append(1)
+        nac.perms = {0: ""}
+        nac.instructions = [Instruction(0, 2, 1, (1, 1), None), Instruction(1, 3, 0, (1, 0), (-1,))]
+        return nac
+
+    good = write(file_with((8, 8)))
+    path = tmp_path / "good.nac"
+    path.write_bytes(good)
+    assert read(path).params[1].array().shape == (8, 8)
+    with pytest.raises(NacEncodeError, match="original shape"):
+        write(file_with((65536, 65536, 65536)))
+    # the same bytes patched by hand: the reader names the field
+    bad = bytearray(good)
+    meta = encode_tensor_meta(file_with((8, 8)).params[1].meta)
+    at = bytes(bad).index(meta)
+    patched = bytearray(meta)
+    o = 1 + 1 + 4 + 1 + 2 + 1              # dtype, rank, shape[0], quant, block, original rank
+    patched[o:o + 4] = (65536).to_bytes(4, "little")
+    bad[at:at + len(meta)] = patched
+    (tmp_path / "bad.nac").write_bytes(bytes(bad))
+    with pytest.raises(NacFormatError, match="original shape .* only 64 are stored") as e:
+        read(tmp_path / "bad.nac")
+    assert e.value.section.startswith("DATA") and math.isfinite(e.value.offset)
