@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
-from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtGui import QFontMetrics, QGuiApplication, QPalette
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QToolButton,
                                QTreeView, QVBoxLayout, QWidget)
 
@@ -147,8 +147,10 @@ class ProblemsView(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.header().setStretchLastSection(True)
         self.table.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
-        self.table.setColumnWidth(0, 120)
-        self.table.setColumnWidth(1, 96)
+        # the dock is narrow: section and offset get what they need, the text the rest
+        fm = self.table.fontMetrics()
+        self.table.setColumnWidth(0, fm.horizontalAdvance("Section") + 44)
+        self.table.setColumnWidth(1, QFontMetrics(mono_font(-0.5)).horizontalAdvance("0x00000000") + 16)
         self.table.activated.connect(self._go)
         self.table.clicked.connect(self._go)
         top = QHBoxLayout()
