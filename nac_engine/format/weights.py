@@ -8,11 +8,13 @@ tensor (what the reference compiler writes), a single ``metadata`` key, ``nac_qu
 from __future__ import annotations
 
 import json
+import math
 from typing import Optional
 
 import numpy as np
 
 from . import layout as L
+from ..errors import NacFormatError
 from .model import NacFile, Parameter, TensorMeta
 from .quant import dequantize
 
@@ -56,7 +58,7 @@ def _external(nac: NacFile, p: Parameter):
             raise LookupError(f"parameter {p.name!r} is not in {nac.weights_path}")
         arr = f.get_tensor(p.name)
         if p.meta is None:
-            p.meta = external_meta(arr, _quant_entry(f.metadata() or {}, p.name))
+            p.meta = external_meta(arr, _quant_entry(f.metadata() or {}, p.name), p.name)
     return arr, p.meta
 
 
@@ -76,11 +78,42 @@ def _quant_entry(md: dict, name: str) -> Optional[dict]:
     return None
 
 
-def external_meta(arr: np.ndarray, q: Optional[dict]) -> TensorMeta:
+def external_meta(arr: np.ndarray, q: Optional[dict], name: str = "") -> TensorMeta:
+    """TensorMeta of an external tensor from its quantisation entry. The entry is untrusted
+    JSON: a malformed one is a NacFormatError naming the tensor, never a stray TypeError."""
+    try:
+        return _external_meta(arr, q)
+    except NacFormatError:
+        raise
+    except (TypeError, ValueError, OverflowError, AttributeError) as e:
+        raise NacFormatError(f"weights/{name}", 0, f"malformed quantisation metadata: {e}") from None
+
+
+def _external_meta(arr: np.ndarray, q: Optional[dict]) -> TensorMeta:
     code = _NP_TO_CODE.get(arr.dtype.name, L.DTYPE_UNKNOWN)
     meta = TensorMeta(code, tuple(arr.shape), 0)
     if not q:
         return meta
+    kind = q.get("quant_type")
+    if kind is None and "quant_code" in q:
+        kind = L.QUANT_NAMES.get(int(q["quant_code"]))
+    meta.quant = _QUANT_BY_NAME.get(str(kind).upper(), 0)
+    if meta.quant == L.QUANT_INT8_TENSOR:
+        meta.scale = float(q.get("scale", 1.0))
+    elif meta.quant == L.QUANT_INT8_CHANNEL:
+        meta.axis = int(q.get("axis", 0))
+        meta.scales = np.asarray(q.get("scales", []), np.float32)
+    elif meta.quant == L.QUANT_BLOCK_FP8:
+        meta.block_size = int(q.get("block_size", 64))
+        shape = next((q[k] for k in ("original_shape", "orig_shape") if q.get(k) is not None), arr.shape)
+        meta.original_shape = tuple(int(d) for d in shape)   # () is a real shape: a scalar
+        if any(d < 0 for d in meta.original_shape) or math.prod(meta.original_shape) > arr.size:
+            raise ValueError(f"BLOCK_FP8 original shape {list(meta.original_shape)} does not fit the "
+                             f"{arr.size} stored values")
+        meta.scales = np.asarray(q.get("scales") or q.get("block_scales") or [], np.float32)
+    elif meta.quant == L.QUANT_FP16:
+        meta.quant = 0
+    return meta
     kind = q.get("quant_type")
     if kind is None and "quant_code" in q:
         kind = L.QUANT_NAMES.get(int(q["quant_code"]))

@@ -463,3 +463,30 @@ def test_block_fp8_original_shape_larger_than_the_stored_values_is_refused(tmp_p
     with pytest.raises(NacFormatError, match="original shape .* only 64 are stored") as e:
         read(tmp_path / "bad.nac")
     assert e.value.section.startswith("DATA") and math.isfinite(e.value.offset)
+
+
+@pytest.mark.parametrize("entry, match", [
+    ({"quant_type": "BLOCK_FP8", "block_size": 64, "original_shape": [99999, 99999], "scales": [1.0]},
+     "does not fit the 64 stored values"),
+    ({"quant_type": "INT8_CHANNEL", "axis": "zero", "scales": [1.0]}, "malformed quantisation metadata"),
+    ({"quant_type": "BLOCK_FP8", "original_shape": 7, "scales": [1.0]}, "malformed quantisation metadata"),
+])
+def test_hostile_external_quantisation_metadata_is_a_format_error(tmp_path, entry, match):
+    import json
+    import numpy as np
+    from safetensors.numpy import save_file
+    from nac_engine import read, write
+    from nac_engine.errors import NacFormatError
+    from nac_engine.format.model import Header, Instruction, NacFile, Parameter
+
+    nac = NacFile(Header(version="1.8", num_outputs=1, weights_internal=False))
+    nac.params[1] = Parameter(1, "w")
+    nac.perms = {0: ""}
+    nac.instructions = [Instruction(0, 2, 1, (1, 1), None), Instruction(1, 3, 0, (1, 0), (-1,))]
+    (tmp_path / "m.nac").write_bytes(write(nac))
+    save_file({"w": np.zeros(64, np.int8)}, str(tmp_path / "m.safetensors"),
+              metadata={"metadata": json.dumps({"w": entry})})
+    f = read(tmp_path / "m.nac")
+    with pytest.raises(NacFormatError, match=match) as e:
+        f.params[1].array()
+    assert e.value.section == "weights/w"
