@@ -143,7 +143,8 @@ def _const_code(name: str, type_str: str, v: Any) -> str:
     return "c"
 
 
-def _encode(node: Node, name: str, type_str: str, v: Any) -> list[Arg]:
+def encode_argument(node: Node, name: str, type_str: str, v: Any) -> list[Arg]:
+    """One schema argument's value → its slots (a list holding tensors → one slot per item)."""
     if isinstance(v, Node):
         return [Arg(_tensor_code(name, v), node=v)]
     if isinstance(v, (list, tuple)) and any(isinstance(x, Node) for x in v):
@@ -172,7 +173,7 @@ def canonicalize_op(node: Node) -> CanonicalOp:
     if isinstance(node.target, torch._ops.OpOverload):
         args: list[Arg] = []
         for p, v in schema_values(node):
-            args.extend(_encode(node, p.name, str(p.type), v))
+            args.extend(encode_argument(node, p.name, str(p.type), v))
     elif node.target is operator.getitem:
         src, index = node.args
         args = [Arg("T" if src.kind != "param" else "P", node=src), Arg("i", value=int(index))]

@@ -8,7 +8,9 @@ as they are (``linear``, ``conv2d``, ``layer_norm``, ``softmax``, ``gelu``,
 ``flatten`` → ``view``). The core-ATen table (``default_decompositions()``) would explode
 ``linear`` into ``permute``+``addmm`` and ``layer_norm`` into ``native_layer_norm`` tuples,
 which neither our interpreter nor a hardware model wants; anything that remains is a plain
-ATen op our interpreter runs by lookup.
+ATen op our interpreter runs by lookup. The exception: ops whose ``Tensor[]`` arguments NAC's
+flattened encoding cannot delimit (:data:`LIST_AMBIGUOUS_OPS`: LSTM) are lowered with torch's own
+decompositions, and the pipeline adds any other op :mod:`.tensor_lists` finds ambiguous.
 
 Export failures become one :class:`CompileError` carrying torch's message (trimmed) and the
 user's source line, found by walking the traceback for the deepest frame outside torch,
@@ -24,7 +26,7 @@ import os
 import sys
 import traceback
 import warnings
-from typing import Any, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import torch
 
@@ -34,36 +36,86 @@ from .graph import Graph, Node, spec_of_value
 _MAX_MESSAGE_LINES = 25
 
 
-def export_program(model: torch.nn.Module, args: tuple = (), kwargs: Optional[dict] = None):
-    """``torch.export.export(model, args, kwargs, strict=False)`` then the inference decompositions.
+def export_program(model: torch.nn.Module, args: tuple = (), kwargs: Optional[dict] = None,
+                   decompose: Iterable = ()):
+    """:func:`trace_program` then :func:`decompose_program` (``decompose``: ops beyond
+    :data:`LIST_AMBIGUOUS_OPS` to lower)."""
+    return decompose_program(trace_program(model, args, kwargs), decompose)
+
+
+def trace_program(model: torch.nn.Module, args: tuple = (), kwargs: Optional[dict] = None):
+    """``torch.export.export(model, args, kwargs, strict=False)``, not yet decomposed.
 
     The model is put in eval mode for the export and its training flag restored afterwards.
-    An ``ExportedProgram`` passed as ``model`` is only decomposed."""
+    An ``ExportedProgram`` passed as ``model`` is returned as it is."""
     if isinstance(model, torch.export.ExportedProgram):
-        ep = model
-    else:
-        if not isinstance(model, torch.nn.Module):
-            raise CompileError(f"expected a torch.nn.Module or ExportedProgram, got {type(model).__name__}",
-                               stage="export")
-        if not isinstance(args, tuple):
-            args = (args,)
-        was_training = model.training
-        model.eval()
-        try:
-            with torch.no_grad(), _quiet_failures(), warnings.catch_warnings():
-                # torch's own pytree deprecation, raised inside export: nothing the user can act on
-                warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
-                ep = torch.export.export(model, args, kwargs or {}, strict=False)
-        except CompileError:
-            raise
-        except Exception as e:
-            raise export_error(e) from None
-        finally:
-            model.train(was_training)
+        return model
+    if not isinstance(model, torch.nn.Module):
+        raise CompileError(f"expected a torch.nn.Module or ExportedProgram, got {type(model).__name__}",
+                           stage="export")
+    if not isinstance(args, tuple):
+        args = (args,)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad(), _quiet_failures(), warnings.catch_warnings():
+            # torch's own pytree deprecation, raised inside export: nothing the user can act on
+            warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+            # nn.LSTM/GRU/RNN re-assign their own _flat_weights list during export
+            warnings.filterwarnings("ignore", message=r".*_flat_weights\[0\].*were assigned during export",
+                                    category=UserWarning)
+            return torch.export.export(model, args, kwargs or {}, strict=False)
+    except CompileError:
+        raise
+    except Exception as e:
+        raise export_error(e) from None
+    finally:
+        model.train(was_training)
+
+
+# Ops lowered during export because NAC cannot store their arguments unambiguously: it flattens
+# every Tensor[] into one slot per tensor, and for these the interpreter cannot tell where one
+# list ends (tensor_lists.py). Their recurrent siblings gru.input / rnn_tanh.input / rnn_relu.input
+# have a single Tensor hx before their one list, so they regroup uniquely and stay whole.
+LIST_AMBIGUOUS_OPS = {
+    "aten.lstm.input": "hx: Tensor[] (h, c) directly followed by params: Tensor[]",
+    "aten.lstm.data": "batch_sizes: Tensor, then hx: Tensor[] and params: Tensor[] side by side",
+    "aten.lstm_cell.default": "hx: Tensor[] (h, c) directly followed by w_ih: Tensor, w_hh: Tensor",
+}
+
+
+def _overload(name: str):
+    _, op, overload = name.split(".")
+    return getattr(getattr(torch.ops.aten, op), overload)
+
+
+def decomposition_for(op) -> Optional[Callable]:
+    """torch's decomposition of ``op``: its ``torch._decomp`` entry, else its
+    CompositeImplicitAutograd kernel as torch.export's own table traces it; None if neither."""
+    from torch._decomp import get_decompositions
+    table = get_decompositions([op])
+    if op in table:
+        return table[op]
+    if not torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd"):
+        return None
+    cia = torch.export.default_decompositions()
+    return cia[op] if op in cia else None
+
+
+def decompose_program(ep, extra: Iterable = ()):
+    """The inference decompositions (module docstring), plus :data:`LIST_AMBIGUOUS_OPS` and
+    ``extra`` lowered when the graph calls them."""
+    wanted = {_overload(n) for n in LIST_AMBIGUOUS_OPS} | set(extra)
+    called = {n.target for n in ep.graph.nodes if n.op == "call_function"}
+    table = {}
+    for op in sorted(wanted & called, key=str):
+        fn = decomposition_for(op)
+        if fn is not None:
+            table[op] = fn
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
-            return ep.run_decompositions({})
+            return ep.run_decompositions(table)
     except Exception as e:
         raise export_error(e, what="decomposition") from None
 
@@ -243,19 +295,24 @@ def map_fx(value: Any, fn) -> Any:
 
 
 def _fx_source(fx) -> Optional[str]:
-    """The user's source line recorded in the node's stack trace, if torch kept one."""
+    """The user's source line recorded in the node's stack trace, if torch kept one: the deepest
+    frame outside torch and this package (``nn.LSTM``'s own ``_VF.lstm`` call is not what the user
+    wrote), else the deepest frame."""
     st = fx.meta.get("stack_trace")
     if not st:
         return None
     frames = [ln.strip() for ln in st.strip().splitlines()]
-    for i in range(len(frames) - 1, -1, -1):
-        if frames[i].startswith('File "'):
+    found = []
+    for i, line in enumerate(frames):
+        if line.startswith('File "'):
             code = frames[i + 1] if i + 1 < len(frames) and not frames[i + 1].startswith("File") else ""
-            loc = frames[i][6:]
-            fname, _, rest = loc.partition('", line ')
-            lineno = rest.split(",")[0]
-            return f"{fname}:{lineno}: {code}"
-    return None
+            fname, _, rest = line[6:].partition('", line ')
+            found.append((fname, rest.split(",")[0], code))
+    if not found:
+        return None
+    fname, lineno, code = next((f for f in reversed(found) if not _is_internal(f[0])), found[-1])
+    return f"{fname}:{lineno}: {code}"
 
 
-__all__ = ["export_program", "to_graph", "export_error", "user_source_line"]
+__all__ = ["export_program", "trace_program", "decompose_program", "decomposition_for", "LIST_AMBIGUOUS_OPS",
+           "to_graph", "export_error", "user_source_line"]

@@ -14,9 +14,10 @@ import torch
 from .canonicalize import canonicalize
 from .emit import emit
 from .errors import CompileError
-from .export import export_program, to_graph
+from .export import decompose_program, decomposition_for, to_graph, trace_program
 from .passes import optimize as run_passes
 from .report import CompileReport
+from .tensor_lists import regroup_error, regroup_problems
 
 VERSIONS = ("1.6", "1.8")
 WEIGHTS = ("internal", "external")
@@ -87,14 +88,15 @@ def compile_model(model, args=(), kwargs=None, *, optimize: bool = True, quantiz
         report.timings[stage] = report.timings.get(stage, 0.0) + now - clock
         clock = now
 
-    ep = export_program(model, args if isinstance(args, tuple) else (args,), kwargs)
-    graph = to_graph(ep)
-    del ep
+    graph = _export_graph(model, args if isinstance(args, tuple) else (args,), kwargs, report)
     report.warnings.extend(graph.warnings)
     report.instructions_exported = graph.instruction_count()
     lap("export")
     if optimize:
         report.passes = run_passes(graph)
+        problems = regroup_problems(graph)       # a pass that wrote a new list op must keep it readable
+        if problems:
+            raise regroup_error(problems[0], stage="passes")
     lap("passes")
     ops = canonicalize(graph)
     width = derive_d_model(model) if d_model is None else int(d_model)
@@ -131,6 +133,31 @@ def compile_model(model, args=(), kwargs=None, *, optimize: bool = True, quantiz
     report.constants = len(nac.constants)
     report.op_histogram = dict(collections.Counter(nac.instruction_name(i) for i in nac.instructions))
     return CompileResult(nac, report)
+
+
+def _export_graph(model, args: tuple, kwargs, report: CompileReport):
+    """Export and decompose until every flattened tensor list reads back as written: an op whose
+    lists the interpreter would regroup differently is decomposed when torch can (noted in the
+    report), else the compile stops naming it and the user's line (see :mod:`.tensor_lists`)."""
+    program = trace_program(model, args, kwargs)
+    lowered: set = set()
+    while True:
+        graph = to_graph(decompose_program(program, lowered))
+        problems = regroup_problems(graph)
+        if not problems:
+            return graph
+        new = {}
+        for p in problems:
+            if p.op in lowered or p.op in new:
+                continue
+            if decomposition_for(p.op) is None:
+                raise regroup_error(p)
+            new[p.op] = p
+        if not new:                    # decomposed, yet the op is still there: torch kept it
+            raise regroup_error(problems[0])
+        for op, p in new.items():
+            report.warnings.append(f"{op} decomposed into simpler ops: {p.reason}")
+        lowered |= set(new)
 
 
 def _schedule(nac, value_nbytes: dict, mode: str, lookahead: int, report: CompileReport) -> None:
