@@ -6,6 +6,8 @@ reuses). ``hw`` is anything :func:`~nac_engine.sim.config.load_hardware` takes. 
 maps DATA input names and ``feeds`` lists positional values for every ``<INPUT B=0>``/``<INPUT
 B=3>``, as for the interpreter, except that a value may be a shape instead of an array
 (``"1x128:int64"`` or :class:`~nac_engine.sim.shapes.InputSpec`): the simulator only needs shapes.
+``cpu_budget`` bounds the bytes shape propagation may compute for real (ops without a meta
+kernel, ``<CONTROL_FLOW>`` predicates; 256 MiB by default): see :mod:`.shapes`.
 """
 from __future__ import annotations
 
@@ -16,41 +18,42 @@ from ..format.model import NacFile
 from .config import HardwareConfig, load_hardware
 from .engine import run_event
 from .result import SimResult
-from .shapes import Program, program_shapes
+from .shapes import DEFAULT_CPU_BUDGET, Program, program_shapes
 
 
 def prepare(program: Any, inputs: Optional[Mapping[str, Any]] = None, feeds: Optional[Sequence[Any]] = None,
-            states: Optional[Mapping[int, Any]] = None) -> Program:
+            states: Optional[Mapping[int, Any]] = None, *, cpu_budget: Any = DEFAULT_CPU_BUDGET) -> Program:
     """Shapes of every instruction (runs the program on the meta device)."""
     if isinstance(program, Program):
         return program
     if isinstance(program, NacFile):
-        return program_shapes(program, inputs, feeds, states)
+        return program_shapes(program, inputs, feeds, states, cpu_budget=cpu_budget)
     from ..format import read
     with read(str(program)) as nac:
-        return program_shapes(nac, inputs, feeds, states, name=Path(str(program)).name)
+        return program_shapes(nac, inputs, feeds, states, name=Path(str(program)).name, cpu_budget=cpu_budget)
 
 
 def simulate(program: Any, hw: Any = "edge-32x32", *, inputs: Optional[Mapping[str, Any]] = None,
              feeds: Optional[Sequence[Any]] = None, states: Optional[Mapping[int, Any]] = None,
-             overrides: Optional[Mapping[str, Any]] = None) -> SimResult:
+             overrides: Optional[Mapping[str, Any]] = None, cpu_budget: Any = DEFAULT_CPU_BUDGET) -> SimResult:
     """Simulate ``program`` on ``hw``; see the module docstring and :mod:`.engine`."""
     cfg: HardwareConfig = load_hardware(hw, overrides)
     if cfg.core.model == "refcore":
-        return _refcore(program, cfg, inputs, feeds, states)
-    return run_event(prepare(program, inputs, feeds, states), cfg)
+        return _refcore(program, cfg, inputs, feeds, states, cpu_budget)
+    return run_event(prepare(program, inputs, feeds, states, cpu_budget=cpu_budget), cfg)
 
 
-def _refcore(program, cfg, inputs, feeds, states) -> SimResult:
+def _refcore(program, cfg, inputs, feeds, states, cpu_budget) -> SimResult:
     from .refcore import RefcoreError, run_refcore
     if isinstance(program, Program):
         raise RefcoreError("reference-core mode needs the NAC file (instruction bytes), not only shapes")
     rc = cfg.refcore
     needs_shapes = rc.klat == "derived" or "dma" in rc.latency.values()
     if isinstance(program, NacFile):
-        prog = program_shapes(program, inputs, feeds, states) if needs_shapes else None
+        prog = program_shapes(program, inputs, feeds, states, cpu_budget=cpu_budget) if needs_shapes else None
         return run_refcore(program, cfg, prog)
     from ..format import read
     with read(str(program)) as nac:
-        prog = program_shapes(nac, inputs, feeds, states, name=Path(str(program)).name) if needs_shapes else None
+        prog = program_shapes(nac, inputs, feeds, states, name=Path(str(program)).name,
+                              cpu_budget=cpu_budget) if needs_shapes else None
         return run_refcore(nac, cfg, prog)

@@ -29,6 +29,9 @@ def add_parser(sub) -> None:
     s.add_argument("--sweep", action="append", metavar="KEY=V1,V2,...",
                    help="sweep a hardware key over values (repeat for a grid); prints a table")
     s.add_argument("--workers", type=int, metavar="N", help="processes for --sweep (default: CPU count)")
+    s.add_argument("--cpu-budget", default="256M", metavar="BYTES",
+                   help="bytes shape propagation may compute on the CPU for ops without a meta kernel and "
+                        "<CONTROL_FLOW> predicates (4096, 256M, 1G; default 256M); the rest runs on meta")
     s.set_defaults(func=cmd_sim)
 
 
@@ -72,12 +75,17 @@ def cmd_sim(args) -> int:
             raise CliError(f"--input {spec!r}: expected NAME=SHAPE[:DTYPE] or NAME=x.npy")
         inputs[name] = _value(val, f"--input {name}")
     feeds = [_value(f, "--feed") for f in args.feed] if args.feed else None
+    from .shapes import parse_size
+    try:
+        budget = parse_size(args.cpu_budget)
+    except ValueError as e:
+        raise CliError(f"--cpu-budget: {e}") from None
     try:
         hw = load_hardware(args.hw, _overrides(args.sets))
         if args.sweep:
-            return _sweep(args, hw, inputs, feeds)
+            return _sweep(args, hw, inputs, feeds, budget)
         from .api import simulate
-        result = simulate(args.file, hw, inputs=inputs or None, feeds=feeds)
+        result = simulate(args.file, hw, inputs=inputs or None, feeds=feeds, cpu_budget=budget)
     except HardwareConfigError as e:
         raise CliError(f"hardware: {e}") from None
     except NacFormatError as e:
@@ -107,10 +115,10 @@ def cmd_sim(args) -> int:
     return 0
 
 
-def _sweep(args, hw, inputs, feeds) -> int:
+def _sweep(args, hw, inputs, feeds, budget) -> int:
     from .sweep import format_table, parse_axis, sweep
     axes = dict(parse_axis(s) for s in args.sweep)
-    rows = sweep(args.file, hw, axes, inputs=inputs or None, feeds=feeds, workers=args.workers)
+    rows = sweep(args.file, hw, axes, inputs=inputs or None, feeds=feeds, workers=args.workers, cpu_budget=budget)
     if args.json:
         json.dump([{**r.values, **{k: v for k, v in r.__dict__.items() if k != "values"}} for r in rows],
                   sys.stdout, indent=1)

@@ -4,10 +4,20 @@ NAC files store parameter shapes but not input shapes, and nothing about interme
 values, so :func:`program_shapes` runs the program's own kernels (the interpreter's
 :class:`~nac_engine.runtime.session.Session`) on torch's ``meta`` device: parameters become
 meta tensors of their ``TensorMeta`` shape, inputs meta tensors of the given shapes, and
-every kernel computes only shapes and dtypes (no FLOPs, no memory). An op that cannot run on
-meta (data-dependent shapes, ``.item()``, a ``<CONTROL_FLOW>`` predicate) makes the whole
-program run once for real on the CPU instead, with the given input arrays or zeros of the
-given shapes; ``Program.shape_source`` says which happened.
+every kernel computes only shapes and dtypes (no FLOPs, no memory).
+
+A file is untrusted input, so the meta run is bounded: a tensor of more than 2**40 elements
+(:data:`MAX_ELEMENTS`) is a :class:`ShapeBudgetError` naming the tick. An op that cannot run
+on meta (no meta kernel, a data-dependent shape, ``.item()``) and a ``<CONTROL_FLOW>``
+predicate need real values: only that op (or the predicate) is computed on the CPU, with the
+values it reads, transitively, from the given input arrays (or zeros of the given shapes)
+and the file's weights; every other op stays on meta. Those real values together may hold
+at most ``cpu_budget`` bytes (:data:`DEFAULT_CPU_BUDGET`, 256 MiB; ``nac sim --cpu-budget``),
+each checked from its meta shape *before* it is computed (details in
+:mod:`._shape_session`); a file that needs more is a :class:`ShapeBudgetError` naming the
+tick, the op and the size. The whole program never runs for real unless the caller asks for
+``device="cpu"`` (trusted files: no budget). ``Program.shape_source`` says ``meta``,
+``mixed`` (some values computed on the CPU, ``Program.cpu_ticks``) or ``cpu``.
 
 The result, :class:`Program`, is plain data (picklable, no torch): the sweep sends it to
 worker processes, and the engine never imports torch.
@@ -28,6 +38,36 @@ from ..format import layout as L
 MMAP_SAVE_RESULT, MMAP_FREE, MMAP_FORWARD, MMAP_PRELOAD = (L.MMAP_SAVE_RESULT, L.MMAP_FREE,
                                                             L.MMAP_FORWARD, L.MMAP_PRELOAD)
 _INPUT_KIND = {0: "input", 1: "param", 2: "state", 3: "lifted"}
+
+MAX_ELEMENTS = 1 << 40                 # elements of one tensor, meta or real
+DEFAULT_CPU_BUDGET = 256 << 20         # bytes of real values shape propagation may compute
+
+
+class ShapeBudgetError(ValueError):
+    """Shape propagation would exceed a limit: a tensor of more than :data:`MAX_ELEMENTS`
+    elements, or real values over the CPU budget. ``tick``/``op`` name the instruction whose
+    value does not fit, ``nbytes`` its size in bytes."""
+
+    def __init__(self, message: str, tick: int, op: str, nbytes: int):
+        super().__init__(message)
+        self.tick, self.op, self.nbytes = tick, op, nbytes
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)(?:i?B)?\s*$", re.IGNORECASE)
+
+
+def parse_size(value: Any) -> int:
+    """A byte count: an int, or text such as ``"4096"``, ``"256M"``, ``"256MiB"``, ``"1G"``."""
+    if isinstance(value, bool):
+        raise ValueError(f"size {value!r}: expected a byte count")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"size {value}: must not be negative")
+        return value
+    m = _SIZE.match(str(value))
+    if not m:
+        raise ValueError(f"size {value!r}: expected bytes such as 4096, 256M or 1G")
+    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2).upper()]
 
 
 @dataclass(frozen=True)
@@ -68,8 +108,9 @@ class Program:
     mmap: dict                       # tick -> [(action, target), ...] in file order
     outputs: list                    # producer ticks of <OUTPUT B=0>
     has_schedule: bool
-    shape_source: str = "meta"       # meta | cpu | none
+    shape_source: str = "meta"       # meta | mixed | cpu | none
     notes: list = field(default_factory=list)
+    cpu_ticks: list = field(default_factory=list)   # values computed on the CPU (mixed)
 
     def __len__(self) -> int:
         return len(self.instructions)
@@ -90,8 +131,13 @@ def parse_input_spec(text: str) -> InputSpec:
     if not m:
         raise ValueError(f"input spec {text!r}: expected SHAPE[:DTYPE] such as 1x128:int64")
     dims = () if m.group(1) == "scalar" else tuple(int(x) for x in re.split(r"\s*[x,]\s*", m.group(1)))
-    if any(d > (1 << 40) for d in dims):
+    if any(d > MAX_ELEMENTS for d in dims):
         raise ValueError(f"input spec {text!r}: dimension too large")
+    n = 1
+    for d in dims:
+        n *= d
+    if n > MAX_ELEMENTS:
+        raise ValueError(f"input spec {text!r}: {n:,} elements; at most 2**40")
     dtype = m.group(2) or "float32"
     if dtype.startswith("torch."):
         dtype = dtype[6:]
@@ -106,41 +152,31 @@ _EXTRA_DTYPES = {"uint16", "uint32", "uint64", "complex64", "complex128", "float
 # --------------------------------------------------------------------------- from a file
 def program_shapes(nac: NacFile, inputs: Optional[Mapping[str, Any]] = None,
                    feeds: Optional[Sequence[Any]] = None, states: Optional[Mapping[int, Any]] = None,
-                   name: Optional[str] = None, device: str = "meta") -> Program:
+                   name: Optional[str] = None, device: str = "meta",
+                   cpu_budget: Any = DEFAULT_CPU_BUDGET) -> Program:
     """Run ``nac`` for shapes and describe every instruction. ``device="meta"`` (the default)
-    falls back to a CPU run when an op cannot run on meta; ``"cpu"`` runs on the CPU at once."""
+    computes on the CPU only what cannot run on meta, within ``cpu_budget`` bytes (an int or
+    ``"256M"``; see the module docstring); ``"cpu"`` runs the whole program on the CPU at once."""
     if device not in ("meta", "cpu"):
         raise ValueError(f"device must be 'meta' or 'cpu', not {device!r}")
-    from ..runtime.errors import MissingInputError   # imports torch: only here, the engine stays torch-free
-
-    notes: list[str] = []
+    budget = parse_size(cpu_budget)
+    label = name or (nac.path or "program")
+    from ._shape_session import ShapeSession   # imports torch: only here, the engine stays torch-free
     if device == "cpu":
-        return _describe(nac, _run(nac, inputs, feeds, states, meta=False), "cpu", notes,
-                         name or (nac.path or "program"))
-    try:
-        session = _run(nac, inputs, feeds, states, meta=True)
-        source = "meta"
-    except MissingInputError:
-        raise
-    except Exception as e:    # an op without a meta kernel, a data-dependent shape, a branch
-        notes.append(f"shapes: the meta-device run failed ({type(e).__name__}: {_short(e)}); "
-                     f"ran the program on the CPU instead")
-        session = _run(nac, inputs, feeds, states, meta=False)
-        source = "cpu"
-    return _describe(nac, session, source, notes, name or (nac.path or "program"))
-
-
-def _short(e: Exception) -> str:
-    s = " ".join(str(e).split())
-    return s if len(s) < 200 else s[:197] + "..."
-
-
-def _run(nac, inputs, feeds, states, meta: bool):
-    from ._shape_session import ShapeSession
-    s = ShapeSession(nac, inputs=_values(inputs, meta), feeds=_feed_values(feeds, meta),
-                     states=_values(states, meta), meta=meta)
+        s = ShapeSession(nac, inputs=_values(inputs, False), feeds=_feed_values(feeds, False),
+                         states=_values(states, False), meta=False)
+        s.run()
+        return _describe(nac, s, "cpu", [], label)
+    s = ShapeSession(nac, inputs=_values(inputs, True), feeds=_feed_values(feeds, True),
+                     states=_values(states, True), meta=True, raw_inputs=inputs, raw_feeds=feeds,
+                     raw_states=states, cpu_budget=budget)
     s.run()
-    return s
+    prog = _describe(nac, s, "mixed" if s.cpu_ticks else "meta", list(s.cpu_notes), label)
+    prog.cpu_ticks = s.cpu_ticks
+    if s.cpu_ticks:
+        prog.notes.append(f"shapes: {len(s.cpu_ticks)} value(s) computed on the CPU "
+                          f"({s.cpu_bytes:,} of the {budget:,}-byte budget); the rest on meta")
+    return prog
 
 
 def _values(m: Optional[Mapping], meta: bool):
@@ -161,6 +197,11 @@ def _value(v: Any, meta: bool) -> Any:
     if isinstance(v, str):
         v = parse_input_spec(v)
     if isinstance(v, InputSpec):
+        n = 1
+        for d in v.shape:
+            n *= int(d)
+        if n > MAX_ELEMENTS:
+            raise ValueError(f"input of shape {list(v.shape)}: {n:,} elements; at most 2**40")
         dt = getattr(torch, v.dtype)
         return torch.empty(v.shape, dtype=dt, device="meta") if meta else torch.zeros(v.shape, dtype=dt)
     if isinstance(v, (bool, int, float, complex)):

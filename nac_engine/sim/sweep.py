@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 from .config import HardwareConfig, HardwareConfigError, load_hardware, parse_value
-from .shapes import Program
+from .shapes import DEFAULT_CPU_BUDGET, Program
 
 
 @dataclass
@@ -67,7 +67,7 @@ def _one(job) -> SweepRow:
 
 
 def sweep(program: Any, hw: Any, axes: Mapping[str, Sequence[Any]], *, inputs=None, feeds=None, states=None,
-          workers: Optional[int] = None) -> list[SweepRow]:
+          workers: Optional[int] = None, cpu_budget: Any = DEFAULT_CPU_BUDGET) -> list[SweepRow]:
     """Simulate every point of ``axes`` on top of ``hw``; rows in grid order."""
     from .api import prepare
     base: HardwareConfig = load_hardware(hw)
@@ -75,7 +75,7 @@ def sweep(program: Any, hw: Any, axes: Mapping[str, Sequence[Any]], *, inputs=No
     for values in points:                         # fail before starting any work
         load_hardware(base, values)
     path = None if isinstance(program, Program) or not isinstance(program, (str, os.PathLike)) else str(program)
-    prog = prepare(program, inputs, feeds, states)
+    prog = prepare(program, inputs, feeds, states, cpu_budget=cpu_budget)
     if any(load_hardware(base, v).core.model == "refcore" for v in points) and path is None:
         raise HardwareConfigError("a reference-core sweep needs the program as a file path")
     jobs = [(prog, base.to_dict(), values, path) for values in points]
