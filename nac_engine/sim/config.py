@@ -25,6 +25,9 @@ from typing import Any, Mapping, Optional
 
 PRESET_DIR = Path(__file__).resolve().parents[2] / "resources" / "hardware"
 MAX_TOML_BYTES = 1 << 20
+# The deepest key the schema has is refcore.latency.preload (three tables down); anything much
+# deeper is not a hardware description, and walking it recursively could exhaust the stack.
+MAX_DEPTH = 8
 
 DATAFLOWS = ("os", "ws", "is")
 # scalesim: SCALE-Sim v2/v3's dense compute cycles (folds·F − 1), exact;
@@ -272,6 +275,19 @@ class HardwareConfig:
 
 
 # --------------------------------------------------------------------------- building
+def _check_depth(doc: Any, where: str) -> None:
+    """Raise when tables or arrays nest more than :data:`MAX_DEPTH` levels (iteratively: the
+    check itself must not recurse; a mapping that contains itself fails it too)."""
+    stack = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise HardwareConfigError(f"{where}: tables or arrays nested more than {MAX_DEPTH} levels deep")
+        for v in (node.values() if isinstance(node, Mapping) else node):
+            if isinstance(v, (Mapping, list, tuple)):
+                stack.append((v, depth + 1))
+
+
 def _nested(flat_or_nested: Mapping[str, Any]) -> dict:
     out: dict = {}
     for k, v in flat_or_nested.items():
@@ -298,6 +314,7 @@ def build_hardware(doc: Mapping[str, Any], source: Optional[str] = None) -> Hard
     """Validate a parsed TOML document and return the typed config."""
     if not isinstance(doc, Mapping):
         raise HardwareConfigError("hardware description: expected a table at the top level")
+    _check_depth(doc, "hardware description")
     values: dict[str, dict[str, Any]] = {sec: {} for sec in SCHEMA}
     tables: dict[str, dict[str, int]] = {t: dict(d) for t, (d, *_r) in _FREE_TABLES.items()}
 
@@ -398,6 +415,10 @@ def _read_toml(path: Path) -> dict:
         raise HardwareConfigError(f"{path}: not valid TOML: {e}") from None
     except UnicodeDecodeError as e:
         raise HardwareConfigError(f"{path}: not UTF-8 text: {e}") from None
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively and has no depth limit
+        raise HardwareConfigError(f"{path}: tables or arrays nested too deeply to parse "
+                                  f"(a hardware file nests at most {MAX_DEPTH} levels)") from None
 
 
 def load_hardware(spec: Any = "edge-32x32", overrides: Optional[Mapping[str, Any]] = None) -> HardwareConfig:
@@ -405,6 +426,7 @@ def load_hardware(spec: Any = "edge-32x32", overrides: Optional[Mapping[str, Any
     if isinstance(spec, HardwareConfig):
         return spec.with_overrides(overrides) if overrides else spec
     if isinstance(spec, Mapping):
+        _check_depth(spec, "hardware description")
         return build_hardware(_apply_overrides(_nested(spec), overrides or {}))
     if not isinstance(spec, (str, Path)):
         raise HardwareConfigError(f"hardware: expected a preset name, a .toml path or a table, got "

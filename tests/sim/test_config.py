@@ -109,3 +109,38 @@ def test_overrides_are_validated_like_the_file():
 def test_parse_value():
     assert parse_value("32") == 32 and parse_value("0x10") == 16 and parse_value("1.5") == 1.5
     assert parse_value("true") is True and parse_value("ws") == "ws"
+
+
+@pytest.mark.parametrize("text", [
+    "a = " + "[" * 100_000 + "]" * 100_000 + "\n",             # the review's deep.toml
+    "a = " + "{b = " * 50_000 + "1" + "}" * 50_000 + "\n",      # inline tables
+], ids=["arrays", "inline_tables"])
+def test_deeply_nested_toml_is_a_config_error(tmp_path, text):
+    path = tmp_path / "deep.toml"
+    path.write_text(text)
+    with pytest.raises(HardwareConfigError) as e:
+        load_hardware(str(path))
+    msg = str(e.value)
+    assert "deep.toml" in msg and "nested" in msg and "\n" not in msg
+
+
+def test_deeply_nested_tables_are_a_config_error():
+    doc: dict = {"x": 1}
+    for _ in range(100_000):
+        doc = {"refcore": doc}
+    with pytest.raises(HardwareConfigError, match="nested"):
+        load_hardware(doc)
+    with pytest.raises(HardwareConfigError, match="nested"):
+        build_hardware(doc)
+    with pytest.raises(HardwareConfigError, match="nested"):
+        load_hardware("edge-32x32", {"array.rows": doc})
+
+
+def test_deep_toml_from_the_cli(tmp_path, capsys):
+    from nac_engine.cli import main
+    from tests.resources_path import DEMO
+    path = tmp_path / "deep.toml"
+    path.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    assert main(["sim", str(DEMO), "--input", "x=2x8", "--hw", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "deep.toml" in err and err.count("\n") == 1 and "Traceback" not in err
