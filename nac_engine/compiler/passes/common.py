@@ -11,22 +11,35 @@ from ..graph import Graph, Node, TensorSpec
 aten = torch.ops.aten
 
 
+def undefined_result(target: Any) -> bool:
+    """``empty``, ``empty_like``, ``new_empty``, ``empty_strided``, ``empty_permuted``, the quantised
+    ``_empty_*``...: the result is whatever the allocator hands out. Evaluated at compile time it
+    would bake that memory into the file (different bytes on every compile). torch has no tag for
+    this, so the ATen naming convention decides: ``empty`` as a word of the op's name."""
+    if not isinstance(target, torch._ops.OpOverload):
+        return False
+    name = target._schema.name.split("::")[-1]
+    return "empty" in name.strip("_").split("_")
+
+
 def is_pure(target: Any) -> bool:
-    """Safe to evaluate at compile time, merge or delete: no mutation, no randomness, has a result."""
+    """Safe to evaluate at compile time and to merge: no mutation, has a result, and that result is
+    a function of the arguments — not random (``nondeterministic_seeded``), not uninitialised memory."""
     if target is operator.getitem:
         return True
     if not isinstance(target, torch._ops.OpOverload):
         return False
     schema = target._schema
-    if schema.is_mutable or not schema.returns:
+    if schema.is_mutable or not schema.returns or undefined_result(target):
         return False
     return torch.Tag.nondeterministic_seeded not in target.tags
 
 
 def has_side_effect(node: Node) -> bool:
-    """Ops that must stay even without users. Asserts count: only the identity pass, which
-    knows why they hold, removes them."""
-    return node.kind == "op" and not is_pure(node.target)
+    """Ops that must stay even without users: mutation, no result, randomness (it advances the
+    generator). An unread ``empty`` goes: allocating has no effect anyone can see. Asserts count:
+    only the identity pass, which knows why they hold, removes them."""
+    return node.kind == "op" and not is_pure(node.target) and not undefined_result(node.target)
 
 
 def is_assert(target: Any) -> bool:

@@ -8,6 +8,12 @@ Size rule: a folded tensor is stored in the file, so it is only made when it is 
 (≤ ``SMALL_BYTES``) or no bigger than the inputs it replaces — folding ``expand(bias, big)``
 would bloat the file, folding a causal mask built from ``arange`` shrinks the program.
 Ops that fail to evaluate on CPU simply stay.
+
+Uninitialised memory (``empty`` and its family) is never a known value — folding it would store
+whatever the allocator returned. But an op that overwrites all of its first argument
+(:data:`OVERWRITES_SELF`: ``fill``, ``copy``, ``zero``, ``*_like``, ``new_*``) depends only on that
+argument's shape and dtype, so ``torch.empty(n).fill_(v)`` still folds: it is evaluated on zeros
+of the same shape and dtype.
 """
 from __future__ import annotations
 
@@ -15,10 +21,15 @@ from typing import Any
 
 import torch
 
-from ..graph import Graph, map_nodes, spec_of_value
-from .common import is_pure, replace_and_remove
+from ..graph import Graph, Node, TensorSpec, map_nodes, spec_of_value
+from .common import aten, is_pure, replace_and_remove, undefined_result
 
 SMALL_BYTES = 64 * 1024
+OVERWRITES_SELF = frozenset({
+    aten.fill.Scalar, aten.fill.Tensor, aten.copy.default, aten.zero.default,
+    aten.zeros_like.default, aten.ones_like.default, aten.full_like.default,
+    aten.new_zeros.default, aten.new_ones.default, aten.new_full.default,
+})
 
 
 def _nbytes(v: Any) -> int:
@@ -29,16 +40,34 @@ def _nbytes(v: Any) -> int:
     return 0
 
 
+def _overwritten_blank(node: Node, unknown: list) -> Any:
+    """Zeros standing in for ``node``'s first argument when that is the only unknown input, is
+    uninitialised memory and ``node`` overwrites all of it; else None."""
+    if node.target not in OVERWRITES_SELF or len(unknown) != 1 or not node.args:
+        return None
+    blank = unknown[0]
+    if node.args[0] is not blank or blank.kind != "op" or not undefined_result(blank.target):
+        return None
+    if not isinstance(blank.spec, TensorSpec):
+        return None
+    if any(a is blank for a in (*node.args[1:], *node.kwargs.values())):
+        return None
+    return torch.zeros(blank.spec.shape, dtype=blank.spec.dtype)
+
+
 def fold_constants(graph: Graph, small_bytes: int = SMALL_BYTES) -> int:
     known: dict[int, Any] = {n.id: n.tensor for n in graph.nodes if n.kind == "param"}
     with torch.no_grad():
         for node in graph.nodes:
             if node.kind != "op" or not is_pure(node.target):
                 continue
-            if any(src.id not in known for src in node.inputs()):
+            unknown = [src for src in node.inputs() if src.id not in known]
+            blank = _overwritten_blank(node, unknown) if unknown else None
+            if unknown and blank is None:
                 continue
-            args = map_nodes(node.args, lambda n: known[n.id])
-            kwargs = map_nodes(node.kwargs, lambda n: known[n.id])
+            value = lambda n: known[n.id] if n.id in known else blank   # noqa: E731
+            args = map_nodes(node.args, value)
+            kwargs = map_nodes(node.kwargs, value)
             try:
                 known[node.id] = node.target(*args, **kwargs)
             except Exception:   # e.g. an op with no CPU kernel: it stays an op
@@ -55,7 +84,7 @@ def fold_constants(graph: Graph, small_bytes: int = SMALL_BYTES) -> int:
             continue          # tuples are folded through their getitems
         if node.id not in outputs and all(u.id in known for u in users.get(node.id, [])):
             continue          # only other folded values read it
-        budget = max(small_bytes, sum(_nbytes(known[s.id]) for s in node.inputs()))
+        budget = max(small_bytes, sum(_nbytes(known.get(s.id)) for s in node.inputs()))
         if _nbytes(value) > budget:
             continue
         tensor = value.detach().clone(memory_format=torch.contiguous_format)
