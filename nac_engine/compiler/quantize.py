@@ -15,6 +15,14 @@ against the corpus, see the tests):
 * eligible = floating tensors (float32/64/16, bfloat16) that are not already quantised;
   integer and bool tensors are left exactly as they are. Like the reference, 1-D tensors
   (biases, LayerNorm/BatchNorm parameters and statistics) are quantised too.
+* Not eligible either, and kept as they are (their report says why in ``skipped``): tensors
+  holding inf or NaN under the int8 encodings — a ``-inf`` attention mask would get an infinite
+  scale and decode to NaN — and any tensor whose decoded values would be non-finite where the
+  original is finite (float16 overflowing past 65504; ``finfo(float32).min`` times its int8
+  scale rounding past float32's range). float16 stores inf and NaN exactly, so a ``-inf`` mask
+  is still FP16. The formulas below have no such case: applied to a mask they give an infinite
+  scale, NaN outputs and an external file that cannot be written. Keeping these few tensors
+  float keeps the model right, internal and external alike, and costs only their bytes.
 * ``fp16`` (header method 1): cast to float16, stored dtype 2 with per-tensor quant code **0**.
 * ``int8_tensor`` (2): ``scale = max|w| / 127`` (``1e-9`` when 0), ``q = round(w / scale)``
   clamped to [-127, 127], int8 with the original shape, quant 2 and the float32 scale.
@@ -60,6 +68,7 @@ class QuantReport:
     stored_bytes: int        # bytes of the stored values (metadata not counted)
     float_bytes: int         # bytes the tensor took before quantisation
     stored_as: str = "none"  # the encoding actually used: none, FP16, INT8_TENSOR, ...
+    skipped: str = ""        # why an eligible-looking float tensor was kept as it is ("" if not)
 
 
 def method_code(method: Optional[str]) -> int:
@@ -140,23 +149,57 @@ def quantize_parameters(nac: NacFile, method: Optional[str]) -> list[QuantReport
             reports.append(QuantReport(p.name, name, tuple(meta.logical_shape), 0.0, 0.0, meta.stored_nbytes,
                                        float_bytes, _stored_as(meta)))
             continue
-        w = torch.from_numpy(np.array(orig, dtype=np.float32))   # a copy: torch wants writable memory
-        stored, new_meta = _ENCODERS[code](w)
-        stored = np.ascontiguousarray(stored)
-        encoded.append((p, stored, new_meta))
-        decoded = dequantize(stored, new_meta).astype(np.float64)
         ref = orig.astype(np.float64)
-        if decoded.shape != ref.shape:
-            raise RuntimeError(f"{p.name!r}: the reader decodes {L.QUANT_NAMES[new_meta.quant]} to shape "
-                               f"{decoded.shape}, not {ref.shape}; refusing to write a file we misread")
-        err = float(np.max(np.abs(decoded - ref))) if ref.size else 0.0
-        top = float(np.max(np.abs(ref))) if ref.size else 0.0
+        finite = np.isfinite(ref)
+        skipped = ""
+        if code != L.QUANT_FP16 and not finite.all():
+            skipped = (f"{_count_non_finite(ref)}: an int8 scale cannot represent them "
+                       f"(kept {L.dtype_name(meta.dtype)})")
+        else:
+            w = torch.from_numpy(np.array(orig, dtype=np.float32))   # a copy: torch wants writable memory
+            stored, new_meta = _ENCODERS[code](w)
+            stored = np.ascontiguousarray(stored)
+            decoded = dequantize(stored, new_meta).astype(np.float64)
+            if decoded.shape != ref.shape:
+                raise RuntimeError(f"{p.name!r}: the reader decodes {L.QUANT_NAMES[new_meta.quant]} to shape "
+                                   f"{decoded.shape}, not {ref.shape}; refusing to write a file we misread")
+            overflow = int(np.count_nonzero(finite & ~np.isfinite(decoded)))
+            if overflow:
+                skipped = (f"{overflow} finite value(s) would decode as inf (max |x| = "
+                           f"{np.max(np.abs(ref[finite])):.4g}; kept {L.dtype_name(meta.dtype)})")
+        if skipped:
+            reports.append(QuantReport(p.name, name, tuple(meta.logical_shape), 0.0, 0.0, meta.stored_nbytes,
+                                       float_bytes, _stored_as(meta), skipped))
+            continue
+        encoded.append((p, stored, new_meta))
+        err, top = _max_error(decoded, ref, finite)
         reports.append(QuantReport(p.name, name, tuple(new_meta.logical_shape), err, err / top if top else 0.0,
                                    int(stored.nbytes), float_bytes, _stored_as(new_meta)))
     for p, stored, new_meta in encoded:    # only once every tensor encoded: no half-quantised file
         _set_stored(p, stored, new_meta)
     nac.header.quant_method = code
     return reports
+
+
+def _count_non_finite(ref: np.ndarray) -> str:
+    kinds = [(int(np.count_nonzero(np.isposinf(ref))), "+inf"), (int(np.count_nonzero(np.isneginf(ref))), "-inf"),
+             (int(np.count_nonzero(np.isnan(ref))), "NaN")]
+    return "non-finite values (" + ", ".join(f"{n} {k}" for n, k in kinds if n) + ")"
+
+
+def _max_error(decoded: np.ndarray, ref: np.ndarray, finite: np.ndarray) -> tuple[float, float]:
+    """(max |decoded - original|, max |original|) over the finite values; an inf or NaN that does
+    not decode to itself (same sign; NaN to NaN) makes the error infinite."""
+    if not ref.size:
+        return 0.0, 0.0
+    err = float(np.max(np.abs(decoded[finite] - ref[finite]))) if finite.any() else 0.0
+    special = ~finite
+    if special.any():
+        same = (decoded[special] == ref[special]) | (np.isnan(decoded[special]) & np.isnan(ref[special]))
+        if not same.all():
+            err = float("inf")
+    top = float(np.max(np.abs(ref[finite]))) if finite.any() else 0.0
+    return err, top
 
 
 def _set_stored(p: Parameter, stored: np.ndarray, meta: TensorMeta) -> None:

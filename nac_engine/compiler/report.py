@@ -46,7 +46,8 @@ class CompileReport:
             "op_histogram": self.op_histogram, "mmap": self.mmap,
             "quant": [{"name": q.name, "stored_as": getattr(q, "stored_as", q.method), "shape": list(q.shape),
                        "max_abs_error": q.max_abs_error, "rel_error": q.rel_error,
-                       "stored_bytes": q.stored_bytes, "float_bytes": q.float_bytes} for q in self.quant],
+                       "stored_bytes": q.stored_bytes, "float_bytes": q.float_bytes,
+                       "skipped": getattr(q, "skipped", "")} for q in self.quant],
             "tokenizer_files": self.tokenizer_files, "warnings": self.warnings, "timings": self.timings,
             "file_bytes": self.file_bytes, "files": self.files,
         }
@@ -96,6 +97,11 @@ def format_report(r: CompileReport) -> str:
             for x in sorted(q, key=lambda x: -x.rel_error)[:10]:
                 lines.append(f"  {x.name:<48} {getattr(x, 'stored_as', x.method):<12} max|err| "
                              f"{x.max_abs_error:.3g}  rel {x.rel_error:.3g}")
+        kept = [x for x in r.quant if getattr(x, "skipped", "")]
+        if kept:
+            lines.append(f"quant      {len(kept)} float tensor(s) not quantised:")
+            for x in kept:
+                lines.append(f"  {x.name:<48} {x.skipped}")
     if r.tokenizer_files:
         lines.append(f"tokenizer  {', '.join(r.tokenizer_files)}")
     if r.timings:

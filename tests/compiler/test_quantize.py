@@ -150,6 +150,47 @@ def test_bfloat16_and_float16_sources_are_widened_exactly():
     assert [r.float_bytes for r in reports] == [6, 6]
 
 
+# --------------------------------------------------------------------------- non-finite values
+def _mask(fill: float) -> np.ndarray:
+    return np.triu(np.full((6, 6), fill, np.float32), 1)
+
+
+@pytest.mark.parametrize("method", ["int8_tensor", "int8_channel", "block_fp8"])
+def test_int8_leaves_non_finite_and_overflowing_tensors_float(method, tmp_path):
+    w = np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)
+    nan = w.copy()
+    nan[1, 2] = np.nan
+    tensors = {"mask": _mask(-np.inf), "nan": nan, "at_min": _mask(np.finfo(np.float32).min), "w": w}
+    reports = {r.name: r for r in quantize_parameters(hand_file(tensors), method)}
+    assert "non-finite values (15 -inf)" in reports["mask"].skipped
+    assert "1 NaN" in reports["nan"].skipped
+    assert "decode as inf" in reports["at_min"].skipped       # finfo.min * 127 / 127 rounds past float32
+    assert reports["w"].skipped == "" and reports["w"].stored_as != "none" and reports["w"].max_abs_error > 0
+    nac = hand_file(tensors)
+    quantize_parameters(nac, method)
+    back = reread(nac, tmp_path)
+    assert back.header.quant_method == METHODS[method]
+    for name in ("mask", "nan", "at_min"):
+        p = back.param_by_name(name)
+        assert p.meta.quant == 0 and p.meta.dtype == 0
+        np.testing.assert_array_equal(p.array(), tensors[name])   # bit-for-bit, inf and NaN included
+        assert reports[name].stored_as == "none" and reports[name].stored_bytes == tensors[name].nbytes
+
+
+def test_fp16_stores_infinities_exactly_but_not_values_past_its_range(tmp_path):
+    tensors = {"mask": _mask(-np.inf), "at_min": _mask(np.finfo(np.float32).min),
+               "big": np.array([1.0, 7e4], np.float32)}
+    nac = hand_file(tensors)
+    reports = {r.name: r for r in quantize_parameters(nac, "fp16")}
+    assert reports["mask"].stored_as == "FP16" and reports["mask"].max_abs_error == 0.0
+    assert reports["mask"].rel_error == 0.0                   # not NaN from -inf - -inf
+    for name in ("at_min", "big"):
+        assert reports[name].stored_as == "none" and "decode as inf" in reports[name].skipped
+    back = reread(nac, tmp_path)
+    for name, want in tensors.items():
+        np.testing.assert_array_equal(back.param_by_name(name).array(), want)
+
+
 # --------------------------------------------------------------------------- refusals
 def test_bad_methods_and_double_quantisation():
     with pytest.raises(ValueError, match="unknown quantisation method"):
