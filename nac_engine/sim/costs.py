@@ -34,6 +34,19 @@ padding and dilation need no parsing). A transposed convolution is costed as the
 col2im form (``M = batch·H_in·W_in``, ``K = C_in/groups``, ``N = C_out/groups·k_h·k_w``). A
 linear layer's bias add is folded into the accumulator (no cost), as in SCALE-Sim.
 
+Recurrent layers (``aten.lstm/gru/rnn_tanh/rnn_relu``), per layer and direction, hidden
+size H, G gates (LSTM 4, GRU 3, RNN 1), T timesteps of batch B: the input projection of all
+timesteps is one GEMM ``(T·B)×in · in×(G·H)`` (its inputs are known up front); then each step
+is its recurrent GEMM ``B×H · H×(G·H)``, one vector pass over the gates and the state update
+(≈ ``B·(G·H + 3H)`` elements) and the gate activations on the SFU (sigmoid/tanh, ``B·G·H``
+elements, ``+ B·H`` for the LSTM's tanh(c); none for ``rnn_relu``), and the steps run one
+after another (step t+1 reads step t's state), so nothing overlaps across steps.
+
+Interpolation (``upsample_bilinear2d`` and kin): one vector pass per tap over the output
+(linear 2, bilinear 4, trilinear 8, bicubic 16). Gathers (``take``, ``take_along_dim``,
+``nonzero``, ...) are copies, costed by the bytes they write; bitwise and logical element-wise
+ops (``__and__``, ``bitwise_or``, shifts) are vector element-wise passes.
+
 Vector ops: ``passes · ceil(elements/lanes) · cycles_per_vector[class] + latency``. SFU ops:
 ``ceil(elements/sfu.lanes) · sfu.cycles_per_vector + sfu.latency``. Softmax = 4 vector passes
 (max, subtract, sum, scale) + one SFU exp pass; layer/RMS/group-norm = 5 vector passes
@@ -96,7 +109,11 @@ COPY_OPS = {"transpose", "t", "permute", "clone", "contiguous", "cat", "concat",
             "slice_scatter", "select_scatter", "diagonal", "tril", "triu", "zeros", "zeros_like",
             "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "empty", "empty_like",
             "new_empty", "fill", "lift_fresh_copy", "movedim", "swapaxes", "unfold", "im2col",
-            "pixel_shuffle", "upsample_nearest2d", "new_full", "_unsafe_index", "split_copy"}
+            "pixel_shuffle", "upsample_nearest2d", "new_full", "_unsafe_index", "split_copy",
+            "take", "take_along_dim", "nonzero", "nonzero_static", "argwhere", "unique", "_unique2",
+            "unique_consecutive", "unique_dim", "index_copy", "index_fill", "index_add", "masked_scatter",
+            "upsample_nearest1d", "upsample_nearest3d", "_upsample_nearest_exact1d",
+            "_upsample_nearest_exact2d", "_upsample_nearest_exact3d", "pixel_unshuffle", "channel_shuffle"}
 ELEMENTWISE_OPS = {"add", "sub", "mul", "div", "neg", "abs", "relu", "relu6", "hardtanh", "clamp",
                    "clamp_min", "clamp_max", "where", "masked_fill", "maximum", "minimum", "rsub",
                    "_to_copy", "to", "type_as", "float", "half", "bfloat16", "int", "long",
@@ -106,7 +123,10 @@ ELEMENTWISE_OPS = {"add", "sub", "mul", "div", "neg", "abs", "relu", "relu6", "h
                    "floor_divide", "true_divide", "arange", "cumsum", "cumprod", "addcmul", "addcdiv",
                    "lerp", "fma", "truediv", "floordiv", "mod", "pos", "invert", "and_", "or_", "xor",
                    "lshift", "rshift", "threshold", "nan_to_num", "frac", "copysign", "heaviside",
-                   "linspace", "triu_indices", "tril_indices", "one_hot", "bucketize"}
+                   "linspace", "triu_indices", "tril_indices", "one_hot", "bucketize",
+                   "__and__", "__or__", "__xor__", "__invert__", "__lshift__", "__rshift__", "__iand__",
+                   "__ior__", "__ixor__", "__ilshift__", "__irshift__", "bitwise_left_shift",
+                   "bitwise_right_shift"}
 COMPARE_OPS = {"gt", "lt", "ge", "le", "eq", "ne", "isnan", "isinf", "isfinite", "any", "all",
                "clamp_compare", "isin", "not_", "truth"}
 REDUCTION_OPS = {"sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "prod",
@@ -126,13 +146,18 @@ NORM_OPS = {"layer_norm", "native_layer_norm", "rms_norm", "_fused_rms_norm", "g
 BATCHNORM_OPS = {"batch_norm", "_native_batch_norm_legit_no_training", "native_batch_norm",
                  "_native_batch_norm_legit", "cudnn_batch_norm"}
 SCALAR_OPS = {"sym_size", "add_int", "mul_int"}
+RECURRENT_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+INTERPOLATION_TAPS = {"upsample_linear1d": 2, "upsample_bilinear2d": 4, "_upsample_bilinear2d_aa": 4,
+                      "upsample_trilinear3d": 8, "upsample_bicubic2d": 16, "_upsample_bicubic2d_aa": 16,
+                      "grid_sampler_2d": 4, "grid_sampler_3d": 8}
 
 
 def op_class(op: str) -> str:
     b = base_name(op)
     if b.endswith("_") and b[:-1] in ELEMENTWISE_OPS | SFU_OPS | COMPARE_OPS:
         b = b[:-1]          # in-place variants cost what their functional form costs
-    for cls, table in (("gemm", GEMM_OPS), ("alias", ALIAS_OPS), ("copy", COPY_OPS),
+    for cls, table in (("gemm", GEMM_OPS), ("recurrent", RECURRENT_GATES), ("interpolation", INTERPOLATION_TAPS),
+                       ("alias", ALIAS_OPS), ("copy", COPY_OPS),
                        ("softmax", SOFTMAX_OPS), ("norm", NORM_OPS), ("batchnorm", BATCHNORM_OPS),
                        ("sfu", SFU_OPS), ("reduction", REDUCTION_OPS), ("reduction2", TWO_PASS_REDUCTIONS),
                        ("compare", COMPARE_OPS), ("elementwise", ELEMENTWISE_OPS)):
@@ -265,6 +290,93 @@ def scalesim_sram_words(g: Gemm, R: int, C: int, df: str, fr: int, fc: int, fold
             "ofmap_sram_writes": r[2] * g.batch}
 
 
+# --------------------------------------------------------------------------- recurrent layers
+@dataclass(frozen=True)
+class RecurrentShape:
+    timesteps: int
+    batch: int
+    gates: int
+    layers: tuple              # ((input size, hidden size), ...) per layer and direction
+
+
+def recurrent_shape(ins: InstrInfo) -> Optional[RecurrentShape]:
+    """Timesteps, batch and per-layer sizes of an ``aten.lstm/gru/rnn_*.input`` instruction,
+    from its shapes: ``(input, hx..., params..., has_biases, num_layers, dropout, train,
+    bidirectional, batch_first)``; the weights are the 2-D tensors, in (w_ih, w_hh) pairs per
+    layer and direction. None when the shapes do not say (e.g. the packed ``.data`` form)."""
+    gates = RECURRENT_GATES.get(base_name(ins.op))
+    ts: list[TensorInfo] = []
+    for kind, v in ins.args:
+        if kind == "t":
+            ts.append(v)
+        elif kind == "tl":
+            ts.extend(v)
+    bools = [v for kind, v in ins.args if kind == "c" and isinstance(v, bool)]
+    if gates is None or not ts or ins.op.endswith(".data"):
+        return None
+    x = ts[0]
+    batch_first = bools[-1] if len(bools) >= 4 else False
+    if len(x.shape) == 3:
+        t, b = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
+    elif len(x.shape) == 2:                     # unbatched
+        t, b = x.shape[0], 1
+    else:
+        return None
+    weights = [w for w in ts[1:] if len(w.shape) == 2]
+    if not weights or len(weights) % 2:
+        return None
+    layers = []
+    for w_ih, w_hh in zip(weights[::2], weights[1::2]):
+        h = w_hh.shape[1]
+        if not h or w_ih.shape[0] != gates * h or w_hh.shape[0] != gates * h:
+            return None
+        layers.append((w_ih.shape[1], h))
+    return RecurrentShape(int(t), int(b), gates, tuple(layers))
+
+
+@dataclass(frozen=True)
+class RecurrentLayer:
+    """One layer and direction: its input projection, one step's recurrent GEMM, and one
+    step's vector and SFU elements (repeated ``timesteps`` times, in sequence)."""
+    projection: Gemm
+    step: Gemm
+    step_vector_elements: int
+    step_sfu_elements: int
+
+
+def recurrent_layers(ins: InstrInfo) -> Optional[tuple[int, list]]:
+    """``(timesteps, [RecurrentLayer, ...])`` of a recurrent instruction (None: shapes unknown)."""
+    rs = recurrent_shape(ins)
+    if rs is None:
+        return None
+    b = base_name(ins.op)
+    T, B, G = rs.timesteps, rs.batch, rs.gates
+    out = []
+    for n_in, h in rs.layers:
+        sfu = 0 if b == "rnn_relu" else B * (G * h + (h if b == "lstm" else 0))
+        out.append(RecurrentLayer(Gemm(T * B, n_in, G * h), Gemm(B, h, G * h), B * (G * h + 3 * h), sfu))
+    return T, out
+
+
+def recurrent_cost(ins: InstrInfo, hw: HardwareConfig) -> Optional[Cost]:
+    """The layer as the module docstring describes it; None when its shapes do not say."""
+    parts = recurrent_layers(ins)
+    if parts is None:
+        return None
+    T, layers = parts
+    busy = {"systolic": 0, "vector": 0, "sfu": 0}
+    macs = 0
+    for lay in layers:
+        busy["systolic"] += gemm_cycles(lay.projection, hw)[0] + T * gemm_cycles(lay.step, hw)[0]
+        busy["vector"] += T * vector_cycles(lay.step_vector_elements, 1, "elementwise", hw)
+        busy["sfu"] += T * sfu_cycles(lay.step_sfu_elements, hw)
+        macs += lay.projection.macs + T * lay.step.macs
+    detail = {"timesteps": T, "batch": layers[0].step.m, "layers": len(layers),
+              "hidden": [lay.step.k for lay in layers]}
+    return Cost("systolic", sum(busy.values()), {u: c for u, c in busy.items() if c}, macs, "recurrent",
+                True, detail)
+
+
 # --------------------------------------------------------------------------- vector / SFU
 def _elements_in(ins: InstrInfo) -> int:
     n = 0
@@ -330,6 +442,15 @@ def instruction_cost(ins: InstrInfo, hw: HardwareConfig) -> Cost:
                 total += vec + sfu
             return Cost("systolic", total, busy, macs, cls, True, detail)
         cls = "unknown"     # a GEMM op whose shapes we could not read
+    if cls == "recurrent":
+        cost = recurrent_cost(ins, hw)
+        if cost is not None:
+            return cost
+        cls = "unknown"
+    if cls == "interpolation":
+        taps = INTERPOLATION_TAPS[base_name(ins.op)]
+        c = vector_cycles(max(_elements_out(ins), 1), taps, "elementwise", hw)
+        return Cost("vector", c, {"vector": c}, op_class=cls)
     if cls == "alias":
         c = hw.movement.view_cycles
         return Cost("core", c, {"core": c}, op_class=cls)

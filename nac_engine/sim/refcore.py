@@ -47,7 +47,8 @@ from typing import Optional
 from ..format.model import Instruction, NacFile
 from ..isa.optable import OP_INPUT, OP_OUTPUT
 from .config import HardwareConfig
-from .costs import _elements_in, _elements_out, _rows, gemms, op_class
+from .costs import INTERPOLATION_TAPS, _elements_in, _elements_out, _rows, base_name, gemms, op_class, \
+    recurrent_layers
 from .result import InstrRecord, SimResult, Transfer
 from .shapes import MMAP_FORWARD, MMAP_FREE, MMAP_PRELOAD, MMAP_SAVE_RESULT, Program
 
@@ -151,15 +152,23 @@ def derived_klat(info, hw: HardwareConfig) -> int:
     cls = op_class(info.op)
     n_out = max(_elements_out(info), 1)
     n_in = max(_elements_in(info), 1)
+
+    def gemm_klat(g) -> int:
+        if D > 0:
+            return g.batch * ceil(g.m / D) * ceil(g.n / D) * (g.k + 3 * D - 2)
+        return g.batch * g.m * g.n * ceil(g.k / L) + 3
+
+    rec = recurrent_layers(info) if cls == "recurrent" else None
     if cls == "gemm":
-        total = 0
-        for g in gemms(info):
-            if D > 0:
-                total += g.batch * ceil(g.m / D) * ceil(g.n / D) * (g.k + 3 * D - 2)
-            else:
-                total += g.batch * g.m * g.n * ceil(g.k / L) + 3
-        k = total
-    elif cls in ("elementwise", "compare", "copy", "unknown", "reduction", "reduction2"):
+        k = sum(gemm_klat(g) for g in gemms(info))
+    elif rec is not None:               # projection, then each step's GEMM, gates and activations
+        T, layers = rec
+        k = sum(gemm_klat(lay.projection) + T * (gemm_klat(lay.step) + ceil(lay.step_vector_elements / L) + 3
+                                                  + ceil(lay.step_sfu_elements / L) * (R + 2))
+                for lay in layers)
+    elif cls == "interpolation":
+        k = INTERPOLATION_TAPS[base_name(info.op)] * ceil(n_out / L) + 3
+    elif cls in ("elementwise", "compare", "copy", "unknown", "reduction", "reduction2", "recurrent"):
         k = ceil(max(n_in, n_out) / L) * (2 if cls == "reduction2" else 1) + 3
     elif cls == "sfu":
         k = ceil(n_out / L) * (R + 2) + 3
@@ -285,7 +294,7 @@ def _to_result(nac: NacFile, hw: HardwareConfig, prog: Optional[Program], tl: Re
         name = nac.instruction_name(x)
         if x.a >= 10:
             cls = op_class(name)
-            unit = "systolic" if cls == "gemm" and rc.systolic_dim > 0 else "vector"
+            unit = "systolic" if cls in ("gemm", "recurrent") and rc.systolic_dim > 0 else "vector"
             busy[unit] += k
             kind, compute = "op", k
             detail = {"klat": k, "klat_source": "derived" if rc.klat == "derived" else "given",
