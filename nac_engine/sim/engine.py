@@ -17,8 +17,11 @@ coprocessor executes tick *i*'s MMAP commands, in file order, at that same cycle
   MMAP checker reports as a hazard is resolved in the favourable order, as there.
 * **SAVE_RESULT i** keeps *i*'s result in SRAM; **FORWARD i→u** routes it to *u* without
   touching SRAM (0 bytes written, never in the occupancy). A computed value with readers
-  and neither command is kept in SRAM (and reported, when the file has a schedule); a graph
-  output nobody else reads goes straight to DRAM.
+  and neither command is kept in SRAM (and reported, when the file has a schedule).
+* A graph output nobody else reads lands in SRAM like any result (the core writes its
+  results to SRAM; nothing else holds them) and stays there until a FREE or the end of the
+  run; ``<OUTPUT>`` writes it back to DRAM. An output that does not fit is spilled: written
+  to DRAM when it is computed, and not again at ``<OUTPUT>``.
 
 An ``<INPUT>`` whose value was not preloaded is fetched **on demand** when the core reaches
 it, and the core waits (stall ``on_demand``). A preloaded one costs the core nothing at its
@@ -62,7 +65,8 @@ a big early preload that blocks an urgent fetch is worse than the same preload i
 after it), so tests move PRELOADs only within that order.
 
 DRAM traffic, exactly: reads = preloads + on-demand fetches + spill reads; writes = spill
-writes + graph outputs written back (at ``<OUTPUT>``; an output already spilled is in DRAM).
+writes + graph outputs written back (at ``<OUTPUT>``; an output already spilled is in DRAM),
+so every computed graph output reaches DRAM exactly once.
 """
 from __future__ import annotations
 
@@ -408,8 +412,8 @@ class _Engine:
         end = rec.end_cycle
         route = self.route[i]
         rec.route = route
-        if route in ("saved", "kept"):
-            if self._allocate(i, ready, "result"):
+        if route in ("saved", "kept", "output"):
+            if self._allocate(i, ready, "output" if route == "output" else "result"):
                 self.state[i], self.ready[i] = RESIDENT, end
                 rec.sram_write_bytes = self.nbytes[i]
             else:

@@ -82,8 +82,19 @@ def value_bytes(prog: Program, hw) -> list:
 @pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize("hw_name,overrides", CONFIGS)
 def test_dram_bytes_are_conserved(name, hw_name, overrides):
-    """reads = preloads + on-demand + spill reads; writes = spill writes + outputs written back,
-    each term derived from the program, not from the engine's own counters."""
+    """DRAM traffic derived from the program, not from the engine's own counters.
+
+    Reads: every ``<INPUT>`` is loaded once (a spilled one streams to its first reader);
+    further readers of a spilled input, and every reader of a spilled result, read it from
+    DRAM again.
+
+    Writes: a computed result lands in SRAM (graph outputs too: the core writes its results
+    to SRAM, nothing else holds them). It reaches DRAM only when it does not fit (its spill
+    write, when it is computed) or when it is a graph output (written back at ``<OUTPUT>``,
+    unless its spill already put it there). So every computed graph output is written exactly
+    once, by one of the two, and the other writes are the spills of non-output results. An
+    ``<INPUT>`` returned as an output is written back from SRAM unless it streamed (spilled:
+    it never left DRAM)."""
     prog = program(name)
     hw = load_hardware(hw_name, overrides)
     r = simulate(prog, hw)
@@ -97,8 +108,6 @@ def test_dram_bytes_are_conserved(name, hw_name, overrides):
         if x.kind in ("op", "subreturn", "control"):
             for v in x.reads:
                 readers[v] = readers.get(v, 0) + 1
-    # every <INPUT> is loaded once (a spilled one streams to its first reader); further readers
-    # of a spilled input, and every reader of a spilled result, read it from DRAM again
     loaded_inputs = sum(nb[x.tick] for x in prog.instructions if x.kind in INPUT_KINDS)
     spill_reads = sum(nb[s["value"]] * (readers.get(s["value"], 0) - (s["kind"] != "result"))
                       for s in r.spills)
@@ -106,11 +115,17 @@ def test_dram_bytes_are_conserved(name, hw_name, overrides):
     assert r.dram_bytes_by_kind["spill_read"] == spill_reads
     assert len(spilled) == len(r.spills)
     assert r.dram_read_bytes == loaded_inputs + spill_reads
-    spilled_results = sum(nb[s["value"]] for s in r.spills if s["kind"] == "result")
-    outputs = sum(nb[v] for v in dict.fromkeys(prog.outputs) if v not in spilled)
-    assert r.dram_bytes_by_kind["spill_write"] == spilled_results
-    assert r.dram_bytes_by_kind["writeback"] == outputs
-    assert r.dram_write_bytes == spilled_results + outputs
+    outputs = list(dict.fromkeys(prog.outputs))
+    computed = [v for v in outputs if prog.instructions[v].kind not in INPUT_KINDS]
+    returned_inputs = [v for v in outputs if prog.instructions[v].kind in INPUT_KINDS and v not in spilled]
+    other_spills = sum(nb[s["value"]] for s in r.spills if s["kind"] == "result" and s["value"] not in outputs)
+    assert r.dram_write_bytes == other_spills + sum(nb[v] for v in computed) + sum(nb[v] for v in returned_inputs)
+    writes = {}
+    for t in r.transfers:
+        if t.dst == "dram":
+            writes[t.value] = writes.get(t.value, 0) + 1
+    assert all(writes.get(v, 0) == (1 if nb[v] else 0) for v in computed), "each output reaches DRAM once"
+    assert r.dram_bytes_by_kind["writeback"] == sum(nb[v] for v in outputs if v not in spilled)
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -362,3 +377,24 @@ def test_control_flow_branches_not_taken_cost_nothing():
                 assert rec.end_cycle == rec.start_cycle == rec.issue_cycle and rec.compute_cycles == 0
     assert other.macs == taken.macs == 0
     assert other.core_cycles > taken.core_cycles     # two negations against one add
+
+
+def test_graph_outputs_land_in_sram_and_are_written_back_once():
+    nac, inputs = gemm_program(64, 512, 512, with_data=False)
+    prog = prepare(nac, inputs=inputs)
+    x, w, out = 64 * 512 * 4, 512 * 512 * 4, 64 * 512 * 4
+    hw = load_hardware("edge-32x32", {"sram.bytes": 4 << 20})
+    r = simulate(prog, hw)
+    gemm = r.instructions[2]
+    assert gemm.route == "output" and gemm.sram_write_bytes == out
+    assert r.peak_sram_bytes == x + w + out          # x and W are freed when the GEMM ends, after it wrote
+    buf = [b for b in r.buffers if b["value"] == 2]
+    assert len(buf) == 1 and buf[0]["alloc_cycle"] == gemm.start_cycle and buf[0]["kind"] == "output"
+    wb = [t for t in r.transfers if t.kind == "writeback"]
+    assert [(t.value, t.src, t.bytes) for t in wb] == [(2, "sram", out)]
+    assert r.dram_write_bytes == out
+    # room for x but not for x and the result: the result spills, written to DRAM once, when computed
+    small = simulate(prog, hw.with_overrides({"sram.bytes": x + out - 1}))
+    assert [(s["value"], s["kind"]) for s in small.spills if s["value"] == 2] == [(2, "result")]
+    assert small.dram_bytes_by_kind["spill_write"] == out and small.dram_bytes_by_kind["writeback"] == 0
+    assert small.peak_sram_bytes <= x + out - 1
