@@ -22,7 +22,9 @@ Modes
     The reference compiler's current planner ("chronological half-split", research §9.2,
     commit c72bb01 onward), byte for byte. FREE lands on the tick of the last use, which the
     checker reports as a same-tick hazard (never a violation); kept so that our output can be
-    compared with theirs on the same graph.
+    compared with theirs on the same graph. Like the original it gives graph outputs no
+    command at all, even one a later instruction reads (a BERT's last hidden state feeding
+    its pooler), which seed §4.5 would SAVE_RESULT; the simulator warns about those.
 ``"reference-lookback"``
     The reference's older planner (research §9.4: every v1.6/v1.7 file), with one minimal fix.
     The original drops every record that falls on a weight tick; that loses PRELOADs
@@ -43,11 +45,12 @@ Modes
     * **FORWARD** ``v → u`` when ``u`` is ``v``'s only consumer and every tick strictly
       between them is a weight tick (the next instruction that does work; the v1.6 planner's
       rule). Forwarded values need no FREE.
-    * **SAVE_RESULT** ``v`` for every other computed value that is read and is not a graph
-      output; **FREE** it on the tick after its last use (seed §4.5). Weights, named inputs
-      and lifted constants are FREEd the tick after their last use too (states, ``B=2``,
-      persist across runs and are left alone); a weight nobody reads is FREEd the tick after
-      it loads. Graph outputs are neither saved nor freed.
+    * **SAVE_RESULT** ``v`` for every other computed value that is read; **FREE** it on the
+      tick after its last use (seed §4.5). Weights, named inputs and lifted constants are FREEd
+      the tick after their last use too (states, ``B=2``, persist across runs and are left
+      alone); a weight nobody reads is FREEd the tick after it loads. Graph outputs are never
+      freed; a computed output is saved when an instruction other than ``<OUTPUT>`` reads it
+      (it then has several consumers), and needs no command when only ``<OUTPUT>`` does.
     * Commands of one tick are ordered FREE, FORWARD, SAVE_RESULT, PRELOAD (memory is
       released before new loads start), then by target.
 
@@ -389,7 +392,13 @@ def _min_peak(prog: _Program, lookahead: int) -> list[MmapRecord]:
     next_work = prog.next_work()
     for v in range(n):
         users = prog.users.get(v, [])
-        if prog.is_output_op[v] or v in prog.outputs:
+        if prog.is_output_op[v]:
+            continue
+        if v in prog.outputs:
+            # Kept to the end, so never FREEd; but a later instruction reading it needs it in
+            # shared memory like any value with several consumers (<OUTPUT> is one of them).
+            if v not in W and not prog.is_input[v] and any(not prog.is_output_op[u] for u in users):
+                add(v, L.MMAP_SAVE_RESULT, v)
             continue
         if v in W:
             if users:

@@ -50,6 +50,21 @@ def rel_error(out: np.ndarray, ref: np.ndarray) -> float:
     return float(np.abs(out.astype(np.float64) - ref).max()) / scale if ref.size else 0.0
 
 
+def outputs_read_but_not_saved(nac) -> list[int]:
+    """Computed graph outputs that an instruction other than <OUTPUT> reads, without SAVE_RESULT
+    (seed §4.5: a result with several consumers is saved). ``check_schedule`` skips outputs."""
+    from nac_engine.format import layout as L
+    from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
+    saved = {c.target for r in nac.mmap for c in r.commands if c.action == L.MMAP_SAVE_RESULT and c.target == r.tick}
+    readers: dict[int, set] = {}
+    for ins in nac.instructions:
+        if ins.a != OP_OUTPUT:
+            for p in ins.producers():
+                readers.setdefault(p, set()).add(ins.index)
+    return [v for v in sorted(set(nac.output_producers()))
+            if nac.instructions[v].a not in (OP_INPUT, OP_OUTPUT) and readers.get(v) and v not in saved]
+
+
 def compile_and_check(model, args, kwargs=None, *, tol: float = REL_TOL, **options) -> Checked:
     """Compile, prove the file is clean (verify, lint) and that it computes what eager does."""
     model.eval()
@@ -64,6 +79,8 @@ def compile_and_check(model, args, kwargs=None, *, tol: float = REL_TOL, **optio
         assert verify(nac) == []
         lint = check_schedule(nac)
         assert lint.has_schedule and lint.violations == [], lint.violations[:5]
+        if options.get("mmap", "min-peak") == "min-peak" and options.get("optimize", True):
+            assert outputs_read_but_not_saved(nac) == []
         out = nac_engine.run(nac, inputs=named_inputs(nac, args, kwargs))
     assert len(out) == len(ref) == nac.header.num_outputs
     errs = [rel_error(o, r) for o, r in zip(out, ref)]

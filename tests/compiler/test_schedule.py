@@ -162,6 +162,29 @@ def test_forward_jumps_weight_ticks_only():
     assert (FWD, 6) in [(c.action, c.target) for c in cmds[5]]
 
 
+def test_an_output_that_later_instructions_read_is_saved_never_freed():
+    # 0 x, 1 w, 2 h = op(x, w) [an output, also read by 3], 3 y = op(h) [an output], 4 out(h, y)
+    nac = program([("in",), ("w",), ("op", 0, 1), ("op", 2), ("out", 2, 3)])
+    plan = plan_mmap(nac, {})
+    cmds = [(r.tick, c.action, c.target) for r in plan.records for c in r.commands]
+    assert (2, SAVE, 2) in cmds
+    assert not [c for c in cmds if c[2] in (2, 3) and c[1] in (FREE, FWD)]     # outputs live to the end
+    assert not [c for c in cmds if c[2] == 3]                                # read by <OUTPUT> only
+    assert check_schedule(with_plan(nac, plan.records)).violations == []
+    # The reference planners as the originals wrote them: HEAD gives outputs no command (§9.2 step 5),
+    # the v1.6 planner saves every output that is read (§9.4).
+    head = [(r.tick, c.action, c.target) for r in plan_mmap(nac, {}, mode="reference").records for c in r.commands]
+    assert not [c for c in head if c[2] in (2, 3)]
+    lookback = plan_mmap(nac, {}, mode="reference-lookback").by_tick
+    assert (SAVE, 2) in [(c.action, c.target) for c in lookback[2]]
+
+
+def test_an_input_or_weight_returned_and_read_gets_no_save():
+    nac = program([("in",), ("w",), ("op", 0, 1), ("out", 0, 1, 2)])
+    saves = [c.target for r in plan_mmap(nac, {}).records for c in r.commands if c.action == SAVE]
+    assert saves == []
+
+
 def test_states_are_never_freed_but_inputs_are():
     nac = program([("in",), ("in",), ("op", 0, 1), ("out", 2)])
     nac.instructions[1].b = 2     # <INPUT B=2> state: persists across runs
@@ -276,3 +299,29 @@ def test_param_sizes_come_from_tensor_meta(corpus_case):
     p = nac.param_for(first_weight)
     # int8 storage, but the runtime holds it dequantised: float32 bytes
     assert plan.live_bytes[first_weight.index] >= 4 * int(np.prod(p.shape))
+
+
+def test_compiled_model_saves_an_output_its_next_layer_reads():
+    """/tmp/review/out_read.py: ``h`` is returned and read by the next linear. The simulator
+    reads the schedule as the hardware would and must find every read value routed."""
+    import torch
+    from torch import nn
+
+    from nac_engine.sim import simulate
+    from tests.compiler.helpers import compile_and_check
+
+    class OutputRead(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(16, 16), nn.Linear(16, 16)
+
+        def forward(self, x):
+            h = torch.relu(self.a(x))
+            return h, self.b(h) + h
+
+    torch.manual_seed(0)
+    c = compile_and_check(OutputRead(), (torch.randn(4, 16),))
+    h = c.nac.output_producers()[0]
+    assert (SAVE, h) in [(cm.action, cm.target) for cm in c.nac.mmap_by_tick()[h]]
+    res = simulate(c.nac, "edge-32x32", inputs={"x": "4x16"})
+    assert not [w for w in res.warnings if "neither SAVE_RESULT nor FORWARD" in w], res.warnings
