@@ -83,6 +83,84 @@ class _FactoriesOnMeta(TorchDispatchMode):
 
 
 _META = torch.device("meta")
+_TAKES_DEVICE: dict = {}        # op name -> whether its ATen schema has a device argument
+
+
+def _takes_device(name: str) -> bool:
+    """Whether the NAC op ``name`` may create a tensor from no tensor (only those need
+    :class:`_FactoriesOnMeta`: inside other ops' meta kernels, torch takes the device from
+    the inputs). Names that do not resolve count as True."""
+    v = _TAKES_DEVICE.get(name)
+    if v is None:
+        parts = name.split(".")
+        if parts[0] not in ("aten", "nac") or len(parts) < 2:
+            v = False
+        else:
+            try:
+                packet = getattr(torch.ops.aten, parts[1])
+                op = getattr(packet, parts[2] if parts[0] == "aten" and len(parts) == 3 else "default")
+                v = any(a.name == "device" for a in op._schema.arguments)
+            except (AttributeError, RuntimeError):
+                v = True
+        _TAKES_DEVICE[name] = v
+    return v
+
+
+# Meta results by (op, argument metadata): a transformer's layers call the same ops on the
+# same shapes, and torch's meta kernels are Python (tens of microseconds each), so a repeated
+# call is rebuilt from its recorded result instead. The key holds every argument's shape,
+# strides, dtype and storage offset and every constant's type and value: all a meta kernel
+# sees. In-place ops (``add_``) are not memoised (they return their argument). Bounded:
+# cleared when full.
+_META_MEMO: dict = {}
+_MEMO_ENTRIES = 16384
+
+
+class _Unkeyable(Exception):
+    pass
+
+
+def _arg_key(v: Any) -> Any:
+    if isinstance(v, torch.Tensor):
+        if not v.is_meta:
+            raise _Unkeyable
+        return ("T", tuple(v.shape), v.stride(), v.dtype, v.storage_offset())
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return (type(v), v)
+    if isinstance(v, (tuple, list)):
+        return (type(v), tuple(_arg_key(x) for x in v))
+    if isinstance(v, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
+        return (type(v), v)
+    raise _Unkeyable
+
+
+def _memo_key(name: str, args: list) -> Optional[tuple]:
+    if name.split(".")[1 if name.startswith("aten.") else 0].endswith("_"):
+        return None
+    try:
+        return (name, tuple(_arg_key(a) for a in args))
+    except _Unkeyable:
+        return None
+
+
+def _freeze(v: Any) -> Any:
+    """A meta result as plain metadata (None when it holds something else)."""
+    if isinstance(v, torch.Tensor):
+        return ("T", tuple(v.shape), v.stride(), v.dtype) if v.is_meta else None
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return ("v", v)
+    if isinstance(v, (tuple, list)):
+        parts = [_freeze(x) for x in v]
+        return None if any(p is None for p in parts) else (type(v), tuple(parts))
+    return None
+
+
+def _thaw(d: Any) -> Any:
+    if d[0] == "T":
+        return torch.empty_strided(d[1], d[2], dtype=d[3], device=_META)
+    if d[0] == "v":
+        return d[1]
+    return d[0](_thaw(x) for x in d[1])
 
 
 def _describe_value(v: Any) -> str:
@@ -168,9 +246,24 @@ class ShapeSession(Session):
     def call_op(self, ins) -> Any:
         if not self.meta:
             return super().call_op(ins)
+        name = self.nac.op_name(ins.a)
+        key = _memo_key(name, self.gather(ins))
+        hit = _META_MEMO.get(key) if key is not None else None
+        if hit is not None:
+            return _thaw(hit)
         try:
-            with _FactoriesOnMeta():
-                return super().call_op(ins)
+            if _takes_device(name):
+                with _FactoriesOnMeta():
+                    value = super().call_op(ins)
+            else:
+                value = super().call_op(ins)
+            if key is not None:
+                frozen = _freeze(value)
+                if frozen is not None:
+                    if len(_META_MEMO) >= _MEMO_ENTRIES:
+                        _META_MEMO.clear()
+                    _META_MEMO[key] = frozen
+            return value
         except KernelError as e:          # the meta kernel could not compute it
             cause = e.__cause__ or e
             reason = f"{type(cause).__name__}: " + str(cause).split("\n")[0].split(". ")[0]

@@ -81,3 +81,24 @@ def test_input_specs():
     for bad in ("1x:int64", "abc", "1x2:notatype", "1x99999999999999:int8"):
         with pytest.raises(ValueError):
             parse_input_spec(bad)
+
+
+def test_memoised_meta_results_equal_fresh_ones(monkeypatch):
+    from nac_engine.sim import _shape_session
+    nac, inputs = transformer_program(3, 32, 2, 8, vocab=50, schedule=None)
+    _shape_session._META_MEMO.clear()
+    cold = program_shapes(nac, inputs=inputs)
+    assert len(_shape_session._META_MEMO) < sum(x.kind == "op" for x in cold.instructions)   # layers repeat
+    warm = program_shapes(nac, inputs=inputs)
+    monkeypatch.setattr(_shape_session, "_memo_key", lambda name, args: None)
+    fresh = program_shapes(nac, inputs=inputs)
+    _same(cold, fresh)
+    _same(warm, fresh)
+    assert _shape_session._META_MEMO                       # unchanged by the unmemoised run
+    import torch
+    x = torch.empty(2, 3, device="meta")
+    monkeypatch.undo()
+    assert _shape_session._memo_key("aten.add_.Tensor", [x, x]) is None      # in-place: never memoised
+    assert _shape_session._memo_key("aten.add.Tensor", [x, x]) is not None
+    t = _shape_session._thaw(_shape_session._freeze(x.t()))
+    assert t.shape == (3, 2) and t.stride() == (1, 3) and t is not x
