@@ -22,7 +22,10 @@ Semantics chosen
   (HEAD SAVEs and FREEs user inputs; v1.6 never touches them — both are fine).
   Parameters (``<INPUT B=1>``, plus any other ``<INPUT>`` the schedule PRELOADs — see below)
   must be FREEd once used; so must SAVE_RESULT values and computed values that are neither forwarded nor outputs.
-  Output tensors are never freed and need no SAVE (both planners agree).
+  Output tensors are never freed and need no SAVE (both planners agree) — unless a later
+  instruction reads them too: then the spec's rule for results with later consumers applies,
+  but the reference HEAD planner gives outputs no command at all, so this is the hazard
+  ``output_read_unsaved`` rather than a violation.
 * **FORWARD** at tick *k* routes value *k*; its target must be a consumer of *k* and the first one.
   Ticks in between do not matter (v1.6 forwards jump over weight ticks). A value with several
   consumers needs SAVE_RESULT (``multi_consumer_no_save``); a computed value with one consumer
@@ -194,7 +197,13 @@ def check_schedule(nac: NacFile) -> ScheduleReport:
 
     for v in range(g.n):
         kind, users = g.kind[v], g.users.get(v, [])
-        if v in g.outputs or kind == "output":
+        if kind == "output":
+            continue
+        if v in g.outputs:
+            readers = [u for u in users if g.kind[u] != "output"]
+            if kind == "compute" and readers and v not in saved and v not in forwarded:
+                H("output_read_unsaved", v, v, f"output v{v} is also read by {readers} but has no "
+                  f"SAVE_RESULT (the reference HEAD planner routes no output)")
             continue
         if kind == "compute" and users:
             if len(users) > 1 and v not in saved:

@@ -230,3 +230,23 @@ v4 = return v3
     np.testing.assert_allclose(tr.outputs[0], [0.0, 4.0])      # the run still finished
     # x (8 bytes) is never freed (caller-owned); v1 dies at 2, v2 is forwarded to 3, v3 is the output
     assert list(tr.live_bytes) == [8, 16, 16, 16, 16]
+
+
+@pytest.mark.parametrize("schedule, hazards", [
+    # the reference HEAD planner's pattern: the output v1 is read by v2 but has no route
+    ("@2: FREE v0", [("output_read_unsaved", 1, 1)]),
+    ("@1: SAVE_RESULT v1\n@2: FREE v0", []),
+])
+def test_output_that_a_later_instruction_reads_needs_a_route(schedule, hazards):
+    text = f"""
+.version 1.6
+.ops
+v0 = input x
+v1 = aten.relu.default(v0)
+v2 = aten.neg.default(v1)
+v3 = return v1, v2
+.mmap
+{schedule}
+"""
+    r = check_schedule(assemble(text))
+    assert kinds(r.hazards) == hazards and r.violations == []
