@@ -159,7 +159,8 @@ def quantize_parameters(nac: NacFile, method: Optional[str]) -> list[QuantReport
             w = torch.from_numpy(np.array(orig, dtype=np.float32))   # a copy: torch wants writable memory
             stored, new_meta = _ENCODERS[code](w)
             stored = np.ascontiguousarray(stored)
-            decoded = dequantize(stored, new_meta).astype(np.float64)
+            with np.errstate(over="ignore"):   # an overflow is detected just below and reported
+                decoded = dequantize(stored, new_meta).astype(np.float64)
             if decoded.shape != ref.shape:
                 raise RuntimeError(f"{p.name!r}: the reader decodes {L.QUANT_NAMES[new_meta.quant]} to shape "
                                    f"{decoded.shape}, not {ref.shape}; refusing to write a file we misread")
