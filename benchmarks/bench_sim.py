@@ -1,7 +1,17 @@
 """Simulator speed: simulated cycles per second of wall time, and a 12-layer GPT-2 end to end.
 
 Targets (issue 5): ≥ 1M simulated cycles/s on a transformer program; a 12-layer GPT-2-size
-program simulated in < 5 s. Printed against two baselines measured in the same run:
+program simulated in < 5 s. Two rates per program and preset, both printed:
+
+* ``engine only`` — the simulation given the propagated shapes (what a sweep repeats per
+  point; shapes are propagated once per sweep);
+* ``end to end`` — shape propagation of a program the process has not seen (its memo of meta
+  results cleared) plus the simulation: what one ``simulate(path, hw)`` costs in a warm
+  process. The first shape propagation in a process also pays torch's one-time import of
+  ``torch._dynamo`` (its Python meta kernels are wrapped to import it on first call); that
+  is printed separately, with the cold ``python`` process end to end for GPT-2.
+
+Printed against two baselines measured in the same run:
 
 * ``per-cycle loop`` — a Python loop that does nothing but count the cycles one by one
   (``for c in range(n): if c == -1: ...``): a floor on what any simulator that steps single
@@ -81,13 +91,26 @@ def gpt2_file(tmp: pathlib.Path) -> tuple[pathlib.Path, dict, str]:
 
 
 def measure(label: str, program, kwargs: dict, repeat: int) -> dict:
-    """Shape propagation once, then the engine alone per preset (best of ``repeat``)."""
+    """Shape propagation (first in the process, new program, repeated program), then the
+    engine alone per preset (best of ``repeat``), and the end-to-end rates."""
+    from nac_engine.sim import _shape_session
     from nac_engine.sim.refcore import run_refcore
-    rows = {}
+    dynamo_before = "torch._dynamo" in sys.modules
+
+    def shapes():
+        return prepare(program, kwargs.get("inputs"), kwargs.get("feeds"))
+
+    def new_program():
+        _shape_session._META_MEMO.clear()      # as if the process had never seen these ops
+        return shapes()
+
     t0 = time.perf_counter()
-    prog = prepare(program, kwargs.get("inputs"), kwargs.get("feeds"))
-    shapes_s = time.perf_counter() - t0
+    shapes()
+    first_s = time.perf_counter() - t0
+    shapes_s, prog = best_of(new_program, repeat)
+    repeat_s, _ = best_of(shapes, repeat)
     nac = read(program) if isinstance(program, str) else program
+    rows = {}
     for hw_name in PRESETS:
         hw = load_hardware(hw_name)
         if hw.core.model == "refcore":
@@ -96,8 +119,12 @@ def measure(label: str, program, kwargs: dict, repeat: int) -> dict:
             engine_s, r = best_of(lambda: simulate(prog, hw), repeat)
         rows[hw_name] = {"cycles": r.total_cycles, "engine_s": engine_s,
                          "cycles_per_s": r.total_cycles / engine_s if engine_s else float("inf"),
+                         "end_to_end_s": shapes_s + engine_s,
+                         "end_to_end_cycles_per_s": r.total_cycles / (shapes_s + engine_s),
                          "instructions": len(r.instructions)}
-    return {"label": label, "shapes_s": shapes_s, "presets": rows}
+    return {"label": label, "first_shapes_s": first_s, "first_imported_dynamo": not dynamo_before
+            and "torch._dynamo" in sys.modules, "shapes_s": shapes_s, "shapes_repeat_s": repeat_s,
+            "shape_source": prog.shape_source, "presets": rows}
 
 
 def cold_end_to_end(path: str, hw: str, feeds: list) -> float:
@@ -151,19 +178,26 @@ def main() -> int:
     print(f"baseline: empty per-cycle Python loop {loop_rate / 1e6:.1f}M cycles/s")
     for m in results["programs"]:
         print(f"\n{m['label']}" + (f" — {m['how']}" if "how" in m else ""))
-        print(f"  shape propagation (meta device): {m['shapes_s'] * 1e3:.0f} ms")
+        print(f"  shape propagation ({m['shape_source']}): {m['shapes_s'] * 1e3:.1f} ms for a program new to the "
+              f"process, {m['shapes_repeat_s'] * 1e3:.1f} ms repeated; the process's first: "
+              f"{m['first_shapes_s'] * 1e3:.0f} ms" + (" (includes torch's one-time torch._dynamo import)"
+                                                         if m["first_imported_dynamo"] else ""))
         if "interpreter_s" in m:
             print(f"  interpreter (real CPU run): {m['interpreter_s'] * 1e3:.1f} ms")
         for hw, row in m["presets"].items():
-            print(f"  {hw:18s} {row['instructions']:5d} instr {row['cycles']:>14,} cycles  engine "
-                  f"{row['engine_s'] * 1e3:8.2f} ms  {row['cycles_per_s'] / 1e6:10.1f}M cycles/s  "
-                  f"({row['cycles_per_s'] / loop_rate:6.2f}x the per-cycle loop)")
+            print(f"  {hw:18s} {row['instructions']:5d} instr {row['cycles']:>14,} cycles"
+                  f"  engine only {row['engine_s'] * 1e3:8.2f} ms {row['cycles_per_s'] / 1e6:9.1f}M cycles/s"
+                  f" ({row['cycles_per_s'] / loop_rate:5.2f}x the loop)"
+                  f"  end to end {row['end_to_end_s'] * 1e3:8.2f} ms {row['end_to_end_cycles_per_s'] / 1e6:8.2f}M"
+                  f" cycles/s ({row['end_to_end_cycles_per_s'] / loop_rate:5.3f}x the loop)")
         for hw, wall in m.get("cold_end_to_end_s", {}).items():
             print(f"  cold end to end on {hw} (new process: imports, read, shapes, simulate): {wall:.2f} s "
                   f"(target < 5 s: {'met' if wall < 5 else 'MISSED'})")
-    rates = [r["cycles_per_s"] for m in results["programs"] for r in m["presets"].values()]
-    print(f"lowest rate over all programs and presets: {min(rates) / 1e6:.1f}M cycles/s "
-          f"(target >= 1M: {'met' if min(rates) >= 1e6 else 'MISSED'})")
+    for what, key in (("engine only", "cycles_per_s"), ("end to end (shapes + simulation)", "end_to_end_cycles_per_s")):
+        rates = [(r[key], m["label"], hw) for m in results["programs"] for hw, r in m["presets"].items()]
+        low = min(rates)
+        print(f"lowest {what} rate: {low[0] / 1e6:.2f}M cycles/s ({low[1]}, {low[2]}; target >= 1M: "
+              f"{'met' if low[0] >= 1e6 else 'MISSED'})")
     return 0
 
 
