@@ -114,20 +114,3 @@ def _external_meta(arr: np.ndarray, q: Optional[dict]) -> TensorMeta:
     elif meta.quant == L.QUANT_FP16:
         meta.quant = 0
     return meta
-    kind = q.get("quant_type")
-    if kind is None and "quant_code" in q:
-        kind = L.QUANT_NAMES.get(int(q["quant_code"]))
-    meta.quant = _QUANT_BY_NAME.get(str(kind).upper(), 0)
-    if meta.quant == L.QUANT_INT8_TENSOR:
-        meta.scale = float(q.get("scale", 1.0))
-    elif meta.quant == L.QUANT_INT8_CHANNEL:
-        meta.axis = int(q.get("axis", 0))
-        meta.scales = np.asarray(q.get("scales", []), np.float32)
-    elif meta.quant == L.QUANT_BLOCK_FP8:
-        meta.block_size = int(q.get("block_size", 64))
-        shape = next((q[k] for k in ("original_shape", "orig_shape") if q.get(k) is not None), arr.shape)
-        meta.original_shape = tuple(shape)   # () is a real shape: a scalar
-        meta.scales = np.asarray(q.get("scales") or q.get("block_scales") or [], np.float32)
-    elif meta.quant == L.QUANT_FP16:
-        meta.quant = 0
-    return meta
