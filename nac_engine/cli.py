@@ -37,9 +37,35 @@ def _open(path: str, strict: bool = True):
     return nac
 
 
+def _open_peer(path: str):
+    """The peer-format file at ``path`` decoded leniently, or ``None`` when it is NAC (or unknown:
+    the NAC reader then says what is wrong with it)."""
+    from .peers import detect_file, open_peer
+    if not os.path.exists(path):
+        raise CliError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise CliError(f"{path}: is a directory, not a file")
+    try:
+        fmt = detect_file(path)
+    except OSError as e:
+        raise CliError(f"{path}: {e.strerror or e}") from None
+    if fmt in (None, "nac"):
+        return None
+    try:
+        return open_peer(path, fmt, strict=False)
+    except NacFormatError as e:
+        raise CliError(f"{path}: {e}") from None
+    except OSError as e:
+        raise CliError(f"{path}: {e.strerror or e}") from None
+
+
 # --------------------------------------------------------------------------- commands
 def cmd_info(args) -> int:
     from .format.summary import format_summary, summarize
+    peer = _open_peer(args.file)
+    if peer is not None:
+        print(json.dumps(peer.summary(), indent=2, default=str) if args.json else peer.format_summary())
+        return EXIT_OK
     with _open(args.file, strict=False) as nac:
         s = summarize(nac)
     print(json.dumps(s, indent=2) if args.json else format_summary(s))
@@ -49,8 +75,18 @@ def cmd_info(args) -> int:
 def cmd_verify(args) -> int:
     from .format.reader import read
     from .format.verify import verify
-    if not os.path.exists(args.file):
-        raise CliError(f"{args.file}: no such file")
+    peer = _open_peer(args.file)
+    if peer is not None:
+        problems = peer.verify()
+        if args.json:
+            print(json.dumps({"file": args.file, "format": peer.format, "ok": not problems,
+                              "problems": [p.to_dict() for p in problems]}, indent=2))
+        else:
+            for p in problems:
+                print(f"{args.file}: {p}")
+            if not problems:
+                print(f"{args.file}: ok ({peer.format})")
+        return EXIT_PROBLEMS if problems else EXIT_OK
     try:
         nac = read(args.file, strict=False)
     except OSError as e:
@@ -73,6 +109,17 @@ def cmd_verify(args) -> int:
 
 def cmd_dis(args) -> int:
     from .isa.disasm import iter_disassembly
+    peer = _open_peer(args.file)
+    if peer is not None:
+        text = peer.disassemble()
+        if text is None:
+            raise CliError(f"{args.file}: the {peer.format} format has no text form")
+        if args.output:
+            from .format.writer import atomic_write
+            atomic_write(args.output, text.encode("utf-8"))
+        else:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return EXIT_OK
     with _open(args.file, strict=False) as nac:
         for p in nac.problems:
             print(f"nac: warning: {p}", file=sys.stderr)
@@ -113,27 +160,35 @@ def cmd_span(args) -> int:
         offset = int(args.offset, 0)
     except ValueError:
         raise CliError(f"offset {args.offset!r} is not a number (decimal or 0x-hex)") from None
+    peer = _open_peer(args.file)
+    if peer is not None:
+        return _print_span(peer, peer.data, offset, args.json)
     with _open(args.file, strict=False) as nac:
-        if not 0 <= offset < nac.size:
-            raise CliError(f"offset {offset} is outside the file (0..{nac.size - 1})")
-        leaf = nac.span_at(offset)
-        chain = []
-        node = leaf
-        while node is not None and node.parent is not None:
-            chain.append(node)
-            node = node.parent
-        if args.json:
-            print(json.dumps({"offset": offset, "leaf": leaf.to_dict(), "ancestors": [s.to_dict() for s in chain[1:]]},
-                             indent=2))
-            return EXIT_OK
-        raw = bytes(nac._buf[leaf.offset:leaf.offset + min(leaf.length, 32)])
-        print(f"byte {offset} ({offset:#x}) belongs to {leaf.path}")
-        print(f"  field  {leaf.type or '-'} at {leaf.offset} ({leaf.offset:#x}), {leaf.length} bytes: "
-              f"{raw.hex(' ')}{' …' if leaf.length > 32 else ''}")
-        print(f"  value  {leaf.value!r}")
-        for s in chain[1:]:
-            print(f"  in     {s.path or s.name} [{s.offset}..{s.end}) {s.type}"
-                  + (f" = {s.value}" if s.value not in (None, "") and not isinstance(s.value, (bytes, bytearray)) else ""))
+        return _print_span(nac, nac._buf, offset, args.json)
+
+
+def _print_span(f, buf, offset: int, as_json: bool) -> int:
+    """``nac span`` for any decoded file ``f`` (NAC or peer) whose bytes are ``buf``."""
+    if not 0 <= offset < f.size:
+        raise CliError(f"offset {offset} is outside the file (0..{f.size - 1})")
+    leaf = f.span_at(offset)
+    chain = []
+    node = leaf
+    while node is not None and node.parent is not None:
+        chain.append(node)
+        node = node.parent
+    if as_json:
+        print(json.dumps({"offset": offset, "leaf": leaf.to_dict(), "ancestors": [s.to_dict() for s in chain[1:]]},
+                         indent=2))
+        return EXIT_OK
+    raw = bytes(buf[leaf.offset:leaf.offset + min(leaf.length, 32)])
+    print(f"byte {offset} ({offset:#x}) belongs to {leaf.path}")
+    print(f"  field  {leaf.type or '-'} at {leaf.offset} ({leaf.offset:#x}), {leaf.length} bytes: "
+          f"{raw.hex(' ')}{' …' if leaf.length > 32 else ''}")
+    print(f"  value  {leaf.value!r}")
+    for s in chain[1:]:
+        print(f"  in     {s.path or s.name} [{s.offset}..{s.end}) {s.type}"
+              + (f" = {s.value}" if s.value not in (None, "") and not isinstance(s.value, (bytes, bytearray)) else ""))
     return EXIT_OK
 
 

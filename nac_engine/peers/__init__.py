@@ -1,0 +1,91 @@
+"""Decoders for the peer formats beside NAC (seeds 001–004), one module per format.
+
+``detect`` names a file's format by its magic bytes first, then its extension; ``open_peer``
+decodes it into a :class:`~nac_engine.peers.base.PeerFile`. Each format module provides
+``FORMAT`` (the name ``nac info --json`` reports), ``EXTENSIONS``, ``sniff(head: bytes) -> bool``
+(magic bytes only, on the first 4096 bytes) and ``decode(data: bytes, path=None, strict=False)``.
+Modules are imported only when their format is asked for.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Optional
+
+from ..errors import NacFormatError
+from .base import PeerEdge, PeerFile, PeerGraph, PeerNode, mark_gaps
+
+#: format name -> module (relative to this package). Order matters for sniffing.
+FORMATS = {
+    "tvmr": ".tvmr",
+    "neff": ".neff",
+    "hwx": ".hwx",
+    "e5": ".e5",
+    "mind": ".mind",
+}
+
+#: The largest peer file read into memory (bytes); larger ones are refused before reading.
+MAX_PEER_BYTES = 1 << 30
+
+NAC_MAGIC = b"NAC"
+
+
+def _module(fmt: str):
+    try:
+        return importlib.import_module(FORMATS[fmt], __name__)
+    except ModuleNotFoundError as e:      # a format whose decoder is not in this build
+        if e.name and e.name.endswith(FORMATS[fmt].lstrip(".")):
+            return None
+        raise
+
+
+def available_formats() -> list[str]:
+    return [f for f in FORMATS if _module(f) is not None]
+
+
+def detect(head: bytes, path: Optional[str] = None) -> Optional[str]:
+    """``"nac"``, a peer format name, or ``None``: magic bytes first, then the extension."""
+    if head[:3] == NAC_MAGIC:
+        return "nac"
+    mods = {f: _module(f) for f in FORMATS}
+    for fmt, mod in mods.items():
+        if mod is not None and mod.sniff(head):
+            return fmt
+    if path:
+        ext = os.path.splitext(path)[1].lower()
+        if ext == ".nac":
+            return "nac"
+        for fmt, mod in mods.items():
+            if mod is not None and ext in getattr(mod, "EXTENSIONS", ()):
+                return fmt
+    return None
+
+
+def detect_file(path: str) -> Optional[str]:
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    return detect(head, path)
+
+
+def read_bounded(path: str, limit: int = MAX_PEER_BYTES) -> bytes:
+    """The whole file, refusing one over ``limit`` before reading it."""
+    size = os.path.getsize(path)
+    if size > limit:
+        raise NacFormatError("file", 0, f"{size:,} bytes is more than the {limit:,}-byte limit for this format")
+    with open(path, "rb") as fh:
+        return fh.read(limit + 1)[:limit]
+
+
+def open_peer(path: str, fmt: Optional[str] = None, strict: bool = False) -> PeerFile:
+    """Decode a peer-format file. Lenient by default: problems are collected on the result."""
+    fmt = fmt or detect_file(path)
+    if fmt is None or fmt == "nac":
+        raise NacFormatError("file", 0, "not a peer-format file (no known magic bytes or extension)")
+    mod = _module(fmt)
+    if mod is None:
+        raise NacFormatError("file", 0, f"no decoder for format {fmt!r} in this build")
+    return mod.decode(read_bounded(path), path=path, strict=strict)
+
+
+__all__ = ["FORMATS", "PeerEdge", "PeerFile", "PeerGraph", "PeerNode", "available_formats", "detect",
+           "detect_file", "mark_gaps", "open_peer", "read_bounded"]

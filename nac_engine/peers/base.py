@@ -1,0 +1,112 @@
+"""What every peer-format decoder returns: one :class:`PeerFile` shape for all of them.
+
+A peer decoder (MIND Core IR, TVMR, NEFF, ANE hwx, E5) produces the same things the NAC
+codec does — a byte-span tree where every byte of a valid file sits in exactly one leaf
+(gaps marked ``unparsed``), a list of problems (each a :class:`~nac_engine.errors.NacFormatError`
+naming section, byte offset and reason), a summary for ``nac info`` and, where the format has
+one, a dataflow graph — so the CLI and the Studio's hex, structure, problems and graph views
+treat every format alike. No Qt and no torch here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ..errors import NacFormatError
+from ..format.spans import UNPARSED, Span
+
+
+@dataclass
+class PeerNode:
+    """One node of a peer file's dataflow graph.
+
+    ``kind`` is an op class the graph view colours by (``"matmul"``, ``"conv"``, ``"elementwise"``,
+    ``"input"``, ``"output"``, ``"const"``, ``"control"``, ``"other"``…); ``span`` is the byte range
+    (offset, length) that defines the node, so selecting it selects those bytes; ``inferred``
+    marks attributes derived rather than read (the ANE's op kinds guessed from registers).
+    """
+    id: int
+    label: str
+    kind: str = "other"
+    attrs: dict = field(default_factory=dict)
+    span: Optional[tuple[int, int]] = None
+    inferred: bool = False
+
+
+@dataclass
+class PeerEdge:
+    src: int
+    dst: int
+    label: str = ""          # tensor/register name, shape, size… whatever the format knows
+
+
+@dataclass
+class PeerGraph:
+    nodes: list[PeerNode] = field(default_factory=list)
+    edges: list[PeerEdge] = field(default_factory=list)
+
+
+class PeerFile:
+    """A decoded peer-format file. Decoders subclass it or fill it in.
+
+    ``data`` is the whole file (bytes, already bounded by the reader's size limit); ``root`` the
+    span tree over it; ``problems`` every problem found in lenient mode.
+    """
+
+    format: str = "peer"        # "mind" | "tvmr" | "neff" | "hwx" | "e5"
+    title: str = "peer format"  # human name, e.g. "AWS Neuron NEFF"
+
+    def __init__(self, data: bytes, path: Optional[str] = None):
+        self.data = data
+        self.path = path
+        self.root = Span(0, len(data), "", "file")
+        self.problems: list[NacFormatError] = []
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def span_at(self, offset: int) -> Optional[Span]:
+        return self.root.span_at(offset)
+
+    def summary(self) -> dict[str, Any]:
+        """Data behind ``nac info`` (JSON-serialisable); always has ``format`` and ``size``."""
+        return {"format": self.format, "file": self.path, "size": self.size,
+                "problems": len(self.problems)}
+
+    def format_summary(self) -> str:
+        """Human text for ``nac info`` (a decoder may override with something richer)."""
+        lines = []
+        for k, v in self.summary().items():
+            lines.append(f"{k:>14}: {v}")
+        return "\n".join(lines)
+
+    def graph(self) -> Optional[PeerGraph]:
+        """The dataflow graph, or ``None`` where the format has none worth drawing."""
+        return None
+
+    def verify(self) -> list[NacFormatError]:
+        """Every problem (decode problems plus semantic checks); empty when clean."""
+        return list(self.problems)
+
+    def disassemble(self) -> Optional[str]:
+        """Text form for ``nac dis`` (``None``: the format has no text form)."""
+        return None
+
+
+def mark_gaps(root: Span, size: int) -> None:
+    """Fill every byte of ``[0, size)`` no child of ``root`` claims with an ``unparsed`` span,
+    keeping the children sorted by offset (the span tree's invariant)."""
+    kids = sorted(root.children, key=lambda s: s.offset)
+    gaps = []
+    pos = 0
+    for k in kids:
+        if k.offset > pos:
+            gaps.append((pos, k.offset - pos))
+        pos = max(pos, k.end)
+    if pos < size:
+        gaps.append((pos, size - pos))
+    for off, n in gaps:
+        root.add(off, n, f"gap@{off:#x}", UNPARSED)
+    if root._children:
+        root._children.sort(key=lambda s: s.offset)
