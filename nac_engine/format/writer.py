@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import struct
 import tempfile
 from typing import Optional
@@ -76,14 +77,23 @@ def atomic_produce(path: str, produce, prefix: str = ".nac-") -> None:
     """Write ``path`` all or nothing: ``produce(fh, tmp_path)`` fills a temp file in the same
     directory (through ``fh``, opened ``wb``, or by name for writers that want a path), which is
     fsynced and renamed over ``path``; the directory is fsynced so the rename survives a
-    crash. On any error the temp file is removed and ``path`` is untouched."""
+    crash. On any error the temp file is removed and ``path`` is untouched.
+
+    The result has the mode an ordinary ``open(path, "w")`` would give it: an existing file's
+    mode is kept, a new file gets 0666 less the umask (``mkstemp`` alone makes 0600). Temp names
+    carry our process id, so a save killed before its rename leaves a temp that the next save
+    into the same directory recognises as orphaned (its process is gone) and deletes."""
+    path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
+    remove_orphaned_temps(directory, prefix)
+    mode = _target_mode(path)
+    fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
             produce(fh, tmp)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -101,6 +111,67 @@ def atomic_produce(path: str, produce, prefix: str = ".nac-") -> None:
         pass
     finally:
         os.close(dfd)
+
+
+def _target_mode(path: str) -> int:
+    """The permission bits ``path`` should end with: its current ones, or the umask's."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~current_umask()
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux tells it (``os.umask`` can only
+    be read by setting it, which would race with other threads creating files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_TEMP_NAME = re.compile(r"^(?P<prefix>\.nac-(?:[a-z]+-)?)(?P<pid>\d+)-[A-Za-z0-9_]+\.tmp$")
+
+
+def remove_orphaned_temps(directory: str, prefix: str = ".nac-") -> list[str]:
+    """Delete temp files of ``prefix`` in ``directory`` whose writing process no longer exists
+    (a save killed between creating its temp and renaming it). Temps of live processes, and
+    anything not named like ours, are left alone. Returns the paths removed."""
+    removed = []
+    try:
+        entries = os.scandir(directory)
+    except OSError:
+        return removed
+    with entries:
+        for entry in entries:
+            m = _TEMP_NAME.match(entry.name)
+            if m is None or m.group("prefix") != prefix or _process_alive(int(m.group("pid"))):
+                continue
+            try:
+                if entry.is_file(follow_symlinks=False):
+                    os.unlink(entry.path)
+                    removed.append(entry.path)
+            except OSError:
+                pass
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True      # exists but is not ours, or unknowable: keep its file
+    return True
 
 
 def encode(nac: NacFile, version: Optional[str] = None) -> bytes:
