@@ -1,0 +1,127 @@
+"""The source map: this project's RSRC extension from a tick back to the user's PyTorch code.
+
+``nac compile`` (unless ``--no-debug-info``) stores, per instruction, the module path
+(``encoder.layer.0.attention.self``), the exported graph node's name, and the user's
+``file:line`` with that line's text, as the resource ``nac-studio/source-map`` (UTF-8 JSON):
+
+    {"version": 1, "files": ["…/modeling_bert.py", …],
+     "entries": [[tick, module_path, node_name, file_index|null, line|null, code|null], …]}
+
+Files are a table so a path is stored once. A reader that ignores the resource still runs the
+file. Like every byte of a file the payload is untrusted: size, counts and string lengths are
+bounded, and defects are ``NacFormatError("RSRC", offset, reason)``.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from ..errors import NacFormatError
+from .input_signature import resource_json
+
+RESOURCE_NAME = "nac-studio/source-map"
+VERSION = 1
+MAX_PAYLOAD_BYTES = 64 << 20
+MAX_ENTRIES = 1 << 20
+MAX_FILES = 1 << 16
+MAX_TEXT = 4096               # a module path, node name, file path or line of code
+
+
+@dataclass(frozen=True)
+class SourceEntry:
+    """Where the instruction at ``tick`` came from."""
+    tick: int
+    module_path: str             # "" for the top-level module
+    node_name: str
+    file: Optional[str] = None
+    line: Optional[int] = None
+    code: Optional[str] = None   # the line's text as recorded at compile time
+
+    @property
+    def location(self) -> str:
+        if self.file is None:
+            return ""
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+
+class SourceMap:
+    """The entries of a file's source map, by tick."""
+
+    def __init__(self, entries: Iterable[SourceEntry]):
+        self._by_tick = {e.tick: e for e in entries}
+        self.entries: list[SourceEntry] = sorted(self._by_tick.values(), key=lambda e: e.tick)
+
+    def entry(self, tick: int) -> Optional[SourceEntry]:
+        return self._by_tick.get(tick)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def modules(self) -> dict[str, list[int]]:
+        """Module path → the ticks recorded under it (in tick order; "" is the top-level module)."""
+        out: dict[str, list[int]] = {}
+        for e in self.entries:
+            out.setdefault(e.module_path, []).append(e.tick)
+        return out
+
+
+def encode_source_map(entries: Iterable[SourceEntry]) -> bytes:
+    """The resource payload (files in first-use order by tick; compact JSON: same entries, same bytes)."""
+    files: dict[str, int] = {}
+    rows = []
+    for e in sorted(entries, key=lambda e: e.tick):
+        fi = None
+        if e.file is not None:
+            fi = files.setdefault(_clip(e.file), len(files))
+        rows.append([int(e.tick), _clip(e.module_path), _clip(e.node_name), fi,
+                     None if e.line is None else int(e.line), None if e.code is None else _clip(e.code)])
+    return json.dumps({"version": VERSION, "files": list(files), "entries": rows}, separators=(",", ":"),
+                      ensure_ascii=False).encode("utf-8")
+
+
+def set_source_map(nac, entries: Iterable[SourceEntry]) -> None:
+    """Store ``entries`` in ``nac.rsrc`` (replacing an earlier map, keeping other resources)."""
+    from .model import Resource
+    payload = encode_source_map(entries)
+    kept = [r for r in (nac.rsrc or []) if r.name != RESOURCE_NAME]
+    nac.rsrc = kept + [Resource(RESOURCE_NAME, _payload=payload)]
+
+
+def _clip(s: str) -> str:
+    return s if len(s) <= MAX_TEXT else s[:MAX_TEXT - 1] + "…"
+
+
+def read_source_map(nac) -> Optional[SourceMap]:
+    """The file's source map, ``None`` when it has none."""
+    value, off = resource_json(nac, RESOURCE_NAME, MAX_PAYLOAD_BYTES)
+    if value is None:
+        return None
+
+    def fail(reason: str) -> NacFormatError:
+        return NacFormatError("RSRC", off, f"{RESOURCE_NAME}: {reason}")
+
+    files, rows = value.get("files"), value.get("entries")
+    if not isinstance(files, list) or len(files) > MAX_FILES:
+        raise fail(f"'files' must be a list of at most {MAX_FILES} paths")
+    if not all(isinstance(f, str) and len(f) <= MAX_TEXT for f in files):
+        raise fail(f"'files' must hold strings of at most {MAX_TEXT} characters")
+    if not isinstance(rows, list) or len(rows) > MAX_ENTRIES:
+        raise fail(f"'entries' must be a list of at most {MAX_ENTRIES} rows")
+    n_ins = len(getattr(nac, "instructions", None) or ()) or None
+    entries = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, list) or len(row) != 6:
+            raise fail(f"entries[{i}] must be [tick, module, node, file, line, code]")
+        tick, module, node, fi, line, code = row
+        if type(tick) is not int or tick < 0 or (n_ins is not None and tick >= n_ins):
+            raise fail(f"entries[{i}]: tick {tick!r} is not an instruction index")
+        for what, s, nullable in (("module", module, False), ("node", node, False), ("code", code, True)):
+            if not (isinstance(s, str) and len(s) <= MAX_TEXT or nullable and s is None):
+                raise fail(f"entries[{i}]: {what} must be a string of at most {MAX_TEXT} characters")
+        if fi is not None and (type(fi) is not int or not 0 <= fi < len(files)):
+            raise fail(f"entries[{i}]: file index {fi!r} is not in the files table")
+        if line is not None and (type(line) is not int or not 0 < line < 1 << 31):
+            raise fail(f"entries[{i}]: line {line!r} is not a positive integer")
+        entries.append(SourceEntry(tick, module, node, None if fi is None else files[fi], line, code))
+    return SourceMap(entries)
