@@ -10,11 +10,27 @@ one ``drawRects`` per colour — no per-item objects, no scene index to maintain
 Level of detail, by zoom: boxes with a label and a detail line; boxes with a label;
 boxes only; coloured marks only. Edges are cosmetic (one device pixel wide at any zoom).
 The same painting code draws the exported PNG and SVG at full detail.
+
+Overlays (for other views' state drawn on the graph: executed shading, breakpoints,
+timeline colours). A layer is a name and a mapping from node to a style::
+
+    canvas.set_node_overlay("executed", {("ins", 12): (QColor("#ccc"), None, None),
+                                         40: (None, QColor("red"), "●")})
+    canvas.clear_overlay("executed")
+
+Keys are node keys (``Node.key``: ``("ins", tick)``, ``("group", prefix)``...) or plain
+ints, read as ticks and drawn on the node standing for that tick (a collapsed block
+for a tick inside it). A style is ``(fill, outline, badge)``, each ``None`` to leave
+that part alone: ``fill`` replaces the class colour, ``outline`` is a frame just outside
+the box, ``badge`` a short text in a pill on the box's top-right corner. Layers are drawn
+in the order they were first set; a later layer wins where two give a fill. Overlays
+survive a re-layout (they are resolved again against the new graph) and are drawn at
+every zoom, the exports included; :data:`OverlayStyle` is the tuple type.
 """
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Mapping, Optional, Union
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRect, QRectF, QSize, Qt, Signal
@@ -35,6 +51,11 @@ LOD_TEXT = 0.42        # labels
 LOD_BOXES = 0.14       # outlined boxes; below: flat colour marks only
 EDGE_BATCH = 256       # edges per cached path
 MINIMAP_MAX = QSize(140, 180)
+
+#: (fill, outline, badge) of one node in an overlay layer; ``None`` leaves that part as is.
+OverlayStyle = tuple[Optional[QColor], Optional[QColor], Optional[str]]
+#: A node key (``Node.key``) or a tick.
+OverlayKey = Union[tuple, int]
 
 
 def class_colors(dark: bool) -> dict[str, tuple[QColor, QColor, QColor]]:
@@ -77,6 +98,8 @@ class GraphCanvas(QWidget):
         self.hovered: Optional[int] = None
         self.minimap_visible = True
         self.message = ""                    # drawn centred when there is no layout
+        self._overlays: dict[str, dict] = {}          # layer -> {key: OverlayStyle}, insertion order kept
+        self._overlay_nodes: Optional[dict[int, list[OverlayStyle]]] = None   # resolved, per layout
         self._edge_batches: list[tuple[QRectF, QPainterPath, QPainterPath]] = []
         self._minimap: Optional[QImage] = None
         self._minimap_key = None
@@ -96,6 +119,7 @@ class GraphCanvas(QWidget):
         can be built off the UI thread: ``QPainterPath`` is a plain value type)."""
         self.layout_ = layout
         self.hovered = None
+        self._overlay_nodes = None
         self._edge_batches = batches if batches is not None else edge_batches(layout)
         self._minimap = None
         if layout is not None and not keep_view:
@@ -109,6 +133,44 @@ class GraphCanvas(QWidget):
     def set_highlight(self, selected: set[int], related: set[int], current: Optional[int]) -> None:
         self.selected, self.related, self.current = set(selected), set(related), current
         self.update()
+
+    # ------------------------------------------------------------------ overlays
+    def set_node_overlay(self, layer: str, styles: Mapping[OverlayKey, OverlayStyle]) -> None:
+        """Set (replace) overlay ``layer``: node key or tick -> (fill, outline, badge)."""
+        self._overlays[layer] = dict(styles)
+        self._overlay_nodes = None
+        self.update()
+
+    def clear_overlay(self, layer: str) -> None:
+        """Remove overlay ``layer`` (no error when it is not set)."""
+        if self._overlays.pop(layer, None) is not None:
+            self._overlay_nodes = None
+            self.update()
+
+    def overlay_layers(self) -> list[str]:
+        return list(self._overlays)
+
+    def overlay_styles(self) -> dict[int, list[OverlayStyle]]:
+        """Node index -> the styles drawn on it, in layer order (resolved against the
+        current layout; cached until the overlays or the layout change)."""
+        if self._overlay_nodes is not None:
+            return self._overlay_nodes
+        out: dict[int, list[OverlayStyle]] = {}
+        lay = self.layout_
+        if lay is not None and self._overlays:
+            graph = lay.graph
+            index = {nd.key: i for i, nd in enumerate(graph.nodes)}
+            n_ticks = len(graph.node_of_tick)
+            for styles in self._overlays.values():
+                for key, style in styles.items():
+                    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+                        i = int(graph.node_of_tick[key]) if 0 <= key < n_ticks else -1
+                    else:
+                        i = index.get(key, -1)
+                    if i >= 0:
+                        out.setdefault(i, []).append(style)
+        self._overlay_nodes = out
+        return out
 
     # ------------------------------------------------------------------ view transform
     def scene_to_screen(self, x: float, y: float) -> QPointF:
@@ -262,15 +324,18 @@ class GraphCanvas(QWidget):
         if not len(idx):
             return
         nodes = lay.graph.nodes
+        overlays = self.overlay_styles()
         if not full_detail and scale < LOD_BOXES:
-            by_class: dict[str, list[QRectF]] = {}
+            by_color: dict[int, tuple[QColor, list[QRectF]]] = {}
             for i in idx.tolist():
                 x, y, w, h = lay.rect(i)
-                by_class.setdefault(nodes[i].op_class, []).append(QRectF(x, y, w, h))
+                color = _overlay_fill(overlays.get(i)) or colors[nodes[i].op_class][1]
+                by_color.setdefault(color.rgba(), (color, []))[1].append(QRectF(x, y, w, h))
             painter.setPen(Qt.PenStyle.NoPen)
-            for cls, rects in by_class.items():
-                painter.setBrush(colors[cls][1])
+            for color, rects in by_color.values():
+                painter.setBrush(color)
                 painter.drawRects(rects)
+            self._paint_overlay_marks(painter, lay, idx, overlays, scale, badges=False)
             self._paint_marks(painter, lay, accent, scale)
             return
         text = full_detail or scale >= LOD_TEXT
@@ -282,6 +347,7 @@ class GraphCanvas(QWidget):
             x, y, w, h = lay.rect(i)
             r = QRectF(x, y, w, h)
             fill, border, fg = colors[nd.op_class]
+            fill = _overlay_fill(overlays.get(i)) or fill
             bpen = QPen(border, 1.0)
             bpen.setCosmetic(True)
             radius = h / 2 if nd.kind in ("param", "const", "input", "output") else 4.0
@@ -326,7 +392,39 @@ class GraphCanvas(QWidget):
             else:
                 painter.drawText(QRectF(x + 6, y, w - 12, th), Qt.AlignmentFlag.AlignCenter,
                                  fm.elidedText(nd.label, Qt.TextElideMode.ElideMiddle, w - 12))
+        self._paint_overlay_marks(painter, lay, idx, overlays, scale, badges=text)
         self._paint_marks(painter, lay, accent, scale)
+
+    def _paint_overlay_marks(self, painter: QPainter, lay: GraphLayout, idx: np.ndarray,
+                             overlays: dict, scale: float, badges: bool) -> None:
+        """Overlay outlines (a frame just outside the box) and badges of the nodes in ``idx``."""
+        if not overlays:
+            return
+        px = 1.0 / max(scale, 1e-6)
+        visible = set(idx.tolist()) & overlays.keys()
+        for i in sorted(visible):
+            x, y, w, h = lay.rect(i)
+            outline = next((o for _f, o, _b in reversed(overlays[i]) if o is not None), None)
+            badge = " ".join(b for _f, _o, b in overlays[i] if b)
+            if outline is not None:
+                pen = QPen(outline, 2.0)
+                pen.setCosmetic(True)
+                painter.setPen(pen)
+                painter.setBrush(Qt.BrushStyle.NoBrush)
+                p = 1.5 * px
+                grow = max(0.0, 6 * px - min(w, h) / 2) if scale < LOD_BOXES else 0.0
+                painter.drawRoundedRect(QRectF(x - p - grow, y - p - grow, w + 2 * (p + grow),
+                                               h + 2 * (p + grow)), 4, 4)
+            if badge and badges:
+                fm = QFontMetricsF(self._small)
+                bw, bh = fm.horizontalAdvance(badge) + 8, fm.height() + 2
+                r = QRectF(x + w - bw + 4, y - bh / 2, bw, bh)
+                painter.setPen(Qt.PenStyle.NoPen)
+                painter.setBrush(outline if outline is not None else QColor(60, 60, 70))
+                painter.drawRoundedRect(r, bh / 2, bh / 2)
+                painter.setPen(QColor(255, 255, 255))
+                painter.setFont(self._small)
+                painter.drawText(r, Qt.AlignmentFlag.AlignCenter, badge)
 
     def _paint_highlighted_edges(self, painter: QPainter, rect: QRectF, accent: QColor) -> None:
         lay = self.layout_
@@ -619,6 +717,13 @@ class GraphCanvas(QWidget):
 
     def sizeHint(self) -> QSize:
         return QSize(640, 480)
+
+
+def _overlay_fill(styles: Optional[list]) -> Optional[QColor]:
+    """The fill of the last overlay layer that gives one."""
+    if not styles:
+        return None
+    return next((f for f, _o, _b in reversed(styles) if f is not None), None)
 
 
 def edge_batches(lay: Optional[GraphLayout]) -> list:
