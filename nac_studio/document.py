@@ -86,7 +86,8 @@ class Document:
     """One open file: the decoded model, the problems found, the current selection/tick.
 
     Events sent to observers: ``"selection"``, ``"tick"``, ``"problems"`` (the problem list
-    changed: a later check, e.g. the MMAP schedule lint, added or replaced its findings).
+    changed: a later check, e.g. the MMAP schedule lint, added or replaced its findings),
+    ``"debug"`` (``doc.debug`` changed: execution point, values, breakpoints, watches).
     Observers are called on the thread that changed the document; the GUI only changes it
     from the UI thread.
     """
@@ -104,6 +105,9 @@ class Document:
         self._found: dict[str, list] = {}     # problems from later checks, by check name
         #: (size, mtime_ns) of the file when it was read, to tell a later version of it apart
         self.file_identity: Optional[tuple[int, int]] = None
+        #: the debug session (``nac_studio.debug_session.DebugSession``) once the user runs or
+        #: sets a breakpoint; its execution tick is a second cursor, apart from ``tick``
+        self.debug: Any = None
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -147,6 +151,11 @@ class Document:
     def problems_from(self, check: str) -> list:
         """The findings :meth:`set_problems` stored for ``check`` (empty if it has not run)."""
         return list(self._found.get(check, ()))
+
+    def debug_changed(self, source: Any = None) -> None:
+        """Announce the ``"debug"`` event: the debug session's state, execution tick, values,
+        breakpoints or watches changed."""
+        self._notify("debug", source)
 
     def set_problems(self, check: str, problems: list, source: Any = None) -> None:
         """Replace the findings of ``check`` (e.g. ``"mmap"``) and tell the observers."""

@@ -18,6 +18,7 @@ class QtDocument(QObject):
     selectionChanged = Signal(object)   # source
     tickChanged = Signal(object)        # source
     problemsChanged = Signal(object)    # source
+    debugChanged = Signal(object)       # source: doc.debug changed (execution point, breakpoints...)
 
     def __init__(self, doc: Document, tasks: Optional[TaskRunner] = None, parent: Optional[QObject] = None):
         super().__init__(parent)
@@ -32,6 +33,8 @@ class QtDocument(QObject):
             self.tickChanged.emit(source)
         elif event == "problems":
             self.problemsChanged.emit(source)
+        elif event == "debug":
+            self.debugChanged.emit(source)
 
     # shortcuts so views read naturally
     @property
@@ -58,11 +61,11 @@ class QtDocument(QObject):
 
 def rebind(old: Optional[QtDocument], new: Optional[QtDocument], *,
            selection: Optional[Callable] = None, tick: Optional[Callable] = None,
-           problems: Optional[Callable] = None) -> None:
+           problems: Optional[Callable] = None, debug: Optional[Callable] = None) -> None:
     """Move a view's slots from ``old`` to ``new`` when the user switches tabs. Disconnecting
     a slot that was never connected (or whose document is gone) is not an error here."""
     pairs = [(name, slot) for name, slot in (("selectionChanged", selection), ("tickChanged", tick),
-                                             ("problemsChanged", problems))
+                                             ("problemsChanged", problems), ("debugChanged", debug))
              if slot is not None]
     if old is not None:
         for name, slot in pairs:

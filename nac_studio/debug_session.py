@@ -1,0 +1,708 @@
+"""The Studio's debug state for one file, without Qt: inputs, breakpoints, watches, the
+execution tick, and what the views show about values (attached to a Document as ``doc.debug``).
+
+Two cursors: the document's ``tick`` follows the user's *selection*; ``DebugSession.tick`` is
+the *execution point* (the instruction executed last, -1 before the first step, ``None`` with
+no run). Selecting another row never moves the execution point, and stepping never moves the
+selection — like a debugger's current line versus the editor cursor. Every change is
+announced through the document as the ``"debug"`` event, so each view redraws from here.
+
+The engine's :class:`~nac_engine.runtime.debugger.Debugger` does the work. Breakpoints and
+watches live here as plain specs first (the user sets them before any run, and they persist per
+file as JSON), and are handed to a Debugger when a run starts. Actions run on the Debugger's own
+worker thread (``begin`` returns its Future); the front end calls ``complete`` with it on the UI
+thread, which sets the state and announces it. ``cancel`` stops a running action between two
+instructions.
+"""
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from nac_engine.format import layout as L
+from nac_engine.format.model import NacFile
+from nac_engine.isa.optable import OP_INPUT
+
+#: Execution states shown in the status bar.
+IDLE, RUNNING, STOPPED, FINISHED, ERROR = "idle", "running", "stopped", "finished", "error"
+#: Breakpoint kinds the pane offers; ``value`` means: tick number, op glob, parameter glob,
+#: nothing (nan/inf), or an expression of the engine's condition language.
+BREAKPOINT_KINDS = ("tick", "op", "param", "nan", "inf", "expr")
+INPUT_MODES = ("random", "zeros", "ones", "npy", "text", "stored")
+#: History the debugger keeps for step back before it recomputes from checkpoints.
+HISTORY_BYTES = 512 << 20
+
+
+# --------------------------------------------------------------------------- inputs
+@dataclass
+class InputSlotInfo:
+    """One value a run needs (an ``<INPUT B=0>`` or ``<INPUT B=3>``), in instruction order."""
+    position: int                 # index into the Session's feeds
+    tick: int
+    variant: int                  # B
+    name: Optional[str]
+    kind: str                     # user input | buffer | lifted constant
+    shape: Optional[tuple] = None     # from the file's input signature, when it has one
+    dtype: Optional[str] = None
+    low: Optional[float] = None
+    high: Optional[float] = None
+    has_stored: bool = False      # B=3 whose CNST holds the value itself
+    spec: Any = None              # the input signature's InputSpec, when the file has one
+
+    @property
+    def label(self) -> str:
+        return self.name or f"input @{self.tick}"
+
+
+@dataclass
+class InputChoice:
+    """How the user wants one slot filled."""
+    mode: str = "random"          # one of INPUT_MODES
+    shape: Optional[list] = None
+    dtype: str = "float32"
+    seed: int = 0
+    path: str = ""
+    text: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "InputChoice":
+        c = cls()
+        if isinstance(d, dict):
+            for k in ("mode", "dtype", "path", "text"):
+                if isinstance(d.get(k), str):
+                    setattr(c, k, d[k])
+            if isinstance(d.get("seed"), int):
+                c.seed = d["seed"]
+            if isinstance(d.get("shape"), list) and all(isinstance(x, int) and x >= 0 for x in d["shape"]):
+                c.shape = list(d["shape"])
+        if c.mode not in INPUT_MODES:
+            c.mode = "random"
+        return c
+
+
+def input_slots(nac: NacFile) -> list[InputSlotInfo]:
+    """Every value a run needs, named and typed from the file's input signature when present."""
+    from nac_engine.runtime.kernels import is_tensor_placeholder
+    names = nac.input_name_map
+    slots: list[InputSlotInfo] = []
+    for ins in nac.instructions:
+        if ins.a != OP_INPUT or ins.b not in (0, 3):
+            continue
+        cid = ins.const_ids[0] if ins.b == 3 and ins.const_ids else None
+        const = nac.constants.get(cid) if cid is not None else None
+        stored = const is not None and not is_tensor_placeholder(const.value)
+        name = names.get(ins.index)
+        kind = "lifted constant" if ins.b == 3 else ("user input" if name else "buffer")
+        slots.append(InputSlotInfo(len(slots), ins.index, ins.b, name, kind, has_stored=stored))
+    for slot, spec in zip(slots, _signature_for(nac, slots)):
+        if spec is None:
+            continue
+        slot.shape = tuple(int(x) for x in spec.shape) if getattr(spec, "shape", None) is not None else None
+        slot.dtype = str(getattr(spec, "dtype", None) or "") or None
+        slot.low, slot.high = getattr(spec, "low", None), getattr(spec, "high", None)
+        slot.spec = spec
+        kind = getattr(spec, "kind", None)
+        if kind:
+            slot.kind = {"input": "user input", "constant": "lifted constant"}.get(kind, str(kind))
+        if not slot.name and getattr(spec, "name", None):
+            slot.name = str(spec.name)
+    return slots
+
+
+def _signature_for(nac: NacFile, slots: list[InputSlotInfo]) -> list:
+    """The recorded input signature matched to the slots (by name, else by order); a file
+    without one (the reference compiler's) gives Nones, and the dialog asks."""
+    try:
+        from nac_engine.format.input_signature import read_input_signature
+    except ImportError:      # the engine half of issue 10 is not in this tree yet
+        return [None] * len(slots)
+    try:
+        specs = read_input_signature(nac)
+    except Exception:        # a damaged signature must not stop a run: the dialog asks
+        specs = None
+    if not specs:
+        return [None] * len(slots)
+    by_name = {getattr(s, "name", None): s for s in specs}
+    if all(s.name in by_name for s in slots if s.name):
+        matched = [by_name.get(s.name) if s.name else None for s in slots]
+        if any(m is not None for m in matched):
+            return matched
+    return list(specs)[:len(slots)] + [None] * max(0, len(slots) - len(specs))
+
+
+def default_choice(slot: InputSlotInfo) -> InputChoice:
+    if slot.has_stored:
+        return InputChoice(mode="stored")
+    return InputChoice(mode="random", shape=list(slot.shape) if slot.shape is not None else None,
+                       dtype=slot.dtype or "float32")
+
+
+_DTYPES = {"float32", "float16", "float64", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"}
+
+
+def make_value(slot: InputSlotInfo, choice: InputChoice, tokenizer=None) -> Any:
+    """The array a choice stands for (``None``: use the value stored in the file)."""
+    mode = choice.mode
+    if mode == "stored":
+        if not slot.has_stored:
+            raise ValueError(f"{slot.label}: the file stores no value for it")
+        return None
+    if mode == "npy":
+        if not choice.path:
+            raise ValueError(f"{slot.label}: no .npy file chosen")
+        arr = np.load(choice.path, allow_pickle=False)
+        return arr
+    if mode == "text":
+        if tokenizer is None:
+            raise ValueError(f"{slot.label}: the file embeds no tokenizer")
+        ids = tokenizer.encode(choice.text).ids
+        dtype = choice.dtype if choice.dtype.startswith("int") else "int64"
+        return np.asarray([ids], dtype=dtype)
+    shape = choice.shape if choice.shape is not None else (list(slot.shape) if slot.shape is not None else None)
+    if shape is None:
+        raise ValueError(f"{slot.label}: the file records no shape; give one")
+    dtype = choice.dtype or slot.dtype or "float32"
+    if dtype not in _DTYPES:
+        raise ValueError(f"{slot.label}: unknown dtype {dtype!r}")
+    np_dtype = "float32" if dtype == "bfloat16" else dtype
+    shape = tuple(int(x) for x in shape)
+    if mode == "zeros":
+        return np.zeros(shape, dtype=np_dtype)
+    if mode == "ones":
+        return np.ones(shape, dtype=np_dtype)
+    rng = np.random.default_rng(choice.seed)
+    if dtype == "bool":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if dtype.startswith("int") or dtype.startswith("uint"):
+        lo = int(slot.low) if slot.low is not None else 0
+        hi = int(slot.high) if slot.high is not None else 100
+        return rng.integers(lo, max(hi, lo + 1), size=shape).astype(np_dtype)
+    return rng.standard_normal(shape).astype(np_dtype)
+
+
+# --------------------------------------------------------------------------- breakpoints
+@dataclass
+class BreakpointSpec:
+    """A breakpoint as the user wrote it; handed to each Debugger a run creates."""
+    kind: str                     # one of BREAKPOINT_KINDS
+    value: str = ""
+    condition: str = ""           # optional extra condition on a location
+    enabled: bool = True
+    id: int = 0
+    hits: int = 0
+    error: str = ""               # why the engine refused it, or its condition's last error
+
+    @property
+    def label(self) -> str:
+        if self.kind in ("nan", "inf"):
+            text = f"{self.kind.upper()} anywhere"
+        elif self.kind == "expr":
+            text = f"if {self.value}"
+        else:
+            text = f"{self.kind} {self.value}"
+        return text + (f" if {self.condition}" if self.condition and self.kind != "expr" else "")
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "value": self.value, "condition": self.condition, "enabled": self.enabled}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Optional["BreakpointSpec"]:
+        if not isinstance(d, dict) or d.get("kind") not in BREAKPOINT_KINDS:
+            return None
+        return cls(d["kind"], str(d.get("value", "")), str(d.get("condition", "")), bool(d.get("enabled", True)))
+
+
+@dataclass
+class Variable:
+    """A value at the execution point: the current result, or one still live."""
+    tick: int
+    name: str
+    where: str                    # "current result", "live", "MMAP SAVE_RESULT", ...
+    shape: Optional[tuple] = None
+    dtype: Optional[str] = None
+    available: bool = True        # False: evicted from history (recomputed on demand)
+
+
+# --------------------------------------------------------------------------- the session
+class DebugSession:
+    """Debug state of one open file. ``notify`` is called (on the UI thread) after every
+    change; the Studio passes ``doc.debug_changed``."""
+
+    def __init__(self, nac: NacFile, notify: Optional[Callable[[], None]] = None):
+        self.nac = nac
+        self.notify = notify or (lambda: None)
+        self.slots = input_slots(nac)
+        self.choices: dict[int, InputChoice] = {}
+        self.inputs_confirmed = not any(not s.has_stored and s.shape is None for s in self.slots)
+        self.breakpoints: list[BreakpointSpec] = []
+        self.watches: list[str] = []
+        self.debugger = None
+        self.state = IDLE
+        self.reason = None            # the last StopReason
+        self.error: str = ""
+        self.error_tick: Optional[int] = None
+        self.elapsed = 0.0
+        self.action = ""
+        self._started = 0.0
+        self._next_id = 1
+        self._bp_map: dict[int, Any] = {}     # spec id -> the Debugger's Breakpoint
+        self._stats: dict[int, Any] = {}      # tick -> TickResult (values are fixed per run)
+        self._resident: Optional[list] = None
+        self._tokenizer: Any = False
+
+    # -- inputs -------------------------------------------------------------------------
+    def choice(self, slot: InputSlotInfo) -> InputChoice:
+        return self.choices.get(slot.position) or default_choice(slot)
+
+    def set_choices(self, choices: dict[int, InputChoice]) -> None:
+        """New input choices: the next run uses them (a running session is ended)."""
+        self.choices = dict(choices)
+        self.inputs_confirmed = True
+        if self.debugger is not None:
+            self.end()
+
+    @property
+    def tokenizer(self):
+        """The tokenizer the file embeds (``None`` when it has none or it cannot be rebuilt)."""
+        if self._tokenizer is False:
+            try:
+                from nac_engine.compiler.tokenizer import load_tokenizer
+                self._tokenizer = load_tokenizer(self.nac)
+            except Exception:    # a damaged or unusable tokenizer: no text mode
+                self._tokenizer = None
+        return self._tokenizer
+
+    def feeds(self) -> list:
+        """One value per slot (``None``: the file's stored constant). Random/zeros/ones of a
+        slot the input signature describes, at its recorded shape and dtype, come from the
+        engine's ``make_inputs`` over the whole signature, so F5 and ``nac run`` with the same
+        seed feed the same values."""
+        tok = self.tokenizer if any(self.choice(s).mode == "text" for s in self.slots) else None
+        specs = [s.spec for s in self.slots if s.spec is not None]
+        made: dict[tuple, dict] = {}
+        out = []
+        for s in self.slots:
+            c = self.choice(s)
+            if s.spec is not None and c.mode in ("random", "zeros", "ones") \
+                    and (c.shape is None or tuple(c.shape) == tuple(s.spec.shape)) \
+                    and (not c.dtype or c.dtype == s.spec.dtype):
+                from nac_engine.format.input_signature import make_inputs
+                key = (c.seed, c.mode)
+                if key not in made:
+                    made[key] = make_inputs(specs, seed=c.seed, fill=c.mode)
+                out.append(made[key][s.spec.name])
+            else:
+                out.append(make_value(s, c, tok))
+        return out
+
+    def needs_inputs(self) -> bool:
+        """True when a run cannot start without asking (no signature and no remembered choice)."""
+        return not self.inputs_confirmed and any(not s.has_stored for s in self.slots)
+
+    # -- lifecycle ----------------------------------------------------------------------
+    @property
+    def active(self) -> bool:
+        return self.debugger is not None
+
+    @property
+    def running(self) -> bool:
+        return self.state == RUNNING
+
+    @property
+    def tick(self) -> Optional[int]:
+        """The execution point (``None`` without a run)."""
+        return self.debugger.tick if self.debugger is not None else None
+
+    def __len__(self) -> int:
+        return len(self.nac.instructions)
+
+    def start(self) -> None:
+        """Make a Debugger for the chosen inputs, with the breakpoints and watches."""
+        from nac_engine.runtime.debugger import Debugger
+        feeds = self.feeds()
+        self.debugger = Debugger(self.nac, feeds=feeds, history_bytes=HISTORY_BYTES)
+        self._bp_map.clear()
+        self._stats.clear()
+        for spec in self.breakpoints:
+            self._install(spec)
+        for text in self.watches:
+            self.debugger.add_watch(text)
+        self.state, self.reason, self.error, self.error_tick = STOPPED, None, "", None
+
+    def end(self) -> None:
+        """Stop debugging: the run and its values are dropped (breakpoints stay)."""
+        if self.debugger is not None:
+            self.debugger.cancel()
+            self.debugger.session.close()
+        self.debugger = None
+        self._bp_map.clear()
+        self._stats.clear()
+        self.state, self.reason, self.error, self.error_tick = IDLE, None, "", None
+        self.notify()
+
+    def begin(self, action: str, *args) -> Future:
+        """Run a Debugger action (``continue_``, ``step``, ``run_to``, ``step_back``, ``restart``)
+        on its worker thread; call :meth:`complete` with the Future on the UI thread."""
+        if self.debugger is None:
+            self.start()
+        if action in ("restart",):
+            self._stats.clear()
+        self.state, self.action, self.error, self.error_tick = RUNNING, action, "", None
+        self._started = time.perf_counter()
+        future = self.debugger.run_in_thread(action, *args)
+        self.notify()
+        return future
+
+    def run_now(self, action: str, *args):
+        """Synchronous form of ``begin`` + ``complete`` (headless use and tests)."""
+        return self.complete(self.begin(action, *args))
+
+    def cancel(self) -> None:
+        if self.debugger is not None:
+            self.debugger.cancel()
+
+    def complete(self, future: Future):
+        """Take the result of an action: the state, why it stopped, how long it took."""
+        self.elapsed = time.perf_counter() - self._started
+        if self.debugger is None:      # ended while it ran
+            return None
+        try:
+            reason = future.result()
+        except Exception as exc:
+            self.reason = self.debugger.stop_reason
+            self.state = ERROR
+            self.error = str(exc)
+            self.error_tick = getattr(exc, "tick", None)
+            if self.error_tick is None:
+                self.error_tick = self.debugger.next_tick
+            self._sync_hits()
+            self.notify()
+            return None
+        self.reason = reason
+        self.state = FINISHED if self.debugger.finished else STOPPED
+        self._sync_hits()
+        self.notify()
+        return reason
+
+    def progress(self) -> tuple[int, int]:
+        """(ticks executed, total) while running; read from the UI thread."""
+        d = self.debugger
+        return (d.next_tick if d is not None else 0), len(self)
+
+    def describe(self) -> str:
+        """Status-bar text: state, why it stopped, elapsed time."""
+        if self.debugger is None:
+            return "Not running"
+        if self.state == RUNNING:
+            done, total = self.progress()
+            return f"Running… tick {done:,}/{total:,}"
+        took = f" ({self.elapsed * 1000:.0f} ms)" if self.elapsed < 1 else f" ({self.elapsed:.2f} s)"
+        if self.state == ERROR:
+            return f"Error at tick {self.error_tick}: {self.error.splitlines()[0] if self.error else ''}{took}"
+        r = self.reason
+        if self.state == FINISHED:
+            return f"Finished after tick {self.tick}{took}"
+        if r is None or self.tick is None or self.tick < 0:
+            return "Ready (before tick 0)"
+        why = {"breakpoint": "breakpoint " + ", ".join(self._label_of(b) for b in r.breakpoints),
+               "cancelled": "paused", "step": "step", "step_back": "step back", "run_to": "run to cursor",
+               "restart": "restart"}.get(r.kind, r.kind)
+        return f"Stopped at tick {self.tick} — {why}{took}"
+
+    def _label_of(self, bp_id: int) -> str:
+        for spec_id, bp in self._bp_map.items():
+            if bp.id == bp_id:
+                spec = self.breakpoint(spec_id)
+                if spec is not None:
+                    return f"#{spec.id} ({spec.label})"
+        return f"#{bp_id}"
+
+    # -- breakpoints ----------------------------------------------------------------------
+    def add_breakpoint(self, kind: str, value: str = "", condition: str = "", enabled: bool = True,
+                       announce: bool = True) -> BreakpointSpec:
+        if kind not in BREAKPOINT_KINDS:
+            raise ValueError(f"unknown breakpoint kind {kind!r}")
+        spec = BreakpointSpec(kind, str(value).strip(), condition.strip(), enabled, self._next_id)
+        self._next_id += 1
+        self.breakpoints.append(spec)
+        self._install(spec)
+        if announce:
+            self.notify()
+        return spec
+
+    def breakpoint(self, spec_id: int) -> Optional[BreakpointSpec]:
+        return next((b for b in self.breakpoints if b.id == spec_id), None)
+
+    def remove_breakpoint(self, spec_id: int) -> None:
+        spec = self.breakpoint(spec_id)
+        if spec is None:
+            return
+        self.breakpoints.remove(spec)
+        bp = self._bp_map.pop(spec_id, None)
+        if bp is not None and self.debugger is not None:
+            self.debugger.remove_breakpoint(bp)
+        self.notify()
+
+    def edit_breakpoint(self, spec_id: int, *, value: Optional[str] = None, condition: Optional[str] = None,
+                        enabled: Optional[bool] = None) -> None:
+        spec = self.breakpoint(spec_id)
+        if spec is None:
+            return
+        if value is not None:
+            spec.value = str(value).strip()
+        if condition is not None:
+            spec.condition = condition.strip()
+        if enabled is not None:
+            spec.enabled = bool(enabled)
+        bp = self._bp_map.pop(spec_id, None)
+        if bp is not None and self.debugger is not None:
+            self.debugger.remove_breakpoint(bp)
+        self._install(spec)
+        self.notify()
+
+    def toggle_tick_breakpoint(self, tick: int) -> Optional[BreakpointSpec]:
+        """F9: remove the tick breakpoint on ``tick`` if there is one, else add it."""
+        for spec in self.breakpoints:
+            if spec.kind == "tick" and spec.value == str(tick):
+                self.remove_breakpoint(spec.id)
+                return None
+        return self.add_breakpoint("tick", str(tick))
+
+    def breakpoint_ticks(self) -> dict[int, bool]:
+        """tick -> enabled, for every instruction a tick/op/param breakpoint sits on (the
+        gutter and graph dots); computed from the file, so it works before any run."""
+        out: dict[int, bool] = {}
+        for spec in self.breakpoints:
+            for t in self._ticks_of(spec):
+                out[t] = out.get(t, False) or spec.enabled
+        return out
+
+    def _ticks_of(self, spec: BreakpointSpec) -> list[int]:
+        from fnmatch import fnmatchcase
+        nac = self.nac
+        if spec.kind == "tick":
+            try:
+                t = int(spec.value)
+            except ValueError:
+                return []
+            return [t] if 0 <= t < len(nac.instructions) else []
+        if spec.kind == "op" and spec.value:
+            return [i.index for i in nac.instructions if fnmatchcase(nac.instruction_name(i), spec.value)]
+        if spec.kind == "param" and spec.value:
+            return [i.index for i in nac.instructions if i.a == OP_INPUT and i.b == 1
+                    and (p := nac.param_for(i)) is not None and fnmatchcase(p.name, spec.value)]
+        return []
+
+    def _install(self, spec: BreakpointSpec) -> None:
+        """Hand ``spec`` to the running Debugger (if any); a refusal is kept as its error."""
+        if self.debugger is None:
+            spec.error = self._check(spec)
+            return
+        kw: dict[str, Any] = {}
+        try:
+            if spec.kind == "tick":
+                kw["tick"] = int(spec.value)
+            elif spec.kind in ("op", "param"):
+                kw[spec.kind] = spec.value
+            elif spec.kind in ("nan", "inf"):
+                kw["condition"] = spec.kind
+            else:
+                kw["condition"] = spec.value
+            if spec.condition and spec.kind in ("tick", "op", "param"):
+                kw["condition"] = spec.condition
+            bp = self.debugger.add_breakpoint(**kw)
+        except Exception as exc:     # ValueError (no match), IndexError, ExprError
+            spec.error = str(exc)
+            return
+        bp.enabled, bp.hits = spec.enabled, spec.hits
+        spec.error = ""
+        self._bp_map[spec.id] = bp
+
+    def _check(self, spec: BreakpointSpec) -> str:
+        """Before a run: what the engine would refuse (bad number, glob matching nothing)."""
+        if spec.kind == "tick":
+            try:
+                t = int(spec.value)
+            except ValueError:
+                return f"{spec.value!r} is not a tick number"
+            n = len(self.nac.instructions)
+            return "" if 0 <= t < n else f"tick {t} is outside 0..{n - 1}"
+        if spec.kind in ("op", "param") and not self._ticks_of(spec):
+            return f"no instruction matches {spec.value!r}"
+        if spec.kind == "expr" or spec.condition:
+            from nac_engine.runtime.expr import Expr, ExprError
+            try:
+                Expr(spec.value if spec.kind == "expr" else spec.condition,
+                     frozenset(p.name for p in self.nac.params.values()))
+            except ExprError as e:
+                return str(e)
+        return ""
+
+    def _sync_hits(self) -> None:
+        for spec_id, bp in self._bp_map.items():
+            spec = self.breakpoint(spec_id)
+            if spec is not None:
+                spec.hits = bp.hits
+                if bp.error:
+                    spec.error = bp.error
+
+    # -- watches --------------------------------------------------------------------------
+    def add_watch(self, text: str) -> None:
+        text = text.strip()
+        if not text or text in self.watches:
+            return
+        self.watches.append(text)
+        if self.debugger is not None and not self.running:
+            self.debugger.add_watch(text)
+        self.notify()
+
+    def remove_watch(self, text: str) -> None:
+        if text in self.watches:
+            self.watches.remove(text)
+            if self.debugger is not None:
+                self.debugger.remove_watch(text)
+            self.notify()
+
+    def watch_values(self) -> list[tuple[str, Any, str]]:
+        """(expression, value or None, error text) per watch, as of the last stop."""
+        out = []
+        vals = self.debugger.watches if self.debugger is not None else {}
+        for text in self.watches:
+            v = vals.get(text)
+            if isinstance(v, Exception):
+                out.append((text, None, str(v)))
+            elif text not in vals:
+                out.append((text, None, "" if self.debugger is None else "not evaluated yet"))
+            else:
+                out.append((text, v, ""))
+        return out
+
+    # -- values ---------------------------------------------------------------------------
+    def result(self, tick: Optional[int] = None):
+        """The engine's :class:`TickResult` of ``tick`` (default: the execution point), cached
+        for the run: a tick's value never changes within one run."""
+        if self.debugger is None:
+            raise RuntimeError("no run")
+        tick = self.debugger.tick if tick is None else tick
+        r = self._stats.get(tick)
+        if r is None:
+            r = self._stats[tick] = self.debugger.result(tick)
+        return r
+
+    def cached_result(self, tick: int):
+        return self._stats.get(tick)
+
+    def variables(self) -> list[Variable]:
+        """The current result, then every value live at the execution point: what later
+        instructions still read (the interpreter's live set) and what the MMAP schedule holds
+        in memory at that tick. Cheap: shapes from the values, statistics come from
+        :meth:`result` (the pane computes them off the UI thread)."""
+        d = self.debugger
+        if d is None or d.tick < 0 or self.running:
+            return []
+        cur = d.tick
+        live = set(k for k in d.session.results if k <= cur)
+        resident = self.resident(cur)
+        out: list[Variable] = []
+        order = [cur] + sorted((live | set(resident)) - {cur}, reverse=True)
+        for t in order:
+            if t in d.session.results:
+                v = d.session.results[t]
+            else:
+                v = d.history.get(t, None)
+            where = "current result" if t == cur else \
+                ", ".join(x for x in ("live" if t in live else "", resident.get(t, "")) if x)
+            var = Variable(t, self.name_of(t), where)
+            if v is None and t != cur and t not in d.session.results:
+                var.available = t in d.history
+            arr = _shape_dtype(v)
+            if arr is not None:
+                var.shape, var.dtype = arr
+            out.append(var)
+        return out
+
+    def name_of(self, tick: int) -> str:
+        ins = self.nac.instructions[tick]
+        if ins.a == OP_INPUT:
+            p = self.nac.param_for(ins) if ins.b == 1 else None
+            if p is not None:
+                return p.name
+            name = self.nac.input_name_map.get(tick)
+            if name:
+                return name
+        return f"v{tick} {self.nac.instruction_name(ins)}"
+
+    def resident(self, tick: int) -> dict[int, str]:
+        """Values the MMAP schedule holds after ``tick``'s commands: value tick -> the command
+        that put it there (SAVE_RESULT, PRELOAD, FORWARD until its consumer runs)."""
+        if self._resident is None:
+            self._resident = sorted((rec.tick, c.action, c.target) for rec in self.nac.mmap for c in rec.commands)
+        consumers = self.debugger.consumers if self.debugger is not None else {}
+        held: dict[int, str] = {}
+        for t, action, target in self._resident:
+            if t > tick:
+                break
+            if action in (L.MMAP_SAVE_RESULT, L.MMAP_PRELOAD, 15):
+                held[target] = L.MMAP_ACTION_NAMES.get(action, str(action))
+            elif action in (L.MMAP_FREE, 25):
+                held.pop(target, None)
+            elif action == L.MMAP_FORWARD:
+                first = min(consumers.get(target, [target]))
+                if first > tick:
+                    held[target] = "FORWARD"
+        return {k: f"MMAP {v}" for k, v in held.items() if k <= tick}
+
+    # -- persistence ----------------------------------------------------------------------
+    def to_json(self) -> dict:
+        return {"breakpoints": [b.to_json() for b in self.breakpoints], "watches": list(self.watches),
+                "inputs": {str(k): c.to_json() for k, c in self.choices.items()}}
+
+    def load_json(self, data: dict) -> None:
+        """Breakpoints, watches and input choices saved for this file (bad entries skipped)."""
+        if not isinstance(data, dict):
+            return
+        for d in data.get("breakpoints", []) or []:
+            spec = BreakpointSpec.from_json(d)
+            if spec is not None:
+                self.add_breakpoint(spec.kind, spec.value, spec.condition, spec.enabled, announce=False)
+        for w in data.get("watches", []) or []:
+            if isinstance(w, str) and w.strip() and w not in self.watches:
+                self.watches.append(w.strip())
+        inputs = data.get("inputs") or {}
+        if isinstance(inputs, dict) and inputs:
+            choices = {}
+            for k, v in inputs.items():
+                if str(k).isdigit() and int(k) < len(self.slots):
+                    choices[int(k)] = InputChoice.from_json(v)
+            if choices:
+                self.choices = choices
+                self.inputs_confirmed = True
+
+
+def _shape_dtype(v: Any) -> Optional[tuple]:
+    try:
+        import torch
+    except ImportError:     # pragma: no cover - torch is a dependency
+        torch = None
+    if isinstance(v, (tuple, list)) and v:
+        v = v[0]
+    if torch is not None and isinstance(v, torch.Tensor):
+        return tuple(v.shape), str(v.dtype).replace("torch.", "")
+    if isinstance(v, np.ndarray):
+        return tuple(v.shape), str(v.dtype)
+    if isinstance(v, (bool, int, float)):
+        return (), type(v).__name__
+    return None
+
+
+__all__ = ["DebugSession", "BreakpointSpec", "InputChoice", "InputSlotInfo", "Variable", "input_slots",
+           "make_value", "default_choice", "BREAKPOINT_KINDS", "INPUT_MODES",
+           "IDLE", "RUNNING", "STOPPED", "FINISHED", "ERROR"]
+
