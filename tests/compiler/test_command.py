@@ -67,7 +67,6 @@ def test_compile_bare_module_with_inputs_external_quantised_v18(tmp_path, factor
 
 
 def test_compile_hf_config_report_json(tmp_path, capsys):
-    pytest.importorskip("transformers")
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps(dict(model_type="bert", vocab_size=50, hidden_size=16, num_hidden_layers=1,
                                    num_attention_heads=2, intermediate_size=32, max_position_embeddings=32)))

@@ -6,8 +6,6 @@ import json
 
 import pytest
 
-pytest.importorskip("transformers")
-
 from nac_engine.compiler import hf  # noqa: E402
 from tests.compiler.helpers import compile_and_check  # noqa: E402
 
