@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, 
                                QProgressBar, QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
                                QToolBar, QToolButton, QVBoxLayout, QWidget)
 
-from . import icons, schedule_lint
+from . import dock_layout, icons, schedule_lint
 from .commands import CommandRegistry
 from .document import Document, Selection, severity_of
 from .icons import icon
@@ -37,7 +37,7 @@ from .views.properties import PropertiesView
 from .views.structure import StructureView
 from .widgets.command_palette import CommandPalette
 
-STATE_VERSION = 3          # bump when the dock set changes, so an old saved layout is ignored
+STATE_VERSION = 4          # bump when the dock set changes, so an old saved layout is ignored
 MAX_RECENT = 10
 DEFAULT_SIZE = QSize(1600, 1000)
 FILE_FILTER = "NAC models (*.nac);;All files (*)"
@@ -219,26 +219,12 @@ class MainWindow(QMainWindow):
     def graph_view(self) -> GraphView:
         return self.graph
 
-    def apply_default_layout(self) -> None:
-        """Structure and Problems left, Properties right, Disassembly and Hex along the
-        bottom, the graph in the middle (sized for 1600×1000)."""
-        d = self.docks
-        for dock in d.values():
-            self.removeDockWidget(dock)
-        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, d["structure"])
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d["properties"])
-        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, d[DisassemblyView.object_name])
-        self.splitDockWidget(d[DisassemblyView.object_name], d["hex"], Qt.Orientation.Horizontal)
-        self.splitDockWidget(d["structure"], d["problems"], Qt.Orientation.Vertical)
-        for dock in d.values():
-            dock.setFloating(False)
-            dock.show()
-        hex_width = self.hex_view.preferred_width()
-        self.resizeDocks([d["structure"], d["properties"]], [400, 390], Qt.Orientation.Horizontal)
-        self.resizeDocks([d[DisassemblyView.object_name], d["hex"]],
-                         [max(500, DEFAULT_SIZE.width() - hex_width), hex_width], Qt.Orientation.Horizontal)
-        self.resizeDocks([d[DisassemblyView.object_name]], [370], Qt.Orientation.Vertical)
-        self.resizeDocks([d["structure"], d["problems"]], [440, 110], Qt.Orientation.Vertical)
+    def apply_default_layout(self, preset: Optional[str] = None) -> None:
+        """The docks arranged for the window's size (see :mod:`dock_layout`): "wide" from
+        1300×820 on, "compact" (tabbed) below; docks it does not know are tabbed in."""
+        self.layout_preset = preset or dock_layout.preset_for(self.size())
+        dock_layout.apply_layout(self, self.docks, self.layout_preset, self.size(),
+                                 hex_width=self.hex_view.preferred_width())
 
     # -- commands -------------------------------------------------------------------------
     def _register_commands(self) -> None:
@@ -301,7 +287,12 @@ class MainWindow(QMainWindow):
                   shortcut=PANEL_SHORTCUTS.get(name), icon=_PANEL_ICONS.get(name), menu="View", group="b",
                   order=order, checked=lambda n=name: not self.docks[n].isHidden(),
                   tip=f"Show or hide {cls.title}")
-        c.add("view.resetLayout", "Reset Layout", self.apply_default_layout, icon="layout", menu="View", group="c")
+        c.add("view.resetLayout", "Reset Layout", lambda: self.apply_default_layout(), icon="layout", menu="View",
+              group="c")
+        c.add("view.compactLayout", "Compact Layout (Tabbed Panels)", lambda: self.apply_default_layout("compact"),
+              menu="View", group="c", order=1)
+        c.add("view.wideLayout", "Wide Layout (Side-by-Side Panels)", lambda: self.apply_default_layout("wide"),
+              menu="View", group="c", order=2)
         c.add("view.nextFile", "Next File", lambda: self._cycle_tab(1), shortcut="Ctrl+Tab", menu="View",
               group="d", enabled=lambda: len(self.docs) > 1)
         c.add("view.previousFile", "Previous File", lambda: self._cycle_tab(-1), shortcut="Ctrl+Shift+Tab",
