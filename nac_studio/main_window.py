@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, 
                                QProgressBar, QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
                                QToolBar, QToolButton, QVBoxLayout, QWidget)
 
-from . import dock_layout, icons, schedule_lint
+from . import dock_layout, icons, schedule_problems
 from .commands import CommandRegistry
 from .document import Document, Selection, severity_of
 from .icons import icon
@@ -36,6 +36,7 @@ from .views.problems import ProblemsView
 from .views.properties import PropertiesView
 from .views.structure import StructureView
 from .widgets.command_palette import CommandPalette
+from .widgets.task_indicator import TaskIndicator
 
 STATE_VERSION = 4          # bump when the dock set changes, so an old saved layout is ignored
 MAX_RECENT = 10
@@ -373,23 +374,16 @@ class MainWindow(QMainWindow):
         self.selection_label = QLabel(self)
         self.selection_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         sb.addWidget(self.selection_label, 1)
-        self.task_label = QLabel(self)
-        self.progress = QProgressBar(self)
-        self.progress.setRange(0, 1000)
-        self.progress.setFixedWidth(160)
-        self.progress.setMaximumHeight(14)
-        self.progress.setTextVisible(False)
-        self.cancel_button = QToolButton(self)
+        # one fixed-size painted widget: task updates never re-lay out the window (task_indicator)
+        self.task_indicator = TaskIndicator(self)
+        self.task_label = self.task_indicator.label
+        self.progress = self.task_indicator.progress
+        self.cancel_button = self.task_indicator.cancel_button
         self.cancel_button.setIcon(icon("cancel"))
-        self.cancel_button.setText("Cancel")
         self.cancel_button.setToolTip("Cancel the running task")
-        self.cancel_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.cancel_button.setAutoRaise(True)
         self.cancel_button.clicked.connect(self.cancel_current_task)
         self.doc_label = QLabel(self)
-        for w in (self.task_label, self.progress, self.cancel_button):
-            sb.addPermanentWidget(w)
-            w.hide()
+        sb.addPermanentWidget(self.task_indicator)
         sb.addPermanentWidget(self.doc_label)
 
     # -- tasks in the status bar ----------------------------------------------------------
@@ -412,9 +406,7 @@ class MainWindow(QMainWindow):
 
     def _update_task_widgets(self) -> None:
         task = self._shown_task()
-        visible = task is not None
-        for w in (self.task_label, self.progress, self.cancel_button):
-            w.setVisible(visible)
+        self.task_indicator.set_active(task is not None)
         if task is None:
             return
         more = len(self.tasks.active) - 1
@@ -488,14 +480,13 @@ class MainWindow(QMainWindow):
 
     # -- the MMAP schedule check (background; its findings join the problem list) -------
     def _check_schedule(self, qdoc: QtDocument) -> Optional[Task]:
-        """Lint the MMAP schedule off the UI thread (in a child process while torch is not
-        loaded, see schedule_lint); the file is interactive meanwhile and the problem list
-        grows when it is done."""
-        if not schedule_lint.wanted(qdoc.nac):
+        """Lint the MMAP schedule off the UI thread (the check is torch-free, see
+        schedule_problems); the file is interactive meanwhile and the problem list grows
+        when it is done."""
+        if not schedule_problems.wanted(qdoc.nac):
             return None
         name = Path(qdoc.doc.path or "file").name
-        task = self.tasks.submit(f"Checking the MMAP schedule of {name}", schedule_lint.check, qdoc.nac,
-                                 qdoc.doc.path, qdoc.doc.file_identity,
+        task = self.tasks.submit(f"Checking the MMAP schedule of {name}", schedule_problems.check, qdoc.nac,
                                  on_done=lambda report, d=qdoc: self._schedule_checked(d, report),
                                  on_error=lambda exc, d=qdoc: self._schedule_check_failed(d, exc))
         self._checks[id(qdoc)] = task
@@ -506,16 +497,16 @@ class MainWindow(QMainWindow):
         if qdoc not in self.docs:
             return   # closed while the check ran
         try:
-            found = schedule_lint.to_problems(qdoc.doc, report)
+            found = schedule_problems.to_problems(qdoc.doc, report)
         except Exception as exc:   # a damaged file may hold any value in any field
-            found = [schedule_lint.failure_problem(exc)]
-        qdoc.doc.set_problems(schedule_lint.CHECK, found)
+            found = [schedule_problems.failure_problem(exc)]
+        qdoc.doc.set_problems(schedule_problems.CHECK, found)
 
     def _schedule_check_failed(self, qdoc: QtDocument, exc: BaseException) -> None:
         self._checks.pop(id(qdoc), None)
         if isinstance(exc, Cancelled) or qdoc not in self.docs:
             return
-        qdoc.doc.set_problems(schedule_lint.CHECK, [schedule_lint.failure_problem(exc)])
+        qdoc.doc.set_problems(schedule_problems.CHECK, [schedule_problems.failure_problem(exc)])
 
     def _on_problems_changed(self, qdoc: QtDocument) -> None:
         if qdoc not in self.docs:
@@ -525,7 +516,7 @@ class MainWindow(QMainWindow):
         if qdoc is not self.active:
             return
         self._make_room_for_problems()
-        found = qdoc.doc.problems_from(schedule_lint.CHECK)
+        found = qdoc.doc.problems_from(schedule_problems.CHECK)
         if found:
             errors = sum(1 for p in found if severity_of(p) == "error")
             warnings = len(found) - errors

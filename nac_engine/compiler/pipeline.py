@@ -162,7 +162,7 @@ def _export_graph(model, args: tuple, kwargs, report: CompileReport):
 
 def _schedule(nac, value_nbytes: dict, mode: str, lookahead: int, report: CompileReport) -> None:
     """Plan the written mode and, for the report, the other one; the written plan must lint clean."""
-    from ..runtime.mmap_check import check_schedule
+    from ..format.mmap_lint import check_schedule
     from .schedule import plan_mmap
     chosen = None
     for m in (mode,) + tuple(x for x in MMAP_MODES if x != mode):

@@ -283,6 +283,7 @@ class NacFile:
     _closer: Any = None
     _op_names: Optional[dict] = None
     _param_by_name: Optional[dict] = None
+    _def_use: Any = field(default=None, repr=False, compare=False)
 
     # -- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
@@ -325,6 +326,7 @@ class NacFile:
         """Call after editing tables in place so cached lookups are rebuilt."""
         self._op_names = None
         self._param_by_name = None
+        self._def_use = None
 
     def op_name(self, a: int) -> str:
         return self.op_names.get(a, f"<op {a}>")
@@ -377,6 +379,22 @@ class NacFile:
         for rec in self.mmap:
             out.setdefault(rec.tick, []).extend(rec.commands)
         return out
+
+    def def_use(self):
+        """The file's one def-use index (:class:`~nac_engine.format.defuse.DefUse`: ``users()``,
+        ``kind()``, ``last_use()``), built on first call and cached. Rebuilt when the
+        instruction list is replaced or grows/shrinks; after editing instructions in place,
+        call :meth:`invalidate`."""
+        key = (id(self.instructions), len(self.instructions))
+        cached = self._def_use
+        if cached is None or cached[0] != key:
+            from .defuse import DefUse
+            cached = self._def_use = (key, DefUse.of(self))
+        return cached[1]
+
+    def users(self, v: int) -> tuple:
+        """Ticks of the instructions that read value ``v`` (ascending; see :meth:`def_use`)."""
+        return self.def_use().users(v)
 
     def output_producers(self) -> list[int]:
         for ins in reversed(self.instructions):

@@ -60,7 +60,9 @@ def test_corpus_static_findings(case):
     with read(path) as nac:
         report = check_schedule(nac)
         want_v, want_h = expected_findings(nac)
-    assert report.has_schedule == (case.name != "mlp_noopt__v1.6")
+    # no MMAP records: optimize=False, and arange_positions__v1.6 whose optimiser raised
+    # during the reference compile (its compile_log.txt)
+    assert report.has_schedule == (case.name not in ("mlp_noopt__v1.6", "arange_positions__v1.6"))
     assert kinds(report.violations) == want_v
     assert kinds(report.hazards) == want_h
 

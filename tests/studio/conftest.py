@@ -29,19 +29,6 @@ def _studio_theme(qapp):
     yield
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _schedule_check_in_process():
-    """The MMAP schedule check runs in a child process while torch is not loaded (the
-    Studio's own choice, see schedule_lint); here every opened file would start one, so
-    the tests share one in-process torch import instead. test_schedule_problems covers
-    the child process."""
-    from nac_studio import schedule_lint
-    before = schedule_lint.CHILD_PROCESS
-    schedule_lint.CHILD_PROCESS = False
-    yield
-    schedule_lint.CHILD_PROCESS = before
-
-
 @pytest.fixture
 def demo_path() -> Path:
     if not DEMO.is_file():

@@ -4,9 +4,12 @@ opens, violations as errors and hazards as warnings, each placed at its tick's M
 they arrive."""
 from __future__ import annotations
 
-import json
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
@@ -15,7 +18,7 @@ import nac_engine
 from nac_engine.format.model import MmapCommand
 from nac_engine.format.reader import read
 from nac_engine.format import layout as L
-from nac_studio import schedule_lint
+from nac_studio import schedule_problems
 from nac_studio.document import Document, Problem, Selection, severity_of
 from nac_studio.views.problems import ROLE_SEVERITY
 
@@ -75,8 +78,8 @@ def test_findings_become_placed_problems(bad_schedule):
     doc = Document.open(str(bad_schedule))
     try:
         assert doc.problems == []                 # the file decodes cleanly
-        report = schedule_lint.check(None, doc.nac)
-        found = schedule_lint.to_problems(doc, report)
+        report = schedule_problems.check(None, doc.nac)
+        found = schedule_problems.to_problems(doc, report)
         got = sorted([(p.severity, p.kind, (p.selection.key if p.selection else None), p.offset, p.selection)
                       for p in found], key=str)
         assert got == _expected(bad_schedule)
@@ -150,7 +153,7 @@ def test_problems_view_shows_violations_and_hazards_and_clicking_goes_there(wind
 
 def test_the_check_runs_off_the_ui_thread_after_the_file_is_interactive(window, bad_schedule, qtbot,
                                                                         monkeypatch):
-    import nac_engine.runtime.mmap_check as mc
+    import nac_engine.format.mmap_lint as mc
     real = mc.check_schedule
     release = threading.Event()
     ran_on = []
@@ -178,7 +181,7 @@ def test_the_check_runs_off_the_ui_thread_after_the_file_is_interactive(window, 
 
 
 def test_a_failing_check_is_a_warning_row_not_a_crash(window, bad_schedule, qtbot, monkeypatch):
-    import nac_engine.runtime.mmap_check as mc
+    import nac_engine.format.mmap_lint as mc
 
     def broken(_nac):
         raise IndexError("list index out of range")
@@ -202,7 +205,7 @@ def test_no_check_without_a_decoded_header(window, tmp_path, qtbot):
     qdoc = window.open_and_wait(path)
     assert not qdoc.nac.header_decoded
     assert not any("MMAP" in t for t in titles)
-    assert not qdoc.doc.problems_from(schedule_lint.CHECK)
+    assert not qdoc.doc.problems_from(schedule_problems.CHECK)
 
 
 def test_reference_v16_planner_never_freed_in_the_corpus(window, qtbot):
@@ -212,7 +215,7 @@ def test_reference_v16_planner_never_freed_in_the_corpus(window, qtbot):
         pytest.skip("corpus case bert_tiny__v1.6 not present")
     qdoc = window.open_and_wait(found[0])
     nac = read(str(found[0]))
-    from nac_engine.runtime.mmap_check import check_schedule
+    from nac_engine.format.mmap_lint import check_schedule
     report = check_schedule(nac)
     nac.close()
     rows = _mmap_rows(window.problems_view)
@@ -222,50 +225,53 @@ def test_reference_v16_planner_never_freed_in_the_corpus(window, qtbot):
     assert window.problems_view.count() == len(qdoc.doc.problems)
 
 
-def test_the_check_runs_in_a_child_process_when_asked(window, bad_schedule, qtbot, monkeypatch):
-    """While torch is not loaded the Studio checks in a child process (importing torch in a
-    thread stalls the UI); here it is forced, and the in-process checker is booby-trapped."""
-    import nac_engine.runtime.mmap_check as mc
-
-    def not_here(_nac):
-        raise AssertionError("the check ran in the Studio's process")
-    monkeypatch.setattr(mc, "check_schedule", not_here)
-    monkeypatch.setattr(schedule_lint, "CHILD_PROCESS", True)
-    window.open_and_wait(bad_schedule, timeout=60000)
-    rows = _mmap_rows(window.problems_view)
-    got = sorted([(p.severity, p.kind, p.selection.key, p.offset, p.selection) for p in rows], key=str)
-    assert got == _expected(bad_schedule)
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_child_answers_are_checked_before_use(bad_schedule, monkeypatch):
-    from nac_studio.tasks import Cancelled
-    ident = schedule_lint._identity(str(bad_schedule))
-    good = {"identity": list(ident), "has_schedule": True, "hazards": [],
-            "violations": [{"kind": "never_freed", "tick": 3, "target": 0, "message": "m"}]}
-    rep = schedule_lint._parse(json.dumps(good).encode(), ident)
-    assert rep.violations == [schedule_lint.Finding("never_freed", 3, 0, "m")] and rep.has_schedule
-    assert schedule_lint._parse(b"not json", ident) is None
-    assert schedule_lint._parse(b'{"identity": [1, 2], "violations": [], "hazards": []}', ident) is None
-    bad = dict(good, violations=[{"kind": "x", "tick": "three", "target": 0, "message": "m"}])
-    assert schedule_lint._parse(json.dumps(bad).encode(), ident) is None
-    with pytest.raises(schedule_lint.CheckFailed, match="IndexError"):
-        schedule_lint._parse(json.dumps({"identity": list(ident), "error": "IndexError: x"}).encode(),
-                             ident)
-    # a file that changed since it was read is checked in-process, on the bytes that were read
-    monkeypatch.setattr(schedule_lint, "CHILD_PROCESS", True)
-    nac = read(str(bad_schedule))
-    try:
-        import nac_engine.runtime.mmap_check as mc
-        rep = schedule_lint.check(None, nac, str(bad_schedule), (ident[0], ident[1] - 1))
-        assert isinstance(rep, mc.ScheduleReport)
+def _fresh_python(code: str) -> str:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
 
-        # cancelling stops the child at once
-        class CancelNow:
-            def check(self):
-                raise Cancelled()
-        started = time.monotonic()
-        with pytest.raises(Cancelled):
-            schedule_lint.check(CancelNow(), nac, str(bad_schedule), ident)
-        assert time.monotonic() - started < 5
-    finally:
-        nac.close()
+
+def test_the_studio_problem_check_does_not_import_torch(bad_schedule):
+    """The Studio's problem check (what its worker runs) in a fresh process: the findings
+    come back and torch was never imported, so the check can run in a thread of the UI's
+    process without the long GIL holds of a torch import."""
+    code = f"""if True:
+        import sys
+        from nac_studio.document import Document
+        from nac_studio import schedule_problems
+        doc = Document.open({str(bad_schedule)!r})
+        found = schedule_problems.to_problems(doc, schedule_problems.check(None, doc.nac))
+        print(sorted(p.kind for p in found))
+        print("torch" in sys.modules)
+        """
+    lines = _fresh_python(code).split()
+    assert lines[-1] == "False"
+    assert "never_freed" in " ".join(lines[:-1]) and "same_tick_free" in " ".join(lines[:-1])
+
+
+def test_no_child_process_path_left():
+    """The child-process check (its duplicate Finding/Report and JSON protocol) is gone."""
+    import importlib.util
+    assert importlib.util.find_spec("nac_studio.schedule_lint") is None
+    src = (ROOT / "nac_studio" / "main_window.py").read_text()
+    assert "subprocess" not in (ROOT / "nac_studio" / "schedule_problems.py").read_text()
+    assert "schedule_lint" not in src
+
+
+def test_problems_appear_within_a_second_of_opening_a_corpus_file(window, qtbot):
+    from tests.corpus_paths import CORPUS
+    found = sorted((CORPUS / "nac" / "bert_tiny__v1.6").glob("*.nac"))
+    if not found:
+        pytest.skip("corpus case bert_tiny__v1.6 not present")
+    started = time.perf_counter()
+    with qtbot.waitSignal(window.documentOpened, timeout=10000) as blocker:
+        window.open_path(str(found[0]))
+    qdoc = blocker.args[0]
+    qtbot.waitUntil(lambda: bool(qdoc.doc.problems_from(schedule_problems.CHECK)), timeout=10000)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 1.0, f"schedule problems took {elapsed:.2f} s after opening"
+    wait_idle(qtbot, window)
