@@ -1,0 +1,213 @@
+"""Seed 001 canonicalisation, and the printer of the reference encoding.
+
+``canonicalize(module)`` (the module must verify clean) does, in this order:
+
+1. aliases (``%8 = %7``) are resolved: readers use the value itself;
+2. constant folding of ``BinOp`` on two constants, only where safe: integer results that fit their
+   dtype, float results that are finite, at most ``FOLD_LIMIT`` elements (a broadcast of two
+   constants can be large; the seed says MAY, and unsafe folds MUST NOT happen);
+3. dead-instruction pruning: only what an output needs is kept, plus every ``Input`` (the interface);
+4. renumbering: inputs first in file order, then the rest in file order, ids 0..n-1;
+5. operands of commutative BinOps (``Add``, ``Mul``) in ascending ValueId; ``Sub``/``Div`` untouched.
+
+Every instruction is printed with its inferred result type. The output re-parses to the same
+module, so canonicalising twice changes nothing (property-tested).
+"""
+from __future__ import annotations
+
+import copy
+from typing import Optional
+
+import numpy as np
+
+from .errors import MindError
+from .ir import ALIAS, COMMUTATIVE, CONST_OPS, Instr, Module, TensorType, literal_text
+from .parser import escape
+from .verifier import flat_data, verify_module
+
+FOLD_LIMIT = 4096
+_SCALAR_CONST = {"i64": "ConstI64", "f32": "ConstF32", "f64": "ConstF64"}
+_NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "i16": np.int16, "i32": np.int32,
+       "i64": np.int64, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
+
+
+def _const_value(ins: Instr, t: TensorType) -> Optional[np.ndarray]:
+    dt = _NP.get(t.dtype)
+    if dt is None:
+        return None
+    if ins.opcode in ("ConstI64", "ConstF32", "ConstF64"):
+        return np.array(ins.params["value"], dtype=dt)
+    vals = flat_data(ins.params["data"])
+    return np.array(vals, dtype=np.float64 if np.issubdtype(dt, np.floating) else object).astype(dt).reshape(t.shape)
+
+
+def _fold(ins: Instr, a: np.ndarray, b: np.ndarray, t: TensorType) -> Optional[Instr]:
+    """The folded constant instruction, or None when folding is not safe."""
+    if not t.static or t.numel() > FOLD_LIMIT:
+        return None
+    kind = ins.params["op"]
+    if kind == "Div":
+        return None                 # not Core v1; never fold what the seed says to reject
+    if np.issubdtype(a.dtype, np.integer):
+        exact = {"Add": lambda x, y: x + y, "Sub": lambda x, y: x - y, "Mul": lambda x, y: x * y}[kind](
+            a.astype(object), b.astype(object))
+        info = np.iinfo(a.dtype)
+        flat = np.asarray(exact, dtype=object).reshape(-1)
+        if any(not info.min <= int(v) <= info.max for v in flat):
+            return None             # would overflow: unsafe
+        value = np.asarray(exact, dtype=object).astype(a.dtype)
+    elif np.issubdtype(a.dtype, np.floating):
+        with np.errstate(all="ignore"):
+            value = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}[kind](a, b)
+        if not np.all(np.isfinite(value)):
+            return None
+    else:
+        return None
+    out = Instr(vid=ins.vid, opcode="", operands=[], line=ins.line, column=ins.column, offset=ins.offset,
+                length=ins.length, type=t)
+    if t.rank == 0 and t.dtype in _SCALAR_CONST:
+        out.opcode = _SCALAR_CONST[t.dtype]
+        out.params = {"value": int(value) if t.dtype == "i64" else float(value)}
+    else:
+        out.opcode = "ConstTensor"
+        out.params = {"data": _to_nested(value)}
+    return out
+
+
+def _to_nested(arr: np.ndarray):
+    if np.issubdtype(arr.dtype, np.integer):
+        return arr.astype(object).tolist() if arr.ndim else int(arr)
+    return arr.astype(np.float64).tolist() if arr.ndim else float(arr)
+
+
+def canonicalize(module: Module, *, fold: bool = True, prune: bool = True) -> Module:
+    ver = verify_module(module)
+    if ver.problems:
+        p = ver.problems[0]
+        raise MindError(p.line, p.column, p.offset, f"cannot canonicalise a module that does not verify: {p.reason}",
+                        code=p.code, rule=p.rule)
+    types = ver.types
+    alias: dict[int, int] = {}
+    body: list[Instr] = []
+    consts: dict[int, np.ndarray] = {}
+    for ins in module.instrs:
+        if ins.opcode == ALIAS:
+            src = ins.operands[0]
+            alias[ins.vid] = alias.get(src, src)
+            continue
+        ins = copy.copy(ins)
+        ins.params = copy.deepcopy(ins.params)
+        ins.operands = [alias.get(v, v) for v in ins.operands]
+        ins.type = types[ins.vid]
+        if fold and ins.opcode == "BinOp" and all(v in consts for v in ins.operands):
+            folded = _fold(ins, consts[ins.operands[0]], consts[ins.operands[1]], ins.type)
+            if folded is not None:
+                ins = folded
+        if ins.opcode in CONST_OPS:
+            v = _const_value(ins, ins.type)
+            if v is not None:
+                consts[ins.vid] = v
+        body.append(ins)
+    outputs = [alias.get(v, v) for v in module.outputs]
+    if prune:
+        by_id = {i.vid: i for i in body}
+        live: set[int] = set()
+        stack = list(outputs)
+        while stack:
+            v = stack.pop()
+            if v in live or v not in by_id:
+                continue
+            live.add(v)
+            stack.extend(by_id[v].operands)
+        body = [i for i in body if i.vid in live or i.opcode == "Input"]
+    order = [i for i in body if i.opcode == "Input"] + [i for i in body if i.opcode != "Input"]
+    renum = {ins.vid: k for k, ins in enumerate(order)}
+    for ins in order:
+        ins.vid = renum[ins.vid]
+        ins.name = f"%{ins.vid}"
+        ins.operands = [renum[v] for v in ins.operands]
+        if ins.opcode == "BinOp" and ins.params["op"] in COMMUTATIVE:
+            ins.operands.sort()
+        ins.tokens = []
+        ins.operand_cols = []
+    return Module(instrs=order, outputs=[renum[v] for v in outputs], dialect="spec")
+
+
+# ----------------------------------------------------------------------------- printing
+def _data_text(data, dtype: str) -> str:
+    if isinstance(data, list):
+        return "[" + ", ".join(_data_text(x, dtype) for x in data) + "]"
+    if dtype.startswith(("f", "b")) and dtype != "bool":
+        return _float_text(float(data), dtype)
+    if isinstance(data, bool):
+        return "true" if data else "false"
+    return str(int(data))
+
+
+def _float_text(x: float, dtype: str) -> str:
+    if dtype == "f32":
+        x = float(np.float32(x))
+    elif dtype == "f16":
+        x = float(np.float16(x))
+    if x != x:
+        return "nan"
+    if x in (float("inf"), float("-inf")):
+        return "inf" if x > 0 else "-inf"
+    return literal_text(x)
+
+
+def instr_text(ins: Instr) -> str:
+    op, p = ins.opcode, ins.params
+    refs = [f"%{v}" for v in ins.operands]
+    if op == ALIAS:
+        return f"%{ins.vid} = {refs[0]}"
+    dtype = ins.type.dtype if ins.type is not None else "f64"
+    if op == "Input":
+        args = []
+    elif op == "ConstI64":
+        args = [str(p["value"])]
+    elif op in ("ConstF32", "ConstF64"):
+        args = [_float_text(p["value"], "f32" if op == "ConstF32" else "f64")]
+    elif op == "ConstTensor":
+        args = [_data_text(p["data"], dtype)]
+    elif op == "BinOp":
+        args = [p["op"]] + refs
+    elif op in ("Sum", "Mean"):
+        args = refs + [literal_text(p["axes"]), literal_text(p["keepdims"])]
+    elif op == "Reshape":
+        args = refs + [literal_text(p["new_shape"])]
+    elif op == "Transpose":
+        args = refs + ([literal_text(p["permutation"])] if p.get("permutation") is not None else [])
+    elif op in ("ExpandDims", "Squeeze"):
+        args = refs + [literal_text(p["axes"])]
+    elif op == "Index":
+        args = refs + [literal_text(p["indices"])]
+    elif op == "Slice":
+        args = refs + [literal_text(p["starts"]), literal_text(p["ends"]), literal_text(p["steps"])]
+    elif op == "Conv2d":
+        pad = p["padding"]
+        pad_text = pad if isinstance(pad, str) else f"Custom({literal_text([list(x) for x in pad])})"
+        args = refs + [literal_text(p["strides"]), pad_text]
+    else:
+        args = refs + [literal_text(a) for a in p.get("args", [])]
+    text = f"%{ins.vid} = {op}({', '.join(args)})"
+    if ins.attrs:
+        parts = []
+        for k, v in ins.attrs.items():
+            val = f'"{escape(v)}"' if isinstance(v, str) else literal_text(v)
+            parts.append(f"{k}: {val}")
+        text += " {" + ", ".join(parts) + "}"
+    if ins.type is not None:
+        text += f" : {ins.type.text()}"
+    return text
+
+
+def print_module(module: Module) -> str:
+    """The reference encoding: one instruction per line, then ``outputs: …``."""
+    lines = [instr_text(i) for i in module.instrs]
+    lines.append("outputs: " + ", ".join(f"%{v}" for v in module.outputs))
+    return "\n".join(lines) + "\n"
+
+
+def canonical_text(module: Module) -> str:
+    return print_module(canonicalize(module))

@@ -1,0 +1,145 @@
+"""MIND Core IR as data: tensor types, instructions (seed 001's ``CoreOperation``) and modules.
+
+Every instruction remembers where it came from (line, column, byte offset and length, and the
+byte range of each token), so the span tree, the Problems view and the NAC source map point at
+the IR text. Operand *values* (``%3``) are kept apart from literal parameters (axes, shapes…):
+``operands`` lists value ids, ``params`` holds the op's literal fields by name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+Dim = Union[int, str]            # an int, a symbol, or "?"
+
+#: dtypes the parser accepts (seed 001 lists i32/i64/f32/f64; the reference compilers add these)
+DTYPES = ("f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool")
+FLOAT_DTYPES = frozenset({"f16", "bf16", "f32", "f64"})
+INT_DTYPES = frozenset({"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"})
+
+#: Core v1 opcodes (seed 001) and their literal parameters in positional order.
+CORE_OPS = {
+    "Input": (),
+    "ConstI64": ("value",),
+    "ConstF32": ("value",),
+    "ConstF64": ("value",),
+    "ConstTensor": ("data",),
+    "BinOp": ("op",),
+    "Sum": ("axes", "keepdims"),
+    "Mean": ("axes", "keepdims"),
+    "Reshape": ("new_shape",),
+    "Transpose": ("permutation",),
+    "ExpandDims": ("axes",),
+    "Squeeze": ("axes",),
+    "Index": ("indices",),
+    "Slice": ("starts", "ends", "steps"),
+    "Gather": (),
+    "Dot": (),
+    "MatMul": (),
+    "Conv2d": ("strides", "padding"),
+    "Relu": (),
+    "Neg": (),
+    "Exp": (),
+    "Log": (),
+}
+#: number of value operands per opcode
+ARITY = {"Input": 0, "ConstI64": 0, "ConstF32": 0, "ConstF64": 0, "ConstTensor": 0, "BinOp": 2, "Sum": 1,
+         "Mean": 1, "Reshape": 1, "Transpose": 1, "ExpandDims": 1, "Squeeze": 1, "Index": 1, "Slice": 1,
+         "Gather": 2, "Dot": 2, "MatMul": 2, "Conv2d": 2, "Relu": 1, "Neg": 1, "Exp": 1, "Log": 1}
+BINOPS = ("Add", "Sub", "Mul", "Div")
+COMMUTATIVE = frozenset({"Add", "Mul"})
+CONST_OPS = frozenset({"ConstI64", "ConstF32", "ConstF64", "ConstTensor"})
+#: ``%8 = %7``: a second name for a value (autodiff_output.ir); no instruction of its own
+ALIAS = "Alias"
+
+
+@dataclass(frozen=True)
+class TensorType:
+    dtype: str
+    shape: tuple            # of Dim
+
+    @property
+    def static(self) -> bool:
+        return all(isinstance(d, int) for d in self.shape)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def text(self) -> str:
+        return f"Tensor<{self.dtype}, [{', '.join(str(d) for d in self.shape)}]>"
+
+
+@dataclass
+class Token:
+    kind: str               # value | int | float | string | ident | punct | comment
+    text: str
+    offset: int             # byte offset in the file
+    length: int
+
+
+@dataclass
+class Instr:
+    vid: int                        # the ValueId this instruction defines (``%vid``)
+    opcode: str                     # Core name (``BinOp``…), ``Alias``, or the unknown name as written
+    operands: list                  # value ids read, in order
+    params: dict = field(default_factory=dict)     # literal fields by name (see CORE_OPS)
+    attrs: dict = field(default_factory=dict)      # ``{name: "x"}`` and any other braces content
+    type: Optional[TensorType] = None              # the declared result type (None: not written)
+    line: int = 0
+    column: int = 0
+    offset: int = 0
+    length: int = 0
+    name: str = ""                  # ``%vid`` as written (``%x`` allowed by the EBNF)
+    tokens: list = field(default_factory=list)     # (role, Token) pairs for the span tree
+    operand_cols: list = field(default_factory=list)   # (line, column, offset) of each operand
+    arg_error: Optional[str] = None                    # literals that do not fit the op (verifier reports it)
+    dialect_op: str = ""            # the opcode as spelled in the file (``add``, ``+``, ``BinOp``)
+
+    @property
+    def binop(self) -> Optional[str]:
+        return self.params.get("op") if self.opcode == "BinOp" else None
+
+    def label(self) -> str:
+        return f"{self.opcode}({self.binop})" if self.opcode == "BinOp" else self.opcode
+
+
+@dataclass
+class Module:
+    instrs: list                    # Instr, in file order
+    outputs: list                   # value ids
+    dialect: str = "spec"           # spec | python | module | mic@2
+    outputs_line: int = 0
+    outputs_column: int = 0
+    outputs_offset: int = 0
+    output_cols: list = field(default_factory=list)    # (line, column, offset) of each output
+
+    def defs(self) -> dict:
+        """value id -> the first instruction defining it."""
+        out: dict = {}
+        for ins in self.instrs:
+            out.setdefault(ins.vid, ins)
+        return out
+
+    def inputs(self) -> list:
+        return [i for i in self.instrs if i.opcode == "Input"]
+
+
+def literal_text(value: Any) -> str:
+    """A parameter value the way the reference encoding prints it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        r = repr(value)
+        return r if ("." in r or "e" in r or "n" in r) else r + ".0"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(literal_text(v) for v in value) + "]"
+    if isinstance(value, str):
+        return value
+    return str(value)

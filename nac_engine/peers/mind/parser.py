@@ -1,0 +1,596 @@
+"""Text → :class:`~.ir.Module` for every MIND Core IR dialect, keeping a byte span per token.
+
+Dialects (research note peer_formats.md §1.3), told apart line by line, so one parser reads all:
+
+* the spec's reference encoding: ``%3 = BinOp(Add, %0, %1) {k: v} : Tensor<f32, [2, 3]>``,
+  ``outputs: %3``, ``#`` comments, and the alias lines ``%8 = %7`` the autodiff sample uses;
+* the Python reference tool: ``%2 = Add (%0, %1) : tensor<f32[2, 4]>``, ``{name=x}``;
+* the Rust printer: ``module { … %4 = const.i64 7 … output %4 }  // next_id = 5`` with lower-case
+  ops, ``key=value`` parameters and no result types;
+* ``mic@2``: a header line, ``T<i> dtype dims…`` types, ``a``/``p`` values, ``m 0 1``-style nodes
+  with implicit ids and one ``O <id>`` line.
+
+Hostile text is bounded before anything is built: literals nest at most ``MAX_DEPTH`` deep,
+integers have at most ``MAX_INT_DIGITS`` digits, a tensor type has at most ``MAX_RANK`` dims, a
+file at most ``MAX_LINES`` lines. Problems are :class:`~.errors.MindError` (line, column, offset);
+lenient parsing skips the bad line and goes on, strict parsing raises the first.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from .errors import MindError
+from .ir import ALIAS, BINOPS, CORE_OPS, DTYPES, Instr, Module, TensorType, Token
+
+MAX_DEPTH = 64
+MAX_INT_DIGITS = 40
+MAX_RANK = 32
+MAX_LINES = 1_000_000
+MAX_LIST_ITEMS = 1 << 22
+
+_TOKEN = re.compile(rb"""
+ (?P<ws>[ \t\r\f\v]+)
+|(?P<comment>\#[^\n]*|//[^\n]*)
+|(?P<value>%[A-Za-z0-9_]+)
+|(?P<float>[-+]?(?:[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+|\.[0-9]+(?:[eE][-+]?[0-9]+)?))
+|(?P<int>[-+]?[0-9]+)
+|(?P<string>"(?:[^"\\\n]|\\.)*")
+|(?P<ident>[A-Za-z_][A-Za-z0-9_.@]*)
+|(?P<punct>[()\[\]{}<>,:=;?*/+\-])
+""", re.VERBOSE)
+
+#: how each dialect spells an opcode -> (Core opcode, BinOp kind or None)
+_OPCODES: dict[str, tuple] = {op: (op, None) for op in CORE_OPS}
+_OPCODES.update({k: ("BinOp", k) for k in BINOPS})                         # Python tool: ``Add (…)``
+_OPCODES.update({k.lower(): ("BinOp", k) for k in BINOPS})                 # Rust printer: ``add``
+_OPCODES.update({
+    "input": ("Input", None), "const.i64": ("ConstI64", None), "const.f32": ("ConstF32", None),
+    "const.f64": ("ConstF64", None), "const.tensor": ("ConstTensor", None), "sum": ("Sum", None),
+    "mean": ("Mean", None), "reshape": ("Reshape", None), "transpose": ("Transpose", None),
+    "expand_dims": ("ExpandDims", None), "expanddims": ("ExpandDims", None), "squeeze": ("Squeeze", None),
+    "index": ("Index", None), "slice": ("Slice", None), "gather": ("Gather", None), "dot": ("Dot", None),
+    "matmul": ("MatMul", None), "conv2d": ("Conv2d", None), "relu": ("Relu", None), "neg": ("Neg", None),
+    "exp": ("Exp", None), "log": ("Log", None),
+})
+#: keyword spellings of parameters (``axes=[1] keepdims=true``, ``shape=[…]``)
+_PARAM_ALIASES = {"shape": "new_shape", "perm": "permutation", "dims": "axes", "keep_dims": "keepdims",
+                  "stride": "strides", "value": "value"}
+_LIST_PARAMS = frozenset({"axes", "new_shape", "permutation", "indices", "starts", "ends", "steps", "strides"})
+
+
+class _Line:
+    """The tokens of one source line (comments and whitespace dropped) and where it starts."""
+
+    def __init__(self, number: int, start: int, end: int, tokens: list, comment: Optional[Token]):
+        self.number = number
+        self.start = start
+        self.end = end            # offset just past the line's newline (or end of file)
+        self.tokens = tokens
+        self.comment = comment
+        self.pos = 0
+
+    def err(self, tok: Optional[Token], reason: str) -> MindError:
+        off = tok.offset if tok is not None else (self.tokens[-1].offset + self.tokens[-1].length
+                                                  if self.tokens else self.start)
+        return MindError(self.number, off - self.start + 1, off, reason, length=tok.length if tok else 0)
+
+    def peek(self, k: int = 0) -> Optional[Token]:
+        i = self.pos + k
+        return self.tokens[i] if i < len(self.tokens) else None
+
+    def next(self, what: str) -> Token:
+        tok = self.peek()
+        if tok is None:
+            raise self.err(None, f"line ends where {what} was expected")
+        self.pos += 1
+        return tok
+
+    def expect(self, text: str) -> Token:
+        tok = self.peek()
+        if tok is None or tok.text != text or tok.kind in ("string", "comment"):
+            raise self.err(tok, f"expected {text!r}" + (f", found {_show(tok.text)}" if tok else " before the end of the line"))
+        self.pos += 1
+        return tok
+
+    def accept(self, text: str) -> Optional[Token]:
+        tok = self.peek()
+        if tok is not None and tok.text == text and tok.kind == "punct":
+            self.pos += 1
+            return tok
+        return None
+
+    @property
+    def done(self) -> bool:
+        return self.pos >= len(self.tokens)
+
+
+def _show(text: str) -> str:
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def split_lines(data: bytes):
+    """(number, start, end_with_newline, content_end) per line; at most ``MAX_LINES``."""
+    start, number, n = 0, 0, len(data)
+    while start < n:
+        number += 1
+        if number > MAX_LINES:
+            raise MindError(number, 1, start, f"more than {MAX_LINES:,} lines")
+        nl = data.find(b"\n", start)
+        end = n if nl < 0 else nl + 1
+        yield number, start, end, (n if nl < 0 else nl)
+        start = end
+
+
+def tokenize_line(data: bytes, number: int, start: int, stop: int) -> tuple[list, Optional[Token]]:
+    tokens: list[Token] = []
+    comment = None
+    pos = start
+    while pos < stop:
+        m = _TOKEN.match(data, pos, stop)
+        if m is None:
+            ch = data[pos:pos + 1]
+            if ch == b'"':
+                raise MindError(number, pos - start + 1, pos, "unterminated string (no closing '\"' on this line)",
+                                length=stop - pos)
+            raise MindError(number, pos - start + 1, pos, f"unexpected character {ch!r}", length=1)
+        kind = m.lastgroup
+        end = m.end()
+        if kind != "ws":
+            raw = data[pos:end]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise MindError(number, pos - start + 1, pos, "text is not valid UTF-8", length=end - pos) from None
+            tok = Token(kind, text, pos, end - pos)
+            if kind == "comment":
+                comment = tok
+            else:
+                tokens.append(tok)
+        pos = end
+    return tokens, comment
+
+
+# ----------------------------------------------------------------------------- literal values
+def unescape(text: str) -> str:
+    """``\\"`` -> ``"``, ``\\\\`` -> ``\\`` (the printer's two escapes; others keep the escaped char)."""
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+class Ref:
+    __slots__ = ("name", "tok")
+
+    def __init__(self, name: str, tok: Token):
+        self.name, self.tok = name, tok
+
+
+class Ident(str):
+    """A bare word (``Add``, ``Same``); kept apart from strings."""
+
+
+class Call:
+    __slots__ = ("name", "args")
+
+    def __init__(self, name: str, args: list):
+        self.name, self.args = name, args
+
+
+class Range:
+    __slots__ = ("start", "end", "step")
+
+    def __init__(self, start, end, step):
+        self.start, self.end, self.step = start, end, step
+
+
+def _int(line: _Line, tok: Token) -> int:
+    digits = tok.text.lstrip("+-")
+    if len(digits) > MAX_INT_DIGITS:
+        raise line.err(tok, f"integer literal of {len(digits):,} digits (at most {MAX_INT_DIGITS})")
+    return int(tok.text)
+
+
+def _float(line: _Line, tok: Token) -> float:
+    if len(tok.text) > 400:
+        raise line.err(tok, f"number literal of {len(tok.text):,} characters")
+    return float(tok.text)
+
+
+def parse_value(line: _Line, depth: int = 0) -> Any:
+    if depth > MAX_DEPTH:
+        raise line.err(line.peek(), f"literal nested more than {MAX_DEPTH} deep")
+    tok = line.next("a value")
+    k = tok.kind
+    if k == "value":
+        return Ref(tok.text, tok)
+    if k == "int":
+        v = _int(line, tok)
+        return _maybe_range(line, v, depth)
+    if k == "float":
+        return _float(line, tok)
+    if k == "string":
+        return unescape(tok.text[1:-1])
+    if k == "ident":
+        low = tok.text.lower()
+        if low in ("true", "false"):
+            return low == "true"
+        if low in ("inf", "nan"):
+            return float(low)
+        if line.accept("("):
+            return Call(tok.text, _items(line, ")", depth + 1))
+        return Ident(tok.text)
+    if tok.text == "-" and line.peek() is not None and line.peek().text.lower() == "inf":
+        line.pos += 1
+        return float("-inf")
+    if tok.text == "[":
+        return _items(line, "]", depth + 1)
+    if tok.text == "(":
+        return tuple(_items(line, ")", depth + 1))
+    if tok.text == ":":            # ``[:3]`` style range with an omitted start
+        line.pos -= 1
+        return _maybe_range(line, None, depth)
+    raise line.err(tok, f"expected a value, found {_show(tok.text)}")
+
+
+def _maybe_range(line: _Line, first, depth: int):
+    if not line.accept(":"):
+        return first
+    parts = [first]
+    while True:
+        tok = line.peek()
+        if tok is not None and tok.kind == "int":
+            line.pos += 1
+            parts.append(_int(line, tok))
+        else:
+            parts.append(None)
+        if len(parts) == 3 or not line.accept(":"):
+            break
+    while len(parts) < 3:
+        parts.append(None)
+    return Range(*parts)
+
+
+def _items(line: _Line, close: str, depth: int) -> list:
+    if depth > MAX_DEPTH:
+        raise line.err(line.peek(), f"literal nested more than {MAX_DEPTH} deep")
+    items: list = []
+    if line.accept(close):
+        return items
+    while True:
+        if len(items) >= MAX_LIST_ITEMS:
+            raise line.err(line.peek(), f"more than {MAX_LIST_ITEMS:,} items in one list")
+        items.append(parse_value(line, depth))
+        if line.accept(close):
+            return items
+        line.expect(",")
+
+
+def parse_type(line: _Line) -> TensorType:
+    head = line.next("a tensor type")
+    if head.kind == "ident" and head.text in DTYPES:       # a bare dtype: a scalar
+        return TensorType(head.text, ())
+    if head.kind != "ident" or head.text.lower() != "tensor":
+        raise line.err(head, f"expected a tensor type like Tensor<f32, [2, 3]>, found {_show(head.text)}")
+    line.expect("<")
+    dt = line.next("a dtype")
+    if dt.kind != "ident" or dt.text not in DTYPES:
+        raise line.err(dt, f"unknown dtype {_show(dt.text)} (expected one of {', '.join(DTYPES)})")
+    line.accept(",")
+    dims: list = []
+    if line.accept("["):
+        if not line.accept("]"):
+            while True:
+                d = line.next("a dimension")
+                if len(dims) >= MAX_RANK:
+                    raise line.err(d, f"tensor type with more than {MAX_RANK} dimensions")
+                if d.kind == "int":
+                    dims.append(_int(line, d))
+                elif d.kind == "ident" or d.text == "?":
+                    dims.append(d.text)
+                else:
+                    raise line.err(d, f"expected a dimension, found {_show(d.text)}")
+                if line.accept("]"):
+                    break
+                line.expect(",")
+    line.expect(">")
+    return TensorType(dt.text, tuple(dims))
+
+
+def _attrs(line: _Line, ins: Instr) -> None:
+    """``{name: "a", k: v}`` or ``{name=a}``."""
+    line.expect("{")
+    if line.accept("}"):
+        return
+    while True:
+        key = line.next("an attribute name")
+        if key.kind not in ("ident", "string"):
+            raise line.err(key, f"expected an attribute name, found {_show(key.text)}")
+        sep = line.next("':' or '='")
+        if sep.text not in (":", "="):
+            raise line.err(sep, f"expected ':' or '=' after attribute {key.text!r}")
+        val_tok = line.peek()
+        value = parse_value(line)
+        if isinstance(value, Ref):
+            raise line.err(val_tok, "an attribute cannot be a value reference")
+        name = key.text.strip('"')
+        ins.attrs[name] = str(value) if isinstance(value, Ident) else value
+        ins.tokens.append((f"attr {name}", key))
+        if line.accept("}"):
+            return
+        line.expect(",")
+
+
+# ----------------------------------------------------------------------------- instruction lines
+def _vid(line: _Line, tok: Token) -> int:
+    name = tok.text[1:]
+    if name.isdigit():
+        if len(name) > MAX_INT_DIGITS:
+            raise line.err(tok, f"value id of {len(name):,} digits")
+        return int(name)
+    return -1     # ``%x``: numbered by the module after parsing
+
+
+def _instruction(line: _Line, result: Token, dialect: str) -> tuple[Instr, str]:
+    ins = Instr(vid=_vid(line, result), opcode="", operands=[], name=result.text, line=line.number,
+                column=result.offset - line.start + 1, offset=result.offset)
+    ins.tokens.append(("result", result))
+    line.pos = 1
+    line.expect("=")
+    op = line.next("an opcode")
+    if op.kind == "value":                         # ``%8 = %7``
+        ins.opcode = ALIAS
+        ins.dialect_op = "="
+        ins.operands.append(op.text)
+        ins.operand_cols.append((line.number, op.offset - line.start + 1, op.offset))
+        ins.tokens.append(("operand[0]", op))
+        _finish(line, ins)
+        return ins, dialect
+    if op.kind != "ident":
+        raise line.err(op, f"expected an opcode, found {_show(op.text)}")
+    ins.dialect_op = op.text
+    ins.tokens.append(("opcode", op))
+    core, binop = _OPCODES.get(op.text, (op.text, None))
+    ins.opcode = core
+    positional: list = []
+    keyword: dict = {}
+    if line.accept("("):
+        if dialect == "spec" and op.text != core and binop is not None:
+            dialect = "python"
+        args = _items(line, ")", 1)
+        positional = args
+    else:
+        if op.text.islower() and dialect == "spec":
+            dialect = "module"
+        while not line.done and line.peek().text not in (":", "{"):
+            t = line.peek()
+            if t.kind == "ident" and line.peek(1) is not None and line.peek(1).text == "=":
+                line.pos += 2
+                keyword[_PARAM_ALIASES.get(t.text, t.text)] = parse_value(line)
+                ins.tokens.append((f"param {t.text}", t))
+            else:
+                positional.append(parse_value(line))
+            line.accept(",")
+    if not line.done and line.peek().text == "{":
+        _attrs(line, ins)
+    if line.accept(":"):
+        tstart = line.peek()
+        ins.type = parse_type(line)
+        if tstart is not None:
+            last = line.tokens[line.pos - 1]
+            ins.tokens.append(("type", Token("type", "", tstart.offset, last.offset + last.length - tstart.offset)))
+    _finish(line, ins)
+    _bind(line, ins, binop, positional, keyword)
+    return ins, dialect
+
+
+def _finish(line: _Line, ins: Instr) -> None:
+    if not line.done:
+        raise line.err(line.peek(), f"unexpected {_show(line.peek().text)} after the instruction")
+    last = line.tokens[-1]
+    ins.length = last.offset + last.length - ins.offset
+
+
+def _bind(line: _Line, ins: Instr, binop: Optional[str], positional: list, keyword: dict) -> None:
+    """Split arguments into value operands and the op's named literal parameters."""
+    literals = []
+    for i, v in enumerate(positional):
+        if isinstance(v, Ref):
+            ins.operands.append(v.name)
+            ins.operand_cols.append((line.number, v.tok.offset - line.start + 1, v.tok.offset))
+            ins.tokens.append((f"operand[{len(ins.operands) - 1}]", v.tok))
+        else:
+            literals.append(v)
+    for v in keyword.values():
+        if isinstance(v, Ref):
+            ins.arg_error = "a parameter cannot be a value reference"
+    if ins.opcode not in CORE_OPS:
+        ins.params = {"args": literals, **keyword}
+        return
+    names = list(CORE_OPS[ins.opcode])
+    if binop is not None:
+        ins.params["op"] = binop
+        names.remove("op")
+    if ins.opcode == "Slice" and len(literals) == 1 and isinstance(literals[0], list) and \
+            all(isinstance(r, Range) for r in literals[0]):
+        ranges = literals[0]
+        literals = [[r.start for r in ranges], [r.end for r in ranges], [1 if r.step is None else r.step for r in ranges]]
+        if any(s is None for s in literals[0] + literals[1]):
+            ins.arg_error = "a slice range needs both start and end"
+            return
+    if len(literals) > len(names):
+        ins.arg_error = f"{ins.opcode} takes {len(names)} literal parameter(s), {len(literals)} given"
+        return
+    raw = dict(zip(names, literals))
+    raw.update(keyword)
+    for name in names:
+        if name not in raw:
+            if name == "keepdims":
+                raw[name] = False
+            elif name in ("axes",) and ins.opcode in ("Sum", "Mean"):
+                raw[name] = []
+            else:
+                ins.arg_error = f"{ins.opcode} is missing its {name!r} parameter"
+                return
+    for name, v in raw.items():
+        err = _check_param(ins, name, v)
+        if err:
+            ins.arg_error = err
+            return
+
+
+def _check_param(ins: Instr, name: str, v: Any) -> Optional[str]:
+    op = ins.opcode
+    if name in _LIST_PARAMS:
+        if not isinstance(v, (list, tuple)) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            return f"{op} parameter {name!r} must be a list of integers"
+        ins.params[name] = [int(x) for x in v]
+    elif name == "keepdims":
+        if not isinstance(v, bool):
+            return f"{op} parameter 'keepdims' must be true or false"
+        ins.params[name] = v
+    elif name == "op":
+        if not isinstance(v, Ident) or str(v) not in BINOPS:
+            return f"BinOp kind must be one of {', '.join(BINOPS)}, not {v!r}"
+        ins.params[name] = str(v)
+    elif name == "value":
+        if op == "ConstI64":
+            if not isinstance(v, int) or isinstance(v, bool):
+                return "ConstI64 needs an integer literal"
+            ins.params[name] = int(v)
+        else:
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                return f"{op} needs a number literal"
+            ins.params[name] = float(v)
+    elif name == "data":
+        if not _numeric_nest(v, 0):
+            return "ConstTensor data must be a number or nested lists of numbers"
+        ins.params[name] = v
+    elif name == "padding":
+        pad = _padding(v)
+        if pad is None:
+            return "Conv2d padding must be Valid, Same or Custom([[top, bottom], [left, right]])"
+        ins.params[name] = pad
+    else:
+        ins.params[name] = v
+    return None
+
+
+def _numeric_nest(v: Any, depth: int) -> bool:
+    if isinstance(v, bool):
+        return True
+    if isinstance(v, (int, float)):
+        return True
+    if isinstance(v, list) and depth < MAX_DEPTH:
+        return all(_numeric_nest(x, depth + 1) for x in v)
+    return False
+
+
+def _padding(v: Any):
+    if isinstance(v, Ident) and v.lower() in ("same", "valid"):
+        return v.capitalize()
+    if isinstance(v, Call) and v.name.lower() == "custom" and len(v.args) == 1:
+        v = v.args[0]
+    if isinstance(v, (list, tuple)) and len(v) == 2 and all(
+            isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                                  for x in p) for p in v):
+        return (tuple(v[0]), tuple(v[1]))
+    return None
+
+
+def _outputs(line: _Line, first: Token, mod: Module) -> None:
+    mod.outputs_line = line.number
+    mod.outputs_column = first.offset - line.start + 1
+    mod.outputs_offset = first.offset
+    line.accept(":")
+    while not line.done:
+        tok = line.next("an output value")
+        if tok.kind != "value":
+            raise line.err(tok, f"expected an output value like %3, found {_show(tok.text)}")
+        mod.outputs.append(tok.text)
+        mod.output_cols.append((line.number, tok.offset - line.start + 1, tok.offset))
+        line.accept(",")
+
+
+# ----------------------------------------------------------------------------- module
+class Parsed:
+    """What :func:`parse` returns: the module, the per-line records for the span tree, problems."""
+
+    def __init__(self, module: Module, lines: list, problems: list):
+        self.module = module
+        self.lines = lines          # (kind, number, start, end, payload) per non-blank line
+        self.problems = problems
+
+
+def parse(data: bytes, strict: bool = False) -> Parsed:
+    if data[:5] == b"mic@2" or data.lstrip()[:5] == b"mic@2":
+        from .mic2 import parse_mic2
+        return parse_mic2(data, strict)
+    mod = Module(instrs=[], outputs=[], dialect="spec")
+    records: list = []
+    problems: list = []
+    dialect = "spec"
+    saw_outputs = False
+    for number, start, end, stop in split_lines(data):
+        try:
+            tokens, comment = tokenize_line(data, number, start, stop)
+            line = _Line(number, start, end, tokens, comment)
+            if not tokens:
+                records.append(("comment" if comment else "blank", number, start, end, comment))
+                continue
+            head = tokens[0]
+            if head.kind == "value":
+                ins, dialect = _instruction(line, head, dialect)
+                mod.instrs.append(ins)
+                records.append(("instr", number, start, end, ins))
+            elif head.kind == "ident" and head.text in ("outputs", "output"):
+                line.pos = 1
+                if saw_outputs:
+                    raise line.err(head, "a second outputs line (a module has one)")
+                saw_outputs = True
+                _outputs(line, head, mod)
+                records.append(("outputs", number, start, end, line))
+            elif head.kind == "ident" and head.text == "module" and len(tokens) == 2 and tokens[1].text == "{":
+                dialect = "module"
+                records.append(("module", number, start, end, None))
+            elif head.text == "}" and len(tokens) == 1:
+                records.append(("module_end", number, start, end, None))
+            else:
+                raise line.err(head, f"expected an instruction (%N = …) or an outputs line, found {_show(head.text)}")
+        except MindError as e:
+            if strict:
+                raise
+            problems.append(e)
+            records.append(("error", number, start, end, e))
+    mod.dialect = dialect
+    _number_values(mod, problems, strict)
+    return Parsed(mod, records, problems)
+
+
+def _number_values(mod: Module, problems: list, strict: bool) -> None:
+    """Value names -> integer ids: ``%12`` keeps 12, a named ``%x`` gets the next id past the largest."""
+    top = max((i.vid for i in mod.instrs), default=-1)
+    names: dict[str, int] = {}
+    for ins in mod.instrs:
+        if ins.vid < 0:
+            if ins.name not in names:
+                top += 1
+                names[ins.name] = top
+            ins.vid = names[ins.name]
+        else:
+            names.setdefault(ins.name, ins.vid)
+
+    def resolve(name: str) -> int:
+        n = name[1:]
+        if n.isdigit():
+            return int(n)
+        if name not in names:
+            nonlocal top
+            top += 1
+            names[name] = top          # undefined: a fresh id the verifier reports as never defined
+        return names[name]
+    for ins in mod.instrs:
+        ins.operands = [resolve(o) if isinstance(o, str) else o for o in ins.operands]
+    mod.outputs = [resolve(o) if isinstance(o, str) else o for o in mod.outputs]
