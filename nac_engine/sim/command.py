@@ -29,6 +29,9 @@ def add_parser(sub) -> None:
     s.add_argument("--sweep", action="append", metavar="KEY=V1,V2,...",
                    help="sweep a hardware key over values (repeat for a grid); prints a table")
     s.add_argument("--workers", type=int, metavar="N", help="processes for --sweep (default: CPU count)")
+    s.add_argument("--scheduler", metavar="tcp://HOST:PORT|local:N",
+                   help="run --sweep on Dask distributed: an existing scheduler, or local:N to start a "
+                        "LocalCluster of N workers (needs dask[distributed]; default: local processes)")
     s.add_argument("--cpu-budget", default="256M", metavar="BYTES",
                    help="bytes shape propagation may compute on the CPU for ops without a meta kernel and "
                         "<CONTROL_FLOW> predicates (4096, 256M, 1G; default 256M); the rest runs on meta")
@@ -68,6 +71,8 @@ def cmd_sim(args) -> int:
     from .config import HardwareConfigError, load_hardware
     if not os.path.exists(args.file):
         raise CliError(f"{args.file}: no such file")
+    if os.path.isdir(args.file):
+        raise CliError(f"{args.file}: is a directory; give a .nac file")
     inputs = {}
     for spec in args.input or []:
         name, sep, val = spec.partition("=")
@@ -82,6 +87,8 @@ def cmd_sim(args) -> int:
         raise CliError(f"--cpu-budget: {e}") from None
     try:
         hw = load_hardware(args.hw, _overrides(args.sets))
+        if args.scheduler and not args.sweep:
+            raise CliError("--scheduler runs a --sweep; give --sweep KEY=V1,V2,...")
         if args.sweep:
             return _sweep(args, hw, inputs, feeds, budget)
         from .api import simulate
@@ -93,9 +100,10 @@ def cmd_sim(args) -> int:
     except (ValueError, TypeError) as e:
         raise CliError(f"{args.file}: {e}") from None
     except Exception as e:
+        from ..cli import input_hint
         from ..runtime.errors import NacRuntimeError
         if isinstance(e, NacRuntimeError):
-            raise CliError(f"{args.file}: {e}") from None
+            raise CliError(f"{args.file}: {e}{input_hint(inputs, feeds, e)}") from None
         raise
     if args.trace:
         from .trace import write_trace
@@ -118,15 +126,15 @@ def cmd_sim(args) -> int:
 def _sweep(args, hw, inputs, feeds, budget) -> int:
     from .sweep import format_table, parse_axis, sweep
     axes = dict(parse_axis(s) for s in args.sweep)
-    rows = sweep(args.file, hw, axes, inputs=inputs or None, feeds=feeds, workers=args.workers, cpu_budget=budget)
+    rows = sweep(args.file, hw, axes, inputs=inputs or None, feeds=feeds, workers=args.workers, cpu_budget=budget,
+                 scheduler=args.scheduler)
     if args.json:
-        json.dump([{**r.values, **{k: v for k, v in r.__dict__.items() if k != "values"}} for r in rows],
-                  sys.stdout, indent=1)
+        json.dump([r.as_dict() for r in rows], sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         print(f"{args.file} on {hw.name}: {len(rows)} point(s)")
         print(format_table(rows))
-    return 0
+    return 1 if any(not r.ok for r in rows) else 0
 
 
 __all__ = ["add_parser", "cmd_sim"]
