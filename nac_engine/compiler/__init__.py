@@ -20,7 +20,7 @@ __all__ = ["compile", "compile_model", "CompileError"]
 
 def compile(model, args=(), kwargs=None, *, optimize: bool = True, quantization: Optional[str] = None,
             weights: str = "internal", version: str = "1.6", mmap: str = "min-peak", preload_lookahead: int = 2,
-            tokenizer: Optional[str] = None):
+            tokenizer: Optional[str] = None, debug_info: bool = True):
     """Compile ``model(*args, **kwargs)`` into a :class:`~nac_engine.format.model.NacFile`.
 
     * ``optimize``: run the optimiser passes (``False`` = the exported graph as is);
@@ -31,6 +31,8 @@ def compile(model, args=(), kwargs=None, *, optimize: bool = True, quantization:
     * ``mmap``: ``"min-peak"`` (default) or ``"reference"`` (the reference compiler's planner);
     * ``preload_lookahead``: how many instructions ahead weights are preloaded;
     * ``tokenizer``: a local Hugging Face tokenizer directory to embed (RSRC).
+    * ``debug_info``: record the source map (tick -> module path, node, user's file:line) in RSRC;
+      the input signature is always recorded.
 
     The model is exported in eval mode (its training flag is restored afterwards); ``model`` may
     also be a ``torch.export.ExportedProgram``. Unquantised parameter payloads are views of the
@@ -42,7 +44,7 @@ def compile(model, args=(), kwargs=None, *, optimize: bool = True, quantization:
     """
     return compile_model(model, args, kwargs, optimize=optimize, quantization=quantization, weights=weights,
                          version=version, mmap=mmap, preload_lookahead=preload_lookahead,
-                         tokenizer=tokenizer).nac
+                         tokenizer=tokenizer, debug_info=debug_info).nac
 
 
 def compile_model(*args, **kwargs):

@@ -2,19 +2,33 @@
 
 Two sources of a model:
 
-* ``--hf DIR_OR_CONFIG``: a Hugging Face model — trained weights when DIR holds them, else a
-  ``config.json`` with seeded random weights — fed example inputs of ``--batch``/``--seq-len``/
-  ``--image-size``;
-* ``MODEL``: ``path/to/file.py[:FACTORY]`` or ``package.module[:FACTORY]``. ``FACTORY``
-  (default ``make_model``) is called with no arguments and returns ``(model, args)``,
-  ``(model, args, kwargs)`` or a bare module, whose inputs are then given with ``--input SHAPE``.
-  The file is imported and run: compile only code you trust, as you would run it.
+* ``--hf DIR_OR_CONFIG``: a Hugging Face model (``--hf-class`` picks the class: an Auto class
+  such as AutoModelForCausalLM, or a concrete one such as BertModel) with trained weights when
+  DIR holds them, else a ``config.json`` with seeded random weights, fed example inputs of
+  ``--batch``/``--seq-len``/``--image-size``;
+* ``MODEL``: ``path/to/file.py[:FACTORY]`` or ``package.module[:FACTORY]``.
+
+The factory contract. ``FACTORY`` (default ``make_model``) is a callable that takes no
+arguments and returns one of:
+
+* ``(model, args)``: ``model`` a ``torch.nn.Module``, ``args`` one example tensor or a tuple
+  of them, in the order ``forward`` takes them;
+* ``(model, args, kwargs)``: the same plus a dict of keyword inputs to ``forward``;
+* ``model`` alone: then give one ``--input SHAPE[:DTYPE]`` per ``forward`` argument
+  (``--input 1x3x32x32``, ``--input 1x16:int64``; floats are seeded random, integers zero).
+
+The example inputs fix every shape in the compiled file (no dynamic dimensions); the inputs
+keep the names of ``forward``'s parameters. ``torch.manual_seed(--seed)`` runs before the
+factory; the model is traced with ``torch.export`` in eval mode under ``torch.no_grad()``.
+A file's own directory is importable while it loads (sibling modules work). The file is
+imported and run: compile only code you trust, as you would run it.
 
 Nothing here imports torch until the command runs.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -25,9 +39,17 @@ QUANT_CHOICES = ("none", "fp16", "int8_tensor", "int8_channel", "block_fp8")
 _DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
 
 
+def _help_description() -> str:
+    """The module docstring from "Two sources of a model" up to the implementation note."""
+    doc = __doc__ or ""
+    start = doc.find("Two sources of a model")
+    end = doc.find("Nothing here imports torch")
+    return doc[start:end].strip().replace("``", "") if start >= 0 else ""
+
+
 def add_parser(sub) -> None:
     s = sub.add_parser("compile", help="compile a PyTorch / Hugging Face model to .nac",
-                       description=__doc__.split("\n\n")[1] if __doc__ else None,
+                       description=_help_description(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     src = s.add_mutually_exclusive_group(required=True)
     src.add_argument("model", nargs="?", metavar="MODEL", help="FILE.py[:FACTORY] or package.module[:FACTORY]")
@@ -53,6 +75,8 @@ def add_parser(sub) -> None:
     o.add_argument("--no-opt", action="store_true", help="skip the optimiser passes")
     o.add_argument("--tokenizer", nargs="?", const="", metavar="DIR",
                    help="embed a Hugging Face tokenizer (DIR, or the --hf directory when DIR is omitted)")
+    o.add_argument("--no-debug-info", action="store_true",
+                   help="do not record the source map (tick -> module path and the model's file:line) in RSRC")
     o.add_argument("--report", action="store_true", help="print passes, sizes, peak memory, quantisation error")
     o.add_argument("--json", action="store_true", help="print the report as JSON")
     o.add_argument("-v", "--verbose", action="store_true", help="print compile errors in full")
@@ -91,20 +115,61 @@ def load_factory(ref: str):
         module = importlib.util.module_from_spec(spec)
         sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
         try:
-            spec.loader.exec_module(module)
+            with user_code(target):
+                spec.loader.exec_module(module)
         finally:
             sys.path.pop(0)
     else:
-        module = importlib.import_module(target)
+        with user_code(target):
+            module = importlib.import_module(target)
     fn = getattr(module, name, None)
     if not callable(fn):
         raise ValueError(f"{target} defines no callable {name!r} (give FILE.py:FACTORY)")
     return fn
 
 
+@contextlib.contextmanager
+def user_code(what: str):
+    """Errors raised by the user's own code (a syntax error in the model file, an exception in
+    the factory) become a one-line ValueError naming the user's file and line."""
+    try:
+        yield
+    except SyntaxError as e:
+        where = f"{e.filename or what}:{e.lineno}" if e.lineno else (e.filename or what)
+        raise ValueError(f"{where}: syntax error: {e.msg}; fix the model file") from None
+    except ImportError as e:
+        raise ValueError(f"{what}{_user_line(e)}: {e} (is the module installed / on PYTHONPATH?)") from None
+    except Exception as e:   # noqa: BLE001 - anything the user's code raises is reported, not crashed on
+        raise ValueError(f"{what}{_user_line(e)}: {type(e).__name__}: {e}") from None
+
+
+def _user_line(e: BaseException) -> str:
+    """`` (at FILE:LINE)`` for the innermost traceback frame outside this package, if any."""
+    import traceback
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if not os.path.abspath(f.filename).startswith(here) and "importlib" not in f.filename
+              and not f.filename.startswith("<frozen")]
+    return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+
+
+def check_output_path(path: str) -> None:
+    """Refuse an output that cannot be written before spending minutes compiling it."""
+    full = os.path.abspath(path)
+    directory = os.path.dirname(full)
+    if os.path.isdir(full):
+        raise ValueError(f"-o {path}: is a directory; give a file name such as {os.path.join(path, 'model.nac')}")
+    if not os.path.isdir(directory):
+        raise ValueError(f"-o {path}: the directory {directory} does not exist; create it first")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ValueError(f"-o {path}: cannot write in {directory} (permission denied)")
+
+
 def model_from_factory(ref: str, inputs):
     import torch
-    made = load_factory(ref)()
+    factory = load_factory(ref)
+    with user_code(ref):
+        made = factory()
     kwargs = None
     if isinstance(made, torch.nn.Module):
         if not inputs:
@@ -134,13 +199,15 @@ def _tokenizer_dir(args) -> str | None:
 def _fail(message: str) -> int:
     # Printed here rather than raised as cli.CliError: under ``python -m nac_engine.cli`` that class
     # lives in __main__, a different module object than the one this package would import.
-    print("nac: error: " + " ".join(message.split()), file=sys.stderr)
+    text = " ".join(message[:2400].split())
+    print("nac: error: " + (text if len(text) <= 600 else text[:599] + "…"), file=sys.stderr)
     return 1
 
 
 def cmd_compile(args) -> int:
     from .errors import CompileError
     try:
+        check_output_path(args.output)
         tokenizer = _tokenizer_dir(args)
         if args.lookahead < 0:
             raise ValueError("--lookahead must be >= 0")
@@ -159,7 +226,7 @@ def cmd_compile(args) -> int:
         res = compile_model(model, margs, mkwargs, optimize=not args.no_opt,
                             quantization=None if args.quant == "none" else args.quant, weights=args.weights,
                             version=args.version, mmap=args.mmap, preload_lookahead=args.lookahead,
-                            tokenizer=tokenizer)
+                            tokenizer=tokenizer, debug_info=not args.no_debug_info)
         written = write_compiled(res.nac, args.output)
     except CompileError as e:
         if args.verbose:

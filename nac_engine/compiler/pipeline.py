@@ -5,13 +5,17 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import torch
 
+from ..format.input_signature import set_input_signature
+from ..format.source_map import set_source_map
 from .canonicalize import canonicalize
+from .debug_info import full_stack_traces, fx_sources, input_specs, source_entries
 from .emit import emit
 from .errors import CompileError
 from .export import decompose_program, decomposition_for, to_graph, trace_program
@@ -74,7 +78,7 @@ def _check_options(quantization, weights, version, mmap, preload_lookahead) -> O
 def compile_model(model, args=(), kwargs=None, *, optimize: bool = True, quantization: Optional[str] = None,
                   weights: str = "internal", version: str = "1.6", mmap: str = "min-peak",
                   preload_lookahead: int = 2, tokenizer: Optional[str] = None,
-                  d_model: Optional[int] = None) -> CompileResult:
+                  d_model: Optional[int] = None, debug_info: bool = True) -> CompileResult:
     """Compile ``model`` called as ``model(*args, **kwargs)``. See :func:`nac_engine.compiler.compile`."""
     quant = _check_options(quantization, weights, version, mmap, preload_lookahead)
     report = CompileReport(model=type(model).__name__, options=dict(
@@ -88,7 +92,9 @@ def compile_model(model, args=(), kwargs=None, *, optimize: bool = True, quantiz
         report.timings[stage] = report.timings.get(stage, 0.0) + now - clock
         clock = now
 
-    graph = _export_graph(model, args if isinstance(args, tuple) else (args,), kwargs, report)
+    args = args if isinstance(args, tuple) else (args,)
+    graph, sources = _export_graph(model, args, kwargs, report, debug_info)
+    signature = input_specs(model, args, kwargs, graph)
     report.warnings.extend(graph.warnings)
     report.instructions_exported = graph.instruction_count()
     lap("export")
@@ -105,6 +111,8 @@ def compile_model(model, args=(), kwargs=None, *, optimize: bool = True, quantiz
         width = 0
     emitted = emit(graph, ops, version=version, weights_internal=(weights == "internal"), d_model=width)
     nac = emitted.nac
+    entries = source_entries(graph.nodes, emitted.tick_of, sources, len(nac.instructions)) \
+        if debug_info else None
     del graph
     lap("emit")
     report.float_param_bytes = sum(p.meta.stored_nbytes for p in nac.params.values())
@@ -122,6 +130,10 @@ def compile_model(model, args=(), kwargs=None, *, optimize: bool = True, quantiz
         except (OSError, ValueError) as e:
             raise CompileError(f"tokenizer {tokenizer}: {e}", stage="tokenizer") from None
         lap("tokenizer")
+    # This project's RSRC extensions (README): default inputs for nac run/sim, and tick -> user code.
+    set_input_signature(nac, signature)
+    if entries is not None:
+        set_source_map(nac, entries)
     _schedule(nac, emitted.value_nbytes, mmap, preload_lookahead, report)
     lap("mmap")
 
@@ -135,17 +147,19 @@ def compile_model(model, args=(), kwargs=None, *, optimize: bool = True, quantiz
     return CompileResult(nac, report)
 
 
-def _export_graph(model, args: tuple, kwargs, report: CompileReport):
+def _export_graph(model, args: tuple, kwargs, report: CompileReport, debug_info: bool = True):
     """Export and decompose until every flattened tensor list reads back as written: an op whose
     lists the interpreter would regroup differently is decomposed when torch can (noted in the
     report), else the compile stops naming it and the user's line (see :mod:`.tensor_lists`)."""
-    program = trace_program(model, args, kwargs)
+    with full_stack_traces() if debug_info else contextlib.nullcontext():
+        program = trace_program(model, args, kwargs)
     lowered: set = set()
     while True:
-        graph = to_graph(decompose_program(program, lowered))
+        decomposed = decompose_program(program, lowered)
+        graph = to_graph(decomposed)
         problems = regroup_problems(graph)
         if not problems:
-            return graph
+            return graph, (fx_sources(decomposed) if debug_info else {})
         new = {}
         for p in problems:
             if p.op in lowered or p.op in new:

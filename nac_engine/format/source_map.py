@@ -125,3 +125,36 @@ def read_source_map(nac) -> Optional[SourceMap]:
             raise fail(f"entries[{i}]: line {line!r} is not a positive integer")
         entries.append(SourceEntry(tick, module, node, None if fi is None else files[fi], line, code))
     return SourceMap(entries)
+
+
+def locate_source(file: Optional[str], near: Optional[str] = None) -> Optional[str]:
+    """A readable local copy of a recorded source ``file``, or ``None``.
+
+    Recorded paths are relative to a library directory, a project root or the working directory
+    (see :mod:`nac_engine.compiler.debug_info`), so they are looked for under the directory of
+    ``near`` (the .nac file) and its ancestors, the working directory, and the interpreter's
+    library paths. The path comes from the file being opened, so only ``.py`` files and no
+    ``..`` components are accepted: a crafted map cannot make a viewer show an arbitrary file."""
+    import os
+    import sys
+    import sysconfig
+    if not file or not file.endswith(".py") or ".." in file.replace("\\", "/").split("/"):
+        return None
+    if os.path.isabs(file):
+        return file if os.path.isfile(file) else None
+    roots = []
+    if near:
+        d = os.path.dirname(os.path.abspath(near))
+        for _ in range(16):
+            roots.append(d)
+            parent = os.path.dirname(d)
+            if parent == d:
+                break
+            d = parent
+    roots.append(os.getcwd())
+    roots += [p for p in sysconfig.get_paths().values() if p] + [p for p in sys.path if p]
+    for root in roots:
+        candidate = os.path.join(root, file)
+        if os.path.isfile(candidate):
+            return candidate
+    return None
