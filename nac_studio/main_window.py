@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, 
                                QProgressBar, QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
                                QToolBar, QToolButton, QVBoxLayout, QWidget)
 
-from . import dock_layout, icons, schedule_problems
+from . import dock_layout, icons, preload, schedule_problems
 from .commands import CommandRegistry
 from .document import Document, Selection, severity_of
 from .icons import icon
@@ -114,6 +114,7 @@ class MainWindow(QMainWindow):
     def __init__(self, settings: Optional[QSettings] = None, *, restore: bool = True, persist: bool = True,
                  theme: str = "system"):
         guard_singleton_refcounts()
+        preload.start_background_imports()    # pyqtgraph off the UI thread, before a plot needs it
         super().__init__()
         self.setObjectName("nacStudioMain")
         self.setWindowTitle("NAC Studio")
