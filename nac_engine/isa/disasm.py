@@ -64,8 +64,8 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
     by_tick = nac.mmap_by_tick() if mmap_comments else {}
     yield ".ops"
     for ins in nac.instructions:
-        line = format_instruction(ins, t, names if derivable else {})
         note = []
+        line = format_instruction(ins, t, names if derivable else {}, notes_out=note)
         if not derivable and ins.index in names:
             note.append(f"input {names[ins.index]!r}")
         p = nac.param_for(ins)

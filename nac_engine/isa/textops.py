@@ -23,11 +23,13 @@ from typing import Optional
 
 from ..format import layout as L
 from ..format.model import Constant, Instruction, NacFile
+from .coerce import CODE_TYPES, InexactCoercion, as_used, differs, is_scalar
 from .literals import format_literal, format_name, parse_literal, parse_name, split_top
 from .optable import (OP_INPUT, OP_OUTPUT, SYSTEM_OPS, count_const_codes, standard_ops)
 
 _LITERAL_CODE = {L.CONST_NULL: "c", L.CONST_BOOL: "b", L.CONST_INT64: "i", L.CONST_FLOAT64: "f",
                  L.CONST_STRING: "s", L.CONST_LIST_I32: "S", L.CONST_LIST_F32: "S"}
+_SCALAR_TYPE_CODE = {bool: L.CONST_BOOL, int: L.CONST_INT64, float: L.CONST_FLOAT64}
 _INPUT_WORDS = {"state": 2, "saved": 4, "target": 5}
 _INPUT_WORD_OF = {v: k for k, v in _INPUT_WORDS.items()}
 
@@ -58,6 +60,26 @@ class Tables:
         self.sig_ids = _reverse(nac.perms)
         self.const_ids = _reverse({cid: const_key(c) for cid, c in nac.constants.items()})
         self.param_ids = _reverse({pid: p.name for pid, p in nac.params.items()})
+        self._used_ids: dict = {}
+
+    def used_const_id(self, value, code: str) -> Optional[int]:
+        """The one constant that the op uses as ``value`` under signature ``code`` though it is
+        stored in another type (``1`` under ``A`` → the stored ``1.0``); None when none or
+        several do. Lets the readable form show dims as dims and still re-encode exactly."""
+        table = self._used_ids.get(code)
+        if table is None:
+            table = self._used_ids[code] = {}
+            for cid, c in self.nac.constants.items():
+                if not is_scalar(c.value) or c.type not in (L.CONST_BOOL, L.CONST_INT64, L.CONST_FLOAT64):
+                    continue
+                try:
+                    used = as_used(c.value, code)
+                except InexactCoercion:
+                    continue
+                if differs(c.value, used):
+                    table.setdefault((type(used), used), []).append(cid)
+        ids = table.get((type(value), value))
+        return ids[0] if ids and len(ids) == 1 else None
 
     # lookups that allocate on a miss (hand-written assembly may introduce new names)
     def op_id(self, name: str) -> int:
@@ -107,16 +129,28 @@ def _reverse(d: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- formatting
-def format_instruction(ins: Instruction, t: Tables, input_names: Optional[dict] = None) -> str:
-    """Readable line if it re-encodes exactly, else the ``raw`` form."""
-    line = _readable(ins, t, input_names or {})
-    if line is not None:
-        try:
-            enc = parse_instruction(line, ins.index, t, dry_run=True)
-        except (TextError, ValueError):
-            enc = None
-        if enc is not None and enc.same_encoding(ins):
-            return line
+def format_instruction(ins: Instruction, t: Tables, input_names: Optional[dict] = None,
+                       notes_out: Optional[list] = None) -> str:
+    """Readable line if it re-encodes exactly, else the ``raw`` form.
+
+    A constant stored in another type than its use (a reference file's shared ``1.0`` where a
+    dim is meant, ``isa/coerce.py``) is shown as the op uses it, and the stored form goes to a
+    comment: into ``notes_out`` when given, else appended as ``; ...``."""
+    for coerced in (True, False):
+        notes: list = []
+        line = _readable(ins, t, input_names or {}, notes if coerced else None)
+        if coerced and not notes:
+            continue
+        if line is not None:
+            try:
+                enc = parse_instruction(line, ins.index, t, dry_run=True)
+            except (TextError, ValueError):
+                enc = None
+            if enc is not None and enc.same_encoding(ins):
+                if notes_out is not None:
+                    notes_out.extend(notes)
+                    return line
+                return line + ("   ; " + "; ".join(notes) if notes else "")
     return raw_line(ins)
 
 
@@ -129,7 +163,8 @@ def raw_line(ins: Instruction) -> str:
     return " ".join(parts)
 
 
-def _readable(ins: Instruction, t: Tables, input_names: dict) -> Optional[str]:
+def _readable(ins: Instruction, t: Tables, input_names: dict,
+              coerced_notes: Optional[list] = None) -> Optional[str]:
     i, a, b, c, d = ins.index, ins.a, ins.b, ins.c, ins.d
     head = f"v{i} = "
     if a == OP_INPUT:
@@ -174,8 +209,13 @@ def _readable(ins: Instruction, t: Tables, input_names: dict) -> Optional[str]:
             cid = next(cids, None)
             if cid is None:
                 return None
-            args.append(_const_arg(cid, t))
             const = t.nac.constants.get(cid)
+            used = _used_literal(const, code) if coerced_notes is not None else None
+            if used is not None:
+                coerced_notes.append(f"arg {len(args) + 1} stored as {_const_arg(cid, t)}")
+                args.append(used)
+            else:
+                args.append(_const_arg(cid, t))
             derived.append(_LITERAL_CODE.get(const.type, "c") if const else "c")
     text = head + f"{op}(" + ", ".join(args) + ")"
     if t.sig_ids.get(sig) != [b]:
@@ -183,6 +223,21 @@ def _readable(ins: Instruction, t: Tables, input_names: dict) -> Optional[str]:
     elif "".join(derived) != sig:
         text += f"<{sig}>"
     return text
+
+
+def _used_literal(const: Optional[Constant], code: str) -> Optional[str]:
+    """The literal of ``const`` as the op uses it under ``code``, when that differs from the
+    stored form; None otherwise (or when the stored value cannot be used exactly)."""
+    if const is None or code not in CODE_TYPES or not is_scalar(const.value) \
+            or const.type not in (L.CONST_BOOL, L.CONST_INT64, L.CONST_FLOAT64):
+        return None
+    try:
+        used = as_used(const.value, code)
+    except InexactCoercion:
+        return None
+    if not differs(const.value, used):
+        return None
+    return format_literal(_SCALAR_TYPE_CODE[type(used)], used)
 
 
 def _const_arg(cid: int, t: Tables) -> str:
@@ -256,13 +311,18 @@ def parse_instruction(line: str, expect_index: int, t: Tables, dry_run: bool = F
     else:
         a = t.op_id(name)
     args = split_top(argtext) if argtext.strip() else []
+    # an explicit signature tells each constant's use (a dim shown as 1 may be a stored 1.0)
+    early_sig = None
+    if sigtext is not None:
+        early_sig = t.nac.perms.get(int(sigtext[1:])) if sigtext.startswith("#") else sigtext
     kinds, derived = [], []
-    for arg in args:
+    for pos, arg in enumerate(args):
         if re.fullmatch(r"v\d+", arg):
             kinds.append(("ref", int(arg[1:]) - idx))
             derived.append("T")
         else:
-            cid = _const_ref(arg, t, dry_run, lineno)
+            code = early_sig[pos] if early_sig and pos < len(early_sig) else None
+            cid = _const_ref(arg, t, dry_run, lineno, code)
             const = t.nac.constants.get(cid)
             kinds.append(("const", cid))
             derived.append(_LITERAL_CODE.get(const.type, "c") if const else "c")
@@ -298,7 +358,7 @@ def _ref(text: str, lineno: int) -> int:
     return int(text.strip()[1:])
 
 
-def _const_ref(text: str, t: Tables, dry_run: bool, lineno: int) -> int:
+def _const_ref(text: str, t: Tables, dry_run: bool, lineno: int, code: Optional[str] = None) -> int:
     text = text.strip()
     if re.fullmatch(r"c\d+", text):
         return int(text[1:])
@@ -306,6 +366,10 @@ def _const_ref(text: str, t: Tables, dry_run: bool, lineno: int) -> int:
         typ, val = parse_literal(text)
     except ValueError as e:
         raise TextError(lineno, str(e)) from None
+    if code in CODE_TYPES and is_scalar(val) and not t.const_ids.get(format_literal(typ, val)):
+        shared = t.used_const_id(val, code)
+        if shared is not None:
+            return shared
     if dry_run:
         ids = t.const_ids.get(format_literal(typ, val))
         if not ids:

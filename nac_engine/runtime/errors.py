@@ -33,3 +33,16 @@ class KernelError(NacRuntimeError):
         super().__init__(message)
         self.tick = tick
         self.op = op
+
+
+class CoercionError(KernelError):
+    """A stored constant cannot be converted exactly to the type the op uses it as (a float
+    1.5 where a dim is meant): names the tick, the op, the argument and both types."""
+
+    def __init__(self, tick: int | None, op: str | None, argument: str, stored: object, wanted: str):
+        super().__init__(f"instruction {tick}: {op} argument {argument}: stored "
+                         f"{type(stored).__name__} {stored!r} cannot be used as {wanted} exactly",
+                         tick, op)
+        self.argument = argument
+        self.stored = stored
+        self.wanted = wanted

@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from ..isa.coerce import InexactCoercion, exact, is_scalar, try_exact
 from .errors import NotSupported
 
 # --------------------------------------------------------------------------- string constants
@@ -238,20 +239,75 @@ def bind(op, args: tuple, device: torch.device = torch.device("cpu")) -> tuple[l
         if bound is None:
             bound = _bind_regrouped(params, args, device, strict=False)
         if bound is None:
+            bound = _bind_coerced(op, params, args, device)
+        if bound is None:
             raise
     return _arrange(params, bound)
+
+
+_SCALAR_KINDS = {"int": int, "SymInt": int, "float": float, "bool": bool}
+_SCALAR_LIST_KINDS = {"List[int]": int, "List[SymInt]": int, "List[float]": float, "List[bool]": bool}
+
+
+def _bind_coerced(op, params: list, args: tuple, device: torch.device) -> Optional[list]:
+    """Last resort: the same bindings with exact scalar coercion (``isa/coerce.py``): a
+    reference file's shared constants store dim 1 as ``1.0`` or keepdim as ``1``. Tried only
+    after the strict bindings failed, so a value never moves to another argument because it
+    could also be coerced. An inexact value an argument of the schema wanted (1.5 as a dim)
+    is InexactCoercion naming the argument and both types."""
+    misses: list = []
+
+    def convert(p: _Param, v: Any, dev: torch.device) -> Any:
+        conv = _convert(p, v, dev)
+        if conv is not _NO:
+            return conv
+        s = _scalar(v)
+        wanted = _SCALAR_KINDS.get(p.kind)
+        if wanted is not None and is_scalar(s):
+            c = try_exact(s, wanted)
+            if c is None:
+                misses.append((p, v))
+                return _NO
+            return c
+        wanted = _SCALAR_LIST_KINDS.get(p.kind)
+        if wanted is not None:
+            items = v if isinstance(v, (tuple, list)) else (v,)
+            if items and all(is_scalar(_scalar(x)) for x in items):
+                out = [try_exact(_scalar(x), wanted) for x in items]
+                if any(x is None for x in out):
+                    misses.append((p, v))
+                    return _NO
+                return out
+        return _NO
+
+    try:
+        return _bind_greedy(op, params, args, device, convert)
+    except TypeError:
+        pass
+    bound = _bind_regrouped(params, args, device, strict=True, base=convert)
+    if bound is None:
+        bound = _bind_regrouped(params, args, device, strict=False, base=convert)
+    if bound is None and misses:
+        p, v = misses[0]
+        n = next((i for i, a in enumerate(args) if a is v), "?")
+        raise InexactCoercion(_scalar(v) if not isinstance(v, (tuple, list)) else v,
+                              _SCALAR_KINDS.get(p.kind) or _SCALAR_LIST_KINDS[p.kind],
+                              f"{n} ({p.name}: {p.kind})")
+    return bound
 
 
 _TENSOR_LISTS = ("List[Tensor]", "List[Optional[Tensor]]")
 
 
-def _bind_regrouped(params: list, args: tuple, device: torch.device, strict: bool) -> Optional[list]:
+def _bind_regrouped(params: list, args: tuple, device: torch.device, strict: bool,
+                    base: Callable = None) -> Optional[list]:
     memo: dict[tuple[int, int], Optional[list]] = {}
+    base = base or _convert
 
     def convert(p: _Param, v: Any) -> Any:
         if strict and p.kind == "Tensor" and not isinstance(v, torch.Tensor):
             return _NO
-        return _convert(p, v, device)
+        return base(p, v, device)
 
     def item_fits(p: _Param, v: Any) -> bool:
         return isinstance(v, torch.Tensor) or (v is None and p.kind == "List[Optional[Tensor]]")
@@ -288,7 +344,9 @@ def _bind_regrouped(params: list, args: tuple, device: torch.device, strict: boo
     return search(0, 0)
 
 
-def _bind_greedy(op, params: list, args: tuple, device: torch.device) -> list:
+def _bind_greedy(op, params: list, args: tuple, device: torch.device,
+                 convert: Callable = None) -> list:
+    convert = convert or _convert
     bound: list[tuple[_Param, Any]] = []
     j = 0
     for n, v in enumerate(args):
@@ -297,7 +355,7 @@ def _bind_greedy(op, params: list, args: tuple, device: torch.device) -> list:
                 raise TypeError(f"{op._schema}: too many arguments, argument {n} ({_describe(v)}) "
                                 f"has no place")
             p = params[j]
-            conv = _convert(p, v, device)
+            conv = convert(p, v, device)
             j += 1
             if conv is not _NO:
                 bound.append((p, conv))
@@ -442,6 +500,8 @@ def nac_view(x, *shape):
         return torch.squeeze(x)
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, torch.Size)):
         d = _as_int(shape[0])
+        if d is None and isinstance(shape[0], (bool, float)):
+            d = exact(shape[0], int, "1 (dim: int)")
         if d is None:
             raise TypeError(f"nac.view: expected a shape or a dim, got {_describe(shape[0])}")
         valid_dim = -x.ndim <= d < x.ndim if x.ndim else d in (0, -1)
@@ -460,8 +520,18 @@ def nac_transpose(x, *dims):
     """``transpose(x, d0, d1)`` or ``t(x)`` (no dims)."""
     if not dims:
         return x.t() if x.ndim <= 2 else x.permute(*reversed(range(x.ndim)))
-    d0, d1 = (_as_int(d) for d in dims[:2])
+    d0, d1 = (_dim(d, n) for n, d in enumerate(dims[:2], start=1))
     return x.transpose(d0, d1)
+
+
+def _dim(v: Any, position: int) -> Any:
+    """A standard op's dim argument: an int, exactly coerced from a shared constant (``False``
+    for 0, ``1.0`` for 1); a 0-d integer tensor (symbolic arithmetic) as its value."""
+    d = _as_int(v)
+    if d is not None:
+        return d
+    s = _scalar(v)
+    return exact(s, int, f"{position} (dim: int)") if is_scalar(s) else v
 
 
 def nac_matmul(a, b):
@@ -519,13 +589,22 @@ _OPERATOR_NAMES = frozenset({
 
 
 def sym_size_int(x, dim):
-    return x.size(_as_int(dim))
+    return x.size(_dim(dim, 1))
+
+
+def getitem(container, index):
+    """``operator.getitem`` whose index is an int, exactly coerced from a shared constant
+    (``getitem(t, 1.0)`` is element 1); slices and tensor indices pass through."""
+    if isinstance(index, (bool, float)):
+        index = exact(index, int, "1 (index: int)")
+    return operator.getitem(container, index)
 
 
 # Explicit adapters for ATen ops whose NAC encoding differs from their schema, beyond what
 # binding handles. Keyed by full name.
 _ATEN_ADAPTERS: dict[str, Callable] = {
     "aten.sym_size.int": sym_size_int,
+    "getitem": getitem, "operator.getitem": getitem,
 }
 
 

@@ -33,7 +33,8 @@ import torch
 from ..format.layout import QUANT_NONE
 from ..format.model import Instruction, NacFile
 from ..isa.optable import OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
-from .errors import KernelError, MissingInputError, NacRuntimeError, NotSupported
+from ..isa.coerce import InexactCoercion, as_used
+from .errors import CoercionError, KernelError, MissingInputError, NacRuntimeError, NotSupported
 from .kernels import Kernels, describe_args, first_of_multi, is_tensor_placeholder
 
 _INPUT_KINDS = {0: "user input", 1: "parameter", 2: "state", 3: "lifted constant"}
@@ -427,8 +428,18 @@ class Session:
                     raise NotSupported(f"constant #{arg.const_id} is the compiler's placeholder "
                                        f"{arg.value!r}: the tensor's data is not in the file",
                                        ins.index)
-                args.append(arg.value)
+                args.append(self._used_constant(ins, len(args), arg))
         return args
+
+    def _used_constant(self, ins: Instruction, position: int, arg) -> Any:
+        """The stored constant as the op uses it: exact coercion by signature code (``1.0`` under
+        ``i`` is dim 1; see ``isa/coerce.py``)."""
+        try:
+            return as_used(arg.value, arg.code)
+        except InexactCoercion as e:
+            raise CoercionError(ins.index, self.nac.op_name(ins.a),
+                                f"{position} (signature code {arg.code!r})", arg.value,
+                                e.wanted.__name__) from None
 
     def call_op(self, ins: Instruction) -> Any:
         name = self.nac.op_name(ins.a)
@@ -441,6 +452,8 @@ class Session:
             return fn(*args)
         except NacRuntimeError:
             raise
+        except InexactCoercion as e:
+            raise CoercionError(ins.index, name, e.where, e.value, e.wanted.__name__) from None
         except Exception as e:
             raise KernelError(f"instruction {ins.index}: {name}({describe_args(args)}) failed: "
                               f"{type(e).__name__}: {e}", ins.index, name) from e

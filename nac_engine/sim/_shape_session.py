@@ -18,7 +18,7 @@ with meta tensors of the real results' shapes.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
@@ -208,8 +208,14 @@ class ShapeSession(Session):
         """Ticks whose values were computed on the CPU, in tick order."""
         return sorted(self._real)
 
+    #: ``progress(tick, n)`` before each instruction, or ``None``; it may raise to stop the run
+    #: (the Studio's Cancel)
+    progress: Optional[Callable[[int, int], None]] = None
+
     # -- meta run ------------------------------------------------------------------------------
     def run_instruction(self, i: int) -> Any:
+        if self.progress is not None:
+            self.progress(i, len(self.instructions))
         value = super().run_instruction(i)
         if self.meta:
             for t in _tensors(value):
@@ -381,7 +387,7 @@ class ShapeSession(Session):
                 v = self._read_real(arg.producer)
                 out.append(v if keep_tuples else first_of_multi(v))
             else:
-                out.append(arg.value)
+                out.append(self._used_constant(ins, len(out), arg))
         return out
 
     def _real_input(self, ins, meta_value: Any, asked_by: int) -> Any:

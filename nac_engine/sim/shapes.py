@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 from ..format.model import NacFile
+from ..isa.coerce import InexactCoercion, as_used
 from ..isa.optable import OP_CONTROL_FLOW, OP_INPUT, OP_OUTPUT
 from ..format import layout as L
 
@@ -153,10 +154,11 @@ _EXTRA_DTYPES = {"uint16", "uint32", "uint64", "complex64", "complex128", "float
 def program_shapes(nac: NacFile, inputs: Optional[Mapping[str, Any]] = None,
                    feeds: Optional[Sequence[Any]] = None, states: Optional[Mapping[int, Any]] = None,
                    name: Optional[str] = None, device: str = "meta",
-                   cpu_budget: Any = DEFAULT_CPU_BUDGET) -> Program:
+                   cpu_budget: Any = DEFAULT_CPU_BUDGET, progress=None) -> Program:
     """Run ``nac`` for shapes and describe every instruction. ``device="meta"`` (the default)
     computes on the CPU only what cannot run on meta, within ``cpu_budget`` bytes (an int or
-    ``"256M"``; see the module docstring); ``"cpu"`` runs the whole program on the CPU at once."""
+    ``"256M"``; see the module docstring); ``"cpu"`` runs the whole program on the CPU at once.
+    ``progress(tick, n)`` is called before each instruction of the meta run; it may raise to stop."""
     if device not in ("meta", "cpu"):
         raise ValueError(f"device must be 'meta' or 'cpu', not {device!r}")
     budget = parse_size(cpu_budget)
@@ -170,6 +172,7 @@ def program_shapes(nac: NacFile, inputs: Optional[Mapping[str, Any]] = None,
     s = ShapeSession(nac, inputs=_values(inputs, True), feeds=_feed_values(feeds, True),
                      states=_values(states, True), meta=True, raw_inputs=inputs, raw_feeds=feeds,
                      raw_states=states, cpu_budget=budget)
+    s.progress = progress
     s.run()
     prog = _describe(nac, s, "mixed" if s.cpu_ticks else "meta", list(s.cpu_notes), label)
     prog.cpu_ticks = s.cpu_ticks
@@ -234,6 +237,15 @@ def _flatten_tensors(v) -> tuple:
     return ()
 
 
+def _used_or_stored(arg) -> Any:
+    """A constant as the op uses it (``isa/coerce.py``: a shared ``1.0`` under ``i`` is dim
+    1); the stored value when it cannot be used exactly (the shape pass already refused it)."""
+    try:
+        return as_used(arg.value, arg.code)
+    except InexactCoercion:
+        return arg.value
+
+
 def _const(v: Any) -> Any:
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
@@ -296,7 +308,7 @@ def _describe(nac: NacFile, session, source: str, notes: list, name: str) -> Pro
                     args.append(_arg(v) if not keep else ("c", None) if not _flatten_tensors(v)
                                 else ("tl", _flatten_tensors(v)))
                 else:
-                    args.append(("c", _const(a.value)))
+                    args.append(("c", _const(_used_or_stored(a))))
             out.append(InstrInfo(i, op, "op", tuple(args), _flatten_tensors(value), reads))
     mmap: dict[int, list] = {}
     for rec in nac.mmap:
