@@ -22,25 +22,34 @@ from .shapes import DEFAULT_CPU_BUDGET, Program, program_shapes
 
 
 def prepare(program: Any, inputs: Optional[Mapping[str, Any]] = None, feeds: Optional[Sequence[Any]] = None,
-            states: Optional[Mapping[int, Any]] = None, *, cpu_budget: Any = DEFAULT_CPU_BUDGET) -> Program:
-    """Shapes of every instruction (runs the program on the meta device)."""
+            states: Optional[Mapping[int, Any]] = None, *, cpu_budget: Any = DEFAULT_CPU_BUDGET,
+            progress=None) -> Program:
+    """Shapes of every instruction (runs the program on the meta device). ``progress(tick, n)``
+    is called before each instruction and may raise to stop (see :func:`.shapes.program_shapes`)."""
     if isinstance(program, Program):
         return program
     if isinstance(program, NacFile):
-        return program_shapes(program, inputs, feeds, states, cpu_budget=cpu_budget)
+        return program_shapes(program, inputs, feeds, states, cpu_budget=cpu_budget, progress=progress)
     from ..format import read
     with read(str(program)) as nac:
-        return program_shapes(nac, inputs, feeds, states, name=Path(str(program)).name, cpu_budget=cpu_budget)
+        return program_shapes(nac, inputs, feeds, states, name=Path(str(program)).name, cpu_budget=cpu_budget,
+                              progress=progress)
 
 
 def simulate(program: Any, hw: Any = "edge-32x32", *, inputs: Optional[Mapping[str, Any]] = None,
              feeds: Optional[Sequence[Any]] = None, states: Optional[Mapping[int, Any]] = None,
-             overrides: Optional[Mapping[str, Any]] = None, cpu_budget: Any = DEFAULT_CPU_BUDGET) -> SimResult:
-    """Simulate ``program`` on ``hw``; see the module docstring and :mod:`.engine`."""
+             overrides: Optional[Mapping[str, Any]] = None, cpu_budget: Any = DEFAULT_CPU_BUDGET,
+             progress=None) -> SimResult:
+    """Simulate ``program`` on ``hw``; see the module docstring and :mod:`.engine`.
+    ``progress(stage, done, total)`` (stage ``"shapes"`` then ``"simulate"``) is called as the
+    work goes on and may raise to stop it (the Studio's Cancel)."""
     cfg: HardwareConfig = load_hardware(hw, overrides)
     if cfg.core.model == "refcore":
         return _refcore(program, cfg, inputs, feeds, states, cpu_budget)
-    return run_event(prepare(program, inputs, feeds, states, cpu_budget=cpu_budget), cfg)
+    shapes_cb = (lambda d, t: progress("shapes", d, t)) if progress is not None else None
+    sim_cb = (lambda d, t: progress("simulate", d, t)) if progress is not None else None
+    return run_event(prepare(program, inputs, feeds, states, cpu_budget=cpu_budget, progress=shapes_cb), cfg,
+                     progress=sim_cb)
 
 
 def _refcore(program, cfg, inputs, feeds, states, cpu_budget) -> SimResult:

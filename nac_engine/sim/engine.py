@@ -117,6 +117,8 @@ class DmaSystem:
 
 
 class _Engine:
+    progress = None     # ``progress(tick, n)`` every 256 instructions; may raise to stop
+
     def __init__(self, prog: Program, hw: HardwareConfig, fits: Optional[list] = None):
         self.prog, self.hw = prog, hw
         self.ins: list[InstrInfo] = prog.instructions
@@ -265,6 +267,8 @@ class _Engine:
         core = 0
         for x in self.ins:
             i = x.tick
+            if self.progress is not None and not i & 255:
+                self.progress(i, self.n)
             T = core
             deferred: list[int] = []
             reads = set(x.reads) if x.kind in READING_KINDS else set()
@@ -509,15 +513,21 @@ def plan_sram(items: list, capacity: int) -> tuple[list, list]:
     return [x <= capacity for x in needed], needed
 
 
-def run_event(prog: Program, hw: HardwareConfig) -> SimResult:
+def run_event(prog: Program, hw: HardwareConfig, progress=None) -> SimResult:
     """Simulate ``prog`` on ``hw`` with the event engine (see the module docstring).
 
     Two passes: the first records every buffer's lifetime (in tick order; timing plays no
-    part in it), :func:`plan_sram` decides which fit, the second is the timed run."""
+    part in it), :func:`plan_sram` decides which fit, the second is the timed run.
+    ``progress(done, total)`` (over both passes) may raise to stop the run."""
+    n = len(prog.instructions)
     plan = _Engine(prog, hw)
+    if progress is not None:
+        plan.progress = lambda i, _n: progress(i, 2 * n)
     plan.run()
     fits, needed = plan_sram(plan.items, hw.sram.bytes)
     engine = _Engine(prog, hw, fits)
+    if progress is not None:
+        engine.progress = lambda i, _n: progress(n + i, 2 * n)
     engine.needed = needed
     return engine.run()
 
