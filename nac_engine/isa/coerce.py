@@ -91,5 +91,17 @@ def differs(stored: Any, used: Any) -> bool:
     return type(stored) is not type(used)
 
 
-__all__ = ["CODE_TYPES", "InexactCoercion", "exact", "try_exact", "as_used", "differs", "type_name",
+def use_note(value: Any, code: str) -> Optional[str]:
+    """For readable forms: ``"1 (stored 1.0)"`` when the op uses a stored scalar in another
+    type, ``"1.5 (not usable as int)"`` when it cannot, None when the stored form is the use."""
+    wanted = CODE_TYPES.get(code)
+    if wanted is None or not is_scalar(value) or type(value) is wanted:
+        return None
+    try:
+        return f"{exact(value, wanted)!r} (stored {value!r})"
+    except InexactCoercion:
+        return f"{value!r} (not usable as {wanted.__name__})"
+
+
+__all__ = ["use_note", "CODE_TYPES", "InexactCoercion", "exact", "try_exact", "as_used", "differs", "type_name",
            "is_scalar"]

@@ -22,9 +22,11 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QStyledItemDelegate, QStyleOptionViewItem, QTableView, QVBoxLayout, QWidget)
 
 from nac_engine.format.model import NacFile
+from nac_engine.isa.coerce import use_note
 from nac_engine.isa.literals import format_literal
 from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 
+from .. import debug_marks
 from ..qt_document import rebind
 from ..document import Selection
 from ..graph_model import op_class
@@ -128,7 +130,8 @@ class RowFormatter:
                 p = arg.producer
                 out.append(self.ref(p) if 0 <= p < ins.index else Segment(f"v{p}?", "text", None))
             else:
-                out.append(Segment(_const_text(nac, arg.const_id), "const",
+                note = use_note(arg.value, arg.code)   # a shared constant shown as the op uses it
+                out.append(Segment(note or _const_text(nac, arg.const_id), "const",
                                    Selection("constant", arg.const_id) if arg.const_id in nac.constants else None))
         return out
 
@@ -155,6 +158,9 @@ class DisassemblyModel(QAbstractTableModel):
         self.rows = np.zeros(0, dtype=np.int64)     # instruction index per visible row, ascending
         self.filter_text = ""
         self.current_tick: Optional[int] = None
+        self.exec_tick: Optional[int] = None        # the debugger's execution point (not the selection)
+        self.error_tick: Optional[int] = None       # where the run failed
+        self.breakpoints: dict[int, bool] = {}      # tick -> enabled
         self._cache: OrderedDict[int, Row] = OrderedDict()
         self._ops: Optional[np.ndarray] = None      # (a << 16 | b) per instruction, built on first filter
         self._mono = None
@@ -266,6 +272,16 @@ class DisassemblyModel(QAbstractTableModel):
                 self.dataChanged.emit(self.index(r, 0), self.index(r, len(HEADERS) - 1),
                                       [Qt.ItemDataRole.BackgroundRole])
 
+    def set_debug_marks(self, marks) -> None:
+        """Execution point, error and breakpoint gutter from a ``debug_marks.DebugMarks``."""
+        changed = {self.exec_tick, self.error_tick, marks.exec_tick, marks.error_tick,
+                   *self.breakpoints, *marks.breakpoints} - {None}
+        self.exec_tick, self.error_tick, self.breakpoints = marks.exec_tick, marks.error_tick, dict(marks.breakpoints)
+        for t in changed:
+            r = self.row_of_tick(t)
+            if r is not None:
+                self.dataChanged.emit(self.index(r, 0), self.index(r, len(HEADERS) - 1))
+
     # -- Qt model interface ----------------------------------------------------------------
     def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
@@ -312,8 +328,19 @@ class DisassemblyModel(QAbstractTableModel):
                 return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             return int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.BackgroundRole:
+            t = self.tick_at(index.row())
+            if t == self.error_tick:
+                return debug_marks.error_row_color(self._dark)
+            if t == self.exec_tick:
+                return debug_marks.exec_row_color(self._dark)
             if self.current_tick is not None and self.tick_at(index.row()) == self.current_tick:
                 return _tick_color(self._dark)
+            return None
+        if role == Qt.ItemDataRole.DecorationRole and col == COL_TICK and (self.breakpoints or self.exec_tick is not None
+                                                                           or self.error_tick is not None):
+            t = self.tick_at(index.row())
+            if t in self.breakpoints or t == self.exec_tick or t == self.error_tick:
+                return debug_marks.gutter_icon(self.breakpoints.get(t), t == self.exec_tick, t == self.error_tick)
             return None
         if role == Qt.ItemDataRole.DecorationRole and col == COL_OP:
             from ..widgets.graph_canvas import class_colors
@@ -530,7 +557,7 @@ class DisassemblyView(QWidget):
 
     # -- document -------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
-        rebind(self.qdoc, qdoc, selection=self._on_selection, tick=self._on_tick)
+        rebind(self.qdoc, qdoc, selection=self._on_selection, tick=self._on_tick, debug=self._on_debug)
         self.qdoc = qdoc
         self.model.set_dark(self.palette().color(QPalette.ColorRole.Base).lightness() < 128)
         self.filter.blockSignals(True)
@@ -542,6 +569,16 @@ class DisassemblyView(QWidget):
             return
         self._on_tick(None)
         self._on_selection(None)
+        self._on_debug(None)
+
+    def _on_debug(self, _source) -> None:
+        self.model.set_debug_marks(debug_marks.DebugMarks(self.qdoc.doc.debug if self.qdoc is not None else None))
+
+    def scroll_to_tick(self, tick: int) -> None:
+        """Bring ``tick``'s row into view without selecting it (the execution point)."""
+        row = self.model.row_of_tick(tick)
+        if row is not None:
+            self.table.scrollTo(self.model.index(row, COL_TICK), QAbstractItemView.ScrollHint.EnsureVisible)
 
     def apply_filter(self) -> None:
         self._filter_timer.stop()

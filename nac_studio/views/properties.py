@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeade
                                QSplitter, QTreeView, QVBoxLayout, QWidget)
 
 from nac_engine.format import layout as L
+from nac_engine.isa.coerce import use_note
 from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 
 from ..qt_document import rebind
@@ -444,7 +445,8 @@ class PropertiesView(QWidget):
                 if arg.kind == "ref":
                     args.append((label, doc.value_name(arg.producer)))
                 else:
-                    args.append((label, f"c{arg.const_id} = {_long(arg.value, 60)}"))
+                    used = use_note(arg.value, arg.code)   # a shared constant as the op uses it
+                    args.append((label, f"c{arg.const_id} = {used or _long(arg.value, 60)}"))
         consumers = [(f"t{c}", nac.instruction_name(nac.instructions[c])) for c in self._consumers_of(i)
                      if 0 <= c < len(nac.instructions)]
         memory = [(f"at t{t}", f"{action} v{i}") for t, action in self._mmap_touching(i) if t != i]

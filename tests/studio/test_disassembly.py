@@ -11,6 +11,7 @@ from PySide6.QtGui import QFontMetrics  # noqa: E402
 
 from nac_engine.format.model import Header, Instruction, NacFile  # noqa: E402
 from nac_engine.format.reader import read  # noqa: E402
+from nac_engine.isa.coerce import use_note  # noqa: E402
 from nac_engine.isa.literals import format_literal  # noqa: E402
 from nac_studio.document import Document, Selection  # noqa: E402
 from nac_studio.qt_document import QtDocument  # noqa: E402
@@ -67,7 +68,8 @@ def test_every_corpus_file_rows_resolve_their_arguments(corpus_file):
                 else:                                                   # constants by value
                     c = nac.constants[arg.const_id]
                     assert seg.kind == "const"
-                    assert seg.text == format_literal(c.type, c.value)[:48] or seg.text.endswith("…")
+                    used = use_note(c.value, arg.code)     # a shared constant as the op uses it
+                    assert seg.text == (used or format_literal(c.type, c.value)[:48]) or seg.text.endswith("…")
         elif ins.a == 2 and ins.b == 1:
             assert segs[0].target == Selection("param", ins.c[1])
         elif ins.a == 3:
@@ -205,3 +207,11 @@ def test_set_document_none_and_back(view, bert):
     assert view.model.rowCount(QModelIndex()) == 0
     view.set_document(bert)
     assert view.model.rowCount() == len(bert.nac.instructions)
+
+
+def test_shared_constant_shows_the_used_value_and_the_stored_form(corpus_case):
+    nac = read(str(corpus_case("consts_mixed")))
+    model = DisassemblyModel()
+    model.set_nac(nac)
+    segs = [s.text for s in model.row_data(8).segments if s.text != ", "]
+    assert segs[-1] == "1 (stored 1.0)"          # aten.cat.default(v4, v7, dim) stored as 1.0
