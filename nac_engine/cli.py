@@ -14,16 +14,15 @@ from .errors import NacEncodeError, NacFormatError
 EXIT_OK, EXIT_PROBLEMS, EXIT_UNREADABLE = 0, 1, 2
 
 
-class CliError(Exception):
-    def __init__(self, message: str, code: int = EXIT_UNREADABLE):
-        super().__init__(message)
-        self.code = code
+from .cli_error import CliError  # noqa: E402  (one class whether cli.py runs as __main__ or not)
 
 
 def _open(path: str, strict: bool = True):
     from .format.reader import read
     if not os.path.exists(path):
         raise CliError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise CliError(f"{path}: is a directory; give a .nac file")
     try:
         nac = read(path, strict=strict)
     except NacFormatError as e:
@@ -83,10 +82,11 @@ def cmd_verify(args) -> int:
                               "problems": [p.to_dict() for p in problems]}, indent=2))
         else:
             for p in problems:
-                print(f"{args.file}: {p}")
+                print(f"{args.file}: {'warning: ' if getattr(p, 'severity', '') == 'warning' else ''}{p}")
             if not problems:
                 print(f"{args.file}: ok ({peer.format})")
-        return EXIT_PROBLEMS if problems else EXIT_OK
+        from .peers import is_warning
+        return EXIT_PROBLEMS if any(not is_warning(p) for p in problems) else EXIT_OK
     try:
         nac = read(args.file, strict=False)
     except OSError as e:
@@ -211,6 +211,46 @@ def _load_npy(path: str):
         raise CliError(f"{path}: cannot load as .npy ({e})") from None
 
 
+def _shaped_inputs(nac, shaped, seed: int) -> dict:
+    """``--input NAME=SHAPE[:DTYPE]``: seeded random values of that shape, drawn from the value
+    range the file's input signature records for NAME (token ids stay in the vocabulary)."""
+    from .format.input_signature import InputSpec, make_inputs, read_input_signature
+    from .sim.shapes import parse_input_spec
+    try:
+        recorded = {s.name: s for s in read_input_signature(nac) or []}
+    except NacFormatError:
+        recorded = {}
+    specs = []
+    for name, text in shaped:
+        try:
+            spec = parse_input_spec(text)
+        except ValueError as e:
+            raise CliError(f"--input {name}: {e}") from None
+        known = recorded.get(name)
+        low, high = (known.low, known.high) if known is not None and known.dtype == spec.dtype else (None, None)
+        specs.append(InputSpec(name, tuple(spec.shape), spec.dtype, "input", low, high))
+    try:
+        return make_inputs(specs, seed=seed)
+    except ValueError as e:
+        raise CliError(f"--input: {e}") from None
+
+
+def input_hint(inputs, feeds, err) -> str:
+    """When an instruction fails on values the user supplied, the likeliest fix is the inputs:
+    say which were given, with their shapes, so the one-line error says what to change."""
+    if "failed" not in str(err) or not (inputs or feeds):
+        return ""
+
+    def form(v) -> str:
+        shape = getattr(v, "shape", None)
+        dtype = getattr(v, "dtype", None)
+        if shape is None:
+            return type(v).__name__
+        return f"{'x'.join(str(d) for d in shape) or 'scalar'}:{getattr(dtype, 'name', dtype)}"
+    given = [f"{k}={form(v)}" for k, v in (inputs or {}).items()] + [form(v) for v in feeds or []]
+    return f" (inputs given: {', '.join(given)}; check their shapes and dtypes against the model)"
+
+
 def _print_findings(label: str, findings) -> None:
     for f in findings:
         print(f"  {label} tick {f.tick}: {f.kind}: {f.message}")
@@ -220,13 +260,22 @@ def cmd_run(args) -> int:
     import numpy as np
     from .runtime.errors import NacRuntimeError
     inputs = {}
+    shaped = []
     for item in args.input or []:
-        name, sep, path = item.partition("=")
-        if not sep:
-            raise CliError(f"--input expects NAME=file.npy, got {item!r}")
-        inputs[name] = _load_npy(path)
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise CliError(f"--input expects NAME=file.npy or NAME=SHAPE[:DTYPE] (x=1x8:int64), got {item!r}")
+        if value.endswith(".npy") or os.path.isfile(value):
+            inputs[name] = _load_npy(value)
+        else:
+            shaped.append((name, value))
     feeds = [_load_npy(p) for p in args.feed] if args.feed else None
     with _open(args.file) as nac:
+        if shaped:
+            inputs.update(_shaped_inputs(nac, shaped, args.seed))
+        if not args.input and feeds is None:      # a freshly compiled file records its inputs
+            from .format.input_signature import signature_inputs
+            inputs = signature_inputs(nac, seed=args.seed) or {}
         try:
             if args.breaks:
                 outputs = _run_with_breakpoints(nac, inputs or None, feeds, args.breaks)
@@ -239,7 +288,11 @@ def cmd_run(args) -> int:
                 with Session(nac, inputs=inputs or None, feeds=feeds) as session:
                     outputs = session.run()
         except NacRuntimeError as e:
-            raise CliError(f"{args.file}: {e}") from None
+            from .runtime.errors import MissingInputError
+            if isinstance(e, MissingInputError) and not inputs and feeds is None:
+                from .format.input_signature import missing_inputs_hint
+                raise CliError(f"{args.file}: {e}{missing_inputs_hint(e.missing)}") from None
+            raise CliError(f"{args.file}: {e}{input_hint(inputs, feeds, e)}") from None
     refs = [_load_npy(p) for p in args.compare or []]
     if args.out:
         os.makedirs(args.out, exist_ok=True)
@@ -301,7 +354,7 @@ def _run_with_breakpoints(nac, inputs, feeds, specs):
     for spec in specs:
         try:
             dbg.add_breakpoint(**_parse_break(spec))
-        except (ValueError, ExprError) as e:
+        except (ValueError, ExprError, LookupError, RecursionError) as e:
             raise CliError(f"--break {spec!r}: {e}") from None
     while True:
         stop = dbg.continue_()
@@ -378,7 +431,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("run", help="execute a file and print its outputs")
     s.add_argument("file")
-    s.add_argument("--input", action="append", metavar="NAME=x.npy", help="a named user input")
+    s.add_argument("--input", action="append", metavar="NAME=x.npy|NAME=SHAPE[:DTYPE]",
+                   help="a named user input: an .npy file, or a shape (x=1x8:int64) filled with seeded "
+                        "random values (see --seed)")
+    s.add_argument("--seed", type=int, default=0, help="seed for --input SHAPE values (default 0)")
     s.add_argument("--feed", action="append", metavar="x.npy",
                    help="positional value for each <INPUT B=0>/<INPUT B=3> in instruction order")
     s.add_argument("--out", metavar="DIR", help="write output_<i>.npy here")
@@ -398,6 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_lint)
     from .sim.command import add_parser as _add_sim; _add_sim(sub)  # noqa: E702
     from .compiler.command import add_parser as _add_compile; _add_compile(sub)  # noqa: E702
+    from .peers.convert_command import add_parser as _add_convert; _add_convert(sub)  # noqa: E702
     return p
 
 
@@ -407,16 +464,33 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except CliError as e:
-        print("nac: error: " + " ".join(str(e).split()), file=sys.stderr)
+        print("nac: error: " + one_line(str(e)), file=sys.stderr)
         return e.code
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt:
         print("nac: interrupted", file=sys.stderr)
         return 130
-    except Exception as e:   # last resort: one line, never a traceback wall
-        print(f"nac: error: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+    except (NacFormatError, NacEncodeError) as e:   # a file's problem reached here: still the user's to fix
+        print("nac: error: " + one_line(str(e)), file=sys.stderr)
         return EXIT_UNREADABLE
+    except OSError as e:      # a path the user gave cannot be read or written
+        where = f"{e.filename}: " if e.filename else ""
+        print("nac: error: " + one_line(f"{where}{e.strerror or e}"), file=sys.stderr)
+        return EXIT_UNREADABLE
+    except Exception as e:   # last resort: one line, never a traceback wall
+        print("nac: error: internal error: " + one_line(f"{type(e).__name__}: {e}"), file=sys.stderr)
+        return EXIT_UNREADABLE
+
+
+#: Longest error line printed: a hostile file can put megabytes into a reason (a constant's text).
+MESSAGE_LIMIT = 600
+
+
+def one_line(message: str, limit: int = MESSAGE_LIMIT) -> str:
+    """Whitespace collapsed to single spaces and capped at ``limit`` characters."""
+    text = " ".join(message[:4 * limit].split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 if __name__ == "__main__":

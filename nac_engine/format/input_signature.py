@@ -226,3 +226,18 @@ def make_inputs(specs: Iterable[InputSpec], seed: int = 0, fill: str = "random")
 def describe(spec: InputSpec) -> str:
     """``NAME=1x128:int64`` — the form ``nac sim --input`` accepts."""
     return f"{spec.name}={'x'.join(str(d) for d in spec.shape) or '1'}:{spec.dtype}"
+
+
+def signature_inputs(nac, seed: int = 0, fill: str = "random") -> Optional[dict[str, np.ndarray]]:
+    """``make_inputs`` of the file's recorded signature: the default inputs of ``nac run``/``nac diff``
+    and the Studio; ``None`` when the file records no signature."""
+    specs = read_input_signature(nac)
+    return None if specs is None else make_inputs(specs, seed=seed, fill=fill)
+
+
+def missing_inputs_hint(missing=()) -> str:
+    """The one-line advice a command prints when a file without a signature lacks inputs."""
+    names = [getattr(s, "name", None) for s in missing]
+    example = next((n for n in names if n), "x")
+    return (f"; this file records no input signature (compiled elsewhere): give each input with "
+            f"--input NAME=SHAPE:DTYPE (e.g. --input {example}=1x128:int64) or --input NAME=x.npy")

@@ -53,6 +53,25 @@ def _value(text: str, what: str):
         raise CliError(f"{what}: {e}") from None
 
 
+def _signature_inputs(path: str) -> dict:
+    """Shapes and dtypes from the file's input signature (nac compile records it): the inputs a
+    plain ``nac sim FILE`` uses; ``{}`` when the file has none (then missing inputs are reported)."""
+    from ..cli import CliError
+    from ..errors import NacFormatError
+    from ..format import read
+    from ..format.input_signature import read_input_signature
+    from .shapes import InputSpec
+    try:
+        nac = read(path)
+        try:
+            specs = read_input_signature(nac) or []
+        finally:
+            nac.close()
+    except NacFormatError as e:
+        raise CliError(f"{path}: {e}") from None
+    return {s.name: InputSpec(tuple(s.shape), s.dtype) for s in specs}
+
+
 def _overrides(sets) -> dict:
     from ..cli import CliError
     from .config import parse_value
@@ -80,6 +99,8 @@ def cmd_sim(args) -> int:
             raise CliError(f"--input {spec!r}: expected NAME=SHAPE[:DTYPE] or NAME=x.npy")
         inputs[name] = _value(val, f"--input {name}")
     feeds = [_value(f, "--feed") for f in args.feed] if args.feed else None
+    if not inputs and feeds is None:
+        inputs = _signature_inputs(args.file)
     from .shapes import parse_size
     try:
         budget = parse_size(args.cpu_budget)
@@ -102,6 +123,10 @@ def cmd_sim(args) -> int:
     except Exception as e:
         from ..cli import input_hint
         from ..runtime.errors import NacRuntimeError
+        from ..runtime.errors import MissingInputError
+        if isinstance(e, MissingInputError) and not inputs and feeds is None:
+            from ..format.input_signature import missing_inputs_hint
+            raise CliError(f"{args.file}: {e}{missing_inputs_hint(e.missing)}") from None
         if isinstance(e, NacRuntimeError):
             raise CliError(f"{args.file}: {e}{input_hint(inputs, feeds, e)}") from None
         raise
