@@ -62,6 +62,7 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
         for n in nac.input_names:
             yield f".input {n.index} {format_name(n.name)}"
     by_tick = nac.mmap_by_tick() if mmap_comments else {}
+    modules = _module_paths(nac)
     yield ".ops"
     for ins in nac.instructions:
         note = []
@@ -73,6 +74,8 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
             note.append(f"{p.dtype}{list(p.shape)}")
         if mmap_comments and ins.index in by_tick:
             note.append(", ".join(f"{_short(c.name)} v{c.target}" for c in by_tick[ins.index]))
+        if modules.get(ins.index):
+            note.append("in " + modules[ins.index])
         yield line + ("   ; " + "; ".join(note) if note else "")
     yield ".mmap"
     for rec in nac.mmap:
@@ -100,6 +103,18 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
 
 
 _SHORT = {"SAVE_RESULT": "SAVE", "PRELOAD": "PRELOAD", "FREE": "FREE", "FORWARD": "FORWARD"}
+
+
+def _module_paths(nac: NacFile) -> dict:
+    """Tick -> module path from the file's source map (this project's RSRC extension); a map that
+    does not decode is left out of a listing, which must never fail for a comment."""
+    from ..errors import NacFormatError
+    from ..format.source_map import read_source_map
+    try:
+        smap = read_source_map(nac)
+    except NacFormatError:
+        return {}
+    return {e.tick: " ".join(e.module_path.split()) for e in smap.entries} if smap is not None else {}
 
 
 def _short(name: str) -> str:
