@@ -55,7 +55,10 @@ def load_model(path: str, *, model_class: str = "AutoModel", random_weights: boo
     ``random_weights`` is off), else a model built from the config with seeded random weights."""
     tf = _transformers()
     cls = getattr(tf, model_class, None)
-    if not (inspect.isclass(cls) and hasattr(cls, "from_config")):
+    # Auto classes build through from_config; concrete ones (BertModel) are PreTrainedModels
+    # built from the config directly.
+    concrete = inspect.isclass(cls) and issubclass(cls, tf.PreTrainedModel)
+    if not (inspect.isclass(cls) and (hasattr(cls, "from_config") or concrete)):
         raise CompileError(f"{model_class!r} is not a transformers model class (AutoModel, "
                            f"AutoModelForCausalLM, BertModel, ...)", stage="hf")
     cfg_file = config_path(path)
@@ -74,7 +77,7 @@ def load_model(path: str, *, model_class: str = "AutoModel", random_weights: boo
             model = cls.from_pretrained(path, config=config, local_files_only=True)
         else:
             torch.manual_seed(seed)
-            model = cls.from_config(config)
+            model = cls(config) if concrete else cls.from_config(config)
     except Exception as e:
         raise CompileError(f"{path}: cannot build {model_class}: {type(e).__name__}: {e}", stage="hf") from None
     finally:

@@ -34,12 +34,12 @@ resource and its offset.
 """
 from __future__ import annotations
 
-import json
 import os
 import stat
 from typing import Optional
 
 from ..errors import NacFormatError
+from ..format import bounded_json
 from ..format.model import NacFile, Resource
 
 # The files a Hugging Face tokenizer directory may hold (transformers' VOCAB_FILES_NAMES
@@ -81,9 +81,9 @@ class _Files:
         if name not in self:
             return {}
         try:
-            value = json.loads(self.text(name))
+            value = bounded_json.loads(self.text(name), what="the file")
         except ValueError as e:
-            raise self._fail(name, f"not valid JSON ({e})") from None
+            raise self._fail(name, str(e)) from None
         if not isinstance(value, dict):
             raise self._fail(name, f"expected a JSON object, found {type(value).__name__}")
         return value
@@ -240,6 +240,10 @@ def load_tokenizer(nac: NacFile):
     if "tokenizer.json" in files:
         from tokenizers import Tokenizer
         text = files.text("tokenizer.json")
+        depth = bounded_json.nesting_depth(text)
+        if depth > bounded_json.MAX_DEPTH:
+            raise files._fail("tokenizer.json", f"nests {depth} levels deep; at most {bounded_json.MAX_DEPTH} "
+                                                "are accepted")
         try:
             tok = Tokenizer.from_str(text)
         except Exception as e:    # the library raises plain Exception for any malformed document

@@ -87,7 +87,10 @@ def atomic_produce(path: str, produce, prefix: str = ".nac-") -> None:
     directory = os.path.dirname(os.path.abspath(path))
     remove_orphaned_temps(directory, prefix)
     mode = _target_mode(path)
-    fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}-", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}-", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise _about(e, path) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             produce(fh, tmp)
@@ -95,11 +98,13 @@ def atomic_produce(path: str, produce, prefix: str = ".nac-") -> None:
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError) and tmp in (e.filename, e.filename2):
+            raise _about(e, path) from None
         raise
     try:
         dfd = os.open(directory, os.O_RDONLY)
@@ -111,6 +116,11 @@ def atomic_produce(path: str, produce, prefix: str = ".nac-") -> None:
         pass
     finally:
         os.close(dfd)
+
+
+def _about(e: OSError, path: str) -> OSError:
+    """The same error naming the file the user asked for: temp names mean nothing to them."""
+    return type(e)(e.errno, e.strerror or str(e), path)
 
 
 def _target_mode(path: str) -> int:
