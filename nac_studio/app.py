@@ -1,4 +1,4 @@
-"""``nac-studio [FILE ...] [--screenshot out.png] [--select TICK]``: start the Studio.
+"""``nac-studio [FILE ...] [--screenshot out.png] [--select TICK] [--run-to TICK [--inspect vN]]``: start the Studio.
 
 The event loop is qasync's: Qt's loop drives asyncio, so background work (parsing,
 layout, statistics) is awaited from the UI as futures while Qt keeps painting. With no
@@ -38,6 +38,11 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     ap.add_argument("files", nargs="*", metavar="FILE", help=".nac files to open (default: the bundled demo)")
     ap.add_argument("--screenshot", metavar="PNG", help="save the window to PNG after loading, then exit")
     ap.add_argument("--select", metavar="TICK", type=int, help="select this instruction after loading")
+    ap.add_argument("--run-to", metavar="TICK", type=int, dest="run_to",
+                    help="run the debugger to this tick (inputs: the file's signature, remembered choices or --input)")
+    ap.add_argument("--inspect", metavar="vN", help="with --run-to: pin an inspector on tick N's result")
+    ap.add_argument("--input", metavar="NAME=FILE.npy", action="append", default=[],
+                    help="with --run-to: the value of an input (repeatable)")
     ap.add_argument("--theme", choices=("system", "light", "dark"), default=None,
                     help="colour scheme (default: follow the system, or the last choice)")
     ap.add_argument("--size", metavar="WxH", default=None, help="window size, e.g. 1600x1000")
@@ -55,7 +60,7 @@ async def _startup(win, args, app) -> int:
             files = [str(demo)]
     for f in files:
         win.open_path(f)
-    if args.select is None and not args.screenshot:
+    if args.select is None and args.run_to is None and not args.screenshot:
         return 0
     ok = await win.wait_idle(timeout=args.timeout)
     if args.select is not None and win.active is not None:
@@ -65,6 +70,11 @@ async def _startup(win, args, app) -> int:
             win.active.select(Selection("instruction", args.select))
         else:
             print(f"nac-studio: --select {args.select}: the file has ticks 0..{n - 1}", file=sys.stderr)
+        ok = await win.wait_idle(timeout=args.timeout) and ok
+    if args.run_to is not None and win.active is not None:
+        from .debug_commands import run_to_from_cli
+        if not await run_to_from_cli(win, args.run_to, args.inspect, args.input, timeout=args.timeout):
+            return 1
         ok = await win.wait_idle(timeout=args.timeout) and ok
     if not args.screenshot:
         return 0

@@ -230,6 +230,18 @@ class Variable:
     available: bool = True        # False: evicted from history (recomputed on demand)
 
 
+@dataclass(frozen=True)
+class Subject:
+    """What a tensor inspector shows: ``result`` (key: tick; None = follow the execution
+    point) or ``param`` (key: parameter id). An input is the result of its ``<INPUT>`` tick."""
+    kind: str
+    key: Any = None
+
+    @property
+    def follows(self) -> bool:
+        return self.kind == "result" and self.key is None
+
+
 # --------------------------------------------------------------------------- the session
 class DebugSession:
     """Debug state of one open file. ``notify`` is called (on the UI thread) after every
@@ -480,11 +492,11 @@ class DebugSession:
         gutter and graph dots); computed from the file, so it works before any run."""
         out: dict[int, bool] = {}
         for spec in self.breakpoints:
-            for t in self._ticks_of(spec):
+            for t in self.ticks_of(spec):
                 out[t] = out.get(t, False) or spec.enabled
         return out
 
-    def _ticks_of(self, spec: BreakpointSpec) -> list[int]:
+    def ticks_of(self, spec: BreakpointSpec) -> list[int]:
         from fnmatch import fnmatchcase
         nac = self.nac
         if spec.kind == "tick":
@@ -534,7 +546,7 @@ class DebugSession:
                 return f"{spec.value!r} is not a tick number"
             n = len(self.nac.instructions)
             return "" if 0 <= t < n else f"tick {t} is outside 0..{n - 1}"
-        if spec.kind in ("op", "param") and not self._ticks_of(spec):
+        if spec.kind in ("op", "param") and not self.ticks_of(spec):
             return f"no instruction matches {spec.value!r}"
         if spec.kind == "expr" or spec.condition:
             from nac_engine.runtime.expr import Expr, ExprError
@@ -702,7 +714,7 @@ def _shape_dtype(v: Any) -> Optional[tuple]:
     return None
 
 
-__all__ = ["DebugSession", "BreakpointSpec", "InputChoice", "InputSlotInfo", "Variable", "input_slots",
+__all__ = ["DebugSession", "Subject", "BreakpointSpec", "InputChoice", "InputSlotInfo", "Variable", "input_slots",
            "make_value", "default_choice", "BREAKPOINT_KINDS", "INPUT_MODES",
            "IDLE", "RUNNING", "STOPPED", "FINISHED", "ERROR"]
 

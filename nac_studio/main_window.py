@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, 
 
 from . import dock_layout, icons, preload, schedule_problems
 from .commands import CommandRegistry
+from .debug_commands import register_debug_commands
 from .document import Document, Selection, severity_of
 from .icons import icon
 from .qt_compat import guard_singleton_refcounts
@@ -35,20 +36,26 @@ from .views.hex import HexView
 from .views.problems import ProblemsView
 from .views.properties import PropertiesView
 from .views.structure import StructureView
+from .views.breakpoints import BreakpointsView
+from .views.tensor_inspector import TensorInspectorView
+from .views.variables import VariablesView
+from .views.watches import WatchesView
 from .widgets.command_palette import CommandPalette
 from .widgets.task_indicator import TaskIndicator
 
-STATE_VERSION = 4          # bump when the dock set changes, so an old saved layout is ignored
+STATE_VERSION = 5          # bump when the dock set changes, so an old saved layout is ignored
 MAX_RECENT = 10
 DEFAULT_SIZE = QSize(1600, 1000)
 FILE_FILTER = "NAC models (*.nac);;All files (*)"
 
 #: The panels, in the order of the View menu. The graph is the central widget.
-VIEW_CLASSES = (StructureView, HexView, DisassemblyView, PropertiesView, ProblemsView)
+VIEW_CLASSES = (StructureView, HexView, DisassemblyView, PropertiesView, ProblemsView, VariablesView, WatchesView,
+                BreakpointsView, TensorInspectorView)
 PANEL_SHORTCUTS = {"structure": "Alt+1", "hex": "Alt+2", "disassembly": "Alt+3", "properties": "Alt+4",
                    "problems": "Alt+5"}
 _PANEL_ICONS = {"structure": "structure", "hex": "hex", "disassembly": "disassembly", "properties": "properties",
-                "problems": "problems", "graph": "graph"}
+                "problems": "problems", "graph": "graph", "variables": "variables", "watches": "watch",
+                "breakpoints": "breakpoint", "tensor_inspector": "tensor"}
 
 
 def open_document(ctx, path: str) -> Document:
@@ -235,7 +242,7 @@ class MainWindow(QMainWindow):
         # File
         c.add("file.open", "Open…", self.open_dialog, shortcut="Ctrl+O", icon="open", menu="File", group="a",
               toolbar=True, tip="Open a .nac file")
-        c.add("file.reload", "Reload", self.reload_active, shortcut="F5", icon="reload", menu="File", group="a",
+        c.add("file.reload", "Reload", self.reload_active, shortcut="Ctrl+R", icon="reload", menu="File", group="a",
               order=2, enabled=has_doc, tip="Read the file again from disk")
         c.add("file.close", "Close", self.close_active, shortcut="Ctrl+W", icon="close", menu="File", group="a",
               order=3, enabled=has_doc)
@@ -323,6 +330,7 @@ class MainWindow(QMainWindow):
               menu="View/Graph", group="d", enabled=lambda: self.graph.shown is not None)
         c.add("graph.exportSvg", "Export Graph as SVG…", lambda: self.export_graph("svg"), icon="image",
               menu="View/Graph", group="d", order=1, enabled=lambda: self.graph.shown is not None)
+        register_debug_commands(self)    # Debug menu, keys and toolbar, the debug controller (self.debug)
         # Help
         c.add("help.shortcuts", "Keyboard Shortcuts", self.show_shortcuts, menu="Help", group="a")
         c.add("help.about", "About NAC Studio", self.show_about, icon="about", menu="Help", group="b")
@@ -331,7 +339,7 @@ class MainWindow(QMainWindow):
         bar = self.menuBar()
         bar.clear()
         self._menus: dict[str, QMenu] = {}
-        for top in ("File", "Edit", "Go", "View", "Help"):
+        for top in ("File", "Edit", "Go", "View", "Debug", "Help"):
             self._menus[top] = bar.addMenu(f"&{top}")
         for path in self.commands.menus():
             menu = self._menu_for(path)

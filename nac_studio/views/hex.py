@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QMenu,
 
 from nac_engine.format.spans import UNPARSED
 
+from .. import debug_marks
 from ..bookmark_store import BookmarkStore, file_identity
 from ..qt_document import rebind
 from ..document import Document, Selection
@@ -357,7 +358,7 @@ class HexView(QWidget):
 
     # -- document -------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
-        rebind(self.qdoc, qdoc, selection=self._on_selection)
+        rebind(self.qdoc, qdoc, selection=self._on_selection, debug=self._on_debug)
         self.cancel_search()
         self.qdoc = qdoc
         if qdoc is None:
@@ -371,8 +372,16 @@ class HexView(QWidget):
         self._apply_colors()
         self.area.set_bookmarks(self.bookmarks().keys())
         self._on_selection(None)
+        self._on_debug(None)
         self._update_strip_view()
         self._update_cursor_label()
+
+    def _on_debug(self, _source) -> None:
+        """The execution point's instruction and MMAP record bytes, tinted in the debugger's colour."""
+        doc = self.qdoc.doc if self.qdoc is not None else None
+        marks = debug_marks.DebugMarks(doc.debug if doc is not None else None)
+        color = debug_marks.error_row_color(False) if marks.error_tick is not None else debug_marks.exec_row_color(False)
+        self.area.set_exec_ranges([(a, a + n, color) for a, n in debug_marks.hex_ranges(doc, marks)])
 
     def _apply_colors(self) -> None:
         if self.qdoc is None:

@@ -45,6 +45,7 @@ class HexArea(QAbstractScrollArea):
         self._regions: list[tuple[int, int, QColor]] = []
         self._highlights: list[tuple[int, int]] = []
         self._match: Optional[tuple[int, int]] = None
+        self._exec: list[tuple[int, int, QColor]] = []     # the debugger's execution point
         self._range: Optional[tuple[int, int]] = None
         self._bookmarks: list[int] = []
         self._hover: Optional[tuple[int, int]] = None
@@ -105,6 +106,12 @@ class HexArea(QAbstractScrollArea):
 
     def highlights(self) -> list[tuple[int, int]]:
         return list(self._highlights)
+
+    def set_exec_ranges(self, ranges: Iterable[tuple[int, int, QColor]]) -> None:
+        """The debugger's execution point (instruction and MMAP record bytes): ``(start, end,
+        colour)``, drawn tinted and framed under the selection."""
+        self._exec = [(a, b, c) for a, b, c in ranges if b > a]
+        self.viewport().update()
 
     def set_match(self, match: Optional[tuple[int, int]]) -> None:
         self._match = match
@@ -238,6 +245,10 @@ class HexArea(QAbstractScrollArea):
         p.fillRect(QRectF(0, y0, self._x_hex - cw, nrows * lh), gutter)
         # backgrounds first: sections, then the selection, search match, drag range
         self._paint_ranges(p, first, nrows, self._visible_regions(start, end), fill=True)
+        if self._exec:
+            self._paint_ranges(p, first, nrows, self._exec, fill=True)
+            self._paint_ranges(p, first, nrows, [(a, b, QColor(c.red(), c.green(), c.blue())) for a, b, c in self._exec],
+                               fill=False)
         hl = QColor(pal.color(QPalette.ColorRole.Highlight))
         hl.setAlpha(120)
         self._paint_ranges(p, first, nrows, [(a, b, hl) for a, b in self._highlights], fill=True)

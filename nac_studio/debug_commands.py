@@ -1,0 +1,397 @@
+"""Debug commands (VS Code's keys), the debug toolbar and status, and the run loop's Qt side.
+
+``register_debug_commands(window)`` declares every debug action in the window's command
+registry (so menus, the toolbar, shortcuts and the palette come from one place) and attaches a
+:class:`DebugController`. The controller gives each opened document a
+:class:`~nac_studio.debug_session.DebugSession` (``doc.debug``) with the breakpoints, watches and
+input choices saved for that file, runs Debugger actions on the Debugger's worker thread and
+takes their results back on the UI thread through a queued signal — the UI never waits on a
+kernel. While a Continue runs, a timer shows tick/total in the status bar; Pause and Stop cancel
+between two instructions. A kernel exception stops the session at its tick and joins the
+Problems list; the application carries on.
+
+Keys: F5 Start/Continue, F6 Pause, F10 Step Over, Shift+F10 Step Back, Ctrl+F10 Run to Cursor
+(the selected row or node), Ctrl+Shift+F5 Restart, Shift+F5 Stop, F9 Toggle Breakpoint on the
+selected instruction, Ctrl+Shift+I Inputs….
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from concurrent.futures import Future
+from typing import Optional
+
+from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal
+from PySide6.QtWidgets import QLabel, QToolBar
+
+from . import debug_marks
+from .debug_session import ERROR, DebugSession
+from .document import Problem, Selection
+
+#: Problems-list check name for a run's kernel error.
+CHECK = "debug"
+SETTINGS_GROUP = "debug"
+
+
+class DebugController(QObject):
+    """Runs the active document's debug session for the main window."""
+
+    actionDone = Signal(object)        # the QtDocument whose action finished (UI thread)
+    _finished = Signal(object, object)  # (QtDocument, Future), emitted on the worker thread
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.inputs_dialog = None
+        self._pending: Optional[tuple] = None      # action waiting for the Inputs dialog
+        self._end_after: set[int] = set()          # id(session) to end when its action returns
+        self._finished.connect(self._on_finished, Qt.ConnectionType.QueuedConnection)
+        self._timer = QTimer(self)
+        self._timer.setInterval(100)
+        self._timer.timeout.connect(self._update_status)
+        self.label = QLabel(window)
+        self.label.setObjectName("debugStatus")
+        self.label.setToolTip("Debugger: state, why it stopped, time of the last action")
+        window.statusBar().addPermanentWidget(self.label)
+        window.documentOpened.connect(self.attach)
+        window.documentChanged.connect(lambda _q: (self._update_status(), self._mark_graph()))
+        self._update_status()
+
+    # -- documents -----------------------------------------------------------------------
+    @property
+    def qdoc(self):
+        return self.window.active
+
+    @property
+    def session(self) -> Optional[DebugSession]:
+        q = self.window.active
+        return q.doc.debug if q is not None else None
+
+    def attach(self, qdoc) -> DebugSession:
+        """Give ``qdoc`` its debug session, with what was saved for the file."""
+        doc = qdoc.doc
+        if doc.debug is None:
+            doc.debug = DebugSession(doc.nac, notify=doc.debug_changed)
+            saved = self._load(doc.path)
+            if saved:
+                doc.debug.load_json(saved)
+            qdoc.debugChanged.connect(lambda _s, q=qdoc: self._on_debug_changed(q))
+        return doc.debug
+
+    def _key(self, path: Optional[str]) -> Optional[str]:
+        if not path:
+            return None
+        return f"{SETTINGS_GROUP}/" + os.path.abspath(path).replace("\\", "/").replace("/", "|")
+
+    def _load(self, path) -> Optional[dict]:
+        key = self._key(path)
+        if key is None or not self.window.persist:
+            return None
+        raw = self.window.settings.value(key, "", type=str)
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            return None
+
+    def save(self, qdoc) -> None:
+        """Breakpoints, watches and input choices of the file, in QSettings."""
+        key = self._key(qdoc.doc.path)
+        if key is None or not self.window.persist or qdoc.doc.debug is None:
+            return
+        self.window.settings.setValue(key, json.dumps(qdoc.doc.debug.to_json()))
+
+    def _on_debug_changed(self, qdoc) -> None:
+        self.save(qdoc)
+        if qdoc is self.window.active:
+            self._update_status()
+            self._mark_graph()
+            self.window.commands.refresh()
+
+    def _mark_graph(self) -> None:
+        """The execution point and breakpoints on the graph, through the canvas's overlay API."""
+        canvas = getattr(self.window.graph_view, "canvas", None)
+        if canvas is None or not hasattr(canvas, "set_node_overlay"):
+            return
+        s = self.session
+        if s is not None and s.running:
+            return
+        for layer, styles in debug_marks.graph_overlays(debug_marks.DebugMarks(s)).items():
+            if styles:
+                canvas.set_node_overlay(layer, styles)
+            else:
+                canvas.clear_overlay(layer)
+
+    # -- actions -------------------------------------------------------------------------
+    def can_run(self) -> bool:
+        s = self.session
+        return s is not None and not s.running and bool(len(s))
+
+    def is_running(self) -> bool:
+        s = self.session
+        return s is not None and s.running
+
+    def is_active(self) -> bool:
+        s = self.session
+        return s is not None and s.active
+
+    def start_or_continue(self) -> Optional[Future]:
+        return self._launch("continue_")
+
+    def step_over(self) -> Optional[Future]:
+        return self._launch("step")
+
+    def step_back(self) -> Optional[Future]:
+        s = self.session
+        if s is None or not s.active or s.tick is None or s.tick < 0:
+            return None
+        return self._launch("step_back")
+
+    def run_to_cursor(self) -> Optional[Future]:
+        tick = self.cursor_tick()
+        if tick is None:
+            self.window.show_message("Run to Cursor: select an instruction (a disassembly row or a graph node)")
+            return None
+        return self._launch("run_to", tick, True)
+
+    def restart(self) -> Optional[Future]:
+        s = self.session
+        if s is None:
+            return None
+        if s.active:
+            return self._launch("restart")
+        return self._launch("continue_")
+
+    def pause(self) -> None:
+        s = self.session
+        if s is not None and s.running:
+            s.cancel()
+
+    def stop(self) -> None:
+        """End debugging: a running action is cancelled (between two instructions) first."""
+        s = self.session
+        if s is None:
+            return
+        if s.running:
+            self._end_after.add(id(s))
+            s.cancel()
+            return
+        s.end()
+        self._clear_problems(self.qdoc)
+
+    def toggle_breakpoint(self) -> None:
+        s, tick = self.session, self.cursor_tick()
+        if s is None or tick is None:
+            self.window.show_message("Toggle Breakpoint: select an instruction first")
+            return
+        spec = s.toggle_tick_breakpoint(tick)
+        self.window.show_message(f"Breakpoint set on tick {tick}" if spec else f"Breakpoint on tick {tick} removed")
+
+    def cursor_tick(self) -> Optional[int]:
+        """The selected instruction (the editor cursor, not the execution point)."""
+        q = self.qdoc
+        if q is None:
+            return None
+        return q.doc.tick_of(q.selection) if q.selection is not None else q.doc.tick
+
+    def show_inputs(self, then: Optional[tuple] = None) -> None:
+        """The Inputs dialog (non-modal; ``then``: the action to launch once accepted)."""
+        from .widgets.inputs_dialog import InputsDialog
+        s, q = self.session, self.qdoc
+        if s is None:
+            return
+        if self.inputs_dialog is not None:
+            self.inputs_dialog.close()
+        self._pending = then
+        dlg = InputsDialog(s, self.window)
+        dlg.accepted.connect(lambda q=q, d=dlg: self._inputs_accepted(q, d))
+        dlg.rejected.connect(lambda: setattr(self, "_pending", None))
+        self.inputs_dialog = dlg
+        dlg.open()
+
+    def _inputs_accepted(self, qdoc, dlg) -> None:
+        qdoc.doc.debug.set_choices(dlg.choices())
+        self.save(qdoc)
+        self.inputs_dialog = None
+        pending, self._pending = self._pending, None
+        if pending is not None and qdoc is self.qdoc:
+            self._launch(*pending)
+
+    def _launch(self, action: str, *args) -> Optional[Future]:
+        s, q = self.session, self.qdoc
+        if s is None or s.running or not len(s):
+            return None
+        if not s.active:
+            if s.needs_inputs():
+                self.show_inputs((action, *args))
+                return None
+            try:
+                s.start()
+            except Exception as exc:     # an input that cannot be built (bad .npy, no shape)
+                self.window.show_message(f"Cannot start: {exc}", 10000)
+                self.show_inputs((action, *args))
+                return None
+            self._clear_problems(q)
+            self.show_debug_panes()
+        future = s.begin(action, *args)
+        future.add_done_callback(lambda f, q=q: self._finished.emit(q, f))
+        self._timer.start()
+        self._update_status()
+        self.window.commands.refresh()
+        return future
+
+    def show_debug_panes(self) -> None:
+        """When a run starts: bring Variables and the Tensor Inspector to the front of their
+        tab groups (the disassembly stays where it is)."""
+        for name in ("variables", "tensor_inspector"):
+            dock = self.window.docks.get(name)
+            if dock is not None and not dock.isFloating():
+                dock.show()
+                dock.raise_()
+
+    def _on_finished(self, qdoc, future: Future) -> None:
+        s = qdoc.doc.debug
+        if s is None:
+            return
+        s.complete(future)
+        if id(s) in self._end_after:
+            self._end_after.discard(id(s))
+            s.end()
+        if s.state == ERROR and s.error_tick is not None:
+            self._report_error(qdoc, s)
+        if not any(d.doc.debug is not None and d.doc.debug.running for d in self.window.docs):
+            self._timer.stop()
+        if qdoc is self.qdoc:
+            self._reveal(qdoc, s)
+            self._update_status()
+            self.window.commands.refresh()
+        self.actionDone.emit(qdoc)
+
+    def _reveal(self, qdoc, s: DebugSession) -> None:
+        """Show the execution point in the disassembly without moving the selection."""
+        tick = s.error_tick if s.state == ERROR else s.tick
+        view = self.window.views.get("disassembly")
+        if tick is not None and tick >= 0 and view is not None and hasattr(view, "scroll_to_tick"):
+            view.scroll_to_tick(tick)
+
+    def _report_error(self, qdoc, s: DebugSession) -> None:
+        nac = qdoc.doc.nac
+        t = s.error_tick
+        offset = nac.instructions[t].offset if 0 <= t < len(nac.instructions) else None
+        p = Problem("OPS", offset if offset is not None and offset >= 0 else None,
+                    f"run stopped at tick {t}: {s.error}", "error", Selection("instruction", t), kind="kernel")
+        qdoc.doc.set_problems(CHECK, [p])
+        self.window.show_message(f"Error at tick {t}: {s.error.splitlines()[0] if s.error else ''}", 10000)
+
+    def _clear_problems(self, qdoc) -> None:
+        if qdoc is not None and qdoc.doc.problems_from(CHECK):
+            qdoc.doc.set_problems(CHECK, [])
+
+    def _update_status(self) -> None:
+        s = self.session
+        self.label.setText(f"  {s.describe()}  " if s is not None and s.active else "")
+        self.label.setVisible(s is not None and s.active)
+
+    async def wait(self, timeout: float = 60.0) -> bool:
+        """Until no debug action runs (for coroutines on the qasync loop: --run-to, benchmarks)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not any(d.doc.debug is not None and d.doc.debug.running for d in self.window.docs):
+                await asyncio.sleep(0)
+                return True
+            await asyncio.sleep(0.01)
+        return False
+
+
+async def run_to_from_cli(window, tick: int, inspect: Optional[str] = None, inputs: tuple = (),
+                          timeout: float = 120.0) -> bool:
+    """``nac-studio FILE --run-to TICK [--inspect vN] [--input NAME=x.npy]``: run the active file's
+    debugger to ``tick`` and show that state (for screenshots in docs and reviews)."""
+    import sys
+
+    from .debug_session import InputChoice, Subject
+    qdoc = window.active
+    s = window.debug.attach(qdoc)
+    if inputs:
+        choices = {}
+        for item in inputs:
+            name, _, path = item.partition("=")
+            slot = next((sl for sl in s.slots if sl.name == name), None)
+            if slot is None or not path:
+                print(f"nac-studio: --input {item!r}: the file's inputs are "
+                      f"{', '.join(sl.label for sl in s.slots) or 'none'}", file=sys.stderr)
+                return False
+            choices[slot.position] = InputChoice(mode="npy", path=path)
+        s.set_choices({**{sl.position: s.choice(sl) for sl in s.slots}, **choices})
+    if s.needs_inputs():
+        print("nac-studio: --run-to: the file records no input shapes; give --input NAME=FILE.npy "
+              f"for {', '.join(sl.label for sl in s.slots)}", file=sys.stderr)
+        return False
+    n = len(qdoc.nac.instructions)
+    if not 0 <= tick < n:
+        print(f"nac-studio: --run-to {tick}: the file has ticks 0..{n - 1}", file=sys.stderr)
+        return False
+    if window.debug._launch("run_to", tick, False) is None:
+        print("nac-studio: --run-to: could not start the debugger", file=sys.stderr)
+        return False
+    await window.debug.wait(timeout)
+    await asyncio.sleep(0.05)            # the queued completion reaches the UI thread
+    if s.state == "error":
+        print(f"nac-studio: run stopped at tick {s.error_tick}: {s.error}", file=sys.stderr)
+    if inspect:
+        text = inspect.lstrip("vt")
+        if not text.isdigit() or int(text) > (s.tick or 0):
+            print(f"nac-studio: --inspect {inspect}: not an executed tick (v0..v{s.tick})", file=sys.stderr)
+            return False
+        window.views["tensor_inspector"].inspect(Subject("result", int(text)))
+    return True
+
+
+def register_debug_commands(window) -> DebugController:
+    """Declare the debug commands in ``window.commands``; returns the controller (also
+    ``window.debug``). The toolbar is built once the window's own toolbar exists."""
+    ctl = DebugController(window)
+    window.debug = ctl
+    c = window.commands
+    has_doc = lambda: window.active is not None and ctl.session is not None  # noqa: E731
+    c.add("debug.continue", "Start / Continue", ctl.start_or_continue, shortcut="F5", icon="debug-continue",
+          menu="Debug", group="a", enabled=ctl.can_run,
+          tip="Run to the next breakpoint or the end (asks for inputs before the first run)")
+    c.add("debug.pause", "Pause", ctl.pause, shortcut="F6", icon="debug-pause", menu="Debug", group="a",
+          order=1, enabled=ctl.is_running, tip="Stop the running Continue at the next instruction")
+    c.add("debug.stepOver", "Step Over", ctl.step_over, shortcut="F10", icon="debug-step-over", menu="Debug",
+          group="b", enabled=ctl.can_run, tip="Execute one instruction")
+    c.add("debug.stepBack", "Step Back", ctl.step_back, shortcut="Shift+F10", icon="debug-step-back",
+          menu="Debug", group="b", order=1,
+          enabled=lambda: ctl.can_run() and ctl.session.tick is not None and ctl.session.tick >= 0,
+          tip="Undo the last instruction: every view shows the previous tick")
+    c.add("debug.runToCursor", "Run to Cursor", ctl.run_to_cursor, shortcut="Ctrl+F10", icon="debug-run-to",
+          menu="Debug", group="b", order=2, enabled=lambda: ctl.can_run() and ctl.cursor_tick() is not None,
+          tip="Run (or go back) to the selected instruction")
+    c.add("debug.restart", "Restart", ctl.restart, shortcut="Ctrl+Shift+F5", icon="debug-restart", menu="Debug",
+          group="c", enabled=ctl.can_run, tip="Back to before tick 0 and run")
+    c.add("debug.stop", "Stop", ctl.stop, shortcut="Shift+F5", icon="debug-stop", menu="Debug", group="c",
+          order=1, enabled=ctl.is_active, tip="End the run (breakpoints and watches stay)")
+    c.add("debug.toggleBreakpoint", "Toggle Breakpoint", ctl.toggle_breakpoint, shortcut="F9", icon="breakpoint",
+          menu="Debug", group="d", enabled=lambda: has_doc() and ctl.cursor_tick() is not None,
+          tip="Break on the selected instruction")
+    c.add("debug.inputs", "Inputs…", lambda: ctl.show_inputs(), shortcut="Ctrl+Shift+I", menu="Debug", group="e",
+          enabled=lambda: has_doc() and not ctl.is_running(), tip="Choose the values fed to the file's inputs")
+
+    def build_toolbar() -> None:
+        tb = QToolBar("Debug", window)
+        tb.setObjectName("toolbar.debug")
+        tb.setIconSize(QSize(18, 18))
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+        for cmd_id in ("debug.continue", "debug.pause", "debug.stepOver", "debug.stepBack", "debug.runToCursor",
+                       "debug.restart", "debug.stop", None, "debug.toggleBreakpoint"):
+            if cmd_id is None:
+                tb.addSeparator()
+            else:
+                tb.addAction(c.action(cmd_id))
+        window.addToolBar(Qt.ToolBarArea.TopToolBarArea, tb)
+        ctl.toolbar = tb
+    ctl.toolbar = None
+    QTimer.singleShot(0, build_toolbar)
+    return ctl

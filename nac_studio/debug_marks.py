@@ -1,0 +1,118 @@
+"""How the execution point and breakpoints look in the views that are not debugger panes:
+the disassembly's gutter (breakpoint dot, current-instruction arrow, error cross), the
+graph's overlay (executed nodes shaded, the current one ringed, breakpoint dots) and the hex
+view's ranges (the executing instruction's bytes and its MMAP record's).
+
+Everything reads the debug session's public state only (``tick``, ``state``, ``error_tick``,
+``breakpoint_ticks()``), so the marks are the same wherever they are drawn.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Optional
+
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QBrush, QColor, QIcon, QPainter, QPen, QPixmap, QPolygonF
+
+EXEC_COLOR = QColor("#2e9d4a")       # the execution point (VS Code's "current line" green-yellow family)
+BREAK_COLOR = QColor("#d0443c")
+ERROR_COLOR = QColor("#d0443c")
+
+
+class DebugMarks:
+    """A snapshot of what to mark: taken on each ``debug`` event, cheap to query per row."""
+    __slots__ = ("exec_tick", "error_tick", "breakpoints", "running")
+
+    def __init__(self, session=None):
+        self.exec_tick: Optional[int] = None
+        self.error_tick: Optional[int] = None
+        self.breakpoints: dict[int, bool] = {}
+        self.running = False
+        if session is None:
+            return
+        self.breakpoints = session.breakpoint_ticks()
+        self.running = session.running
+        if session.active and not session.running:
+            t = session.tick
+            self.exec_tick = t if t is not None and t >= 0 else None
+            if session.state == "error":
+                self.error_tick = session.error_tick
+
+    @property
+    def empty(self) -> bool:
+        return self.exec_tick is None and self.error_tick is None and not self.breakpoints
+
+
+def exec_row_color(dark: bool) -> QColor:
+    c = QColor(EXEC_COLOR)
+    c.setAlphaF(0.30 if dark else 0.22)
+    return c
+
+
+def error_row_color(dark: bool) -> QColor:
+    c = QColor(ERROR_COLOR)
+    c.setAlphaF(0.32 if dark else 0.22)
+    return c
+
+
+@lru_cache(maxsize=16)
+def gutter_icon(breakpoint: Optional[bool], current: bool, error: bool, size: int = 14) -> QIcon:
+    """Breakpoint dot (filled: enabled, ring: disabled) under the arrow of the current
+    instruction, or a cross where the run failed."""
+    pm = QPixmap(size * 2, size * 2)
+    pm.setDevicePixelRatio(2.0)
+    pm.fill(Qt.GlobalColor.transparent)
+    p = QPainter(pm)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    r = size / 2
+    if breakpoint is not None:
+        p.setPen(QPen(BREAK_COLOR, 1.4))
+        p.setBrush(QBrush(BREAK_COLOR) if breakpoint else Qt.BrushStyle.NoBrush)
+        p.drawEllipse(QPointF(r, r), r * 0.62, r * 0.62)
+    if error:
+        p.setPen(QPen(ERROR_COLOR.darker(130), 2.0))
+        p.drawLine(QPointF(r * 0.45, r * 0.45), QPointF(r * 1.55, r * 1.55))
+        p.drawLine(QPointF(r * 1.55, r * 0.45), QPointF(r * 0.45, r * 1.55))
+    elif current:
+        p.setPen(QPen(QColor("#1d6b31"), 1.0))
+        p.setBrush(QColor("#f2c12e"))
+        p.drawPolygon(QPolygonF([QPointF(r * 0.35, r * 0.45), QPointF(r * 1.05, r * 0.45), QPointF(r * 1.05, r * 0.15),
+                                 QPointF(r * 1.8, r), QPointF(r * 1.05, r * 1.85), QPointF(r * 1.05, r * 1.55),
+                                 QPointF(r * 0.35, r * 1.55)]))
+    p.end()
+    return QIcon(pm)
+
+
+#: The graph canvas's overlay layers the debugger owns (``GraphCanvas.set_node_overlay``).
+GRAPH_LAYERS = ("debug.executed", "debug.breakpoints", "debug.current")
+
+
+def graph_overlays(marks: DebugMarks) -> dict[str, dict]:
+    """Overlay layers for the graph canvas: executed ticks shaded, breakpoint dots as badges,
+    the current tick framed in the execution colour (red where the run failed)."""
+    out: dict[str, dict] = {name: {} for name in GRAPH_LAYERS}
+    if marks is None:
+        return out
+    cur = marks.error_tick if marks.error_tick is not None else marks.exec_tick
+    if cur is not None and cur >= 0:
+        shade = QColor("#cfe8d3")
+        out["debug.executed"] = {t: (shade, None, None) for t in range(cur)}
+        frame = ERROR_COLOR if marks.error_tick is not None else EXEC_COLOR
+        out["debug.current"] = {cur: (QColor("#f6e7a6") if marks.error_tick is None else QColor("#f5c6c2"), frame,
+                                      "✖" if marks.error_tick is not None else "▶")}
+    out["debug.breakpoints"] = {t: (None, None, "●" if enabled else "○") for t, enabled in marks.breakpoints.items()}
+    return out
+
+
+def hex_ranges(doc, marks: DebugMarks) -> list[tuple[int, int]]:
+    """(offset, length) of the executing instruction and of its tick's MMAP record."""
+    t = marks.error_tick if marks.error_tick is not None else marks.exec_tick
+    if t is None or doc is None:
+        return []
+    out = []
+    for sel_kind in ("instruction", "mmap"):
+        from .document import Selection
+        span = doc.span_of(Selection(sel_kind, t))
+        if span is not None:
+            out.append((span.offset, span.length))
+    return out

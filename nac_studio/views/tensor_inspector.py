@@ -1,0 +1,560 @@
+"""Tensor inspector: one tensor's values — a tick's result, a parameter or an input — as
+statistics, histogram, heatmap of any two axes (sliders pick the others), a 1-D line plot and
+a virtualised table of raw values; several inspectors pinned side by side.
+
+The first panel follows the execution point (the current result of the debug session); *Pin*
+copies what it shows into a panel of its own that stays put while you step, and the Variables
+pane opens more (``inspect``). A quantised parameter has a *Dequantised / Stored* choice: the
+float values the interpreter uses and the raw stored integers. Statistics and the histogram are
+computed in the document's background tasks (the engine's ``TickResult`` — the same numbers
+``Debugger.result`` gives); the heatmap shows a numpy view of one 2-D slice, so a 4096×4096
+float32 tensor opens and re-slices without copying the whole tensor. Export writes ``.npy``
+atomically; Copy Stats puts the statistics on the clipboard.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
+                               QScrollArea, QSlider, QSpinBox, QSplitter, QTableView, QTabWidget, QToolButton,
+                               QVBoxLayout, QWidget)
+
+from ..debug_session import Subject
+from ..icons import icon
+from ..qt_document import rebind
+
+#: Panels beyond the follower; the oldest is closed when one more is pinned.
+MAX_PINNED = 4
+HIST_BINS = 128
+
+
+@dataclass
+class Loaded:
+    """What a background load produced for a panel."""
+    title: str
+    array: Optional[np.ndarray]
+    stats: Any                      # nac_engine.runtime.debugger.TickResult (or None)
+    hist: Optional[tuple]           # (counts, edges) over the finite values
+    raw: Optional[np.ndarray] = None    # the stored form of a quantised parameter
+    raw_stats: Any = None
+    raw_hist: Optional[tuple] = None
+    tick: Optional[int] = None
+    note: str = ""
+
+
+def _histogram(arr: Optional[np.ndarray]) -> Optional[tuple]:
+    if arr is None or arr.dtype.kind not in "biuf" or arr.size == 0:
+        return None
+    a = arr.astype(np.float64, copy=False) if arr.dtype.kind in "bf" or arr.dtype.itemsize > 4 else arr
+    finite = a[np.isfinite(a)] if a.dtype.kind == "f" else a.ravel()
+    if finite.size == 0:
+        return None
+    lo, hi = float(finite.min()), float(finite.max())
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    return np.histogram(finite, bins=HIST_BINS, range=(lo, hi))
+
+
+def load_subject(session, nac, subject: Subject) -> Loaded:
+    """Background part: the array, its statistics and histogram (no Qt)."""
+    from nac_engine.runtime.debugger import TickResult
+    if subject.kind == "param":
+        p = nac.params.get(subject.key)
+        if p is None:
+            return Loaded(f"param {subject.key}", None, None, None, note="no such parameter")
+        arr = np.asarray(p.array())
+        stats = TickResult(-1, p.name, arr)
+        raw = raw_stats = raw_hist = None
+        quantised = p.meta is not None and getattr(p.meta, "quant", 0) not in (0, None)
+        if quantised:
+            try:
+                raw = np.asarray(p.raw())
+                raw_stats, raw_hist = TickResult(-1, p.name, raw), _histogram(raw)
+            except Exception:    # a stored form we cannot show: the dequantised one still is
+                raw = None
+        dims = "×".join(str(d) for d in arr.shape)
+        return Loaded(f"{p.name}  ·  param {p.id} · {dims}", arr, stats, _histogram(stats.tensor), raw, raw_stats,
+                      raw_hist, note="quantised: dequantised and stored forms" if raw is not None else "")
+    if session is None or session.debugger is None:
+        return Loaded("no run", None, None, None, note="Start the debugger (F5) or step (F10) to see values")
+    tick = session.tick if subject.follows else subject.key
+    if tick is None or tick < 0:
+        return Loaded("before tick 0", None, None, None, note="Nothing has executed yet (F10 steps)")
+    if tick > session.tick:
+        return Loaded(f"t{tick}", None, None, None, tick=tick, note=f"tick {tick} has not executed yet")
+    r = session.result(tick)
+    title = f"t{tick}  {session.name_of(tick)}"
+    if r.tensor is None:
+        return Loaded(title, None, r, None, tick=tick, note=f"no tensor: {r.value!r}"[:200])
+    return Loaded(title, r.tensor, r, _histogram(r.tensor), tick=tick)
+
+
+def stats_text(r) -> str:
+    """One block of text for the stats line and the clipboard."""
+    if r is None or r.tensor is None:
+        return ""
+    def f(v):
+        return "—" if v is None else f"{v:.6g}"
+    return (f"shape {list(r.shape)}  {r.dtype}  ·  min {f(r.min)}  max {f(r.max)}  mean {f(r.mean)}  std {f(r.std)}"
+            f"  ·  NaN {r.nan_count:,}  Inf {r.inf_count:,}  zero {r.zero_count:,}")
+
+
+# --------------------------------------------------------------------------- raw values
+class ValuesModel(QAbstractTableModel):
+    """Every element as a row: one index column per axis, then the value. Rows are formatted
+    on demand, so a 16M-element tensor costs nothing until scrolled to."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.array: Optional[np.ndarray] = None
+
+    def set_array(self, arr: Optional[np.ndarray]) -> None:
+        self.beginResetModel()
+        self.array = arr if arr is None or arr.ndim else arr.reshape(1)
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() or self.array is None else min(int(self.array.size), 2**31 - 1)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() or self.array is None else self.array.ndim + 1
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if role != Qt.ItemDataRole.DisplayRole or orientation != Qt.Orientation.Horizontal or self.array is None:
+            return None
+        return "value" if section == self.array.ndim else f"i{section}"
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or self.array is None:
+            return None
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        idx = np.unravel_index(index.row(), self.array.shape)
+        if index.column() < self.array.ndim:
+            return str(int(idx[index.column()]))
+        v = self.array[idx]
+        return f"{v:.7g}" if isinstance(v, (float, np.floating)) else str(v)
+
+
+# --------------------------------------------------------------------------- one panel
+class InspectorPanel(QWidget):
+    pinRequested = Signal(object)      # Subject
+    closeRequested = Signal(object)    # self
+
+    def __init__(self, subject: Subject, parent: Optional[QWidget] = None):
+        super().__init__(parent)
+        self.subject = subject
+        self.loaded: Optional[Loaded] = None
+        self.array: Optional[np.ndarray] = None     # the form shown (dequantised or stored)
+        self.result = None                          # its TickResult
+        self._task = None
+        self._gen = 0
+        self._image = None
+        self._hist_plot = None
+        self._line_plot = None
+        self._sliders: list[tuple[QSlider, QSpinBox]] = []
+
+        self.title = QLabel("", self)
+        f = self.title.font()
+        f.setBold(True)
+        self.title.setFont(f)
+        self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.form = QComboBox(self)
+        self.form.addItems(["Dequantised", "Stored"])
+        self.form.setToolTip("A quantised parameter: the float values the interpreter uses, or the stored integers")
+        self.form.currentIndexChanged.connect(lambda _i: self._show_form())
+        self.form.hide()
+        buttons = QHBoxLayout()
+        buttons.setSpacing(2)
+        buttons.addWidget(self.title, 1)
+        buttons.addWidget(self.form)
+        self.pin_button = self._tool("bookmark", "Pin: keep this tensor in its own panel while stepping",
+                                     lambda: self.pinRequested.emit(self.pinned_subject()))
+        self.export_button = self._tool("image", "Export .npy…", self.export_dialog)
+        self.copy_button = self._tool("copy", "Copy statistics", self.copy_stats)
+        self.close_button = self._tool("close", "Close this inspector", lambda: self.closeRequested.emit(self))
+        for b in (self.pin_button, self.export_button, self.copy_button, self.close_button):
+            buttons.addWidget(b)
+        self.close_button.setVisible(not subject.follows)
+        self.pin_button.setVisible(subject.follows)
+        self.stats = QLabel("", self)
+        self.stats.setWordWrap(True)
+        self.stats.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        self.tabs = QTabWidget(self)
+        self.tabs.setDocumentMode(True)
+        # heatmap page: axis choice + sliders + ImageView (made on first data)
+        self.heat_page = QWidget(self)
+        hl = QVBoxLayout(self.heat_page)
+        hl.setContentsMargins(0, 2, 0, 0)
+        axes = QHBoxLayout()
+        self.y_axis, self.x_axis = QComboBox(self), QComboBox(self)
+        axes.addWidget(QLabel("rows", self))
+        axes.addWidget(self.y_axis)
+        axes.addWidget(QLabel("columns", self))
+        axes.addWidget(self.x_axis)
+        axes.addStretch(1)
+        self.y_axis.currentIndexChanged.connect(lambda _i: self._axes_changed())
+        self.x_axis.currentIndexChanged.connect(lambda _i: self._axes_changed())
+        hl.addLayout(axes)
+        self.slider_box = QVBoxLayout()
+        self.slider_box.setSpacing(1)
+        hl.addLayout(self.slider_box)
+        self.heat_holder = QVBoxLayout()
+        hl.addLayout(self.heat_holder, 1)
+        self.tabs.addTab(self.heat_page, "Heatmap")
+        self.hist_page = QWidget(self)
+        self.hist_holder = QVBoxLayout(self.hist_page)
+        self.hist_holder.setContentsMargins(0, 2, 0, 0)
+        self.tabs.addTab(self.hist_page, "Histogram")
+        self.line_page = QWidget(self)
+        self.line_holder = QVBoxLayout(self.line_page)
+        self.line_holder.setContentsMargins(0, 2, 0, 0)
+        self.tabs.addTab(self.line_page, "Line")
+        self.values = ValuesModel(self)
+        self.table = QTableView(self)
+        self.table.setModel(self.values)
+        self.table.verticalHeader().hide()
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 4)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.tabs.addTab(self.table, "Values")
+        self.tabs.currentChanged.connect(lambda _i: self._refresh_page())
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 2, 4, 2)
+        lay.setSpacing(2)
+        lay.addLayout(buttons)
+        lay.addWidget(self.stats)
+        lay.addWidget(self.tabs, 1)
+        self._set_title("")
+
+    def _tool(self, icon_name: str, tip: str, slot) -> QToolButton:
+        b = QToolButton(self)
+        b.setIcon(icon(icon_name))
+        b.setToolTip(tip)
+        b.setAutoRaise(True)
+        b.clicked.connect(lambda _c=False: slot())
+        return b
+
+    def _set_title(self, text: str) -> None:
+        prefix = "Current result" if self.subject.follows else "Pinned"
+        self.title.setText(f"{prefix}: {text}" if text else prefix)
+        self.title.setToolTip(self.title.text())
+
+    def pinned_subject(self) -> Subject:
+        if self.subject.follows and self.loaded is not None and self.loaded.tick is not None:
+            return Subject("result", self.loaded.tick)
+        return self.subject
+
+    # -- loading ----------------------------------------------------------------------------
+    def reload(self, qdoc) -> None:
+        """Load the subject for ``qdoc`` in its background tasks; the newest load wins."""
+        self._gen += 1
+        gen = self._gen
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        if qdoc is None:
+            self.show_loaded(Loaded("", None, None, None, note="No file"))
+            return
+        session = qdoc.doc.debug
+        subject = self.subject
+        cached = None
+        if session is not None and session.debugger is not None and subject.kind == "result" and not session.running:
+            tick = session.tick if subject.follows else subject.key
+            r = session.cached_result(tick) if tick is not None and 0 <= tick <= session.tick else None
+            if r is not None and r.tensor is not None and r.tensor.size <= 65536:
+                cached = Loaded(f"t{tick}  {session.name_of(tick)}", r.tensor, r, _histogram(r.tensor), tick=tick)
+        if cached is not None:
+            self.show_loaded(cached)
+            return
+        if session is not None and session.running and subject.kind == "result":
+            return    # keep showing the last stop while it runs
+        nac = qdoc.nac
+        self._task = qdoc.tasks.submit("Tensor statistics", lambda _ctx: load_subject(session, nac, subject),
+                                       on_done=lambda loaded, g=gen: self._loaded(g, loaded),
+                                       on_error=lambda exc, g=gen: self._failed(g, exc))
+
+    def _loaded(self, gen: int, loaded: Loaded) -> None:
+        if gen == self._gen:
+            self.show_loaded(loaded)
+
+    def _failed(self, gen: int, exc: BaseException) -> None:
+        if gen == self._gen and type(exc).__name__ != "Cancelled":
+            self.show_loaded(Loaded("error", None, None, None, note=str(exc)[:300]))
+
+    def show_loaded(self, loaded: Loaded) -> None:
+        self.loaded = loaded
+        self._set_title(loaded.title)
+        self.form.blockSignals(True)
+        self.form.setCurrentIndex(0)
+        self.form.blockSignals(False)
+        self.form.setVisible(loaded.raw is not None)
+        self._show_form()
+
+    def _show_form(self) -> None:
+        loaded = self.loaded
+        if loaded is None:
+            return
+        stored = self.form.isVisible() and self.form.currentIndex() == 1 and loaded.raw is not None
+        self.array = loaded.raw if stored else loaded.array
+        self.result = loaded.raw_stats if stored else loaded.stats
+        self._hist = loaded.raw_hist if stored else loaded.hist
+        text = stats_text(self.result)
+        self.stats.setText(text or loaded.note)
+        self.export_button.setEnabled(self.array is not None)
+        self.copy_button.setEnabled(bool(text))
+        self._rebuild_axes()
+        self.values.set_array(self.array if self.array is not None and self.array.dtype.kind != "O" else None)
+        self._refresh_page()
+
+    # -- heatmap ----------------------------------------------------------------------------
+    def _rebuild_axes(self) -> None:
+        arr = self.array
+        nd = arr.ndim if arr is not None else 0
+        for box in (self.y_axis, self.x_axis):
+            box.blockSignals(True)
+            keep = box.currentIndex()
+            box.clear()
+            for d in range(nd):
+                box.addItem(f"axis {d} ({arr.shape[d]})")
+            box.setProperty("keep", keep)
+        if nd >= 2:
+            y, x = self.y_axis.property("keep"), self.x_axis.property("keep")
+            if not (0 <= y < nd and 0 <= x < nd and y != x):
+                y, x = nd - 2, nd - 1
+            self.y_axis.setCurrentIndex(y)
+            self.x_axis.setCurrentIndex(x)
+        elif nd == 1:
+            self.x_axis.setCurrentIndex(0)
+        for box in (self.y_axis, self.x_axis):
+            box.blockSignals(False)
+        self.y_axis.setEnabled(nd >= 2)
+        self.x_axis.setEnabled(nd >= 1)
+        self._rebuild_sliders()
+
+    def _axes_changed(self) -> None:
+        if self.array is None or self.array.ndim < 2:
+            return
+        if self.y_axis.currentIndex() == self.x_axis.currentIndex():
+            # keep the two axes distinct: move the other one off
+            other = (self.x_axis.currentIndex() + 1) % self.array.ndim
+            box = self.y_axis if self.sender() is self.x_axis else self.x_axis
+            box.blockSignals(True)
+            box.setCurrentIndex(other)
+            box.blockSignals(False)
+        self._rebuild_sliders()
+        self._refresh_page()
+
+    def _other_axes(self) -> list[int]:
+        arr = self.array
+        if arr is None:
+            return []
+        shown = {self.x_axis.currentIndex()} | ({self.y_axis.currentIndex()} if arr.ndim >= 2 else set())
+        return [d for d in range(arr.ndim) if d not in shown]
+
+    def _rebuild_sliders(self) -> None:
+        while self.slider_box.count():
+            item = self.slider_box.takeAt(0)
+            lay = item.layout()
+            if lay is not None:
+                while lay.count():
+                    w = lay.takeAt(0).widget()
+                    if w is not None:
+                        w.deleteLater()
+        self._sliders = []
+        for d in self._other_axes():
+            row = QHBoxLayout()
+            row.addWidget(QLabel(f"axis {d}", self))
+            s = QSlider(Qt.Orientation.Horizontal, self)
+            s.setRange(0, max(0, self.array.shape[d] - 1))
+            spin = QSpinBox(self)
+            spin.setRange(0, max(0, self.array.shape[d] - 1))
+            s.valueChanged.connect(spin.setValue)
+            spin.valueChanged.connect(s.setValue)
+            s.valueChanged.connect(lambda _v: self._refresh_page())
+            row.addWidget(s, 1)
+            row.addWidget(spin)
+            self.slider_box.addLayout(row)
+            self._sliders.append((s, spin))
+
+    def set_slice(self, axis_values: dict[int, int]) -> None:
+        """Move the sliders of the other axes (``{axis: index}``); tests and scripts."""
+        for d, (s, _spin) in zip(self._other_axes(), self._sliders):
+            if d in axis_values:
+                s.setValue(int(axis_values[d]))
+
+    def current_slice(self) -> Optional[np.ndarray]:
+        """The 2-D (or 1-D) numpy view the heatmap/line shows: rows × columns at the sliders."""
+        arr = self.array
+        if arr is None or arr.dtype.kind not in "biufc":
+            return None
+        if arr.ndim == 0:
+            return arr.reshape(1, 1)
+        index: list[Any] = [slice(None)] * arr.ndim
+        for d, (s, _spin) in zip(self._other_axes(), self._sliders):
+            index[d] = s.value()
+        view = arr[tuple(index)]
+        if arr.ndim == 1:
+            return view.reshape(1, -1)
+        y, x = self.y_axis.currentIndex(), self.x_axis.currentIndex()
+        return view if y < x else view.T
+
+    def _refresh_page(self) -> None:
+        page = self.tabs.currentWidget()
+        if page is self.heat_page:
+            self._show_heatmap()
+        elif page is self.hist_page:
+            self._show_histogram()
+        elif page is self.line_page:
+            self._show_line()
+
+    def _show_heatmap(self) -> None:
+        sl = self.current_slice()
+        if sl is None:
+            if self._image is not None:
+                self._image.clear()
+            return
+        import pyqtgraph as pg
+        if self._image is None:
+            self._image = pg.ImageView(self.heat_page)
+            self._image.ui.roiBtn.hide()
+            self._image.ui.menuBtn.hide()
+            self._image.getView().invertY(True)
+            self._image.setColorMap(pg.colormap.get("viridis"))
+            self.heat_holder.addWidget(self._image)
+        img = sl.astype(np.float32, copy=False) if sl.dtype.kind in "bc" or sl.dtype == np.float16 else sl
+        if img.dtype.kind == "c":
+            img = np.abs(img)
+        # pyqtgraph's ImageItem is column-major (x first): hand it columns × rows
+        self._image.setImage(img.T, autoRange=True, autoLevels=True, autoHistogramRange=True)
+
+    def _show_histogram(self) -> None:
+        import pyqtgraph as pg
+        if self._hist_plot is None:
+            self._hist_plot = pg.PlotWidget(self.hist_page)
+            self._hist_plot.setLabel("bottom", "value")
+            self._hist_plot.setLabel("left", "count")
+            self.hist_holder.addWidget(self._hist_plot)
+        self._hist_plot.clear()
+        h = getattr(self, "_hist", None)
+        if h is None:
+            return
+        counts, edges = h
+        self._hist_plot.plot(edges, counts, stepMode="center", fillLevel=0, brush=(70, 130, 200, 150))
+
+    def _show_line(self) -> None:
+        import pyqtgraph as pg
+        if self._line_plot is None:
+            self._line_plot = pg.PlotWidget(self.line_page)
+            self._line_plot.setLabel("bottom", "index")
+            self.line_holder.addWidget(self._line_plot)
+        self._line_plot.clear()
+        sl = self.current_slice()
+        if sl is None:
+            return
+        # 1-D: the tensor; N-D: the first row of the heatmap slice (the columns' axis)
+        row = sl[0] if sl.ndim == 2 else sl
+        row = np.abs(row) if row.dtype.kind == "c" else row
+        self._line_plot.plot(np.arange(row.size), row.astype(np.float64, copy=False), pen=pg.mkPen((40, 110, 200), width=1.5))
+
+    # -- export ----------------------------------------------------------------------------
+    def export_npy(self, path: str) -> None:
+        """Write the shown form as ``.npy``, atomically."""
+        from nac_engine.format.writer import atomic_write
+        if self.array is None:
+            raise ValueError("nothing to export")
+        buf = io.BytesIO()
+        np.save(buf, np.ascontiguousarray(self.array), allow_pickle=False)
+        atomic_write(path, buf.getvalue())
+
+    def export_dialog(self) -> None:
+        if self.array is None:
+            return
+        name = (self.loaded.title.split()[0] if self.loaded and self.loaded.title else "tensor").replace("/", "_")
+        path, _ = QFileDialog.getSaveFileName(self, "Export tensor", f"{name}.npy", "NumPy (*.npy)")
+        if path:
+            self.export_npy(path)
+
+    def copy_stats(self) -> str:
+        text = (self.loaded.title + "\n" if self.loaded else "") + stats_text(self.result)
+        QGuiApplication.clipboard().setText(text)
+        return text
+
+
+# --------------------------------------------------------------------------- the view
+class TensorInspectorView(QWidget):
+    title = "Tensor Inspector"
+    object_name = "tensor_inspector"
+    dock_area = "right"
+    message = Signal(str)
+
+    def __init__(self, qdoc=None, parent: Optional[QWidget] = None):
+        super().__init__(parent)
+        self.setObjectName(self.object_name)
+        self.qdoc = None
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        self.splitter.setChildrenCollapsible(False)
+        self.follower = self._add_panel(Subject("result"))
+        scroll = QScrollArea(self)
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.splitter)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(scroll)
+        self.set_document(qdoc)
+
+    @property
+    def panels(self) -> list[InspectorPanel]:
+        return [self.splitter.widget(i) for i in range(self.splitter.count())]
+
+    def _add_panel(self, subject: Subject) -> InspectorPanel:
+        panel = InspectorPanel(subject, self.splitter)
+        panel.setMinimumWidth(280)
+        panel.pinRequested.connect(self.inspect)
+        panel.closeRequested.connect(self.close_panel)
+        self.splitter.addWidget(panel)
+        return panel
+
+    def set_document(self, qdoc) -> None:
+        rebind(self.qdoc, qdoc, debug=self._on_debug)
+        self.qdoc = qdoc
+        for p in self.panels[1:]:
+            self.close_panel(p)
+        self.follower.reload(qdoc)
+
+    def _on_debug(self, _source) -> None:
+        s = self.qdoc.doc.debug if self.qdoc is not None else None
+        if s is not None and s.running:
+            return
+        for p in self.panels:
+            if p.subject.kind == "result":
+                p.reload(self.qdoc)
+
+    def inspect(self, subject: Subject) -> InspectorPanel:
+        """Open (or bring back) a pinned panel for ``subject``."""
+        for p in self.panels[1:]:
+            if p.subject == subject:
+                return p
+        pinned = self.panels[1:]
+        if len(pinned) >= MAX_PINNED:
+            self.close_panel(pinned[0])
+        panel = self._add_panel(subject)
+        panel.reload(self.qdoc)
+        return panel
+
+    def close_panel(self, panel: InspectorPanel) -> None:
+        if panel is self.follower:
+            return
+        panel.hide()
+        panel.setParent(None)
+        panel.deleteLater()
