@@ -54,6 +54,9 @@ Vector ops: ``passes · ceil(elements/lanes) · cycles_per_vector[class] + laten
 vector passes + one rsqrt per channel. Copies: ``ceil(bytes_out/movement.bytes_per_cycle) +
 movement.latency``. Aliasing ops: ``movement.view_cycles``.
 
+``aten.einsum`` is the batched GEMM(s) its subscripts describe (``einsum_cost.py``: batch,
+M, K and N letters; more operands contract left to right); one operand is a reduction pass.
+
 **Unknown ops** (not in the tables below) are costed as one element-wise vector pass over
 ``max(elements in, elements out)`` with ``cycles_per_vector["unknown"]`` and listed in the
 result's ``unknown_ops``.
@@ -65,6 +68,7 @@ from math import ceil
 from typing import Optional
 
 from .config import HardwareConfig
+from .einsum_cost import einsum_gemms
 from .shapes import InstrInfo, TensorInfo
 
 UNITS = ("core", "systolic", "vector", "sfu", "mover")
@@ -92,7 +96,7 @@ def base_name(op: str) -> str:
     return op
 
 
-GEMM_OPS = {"mm", "bmm", "matmul", "linear", "addmm", "baddbmm", "addbmm", "addmv", "mv", "dot",
+GEMM_OPS = {"mm", "bmm", "matmul", "linear", "einsum", "addmm", "baddbmm", "addbmm", "addmv", "mv", "dot",
             "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
             "conv_transpose2d", "conv_transpose3d", "scaled_dot_product_attention",
             "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention"}
@@ -219,6 +223,8 @@ def gemms(ins: InstrInfo) -> list[Gemm]:
         if b in ("convolution", "_convolution", "conv1d", "conv2d", "conv3d",
                  "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
             return [_conv_gemm(ins, ts, out)]
+        if b == "einsum":
+            return einsum_gemms(*_einsum_operands(ins))
         if b.startswith("scaled_dot_product") or b.startswith("_scaled_dot_product"):
             q, k_, v = ts[0], ts[1], ts[2]
             L, E = q.shape[-2], q.shape[-1]
@@ -228,6 +234,19 @@ def gemms(ins: InstrInfo) -> list[Gemm]:
     except (IndexError, ZeroDivisionError):
         return []
     return []
+
+
+def _einsum_operands(ins: InstrInfo) -> tuple[str, list]:
+    """``aten.einsum(equation, tensors)``: the equation and the operands' shapes (the tensor
+    list arrives flattened, one slot per tensor, or as one list)."""
+    eq = next((v for k, v in ins.args if k == "c" and isinstance(v, str)), "")
+    shapes = []
+    for kind, v in ins.args:
+        if kind == "t":
+            shapes.append(v.shape)
+        elif kind == "tl":
+            shapes.extend(t.shape for t in v)
+    return eq, shapes
 
 
 def _conv_gemm(ins: InstrInfo, ts: list, out: Optional[TensorInfo]) -> Gemm:
@@ -434,7 +453,7 @@ def instruction_cost(ins: InstrInfo, hw: HardwareConfig) -> Cost:
                 macs += g.macs
                 detail = d if not detail else {"gemms": [detail, d]}
             busy = {"systolic": total}
-            if len(gs) == 2:      # attention: softmax between the two GEMMs
+            if len(gs) == 2 and "scaled_dot_product" in ins.op:   # attention: softmax between the GEMMs
                 L, S = gs[0].m, gs[0].n
                 vec = vector_cycles(gs[0].batch * L * S, 4, "reduction", hw)
                 sfu = sfu_cycles(gs[0].batch * L * S, hw)
@@ -442,6 +461,8 @@ def instruction_cost(ins: InstrInfo, hw: HardwareConfig) -> Cost:
                 total += vec + sfu
             return Cost("systolic", total, busy, macs, cls, True, detail)
         cls = "unknown"     # a GEMM op whose shapes we could not read
+        if base_name(ins.op) == "einsum" and len(_einsum_operands(ins)[1]) == 1:
+            cls = "reduction"   # one operand: a transpose/trace/sum, no contraction
     if cls == "recurrent":
         cost = recurrent_cost(ins, hw)
         if cost is not None:

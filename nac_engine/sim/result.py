@@ -162,7 +162,7 @@ class SimResult:
                  f"{len(self.spills)} spill(s)",
                  "  utilisation " + ", ".join(f"{k} {v:.1%}" for k, v in self.utilization.items())]
         if self.unknown_ops:
-            lines.append("  unknown ops (default cost): " + ", ".join(
+            lines.append("  costed by a fallback (no cost model: one element-wise pass each): " + ", ".join(
                 f"{k} ×{v}" for k, v in sorted(self.unknown_ops.items())))
         for w in self.warnings[:20]:
             lines.append(f"  warning: {w}")
