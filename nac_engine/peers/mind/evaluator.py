@@ -43,6 +43,8 @@ def random_inputs(module: Module, seed: int = 0) -> dict:
         dt = NP_DTYPES.get(t.dtype)
         if dt is None:
             raise EvalError(ins.line, f"no numpy dtype for {t.dtype}")
+        if t.numel() > MAX_ELEMENTS:
+            raise EvalError(ins.line, f"input %{ins.vid} has {t.numel():,} elements (limit {MAX_ELEMENTS:,})")
         if np.issubdtype(dt, np.floating):
             out[str(ins.attrs["name"])] = (rng.random(t.shape) * 4 - 2).astype(dt)
         elif dt is np.bool_:
@@ -123,7 +125,7 @@ def _op(ins, args, t, dt, inputs):
     if op == "Gather":
         x, idx = args
         n = x.shape[0]
-        if idx.size and (idx.min() < -n or idx.max() >= n):
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
             raise EvalError(ins.line, f"Gather index out of range for a first axis of {n}")
         return np.take(x, idx.astype(np.int64), axis=0)
     if op in ("Dot", "MatMul"):

@@ -114,7 +114,11 @@ def flat_data(data) -> list:
 
 
 def slice_len(dim: int, start: int, end: int, step: int) -> int:
-    return len(range(dim)[slice(start, end, step)])
+    """Python slicing's length, by arithmetic (``len(range(...))`` overflows on hostile dims)."""
+    lo, hi, st = slice(start, end, step).indices(dim)
+    if st > 0:
+        return max(0, (hi - lo + st - 1) // st)
+    return max(0, (lo - hi - st - 1) // -st)
 
 
 def conv_out(size: int, k: int, stride: int, padding, axis: int) -> int:
