@@ -13,7 +13,7 @@ import os
 from typing import Optional
 
 from ..errors import NacFormatError
-from .base import PeerEdge, PeerFile, PeerGraph, PeerNode, mark_gaps
+from .base import DetailItem, PeerEdge, PeerFile, PeerGraph, PeerNode, PeerWarning, is_warning, mark_gaps
 
 #: format name -> module (relative to this package). Order matters for sniffing.
 FORMATS = {
@@ -87,5 +87,5 @@ def open_peer(path: str, fmt: Optional[str] = None, strict: bool = False) -> Pee
     return mod.decode(read_bounded(path), path=path, strict=strict)
 
 
-__all__ = ["FORMATS", "PeerEdge", "PeerFile", "PeerGraph", "PeerNode", "available_formats", "detect",
+__all__ = ["FORMATS", "DetailItem", "PeerWarning", "is_warning", "PeerEdge", "PeerFile", "PeerGraph", "PeerNode", "available_formats", "detect",
            "detect_file", "mark_gaps", "open_peer", "read_bounded"]

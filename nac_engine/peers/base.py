@@ -16,6 +16,26 @@ from ..errors import NacFormatError
 from ..format.spans import UNPARSED, Span
 
 
+class PeerWarning(NacFormatError):
+    """A finding that does not stop decoding or use (a package hash that does not match, which the
+    real runtime checks only on request): listed with the problems, as a warning."""
+    severity = "warning"
+
+
+def is_warning(problem) -> bool:
+    return getattr(problem, "severity", "error") == "warning"
+
+
+@dataclass
+class DetailItem:
+    """One row of a peer file's logical structure that is not a byte range of the file itself
+    (members of a compressed archive, a JSON document's tree, a table of variables)."""
+    name: str
+    value: Any = None
+    children: list["DetailItem"] = field(default_factory=list)
+    span: Optional[tuple[int, int]] = None     # bytes of the file it comes from, when it has them
+
+
 @dataclass
 class PeerNode:
     """One node of a peer file's dataflow graph.
@@ -84,6 +104,10 @@ class PeerFile:
     def graph(self) -> Optional[PeerGraph]:
         """The dataflow graph, or ``None`` where the format has none worth drawing."""
         return None
+
+    def details(self) -> list[DetailItem]:
+        """Logical structure beyond the span tree (empty when the span tree says it all)."""
+        return []
 
     def verify(self) -> list[NacFormatError]:
         """Every problem (decode problems plus semantic checks); empty when clean."""
