@@ -113,6 +113,9 @@ class HexArea(QAbstractScrollArea):
         self._exec = [(a, b, c) for a, b, c in ranges if b > a]
         self.viewport().update()
 
+    def exec_ranges(self) -> list[tuple[int, int]]:
+        return [(a, b) for a, b, _c in self._exec]
+
     def set_match(self, match: Optional[tuple[int, int]]) -> None:
         self._match = match
         self.viewport().update()

@@ -1,0 +1,171 @@
+"""Debugging in the Studio through the real main window: shortcuts, the Inputs dialog, the
+Variables pane and the tensor inspector against ``Debugger.result``, step back, breakpoints
+that persist, Stop during Continue, a kernel error that stops at its tick."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from nac_engine.runtime.debugger import Debugger
+from nac_studio.document import Selection
+from tests.corpus_paths import CORPUS
+from tests.studio.conftest import wait_idle
+
+MLP = CORPUS / "nac" / "mlp" / "mlp.nac"
+MLP_FEED = CORPUS / "nac" / "mlp" / "feed_0.npy"
+
+
+def needs_corpus():
+    if not MLP.is_file():
+        pytest.skip("corpus absent")
+
+
+def press(qtbot, window, key, mod=Qt.KeyboardModifier.NoModifier):
+    """A key press where a user would make it: on the focused disassembly table."""
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=3000)    # a dialog that just closed hands focus back
+    table = window.disassembly_view.table
+    table.setFocus()
+    qtbot.keyClick(table, key, mod)
+
+
+def wait_stopped(qtbot, window, timeout=20000):
+    qtbot.waitUntil(lambda: window.active.doc.debug is not None and not window.active.doc.debug.running,
+                    timeout=timeout)
+    wait_idle(qtbot, window, timeout)
+
+
+def fill_inputs_with_npy(qtbot, window, path):
+    dlg = window.debug.inputs_dialog
+    assert dlg is not None and dlg.isVisible(), "F5 on a file without an input signature asks for inputs"
+    row = dlg.rows[0]
+    row.mode.setCurrentIndex(row.mode.findData("npy"))
+    row.path.setText(str(path))
+    dlg.accept()
+
+
+def test_mlp_step_with_shortcuts_matches_debugger(window, qtbot):
+    needs_corpus()
+    qdoc = window.open_and_wait(MLP)
+    window.disassembly_view.select_tick(7)
+    selected = qdoc.selection
+    assert selected == Selection("instruction", 7)
+    press(qtbot, window, Qt.Key.Key_F10)          # first step: the dialog asks (no signature in the file)
+    fill_inputs_with_npy(qtbot, window, MLP_FEED)
+    wait_stopped(qtbot, window)
+    s = qdoc.doc.debug
+    assert s.tick == 0
+    ref = Debugger(str(MLP), feeds=[np.load(MLP_FEED)])
+    for _ in range(3):
+        press(qtbot, window, Qt.Key.Key_F10)
+        wait_stopped(qtbot, window)
+    assert s.tick == 3
+    ref.run_to(3)
+    expected = ref.result(3)
+    # the inspector's follower shows exactly the engine's result for tick 3
+    insp = window.views["tensor_inspector"].follower
+    qtbot.waitUntil(lambda: insp.loaded is not None and insp.loaded.tick == 3, timeout=10000)
+    np.testing.assert_array_equal(insp.array, expected.tensor)
+    assert insp.result.min == expected.min and insp.result.max == expected.max
+    assert insp.result.mean == expected.mean and insp.result.std == expected.std
+    assert f"{expected.max:.6g}" in insp.stats.text()
+    # the Variables pane: first row is the current result, with the engine's statistics
+    var = window.views["variables"]
+    qtbot.waitUntil(lambda: var.model.rows and var.model.stats.get(3) is not None, timeout=10000)
+    assert var.model.rows[0].tick == 3
+    assert var.model.cell(0, 5) == f"{expected.min:.6g}" and var.model.cell(0, 6) == f"{expected.max:.6g}"
+    assert var.model.cell(0, 7) == f"{expected.mean:.6g}"
+    assert var.model.cell(0, 3) == "×".join(map(str, expected.shape))
+    # the selection did not move with the execution point (two cursors); every view marks it
+    assert qdoc.selection == selected
+    assert_marks_at(window, qdoc, 3)
+
+
+def test_step_back_restores_every_view(window, qtbot):
+    needs_corpus()
+    qdoc = window.open_and_wait(MLP)
+    s = window.debug.attach(qdoc)
+    s.set_choices({0: __import__("nac_studio.debug_session", fromlist=["InputChoice"]).InputChoice(
+        mode="npy", path=str(MLP_FEED))})
+    for _ in range(5):
+        press(qtbot, window, Qt.Key.Key_F10)
+        wait_stopped(qtbot, window)
+    insp = window.views["tensor_inspector"].follower
+    var = window.views["variables"]
+    qtbot.waitUntil(lambda: insp.loaded is not None and insp.loaded.tick == 4, timeout=10000)
+    at4 = (insp.array.copy(), [v.tick for v in var.model.rows])
+    press(qtbot, window, Qt.Key.Key_F10)
+    wait_stopped(qtbot, window)
+    qtbot.waitUntil(lambda: insp.loaded.tick == 5, timeout=10000)
+    press(qtbot, window, Qt.Key.Key_F10, Qt.KeyboardModifier.ShiftModifier)    # Shift+F10: step back
+    wait_stopped(qtbot, window)
+    assert s.tick == 4
+    qtbot.waitUntil(lambda: insp.loaded.tick == 4, timeout=10000)
+    np.testing.assert_array_equal(insp.array, at4[0])
+    assert [v.tick for v in var.model.rows] == at4[1]
+    assert window.disassembly_view.model.exec_tick == 4
+    assert_marks_at(window, qdoc, 4)
+
+
+def assert_marks_at(window, qdoc, tick):
+    """Disassembly row, graph overlay and hex bytes all show the execution point ``tick``."""
+    from nac_studio import debug_marks
+    assert window.disassembly_view.model.exec_tick == tick
+    graph = window.graph_view.shown
+    node = int(graph.node_of_tick[tick])
+    styles = window.graph_view.canvas.overlay_styles().get(node, [])
+    assert any(o is not None and o.name() == debug_marks.EXEC_COLOR.name() for _f, o, _b in styles)
+    spans = [qdoc.doc.span_of(Selection(k, tick)) for k in ("instruction", "mmap")]
+    want = sorted((sp.offset, sp.offset + sp.length) for sp in spans if sp is not None)
+    assert sorted(window.hex_view.area.exec_ranges()) == want and want
+
+
+def test_breakpoint_f9_stops_and_survives_reopen(window, qtbot, studio_settings):
+    needs_corpus()
+    qdoc = window.open_and_wait(MLP)
+    window.disassembly_view.select_tick(6)
+    press(qtbot, window, Qt.Key.Key_F9)
+    s = qdoc.doc.debug
+    assert [(b.kind, b.value) for b in s.breakpoints] == [("tick", "6")]
+    assert window.disassembly_view.model.breakpoints == {6: True}
+    s.add_watch("max(abs(x))")
+    press(qtbot, window, Qt.Key.Key_F5)
+    fill_inputs_with_npy(qtbot, window, MLP_FEED)
+    wait_stopped(qtbot, window)
+    assert s.tick == 6 and s.reason.kind == "breakpoint"
+    assert "breakpoint" in window.debug.label.text()
+    bp_view = window.views["breakpoints"]
+    assert bp_view.table.item(0, 5).text() == "1"        # hit count
+    watches = window.views["watches"]
+    ref = Debugger(str(MLP), feeds=[np.load(MLP_FEED)])
+    ref.run_to(6)
+    assert watches.rows()[0][1] == f"{float(np.abs(ref.result(6).tensor).max()):.7g}"
+    # close and reopen: the breakpoint, the watch and the input choice come back
+    window.close_document(qdoc)
+    qdoc2 = window.open_and_wait(MLP)
+    s2 = qdoc2.doc.debug
+    assert [(b.kind, b.value) for b in s2.breakpoints] == [("tick", "6")]
+    assert s2.watches == ["max(abs(x))"] and not s2.needs_inputs()
+    press(qtbot, window, Qt.Key.Key_F5)            # no dialog this time: the choices were remembered
+    wait_stopped(qtbot, window)
+    assert s2.tick == 6
+
+
+def test_run_to_cursor_and_stop(window, qtbot):
+    needs_corpus()
+    qdoc = window.open_and_wait(MLP)
+    window.debug.attach(qdoc)
+    window.disassembly_view.select_tick(9)
+    press(qtbot, window, Qt.Key.Key_F10, Qt.KeyboardModifier.ControlModifier)   # Ctrl+F10
+    fill_inputs_with_npy(qtbot, window, MLP_FEED)
+    wait_stopped(qtbot, window)
+    s = qdoc.doc.debug
+    assert s.tick == 9
+    assert qdoc.doc.tick_of(qdoc.selection) == 9
+    window.disassembly_view.select_tick(2)                # moving the selection does not move execution
+    assert s.tick == 9
+    press(qtbot, window, Qt.Key.Key_F5, Qt.KeyboardModifier.ShiftModifier)      # Shift+F5: stop
+    assert not s.active and window.disassembly_view.model.exec_tick is None
