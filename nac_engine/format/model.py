@@ -6,6 +6,7 @@ so the writer encodes from this model and never copies the source wholesale.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -150,8 +151,8 @@ class TensorMeta:
 
     @property
     def stored_nbytes(self) -> int:
-        n = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
-        return n * L.storage_dtype(self.dtype).itemsize
+        # Python ints: numpy's int64 product wraps (2**32 x 2**32 would "need" 0 bytes)
+        return math.prod(self.shape) * L.storage_dtype(self.dtype).itemsize
 
 
 @dataclass
@@ -205,7 +206,8 @@ class Resource:
     def data(self) -> bytes:
         if self._payload is not None:
             return bytes(self._payload)
-        return bytes(self._file._buf[self.data_offset:self.data_offset + self.data_length])
+        from .mapped import mapped_slice
+        return mapped_slice(self._file, self.data_offset, self.data_length, self.name)
 
 
 @dataclass
@@ -223,7 +225,8 @@ class NamedArray:
     def data(self) -> bytes:
         if self._payload is not None:
             return bytes(self._payload)
-        return bytes(self._file._buf[self.data_offset:self.data_offset + self.data_length])
+        from .mapped import mapped_slice
+        return mapped_slice(self._file, self.data_offset, self.data_length, self.name, "ARRS")
 
     def array(self) -> np.ndarray:
         buf = self.data

@@ -14,6 +14,8 @@ from ..isa.optable import OP_INPUT, OP_OUTPUT
 from . import layout as L
 from .model import NacFile
 from .reader import read
+from .tensor_rules import MAX_RANK, tensor_problems
+from .weights import external_weight_problems
 
 
 def verify(source: Union[str, bytes, NacFile]) -> list[NacFormatError]:
@@ -88,6 +90,14 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
                            ".safetensors can be found")
         elif not os.path.exists(nac.weights_path):
             add("DATA", 0, f"weights are external and {nac.weights_path} does not exist")
+        else:
+            out.extend(external_weight_problems(nac))
+    for p in nac.params.values():
+        # payloads whose byte count does not match are the reader's problem (already listed)
+        if p.meta is not None and p.data_offset >= 0 and p.meta.dtype in L.DTYPE_NAMES \
+                and (len(p.meta.shape) > MAX_RANK or p.meta.stored_nbytes == p.data_length):
+            for why in tensor_problems(p.meta, p.data_length):
+                add("DATA/tensors", p.data_offset, f"parameter {p.name!r}: {why}")
     if nac.spans is not None:
         for sec in nac.spans.children:
             for leaf in ([sec] if sec.name == "unparsed" else

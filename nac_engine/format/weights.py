@@ -7,21 +7,30 @@ tensor (what the reference compiler writes), a single ``metadata`` key, ``nac_qu
 """
 from __future__ import annotations
 
-import json
+import functools
 import math
+import os
+import struct
 from typing import Optional
 
 import numpy as np
 
 from . import layout as L
 from ..errors import NacFormatError
+from . import bounded_json
+from .mapped import check_mapped
 from .model import NacFile, Parameter, TensorMeta
 from .quant import dequantize
+from .tensor_rules import tensor_problems
 
 _QUANT_BY_NAME = {"FP16": L.QUANT_FP16, "INT8_TENSOR": L.QUANT_INT8_TENSOR,
                   "INT8_CHANNEL": L.QUANT_INT8_CHANNEL, "BLOCK_FP8": L.QUANT_BLOCK_FP8}
 _NP_TO_CODE = {"float32": 0, "float64": 1, "float16": 2, "int32": 4, "int64": 5, "int16": 6,
                "int8": 7, "uint8": 8, "bool": 9}
+
+
+class MissingWeightsError(NacFormatError, LookupError):
+    """A parameter whose values are nowhere: no tensor record, or no .safetensors to read."""
 
 
 def raw_tensor(p: Parameter) -> np.ndarray:
@@ -33,15 +42,18 @@ def raw_tensor(p: Parameter) -> np.ndarray:
         dt = L.storage_dtype(p.meta.dtype)
         return np.frombuffer(pl, dtype=dt).reshape(p.meta.shape)
     if p.meta is not None and p.data_offset >= 0:
+        problems = tensor_problems(p.meta, p.data_length)
+        if problems:
+            raise NacFormatError("DATA/tensors", p.data_offset, f"tensor {p.name!r}: {problems[0]}")
+        check_mapped(nac, p.data_offset, p.data_length, "DATA/tensors", f"tensor {p.name!r}")
         dt = L.storage_dtype(p.meta.dtype)
-        count = p.data_length // dt.itemsize
-        arr = np.frombuffer(nac._buf, dtype=dt, count=count, offset=p.data_offset)
-        expect = int(np.prod(p.meta.shape, dtype=np.int64)) if p.meta.shape else 1
-        return arr.reshape(p.meta.shape) if arr.size == expect else arr
+        arr = np.frombuffer(nac._buf, dtype=dt, count=p.data_length // dt.itemsize, offset=p.data_offset)
+        return arr.reshape(p.meta.shape)
     if nac is not None and nac.weights_path:
         arr, meta = _external(nac, p)
         return arr
-    raise LookupError(f"no data for parameter {p.name!r}: weights are external and no .safetensors is known")
+    raise MissingWeightsError("DATA", 0, f"no data for parameter {p.name!r}: it has no tensor record and "
+                                         "no .safetensors is known")
 
 
 def dequantized_tensor(p: Parameter) -> np.ndarray:
@@ -51,23 +63,78 @@ def dequantized_tensor(p: Parameter) -> np.ndarray:
     return dequantize(stored, p.meta)
 
 
+#: safetensors' own limit on its JSON header (readers refuse more).
+SAFETENSORS_MAX_HEADER = 100_000_000
+
+
+def external_problem(path: str) -> Optional[str]:
+    """Why ``path`` cannot be a .safetensors file (missing, unreadable, header truncated or
+    oversized), checked from its first bytes without parsing it; ``None`` when it may be one."""
+    try:
+        size = os.path.getsize(path)
+        if not os.path.isfile(path):
+            return f"{path} is not a file"
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except FileNotFoundError:
+        return (f"weights are external and {path} does not exist: put the .safetensors written with the "
+                ".nac beside it (same base name)")
+    except OSError as e:
+        return f"{path}: {e.strerror or e}"
+    if len(head) < 8:
+        return f"{path} holds {size} bytes, too few for a safetensors header"
+    n = struct.unpack("<Q", head)[0]
+    if n > SAFETENSORS_MAX_HEADER:
+        return f"{path}: safetensors header of {n} bytes is above the {SAFETENSORS_MAX_HEADER} readers accept"
+    if 8 + n > size:
+        return f"{path}: safetensors header of {n} bytes runs past the end of the {size}-byte file (truncated?)"
+    return None
+
+
 def _external(nac: NacFile, p: Parameter):
+    path = nac.weights_path
+    problem = external_problem(path)
+    if problem:
+        raise MissingWeightsError("DATA", 0, problem) if "does not exist" in problem else \
+            NacFormatError("weights", 0, problem)
     from safetensors import safe_open
-    with safe_open(nac.weights_path, framework="numpy") as f:
-        if p.name not in f.keys():
-            raise LookupError(f"parameter {p.name!r} is not in {nac.weights_path}")
-        arr = f.get_tensor(p.name)
-        if p.meta is None:
-            p.meta = external_meta(arr, _quant_entry(f.metadata() or {}, p.name), p.name)
+    try:
+        with safe_open(path, framework="numpy") as f:
+            if p.name not in f.keys():
+                raise MissingWeightsError("weights", 0, f"parameter {p.name!r} is not in {path}")
+            arr = f.get_tensor(p.name)
+            md = f.metadata() or {}
+    except NacFormatError:
+        raise
+    except Exception as e:   # noqa: BLE001 - safetensors raises its own SafetensorError, and OSErrors
+        raise NacFormatError("weights", 0, f"{path}: not a readable safetensors file: "
+                                           f"{' '.join(str(e).split())[:200]}") from None
+    if p.meta is None:
+        meta = external_meta(arr, _quant_entry(md, p.name), p.name)
+        problems = tensor_problems(meta, None, stored_count=arr.size)
+        if problems:
+            raise NacFormatError(f"weights/{p.name}", 0, problems[0])
+        p.meta = meta
     return arr, p.meta
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_quant_json(text):
+    """One parse per metadata blob, not one per tensor (a blob for every tensor is read N times)."""
+    try:
+        return bounded_json.loads(text, what="quantisation metadata"), None
+    except (ValueError, TypeError) as e:
+        return None, str(e)
 
 
 def _quant_entry(md: dict, name: str) -> Optional[dict]:
     def parse(s):
-        try:
-            return json.loads(s)
-        except (TypeError, ValueError):
+        if not isinstance(s, str):
             return None
+        value, error = _parse_quant_json(s)
+        if error and "levels deep" in error:
+            raise NacFormatError(f"weights/{name}", 0, f"malformed quantisation metadata: {error}")
+        return value
     if name in md:
         return parse(md[name])
     for key in ("metadata", "nac_quant_meta"):
@@ -114,3 +181,48 @@ def _external_meta(arr: np.ndarray, q: Optional[dict]) -> TensorMeta:
     elif meta.quant == L.QUANT_FP16:
         meta.quant = 0
     return meta
+
+
+def external_weight_problems(nac: NacFile) -> list[NacFormatError]:
+    """What ``verify`` finds in a file's external .safetensors: a header that cannot be read, a
+    parameter it does not hold, quantisation metadata that is malformed or does not fit the
+    stored tensor. Reads the header and shapes only, never the tensors' data."""
+    path = nac.weights_path
+    problem = external_problem(path)
+    if problem:
+        return [NacFormatError("weights", 0, problem)]
+    from safetensors import safe_open
+    out = []
+    try:
+        with safe_open(path, framework="numpy") as f:
+            names = set(f.keys())
+            md = f.metadata() or {}
+            for p in nac.params.values():
+                if p.name not in names:
+                    out.append(NacFormatError("weights", 0, f"parameter {p.name!r} is not in {path}"))
+                    continue
+                sl = f.get_slice(p.name)
+                stand_in = _ShapeOnly(sl.get_dtype(), tuple(sl.get_shape()))
+                try:
+                    meta = external_meta(stand_in, _quant_entry(md, p.name), p.name)
+                except NacFormatError as e:
+                    out.append(e)
+                    continue
+                for why in tensor_problems(meta, None, stored_count=stand_in.size):
+                    out.append(NacFormatError(f"weights/{p.name}", 0, why))
+    except Exception as e:   # noqa: BLE001 - safetensors' SafetensorError for a header it refuses
+        out.append(NacFormatError("weights", 0, f"{path}: not a readable safetensors file: "
+                                                f"{' '.join(str(e).split())[:200]}"))
+    return out
+
+
+class _ShapeOnly:
+    """What external_meta reads of an array (dtype name, shape, size), without its data."""
+    _NAMES = {"F32": "float32", "F64": "float64", "F16": "float16", "I32": "int32", "I64": "int64",
+              "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool", "BF16": "bfloat16"}
+
+    def __init__(self, st_dtype: str, shape: tuple):
+        self.dtype = np.dtype("V1") if st_dtype not in self._NAMES or st_dtype == "BF16" else \
+            np.dtype(self._NAMES[st_dtype])
+        self.shape = shape
+        self.size = math.prod(shape)
