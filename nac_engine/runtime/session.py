@@ -35,7 +35,9 @@ from ..format.model import Instruction, NacFile
 from ..isa.optable import OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
 from ..isa.coerce import InexactCoercion, as_used
 from .errors import CoercionError, KernelError, MissingInputError, NacRuntimeError, NotSupported
+from .. import threads
 from .kernels import Kernels, describe_args, first_of_multi, is_tensor_placeholder
+from .prepared import PreparedCall
 
 _INPUT_KINDS = {0: "user input", 1: "parameter", 2: "state", 3: "lifted constant"}
 # Unquantised files keep these dtypes as PyTorch would compute in them (the codec widens
@@ -97,14 +99,28 @@ class Session:
 
     ``Session(nacfile, inputs=None, feeds=None, *, states=None, device="cpu")``;
     ``session.run()`` returns ``session.outputs`` (list of numpy arrays). ``nacfile`` may also
-    be a path. ``results`` maps tick → value of every instruction executed so far in the
+    be a path. ``results`` maps tick → value of the instructions executed so far in the
     current run; ``tick`` is the next instruction to execute; ``finished`` is set by
     ``<OUTPUT B=0>`` or the end of the stream.
+
+    Preparing is cheap: weights are read (memory-mapped, dequantised) when an instruction
+    first loads them and kept for the session's later runs; each instruction's kernel,
+    argument template and schema binding are prepared on its first execution
+    (:mod:`.prepared`). :meth:`run` drops each value after its last reader has run (the
+    fx Interpreter's last-use freeing), so a run's memory stays near the model's live set;
+    ``keep_results=True`` keeps every value in ``results`` (stepping with
+    :meth:`run_instruction` never drops anything). :meth:`run` also sets the kernels'
+    thread count for the machine's load (:mod:`.threads`); ``manage_threads=False`` leaves
+    torch's setting alone.
     """
+
+    keep_results: bool = False
+    manage_threads: bool = True
 
     def __init__(self, nacfile: NacFile | str | Path, inputs: Optional[Mapping[str, Any]] = None,
                  feeds: Optional[Sequence[Any]] = None, *, states: Optional[Mapping[int, Any]] = None,
-                 device: str | torch.device = "cpu", kernels: Optional[Kernels] = None):
+                 device: str | torch.device = "cpu", kernels: Optional[Kernels] = None,
+                 keep_results: Optional[bool] = None, manage_threads: Optional[bool] = None):
         self._owns_file = not isinstance(nacfile, NacFile)
         if self._owns_file:
             from ..format import read
@@ -136,6 +152,12 @@ class Session:
             if any(ins.a == OP_CONTROL_FLOW for ins in self.instructions) else {}
         self.tick = 0
         self.finished = False
+        if keep_results is not None:
+            self.keep_results = keep_results
+        if manage_threads is not None:
+            self.manage_threads = manage_threads
+        self._prepared: dict[int, PreparedCall] = {}
+        self._dead_after: Optional[dict[int, tuple]] = None
 
     def close(self) -> None:
         """Close the file if this session opened it from a path."""
@@ -211,9 +233,37 @@ class Session:
         if missing:
             raise self._missing_error(missing)
         self.reset()
+        if self.manage_threads:
+            threads.apply()
+        if self.keep_results:
+            while not self.finished:
+                self.run_instruction(self.tick)
+            return self.outputs
+        dead = self._dead_values()
+        results = self.results
         while not self.finished:
-            self.run_instruction(self.tick)
+            i = self.tick
+            self.run_instruction(i)
+            drop = dead.get(i)
+            if drop is not None:
+                for v in drop:
+                    results.pop(v, None)
         return self.outputs
+
+    def _dead_values(self) -> dict[int, tuple]:
+        """tick → values nothing reads after that tick (from the file's def-use index):
+        a value goes after its last reader, an unread value right after it is computed.
+        Graph outputs that nobody reads stay (``output_values`` holds them anyway)."""
+        if self._dead_after is None:
+            du = self.nac.def_use()
+            dead: dict[int, list[int]] = {}
+            for u, vs in du.last_uses().items():
+                dead.setdefault(u, []).extend(v for v in vs if 0 <= v < du.n)
+            for v in range(du.n):
+                if not du.users(v) and v not in du.outputs:
+                    dead.setdefault(v, []).append(v)
+            self._dead_after = {t: tuple(vs) for t, vs in dead.items() if vs}
+        return self._dead_after
 
     def run_instruction(self, i: int) -> Any:
         """Execute instruction ``i``, store and return its result, advance ``tick``."""
@@ -349,7 +399,11 @@ class Session:
             arr = p.raw()           # the stored values, not the float32 widening
         else:
             arr = p.array()
-        t = torch.from_numpy(np.array(arr, copy=True)).to(self.device)
+        if not (arr.flags.owndata and arr.flags.writeable):
+            # a view of the read-only mapping (or of caller bytes): in-place ops must not reach
+            # it. Dequantised arrays are already this session's own, and are not copied again.
+            arr = np.array(arr, copy=True)
+        t = torch.from_numpy(arr).to(self.device)
         return t.to(native) if native is not None and t.dtype != native else t
 
     def load_state(self, ins: Instruction) -> Any:
@@ -420,16 +474,19 @@ class Session:
                 v = self._read(ins, arg.producer)
                 args.append(v if keep_tuples else first_of_multi(v))
             else:
-                if arg.const_id is None or arg.const_id not in self.nac.constants:
-                    raise NacRuntimeError(f"instruction {ins.index}: constant argument "
-                                          + ("beyond the ids in C" if arg.const_id is None
-                                             else f"#{arg.const_id} is not in CNST"))
-                if is_tensor_placeholder(arg.value):
-                    raise NotSupported(f"constant #{arg.const_id} is the compiler's placeholder "
-                                       f"{arg.value!r}: the tensor's data is not in the file",
-                                       ins.index)
-                args.append(self._used_constant(ins, len(args), arg))
+                args.append(self._constant_argument(ins, len(args), arg))
         return args
+
+    def _constant_argument(self, ins: Instruction, position: int, arg) -> Any:
+        if arg.const_id is None or arg.const_id not in self.nac.constants:
+            raise NacRuntimeError(f"instruction {ins.index}: constant argument "
+                                  + ("beyond the ids in C" if arg.const_id is None
+                                     else f"#{arg.const_id} is not in CNST"))
+        if is_tensor_placeholder(arg.value):
+            raise NotSupported(f"constant #{arg.const_id} is the compiler's placeholder "
+                               f"{arg.value!r}: the tensor's data is not in the file",
+                               ins.index)
+        return self._used_constant(ins, position, arg)
 
     def _used_constant(self, ins: Instruction, position: int, arg) -> Any:
         """The stored constant as the op uses it: exact coercion by signature code (``1.0`` under
@@ -441,15 +498,54 @@ class Session:
                                 f"{position} (signature code {arg.code!r})", arg.value,
                                 e.wanted.__name__) from None
 
-    def call_op(self, ins: Instruction) -> Any:
+    def prepare(self, ins: Instruction) -> PreparedCall:
+        """The instruction's kernel and argument template, built on its first execution and
+        kept for the session (constants resolved and coerced once; see :mod:`.prepared`).
+        Raises what :meth:`gather` and kernel lookup raise."""
+        call = self._prepared.get(ins.index)
+        if call is not None:
+            return call
         name = self.nac.op_name(ins.a)
-        args = self.gather(ins)
+        sig = self.nac.signature(ins)
+        if sig is None:
+            raise NacRuntimeError(f"instruction {ins.index}: PERM has no signature {ins.b}")
+        d = ins.d or ()
+        if len(d) != len(sig):
+            raise NacRuntimeError(f"instruction {ins.index}: signature {sig!r} has {len(sig)} "
+                                  f"arguments but D has {len(d)}")
+        template = []
+        for arg in self.nac.arguments(ins):
+            if arg.kind == "ref":
+                template.append((True, arg.producer))
+            else:
+                template.append((False, self._constant_argument(ins, len(template), arg)))
         try:
             fn = self.kernels(name)
         except NotSupported as e:
             raise NotSupported(str(e), ins.index) from None
+        call = self._prepared[ins.index] = PreparedCall(
+            name, fn, template, name in ("getitem", "operator.getitem"))
+        return call
+
+    def _prepared_arguments(self, ins: Instruction, call: PreparedCall) -> list:
+        results = self.results
+        out = []
+        for is_ref, x in call.template:
+            if is_ref:
+                v = results.get(x, _MISSING)
+                if v is _MISSING or isinstance(v, NotTaken):
+                    v = self._read(ins, x)          # raises the precise error
+                out.append(v if call.keep_tuples else first_of_multi(v))
+            else:
+                out.append(x)
+        return out
+
+    def call_op(self, ins: Instruction) -> Any:
+        call = self.prepare(ins)
+        name, fn = call.name, call
+        args = self._prepared_arguments(ins, call)
         try:
-            return fn(*args)
+            return fn(args)
         except NacRuntimeError:
             raise
         except InexactCoercion as e:

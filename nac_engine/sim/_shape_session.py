@@ -208,6 +208,9 @@ class ShapeSession(Session):
         """Ticks whose values were computed on the CPU, in tick order."""
         return sorted(self._real)
 
+    #: the shape pass reads every instruction's value after the run (Session.run would drop them)
+    keep_results = True
+
     #: ``progress(tick, n)`` before each instruction, or ``None``; it may raise to stop the run
     #: (the Studio's Cancel)
     progress: Optional[Callable[[int, int], None]] = None

@@ -43,7 +43,7 @@ def test_true_branch_runs_and_false_branch_is_stepped_over(if_else):
 
 def test_false_branch_runs_when_predicate_is_false(if_else):
     x = np.array([-1.0, -2.0, 0.5], np.float32)
-    s = Session(if_else, inputs={"x": x})
+    s = Session(if_else, inputs={"x": x}, keep_results=True)
     (out,) = s.run()
     np.testing.assert_array_equal(out, -x)
     assert isinstance(s.results[4], NotTaken) and s.results[4].control == 3

@@ -92,7 +92,7 @@ def test_missing_inputs_are_all_named():
 @corpus
 def test_squeeze_really_squeezes_in_mha_block():
     path, _, feeds, _ = load_case(_case("mha_block__v1.6"))
-    with Session(path, feeds=feeds) as s:
+    with Session(path, feeds=feeds, keep_results=True) as s:
         s.run()
         ins = s.nac.instructions[11]
         assert s.nac.instruction_name(ins) == "nac.view"
@@ -103,7 +103,7 @@ def test_squeeze_really_squeezes_in_mha_block():
 @corpus
 def test_session_reruns_and_keeps_params_cached():
     path, _, feeds, expected = load_case(_case("mlp"))
-    with Session(path, feeds=feeds) as s:
+    with Session(path, feeds=feeds, keep_results=True) as s:
         first = s.run()
         cached = dict(s._params)
         second = s.run()

@@ -158,7 +158,7 @@ v4 = return v3
 
 # --------------------------------------------------------------------------- dynamic
 def _sizes(nac, feeds):
-    s = Session(nac, feeds=feeds)
+    s = Session(nac, feeds=feeds, keep_results=True)
     s.run()
     return {i: (v.numel() * v.element_size() if hasattr(v, "numel") else 0) for i, v in s.results.items()}
 

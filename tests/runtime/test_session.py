@@ -42,7 +42,8 @@ def stateful(tmp_path):
 
 def test_run_named_input_state_and_stored_lifted_constant(stateful):
     x = np.array([-1.0, 0.1, 2.0], np.float32)
-    s = Session(stateful, inputs={"x": x}, states={7: np.array([0.0, 0.2, -3.0], np.float32)})
+    s = Session(stateful, inputs={"x": x}, states={7: np.array([0.0, 0.2, -3.0], np.float32)},
+                keep_results=True)
     out = s.run()
     want = torch.nn.functional.hardtanh(torch.tensor([-1.0, 0.3, -1.0]), -0.5, 0.5) * 2.0
     np.testing.assert_allclose(out[0], want.numpy(), rtol=0, atol=1e-7)
@@ -128,7 +129,7 @@ def test_v16_tensor_placeholder_string_as_operand_is_not_supported(tmp_path):
 def test_stream_without_output_ends_with_no_outputs(tmp_path):
     nac = program(tmp_path, [(2, 0, None, None), (14, 1, None, (-1,))], perms={1: "T"},
                   names={0: "x"}, outputs=0)
-    s = Session(nac, inputs={"x": np.ones(2, np.float32)})
+    s = Session(nac, inputs={"x": np.ones(2, np.float32)}, keep_results=True)
     assert s.run() == [] and s.finished
     assert torch.equal(s.results[1], -torch.ones(2))
     nac.close()
