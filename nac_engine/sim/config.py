@@ -155,6 +155,11 @@ SCHEMA: dict[str, dict[str, _F]] = {
         "dma_request_cycles": _F("int", 3, "PRELOAD accept → DMA read request (DMA manager)", 0, CYC),
         "dma_ready_cycles": _F("int", 2, "DMA done → manager ready for the next command", 0, CYC),
         "command_cycles": _F("int", 2, "accept → ready for FREE/FORWARD/SAVE/PRELOAD hit", 0, CYC),
+        "watchdog_cycles": _F("int", 0, "progress watchdog: a run with no handshake for longer than "
+                              "this is an error at that cycle (RTL C7); 0 = off", 0, CYC),
+        "op_table": _F("enum", "any", "which op ids ORCH executes: 'cmap' = the RTL's hard-wired "
+                       "ids plus the file's CMAP (others are an ORCH error, RTL C12); 'any' = all",
+                       choices=("any", "cmap")),
     },
     "refcore.latency": {
         a: _F("int_or_enum", "dma", f"{a.upper()} ready latency: cycles valid waits, or 'dma' "
@@ -241,6 +246,8 @@ class RefcoreConfig:
     dma_ready_cycles: int
     command_cycles: int
     latency: Mapping[str, Any]   # action -> int or "dma"
+    watchdog_cycles: int = 0
+    op_table: str = "any"
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,15 @@ MMAP engine
     file order. The engine is idle the cycle after the last slot of the last tick.
 Done
     ``max(ORCH done + 1, MMAP engine idle)``. MMAP never stalls the core.
+Watchdog (``refcore.watchdog_cycles``, 1000 in the TINY profile)
+    Handshakes are instruction fetches and commits, kernel start/done, ORCH done and MMAP
+    accepts (scanning empty slots is none). A run that goes longer than the limit without one
+    before it is done is :class:`RefcoreWatchdog` at ``last handshake + limit`` (RTL C7: P1 with
+    S = 256 and no MMAP times out at 1045; the reset also wipes the cached model).
+Op table (``refcore.op_table = "cmap"``)
+    ORCH executes the hard-wired standard ids (§3.4: 10–14, 16–18, 20, 22) and the ids the
+    op table holds (the file's CMAP); any other op id is :class:`RefcoreOrchError` at
+    ``fetch + 2`` (RTL C12: ``nac.div``, id 21, without an entry errors at 10).
 
 Memory semantics (``refcore.memory_semantics``): ``accept`` applies each command's effect at
 its accept cycle, as the RTL does, and reports the hazards that follow (a FORWARD accepted
@@ -58,6 +67,27 @@ ACTION_KEYS = {MMAP_PRELOAD: "preload", MMAP_SAVE_RESULT: "save_result", MMAP_FO
 
 class RefcoreError(ValueError):
     """The program cannot run on the reference core as modelled."""
+
+
+class RefcoreRunError(RefcoreError):
+    """The core itself reports an error during the run; ``cycle`` is when (RTL cycles)."""
+
+    def __init__(self, message: str, cycle: int, tick: Optional[int] = None):
+        super().__init__(message)
+        self.cycle = cycle
+        self.tick = tick
+
+
+class RefcoreOrchError(RefcoreRunError):
+    """ORCH fetched an op id that is neither hard-wired nor in the op table (RTL C12)."""
+
+
+class RefcoreWatchdog(RefcoreRunError):
+    """No handshake for longer than the watchdog limit (RTL C7): the core resets."""
+
+
+# Standard op ids nac_op_dispatch decodes itself (§3.4); every other id needs an op-table entry.
+HARDWIRED_OPS = frozenset({10, 11, 12, 13, 14, 16, 17, 18, 20, 22})
 
 
 @dataclass
@@ -98,8 +128,10 @@ def load_cycles(instrs: list) -> int:
     return 1 + sum(rtl_instruction_bytes(x) + 2 + (1 if x.a >= 10 else 0) for x in instrs)
 
 
-def orch_timeline(instrs: list, klat: list, ilat: int, legacy: bool) -> tuple[list, list, int]:
-    """Fetch and commit cycle of every instruction, and the ORCH done cycle."""
+def orch_timeline(instrs: list, klat: list, ilat: int, legacy: bool,
+                  op_table: Optional[set] = None, names: Optional[dict] = None) -> tuple[list, list, int]:
+    """Fetch and commit cycle of every instruction, and the ORCH done cycle. ``op_table``: the
+    regular op ids ORCH can execute (None: all); another is RefcoreOrchError at fetch + 2."""
     fetch, commit = [], []
     h_prev, ready = 0, 2
     orch_done = None
@@ -107,6 +139,12 @@ def orch_timeline(instrs: list, klat: list, ilat: int, legacy: bool) -> tuple[li
         f = max(h_prev + rtl_instruction_bytes(x) + (1 if x.a >= 10 else 0) + 2, ready) if legacy else ready
         if x.a == OP_INPUT:
             c = f + 4 + ilat
+        elif x.a >= 10 and op_table is not None and x.a not in op_table:
+            name = (names or {}).get(x.a, "")
+            raise RefcoreOrchError(f"instruction {x.index}: op id {x.a}{f' ({name})' if name else ''} is "
+                                   f"neither hard-wired in the core nor in its op table (the file's CMAP): "
+                                   f"ORCH error at cycle {f + 2} (fetched at {f}; RTL scenario C12)",
+                                   f + 2, x.index)
         elif x.a >= 10:
             c = f + 3 + k
         elif x.a == OP_OUTPUT and x.b == 0:
@@ -142,6 +180,27 @@ def mmap_drain(commit: list, slots: dict, S: int, accept_at) -> tuple[int, list]
             cur = acc + 1
         cur += S - len(cmds)
     return cur, accepts
+
+
+def check_watchdog(instrs: list, fetch: list, commit: list, klat: list, orch_done: int, accepts: list,
+                   done: int, limit: int) -> None:
+    """RefcoreWatchdog when the run goes longer than ``limit`` cycles without a handshake
+    before ``done`` (see the module docstring for what counts)."""
+    events = [0, orch_done] + list(fetch) + list(commit) + [a.accept_cycle for a in accepts]
+    for x, f, k in zip(instrs, fetch, klat):
+        if x.a >= 10:
+            events += [f + 1, f + 1 + k]          # kernel_start seen, kernel_done seen
+    last = 0
+    for e in sorted(set(events)) + [done]:
+        if e > done:
+            break
+        if e - last > limit:
+            what = "the MMAP engine's scan" if last >= orch_done else "the run"
+            raise RefcoreWatchdog(f"watchdog timeout at cycle {last + limit}: no handshake since cycle {last} "
+                                  f"for more than refcore.watchdog_cycles={limit} while {what} went on "
+                                  f"(done would be {done}); the core resets, which also wipes the cached "
+                                  f"model (RTL scenario C7)", last + limit)
+        last = max(last, e)
 
 
 # --------------------------------------------------------------------------- derived costs
@@ -198,7 +257,11 @@ def run_refcore(nac: NacFile, hw: HardwareConfig, prog: Optional[Program] = None
     infos = prog.instructions if prog is not None else None
     klat = [(derived_klat(infos[x.index], hw) if rc.klat == "derived" else rc.klat) if x.a >= 10 else 0
             for x in instrs]
-    fetch, commit, orch_done = orch_timeline(instrs, klat, rc.ilat, rc.run_mode == "legacy")
+    op_table = None
+    if rc.op_table == "cmap":
+        op_table = set(HARDWIRED_OPS) | set(nac.cmap)
+    fetch, commit, orch_done = orch_timeline(instrs, klat, rc.ilat, rc.run_mode == "legacy", op_table,
+                                             {a: nac.op_name(a) for a in {x.a for x in instrs if x.a >= 10}})
     slots: dict[int, list] = {}
     for rec in nac.mmap:
         slots.setdefault(rec.tick, []).extend((c.action, c.target) for c in rec.commands)
@@ -231,6 +294,8 @@ def run_refcore(nac: NacFile, hw: HardwareConfig, prog: Optional[Program] = None
 
     idle, accepts = mmap_drain(commit, slots, rc.slots_per_tick, accept_at)
     done = max(orch_done + 1, idle)
+    if rc.watchdog_cycles:
+        check_watchdog(instrs, fetch, commit, klat, orch_done, accepts, done, rc.watchdog_cycles)
     tl = RefcoreTimeline(fetch, commit, klat[:executed], orch_done, idle, done, load_cycles(instrs),
                          accepts, [], dma_log)
     if rc.memory_semantics == "accept":
@@ -359,4 +424,5 @@ def _to_result(nac: NacFile, hw: HardwareConfig, prog: Optional[Program], tl: Re
 
 
 __all__ = ["run_refcore", "orch_timeline", "mmap_drain", "load_cycles", "rtl_instruction_bytes",
-           "derived_klat", "RefcoreError", "RefcoreTimeline"]
+           "derived_klat", "check_watchdog", "RefcoreError", "RefcoreRunError", "RefcoreOrchError",
+           "RefcoreWatchdog", "RefcoreTimeline", "HARDWIRED_OPS"]
