@@ -87,7 +87,8 @@ class Document:
 
     Events sent to observers: ``"selection"``, ``"tick"``, ``"problems"`` (the problem list
     changed: a later check, e.g. the MMAP schedule lint, added or replaced its findings),
-    ``"debug"`` (``doc.debug`` changed: execution point, values, breakpoints, watches).
+    ``"debug"`` (``doc.debug`` changed: execution point, values, breakpoints, watches),
+    ``"simulation"`` (``doc.simulation`` changed: memory timeline, planners, hardware runs, sweeps).
     Observers are called on the thread that changed the document; the GUI only changes it
     from the UI thread.
     """
@@ -108,6 +109,10 @@ class Document:
         #: the debug session (``nac_studio.debug_session.DebugSession``) once the user runs or
         #: sets a breakpoint; its execution tick is a second cursor, apart from ``tick``
         self.debug: Any = None
+        #: memory timeline, planner comparison, hardware simulations and sweeps of this file
+        #: (``nac_studio.simulation_state.SimulationState``; Qt-free)
+        from .simulation_state import SimulationState
+        self.simulation = SimulationState(self)
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -156,6 +161,10 @@ class Document:
         """Announce the ``"debug"`` event: the debug session's state, execution tick, values,
         breakpoints or watches changed."""
         self._notify("debug", source)
+
+    def simulation_changed(self, what: str, source: Any = None) -> None:
+        """Announce the ``"simulation"`` event (``what``: timeline, planners, run, sweep, config)."""
+        self._notify("simulation", (what, source))
 
     def set_problems(self, check: str, problems: list, source: Any = None) -> None:
         """Replace the findings of ``check`` (e.g. ``"mmap"``) and tell the observers."""

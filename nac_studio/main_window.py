@@ -40,17 +40,19 @@ from .views.breakpoints import BreakpointsView
 from .views.tensor_inspector import TensorInspectorView
 from .views.variables import VariablesView
 from .views.watches import WatchesView
+from .views.timeline import TimelineView
+from .views.hardware import HardwareView
 from .widgets.command_palette import CommandPalette
 from .widgets.task_indicator import TaskIndicator
 
-STATE_VERSION = 5          # bump when the dock set changes, so an old saved layout is ignored
+STATE_VERSION = 6          # bump when the dock set changes, so an old saved layout is ignored
 MAX_RECENT = 10
 DEFAULT_SIZE = QSize(1600, 1000)
 FILE_FILTER = "NAC models (*.nac);;All files (*)"
 
 #: The panels, in the order of the View menu. The graph is the central widget.
 VIEW_CLASSES = (StructureView, HexView, DisassemblyView, PropertiesView, ProblemsView, VariablesView, WatchesView,
-                BreakpointsView, TensorInspectorView)
+                BreakpointsView, TensorInspectorView, TimelineView, HardwareView)
 PANEL_SHORTCUTS = {"structure": "Alt+1", "hex": "Alt+2", "disassembly": "Alt+3", "properties": "Alt+4",
                    "problems": "Alt+5"}
 _PANEL_ICONS = {"structure": "structure", "hex": "hex", "disassembly": "disassembly", "properties": "properties",

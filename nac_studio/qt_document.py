@@ -19,6 +19,7 @@ class QtDocument(QObject):
     tickChanged = Signal(object)        # source
     problemsChanged = Signal(object)    # source
     debugChanged = Signal(object)       # source: doc.debug changed (execution point, breakpoints...)
+    simulationChanged = Signal(str, object)   # what (timeline|planners|run|sweep|config), source
 
     def __init__(self, doc: Document, tasks: Optional[TaskRunner] = None, parent: Optional[QObject] = None):
         super().__init__(parent)
@@ -35,6 +36,8 @@ class QtDocument(QObject):
             self.problemsChanged.emit(source)
         elif event == "debug":
             self.debugChanged.emit(source)
+        elif event == "simulation":
+            self.simulationChanged.emit(*source)
 
     # shortcuts so views read naturally
     @property
@@ -61,11 +64,13 @@ class QtDocument(QObject):
 
 def rebind(old: Optional[QtDocument], new: Optional[QtDocument], *,
            selection: Optional[Callable] = None, tick: Optional[Callable] = None,
-           problems: Optional[Callable] = None, debug: Optional[Callable] = None) -> None:
+           problems: Optional[Callable] = None, debug: Optional[Callable] = None,
+           simulation: Optional[Callable] = None) -> None:
     """Move a view's slots from ``old`` to ``new`` when the user switches tabs. Disconnecting
     a slot that was never connected (or whose document is gone) is not an error here."""
     pairs = [(name, slot) for name, slot in (("selectionChanged", selection), ("tickChanged", tick),
-                                             ("problemsChanged", problems), ("debugChanged", debug))
+                                             ("problemsChanged", problems), ("debugChanged", debug),
+                                             ("simulationChanged", simulation))
              if slot is not None]
     if old is not None:
         for name, slot in pairs:

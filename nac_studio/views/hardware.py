@@ -1,0 +1,675 @@
+"""Hardware-utilisation pane: what a chosen accelerator does with the file, cycle by cycle.
+
+Pick a preset or a TOML file, adjust a few keys (array size, dataflow, SRAM, DMA engines, DRAM
+bandwidth) and **Simulate**: :func:`nac_engine.sim.simulate` runs in the background with
+progress and Cancel (checked between two instructions). Inputs come from the debugger's Inputs
+dialog when set, else the file's input signature (:class:`~nac_studio.simulation_state.SimulationState`).
+
+Shown: lanes per unit (systolic, vector, SFU, mover, core), the stalls coloured by cause, one
+lane per DMA engine, and SRAM occupancy against its capacity, on one x axis that toggles between
+cycles and ticks; a totals panel; a sortable per-instruction table; a roofline of the
+instructions against the configuration's compute and bandwidth roofs; and, against an earlier
+run (another preset, or other keys), the per-instruction deltas. Clicking a bar, a row or a
+point selects its tick in the whole Studio. Export: the Perfetto trace, the CSV, PNG/SVG.
+A malformed TOML file is one line in red, never a traceback.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel,
+                               QMenu, QSpinBox, QSplitter, QTableView, QTabWidget, QTextBrowser, QToolButton,
+                               QVBoxLayout, QWidget)
+
+from ..document import Selection
+from ..icons import icon
+from ..qt_document import rebind
+
+UNIT_LANES = ("systolic", "vector", "sfu", "mover", "core")
+STALL_COLORS = {"preload_late": "#d62728", "dma_busy": "#ff7f0e", "on_demand": "#9467bd", "sram_full": "#8c564b"}
+_STALLS = tuple(STALL_COLORS)
+_UNIT_COLOR = {"systolic": "#1f77b4", "vector": "#2ca02c", "sfu": "#17becf", "mover": "#bcbd22", "core": "#7f7f7f"}
+_DMA_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b")     # preload, on_demand, spill r/w, writeback
+_DMA_KINDS = ("preload", "on_demand", "spill_read", "spill_write", "writeback")
+#: The keys the form edits: (dotted key, label, kind, lo, hi).
+FORM_KEYS = (("array.rows", "rows", "int", 1, 65536), ("array.cols", "cols", "int", 1, 65536),
+             ("array.dataflow", "dataflow", "enum", None, None), ("sram.bytes", "SRAM KiB", "kib", 1, 1 << 24),
+             ("dma.engines", "DMA", "int", 1, 64), ("dram.bytes_per_cycle", "DRAM B/cycle", "float", 0.01, 1e6))
+COLUMNS = ("tick", "op", "unit", "issue", "start", "end", "cycles", "compute", "stall", "stall cause", "MACs",
+           "out bytes")
+
+
+def presets() -> list[str]:
+    from nac_engine.sim.config import PRESET_DIR
+    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
+
+
+def _dig(raw: dict, key: str) -> Any:
+    node: Any = raw
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+class InstructionModel(QAbstractTableModel):
+    """The per-instruction table (sorting by the numbers, not their text)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.rows: list = []
+        self.other: dict = {}          # tick -> cycles in the run compared against
+
+    def set_rows(self, records: list, other: Optional[dict] = None) -> None:
+        self.beginResetModel()
+        self.rows = [r for r in records if r.kind != "skipped"]
+        self.other = other or {}
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()):
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()):
+        return 0 if parent.isValid() else len(COLUMNS) + (1 if self.other else 0)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section] if section < len(COLUMNS) else "Δ cycles"
+        return None
+
+    def value(self, r, col: int):
+        if col == 0:
+            return r.tick
+        if col == 1:
+            return r.op
+        if col == 2:
+            return r.unit
+        if col == 3:
+            return r.issue_cycle
+        if col == 4:
+            return r.start_cycle
+        if col == 5:
+            return r.end_cycle
+        if col == 6:
+            return r.end_cycle - r.issue_cycle
+        if col == 7:
+            return r.compute_cycles
+        if col == 8:
+            return r.stall_cycles
+        if col == 9:
+            return r.stall_cause or ""
+        if col == 10:
+            return r.macs
+        if col == 11:
+            return r.out_bytes
+        other = self.other.get(r.tick)
+        return (r.end_cycle - r.issue_cycle) - other if other is not None else 0
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        r = self.rows[index.row()]
+        v = self.value(r, index.column())
+        if role == Qt.ItemDataRole.DisplayRole:
+            if isinstance(v, int) and index.column() not in (0,):
+                return f"{v:+,}" if index.column() == len(COLUMNS) else f"{v:,}"
+            return str(v)
+        if role == Qt.ItemDataRole.UserRole:
+            return v
+        if role == Qt.ItemDataRole.TextAlignmentRole and isinstance(v, int):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+
+class HardwareView(QWidget):
+    title = "Hardware"
+    object_name = "hardware"
+    dock_area = "bottom"
+    message = Signal(str)
+
+    def __init__(self, qdoc=None, parent: Optional[QWidget] = None):
+        super().__init__(parent)
+        self.setObjectName(self.object_name)
+        self.qdoc = None
+        self.task = None
+        self.plot = None
+        self.roof = None
+        self.items: dict = {}
+        self.hardware: Any = "edge-32x32"        # preset name or TOML path
+        self.base = None                         # the loaded HardwareConfig (before the form's keys)
+        self.x_mode = "cycles"
+        # -- controls
+        self.preset = QComboBox(self)
+        self.preset.addItems(presets())
+        self.preset.setCurrentText("edge-32x32")
+        self.preset.setToolTip("Hardware preset (resources/hardware)")
+        self.preset.activated.connect(lambda _i: self.load_hardware(self.preset.currentText()))
+        toml = QToolButton(self)
+        toml.setText("TOML…")
+        toml.setToolTip("Load a hardware description from a TOML file")
+        toml.clicked.connect(lambda _c=False: self.toml_dialog())
+        self.fields: dict[str, QWidget] = {}
+        bar = QHBoxLayout()
+        bar.setContentsMargins(4, 2, 4, 2)
+        bar.addWidget(self.preset)
+        bar.addWidget(toml)
+        form = QHBoxLayout()
+        form.setContentsMargins(4, 0, 4, 2)
+        for key, label, kind, lo, hi in FORM_KEYS:
+            if kind == "enum":
+                w = QComboBox(self)
+                w.addItems(["os", "ws", "is"])
+            elif kind == "float":
+                w = QDoubleSpinBox(self)
+                w.setRange(lo, hi)
+                w.setDecimals(2)
+            else:
+                w = QSpinBox(self)
+                w.setRange(lo, hi)
+            w.setToolTip(key)
+            self.fields[key] = w
+            form.addWidget(QLabel(label, self))
+            form.addWidget(w)
+        form.addStretch(1)
+        self.simulate_button = QToolButton(self)
+        self.simulate_button.setText("Simulate")
+        self.simulate_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.simulate_button.clicked.connect(lambda _c=False: self.simulate())
+        self.cancel_button = QToolButton(self)
+        self.cancel_button.setIcon(icon("cancel"))
+        self.cancel_button.setToolTip("Cancel the simulation")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(lambda _c=False: self.cancel())
+        self.axis = QComboBox(self)
+        self.axis.addItems(["cycles", "ticks"])
+        self.axis.setToolTip("x axis: cycles of the clock, or ticks (instructions)")
+        self.axis.activated.connect(lambda _i: self.set_x_mode(self.axis.currentText()))
+        self.compare = QComboBox(self)
+        self.compare.setToolTip("Compare with an earlier run: per-instruction deltas")
+        self.compare.activated.connect(lambda _i: self._compare_chosen())
+        export = QToolButton(self)
+        export.setIcon(icon("image"))
+        export.setToolTip("Export")
+        export.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(export)
+        menu.addAction("Perfetto trace (.json)…", lambda: self._export_dialog("trace"))
+        menu.addAction("Per-instruction CSV…", lambda: self._export_dialog("csv"))
+        menu.addAction("Lanes as PNG/SVG…", lambda: self._export_dialog("lanes"))
+        menu.addAction("Roofline as PNG/SVG…", lambda: self._export_dialog("roofline"))
+        export.setMenu(menu)
+        for w in (self.simulate_button, self.cancel_button, self.axis, self.compare, export):
+            bar.addWidget(w)
+        bar.addStretch(1)
+        self.status = QLabel("", self)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error = QLabel("", self)
+        self.error.setStyleSheet("color: #c62828;")
+        self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error.hide()
+        self.legend = QLabel("  ".join(f"<span style='color:{c}'>■</span> {k}" for k, c in STALL_COLORS.items()),
+                             self)
+        self.legend.setToolTip("Stall causes")
+        # -- results
+        self.split = QSplitter(Qt.Orientation.Horizontal, self)
+        self.left = QWidget(self.split)
+        self.left_lay = QVBoxLayout(self.left)
+        self.left_lay.setContentsMargins(0, 0, 0, 0)
+        self.tabs = QTabWidget(self.split)
+        self.totals = QTextBrowser(self.tabs)
+        self.totals.setOpenLinks(False)
+        self.table_model = InstructionModel(self)
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.table_model)
+        self.proxy.setSortRole(Qt.ItemDataRole.UserRole)
+        self.table = QTableView(self.tabs)
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 4)
+        self.table.clicked.connect(self._row_clicked)
+        self.roof_host = QWidget(self.tabs)
+        QVBoxLayout(self.roof_host).setContentsMargins(0, 0, 0, 0)
+        self.tabs.addTab(self.totals, "Totals")
+        self.tabs.addTab(self.table, "Instructions")
+        self.tabs.addTab(self.roof_host, "Roofline")
+        self.split.setStretchFactor(0, 3)
+        self.split.setStretchFactor(1, 2)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addLayout(bar)
+        lay.addLayout(form)
+        row = QHBoxLayout()
+        row.setContentsMargins(6, 0, 6, 0)
+        row.addWidget(self.status, 1)
+        row.addWidget(self.legend)
+        lay.addLayout(row)
+        lay.addWidget(self.error)
+        lay.addWidget(self.split, 1)
+        self.load_hardware("edge-32x32")
+        self.set_document(qdoc)
+
+    # -- document ---------------------------------------------------------------------------
+    @property
+    def state(self):
+        return self.qdoc.doc.simulation if self.qdoc is not None else None
+
+    def set_document(self, qdoc) -> None:
+        rebind(self.qdoc, qdoc, tick=self._on_tick, simulation=self._on_simulation)
+        self.qdoc = qdoc
+        self._show_run()
+
+    def _on_simulation(self, what: str, _source) -> None:
+        if what == "run":
+            self._show_run()
+        elif what == "config" and self.state is not None and self.state.requested is not None:
+            hardware, overrides = self.state.requested
+            self.load_hardware(hardware, overrides)
+            self.simulate()
+
+    def _on_tick(self, _source) -> None:
+        if self.plot is None or self.qdoc is None or self.state is None or self.state.run is None:
+            return
+        t = self.qdoc.tick
+        self.plot.set_cursor(None if t is None else self._tick_x(t))
+
+    # -- configuration ----------------------------------------------------------------------
+    def load_hardware(self, hardware: Any, overrides: Optional[dict] = None) -> bool:
+        """Load a preset or TOML file into the form (its error, if any, shown in one line)."""
+        from nac_engine.sim.config import HardwareConfigError, load_hardware
+        try:
+            cfg = load_hardware(hardware, overrides or None)
+        except (HardwareConfigError, OSError, ValueError) as exc:
+            self.show_error(f"{Path(str(hardware)).name}: {exc}")
+            return False
+        self.hardware = hardware
+        self.base = load_hardware(hardware)
+        self.show_error("")
+        if isinstance(hardware, str) and hardware in presets():
+            self.preset.setCurrentText(hardware)
+        raw = cfg.to_dict()
+        for key, _label, kind, _lo, _hi in FORM_KEYS:
+            v = _dig(raw, key)
+            w = self.fields[key]
+            if v is None:
+                continue
+            if kind == "enum":
+                w.setCurrentText(str(v))
+            elif kind == "kib":
+                w.setValue(max(1, int(v) // 1024))
+            else:
+                w.setValue(v)
+        return True
+
+    def overrides(self) -> dict:
+        """The form's keys that differ from the loaded preset/TOML."""
+        raw = self.base.to_dict() if self.base is not None else {}
+        out = {}
+        for key, _label, kind, _lo, _hi in FORM_KEYS:
+            w = self.fields[key]
+            v = w.currentText() if kind == "enum" else (w.value() * 1024 if kind == "kib" else w.value())
+            base = _dig(raw, key)
+            if kind == "kib" and base is not None and int(base) // 1024 == w.value():
+                continue
+            if base is None or (v != base and not (kind == "float" and abs(float(v) - float(base)) < 5e-3)):
+                out[key] = int(v) if kind in ("int", "kib") else v
+        return out
+
+    def show_error(self, text: str) -> None:
+        self.error.setText(text.splitlines()[0] if text else "")
+        self.error.setVisible(bool(text))
+
+    def toml_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Hardware description", "", "TOML (*.toml);;All files (*)")
+        if path:
+            self.load_hardware(path)
+
+    # -- running ----------------------------------------------------------------------------
+    def simulate(self):
+        """Simulate the document on the form's configuration in the background; returns the task."""
+        st = self.state
+        if st is None:
+            return None
+        from nac_engine.sim.config import HardwareConfigError, load_hardware
+
+        from ..simulation_state import InputsUnknown, run_simulation
+        overrides = self.overrides()
+        try:
+            load_hardware(self.hardware, overrides or None)
+            feeds = st.sim_feeds()
+        except (HardwareConfigError, InputsUnknown, OSError, ValueError) as exc:
+            self.show_error(str(exc))
+            return None
+        if self.task is not None:
+            self.task.cancel()
+        self.show_error("")
+        qdoc = self.qdoc
+        hardware = self.hardware
+        label = Path(str(hardware)).stem + (" (" + ", ".join(f"{k}={v}" for k, v in overrides.items()) + ")"
+                                            if overrides else "")
+        self.status.setText(f"Simulating on {label}…")
+        self.cancel_button.setEnabled(True)
+        self.simulate_button.setEnabled(False)
+        task = qdoc.tasks.submit(f"Simulating on {label}", run_simulation, qdoc.nac, hardware, overrides, feeds)
+        task.finished.connect(lambda r, d=qdoc, t=task, lb=label, ov=overrides, hw=hardware:
+                              self._done(d, t, r, lb, hw, ov))
+        task.failed.connect(lambda e, d=qdoc, t=task: self._failed(d, t, e))
+        self.task = task
+        return task
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            self.status.setText("Cancelling…")
+
+    def _idle(self, task) -> None:
+        if task is self.task:
+            self.task = None
+            self.cancel_button.setEnabled(False)
+            self.simulate_button.setEnabled(True)
+
+    def _done(self, qdoc, task, result, label, hardware, overrides) -> None:
+        from ..simulation_state import SimRun
+        self._idle(task)
+        res, seconds = result
+        qdoc.doc.simulation.add_run(SimRun(label, hardware, dict(overrides), res, seconds), self)
+        if qdoc is self.qdoc:
+            self._refresh_compare()
+
+    def _failed(self, qdoc, task, exc) -> None:
+        from ..tasks import Cancelled
+        self._idle(task)
+        if qdoc is not self.qdoc:
+            return
+        if isinstance(exc, Cancelled):
+            self.status.setText("Simulation cancelled.")
+        else:
+            self.show_error(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            self.status.setText("")
+
+    # -- drawing ----------------------------------------------------------------------------
+    def _ensure_plot(self):
+        if self.plot is not None:
+            return self.plot
+        from ..widgets.lanes_plot import LanesPlot
+        plot = LanesPlot(self.left)
+        plot.add_plot("units", stretch=4, lanes=UNIT_LANES + ("stalls",))
+        plot.add_plot("dma", stretch=2)
+        plot.add_plot("sram", stretch=3, left_label="SRAM")
+        plot.plots["sram"].setLabel("left", "SRAM", units="B")
+        plot.clicked.connect(self._clicked)
+        self.left_lay.addWidget(plot)
+        self.plot = plot
+        total = max(self.split.width(), 600)
+        self.split.setSizes([int(total * 0.64), total - int(total * 0.64)])
+        return plot
+
+    def _refresh_compare(self) -> None:
+        st = self.state
+        self.compare.blockSignals(True)
+        self.compare.clear()
+        self.compare.addItem("compare: none", None)
+        if st is not None:
+            for k, run in enumerate(st.runs):
+                if k != st.current:
+                    self.compare.addItem(f"compare: #{k + 1} {run.label}", k)
+            if st.compare_with is not None:
+                i = self.compare.findData(st.compare_with)
+                if i >= 0:
+                    self.compare.setCurrentIndex(i)
+        self.compare.blockSignals(False)
+
+    def _compare_chosen(self) -> None:
+        st = self.state
+        if st is not None:
+            st.set_current(st.current, self.compare.currentData(), self)
+
+    def _show_run(self) -> None:
+        st = self.state
+        run = st.run if st is not None else None
+        self._refresh_compare()
+        if run is None:
+            self.status.setText("" if st is None else "Choose a configuration and press Simulate.")
+            self.table_model.set_rows([])
+            self.totals.setHtml("")
+            return
+        res = run.result
+        other = st.other
+        other_cycles = ({r.tick: r.end_cycle - r.issue_cycle for r in other.result.instructions}
+                        if other is not None else None)
+        self.table_model.set_rows(res.instructions, other_cycles)
+        self.totals.setHtml(self.totals_html(run, other))
+        self.status.setText(f"{run.label}: {res.total_cycles:,} cycles = {res.time_s * 1e6:,.2f} µs at "
+                            f"{res.clock_hz / 1e6:g} MHz · simulated in {run.seconds:.2f} s")
+        self._draw(res)
+        self._draw_roofline(run)
+        self._on_tick(None)
+
+    def _ticks_of_cycles(self, res):
+        recs = [r for r in res.instructions]
+        starts = np.asarray([r.issue_cycle for r in recs], dtype=np.float64)
+        ticks = np.asarray([r.tick for r in recs], dtype=np.float64)
+        ends = np.asarray([r.end_cycle for r in recs], dtype=np.float64)
+        # a cycle maps into its instruction's tick, linearly from issue to end
+        xp = np.r_[starts, ends[-1:]] if len(recs) else np.zeros(1)
+        fp = np.r_[ticks, ticks[-1:] + 1] if len(recs) else np.zeros(1)
+        order = np.argsort(xp, kind="stable")
+        return xp[order], fp[order]
+
+    def _x(self, cycles):
+        c = np.asarray(cycles, dtype=np.float64)
+        if self.x_mode == "cycles" or self.items.get("map") is None:
+            return c
+        xp, fp = self.items["map"]
+        return np.interp(c, xp, fp)
+
+    def _tick_x(self, tick: int) -> float:
+        run = self.state.run if self.state is not None else None
+        if run is None:
+            return float(tick)
+        if self.x_mode == "ticks":
+            return tick + 0.5
+        recs = run.result.instructions
+        if 0 <= tick < len(recs):
+            r = recs[tick]
+            return (r.issue_cycle + r.end_cycle) / 2
+        return 0.0
+
+    def set_x_mode(self, mode: str) -> None:
+        self.x_mode = mode
+        self.axis.setCurrentText(mode)
+        if self.state is not None and self.state.run is not None:
+            self._draw(self.state.run.result)
+            self._on_tick(None)
+
+    def _draw(self, res) -> None:
+        import pyqtgraph as pg
+
+        from ..widgets.lanes_plot import RectBatch
+        plot = self._ensure_plot()
+        units, dma, sram = plot.plots["units"], plot.plots["dma"], plot.plots["sram"]
+        if "units" not in self.items:
+            self.items["units"] = RectBatch([_UNIT_COLOR[u] for u in UNIT_LANES], pad=0.15)
+            self.items["stalls"] = RectBatch([STALL_COLORS[k] for k in _STALLS], pad=0.15)
+            units.addItem(self.items["units"])
+            units.addItem(self.items["stalls"])
+            self.items["dma"] = RectBatch(_DMA_COLORS, pad=0.15)
+            dma.addItem(self.items["dma"])
+            self.items["sram"] = pg.PlotDataItem(pen=pg.mkPen("#1f77b4", width=1.4), stepMode="right")
+            self.items["sram"].setClipToView(True)
+            self.items["sram"].setDownsampling(auto=True, method="peak")
+            sram.addItem(self.items["sram"])
+            self.items["cap"] = pg.InfiniteLine(angle=0, movable=False, label="capacity",
+                                                pen=pg.mkPen("#d62728", style=Qt.PenStyle.DashLine),
+                                                labelOpts={"position": 0.05, "color": "#d62728"})
+            sram.addItem(self.items["cap"], ignoreBounds=True)
+        self.items["map"] = self._ticks_of_cycles(res)
+        recs = [r for r in res.instructions if r.kind != "skipped"]
+        lane_of = {u: k for k, u in enumerate(UNIT_LANES)}
+        busy = [r for r in recs if r.end_cycle > r.start_cycle]
+        x0 = self._x([r.start_cycle for r in busy])
+        x1 = self._x([r.end_cycle for r in busy])
+        if self.x_mode == "ticks":      # each instruction fills its own tick
+            x0 = np.asarray([r.tick for r in busy], dtype=np.float64)
+            x1 = x0 + 1
+        self.items["units"].set_data(x0, x1, [lane_of.get(r.unit, 4) for r in busy],
+                                     [lane_of.get(r.unit, 4) for r in busy],
+                                     labels=lambda k, b=busy: f"v{b[k].tick} {b[k].op.split('.')[-2] if '.' in b[k].op else b[k].op}",
+                                     tooltip=lambda k, b=busy: self._instr_tip(b[k]))
+        stalled = [r for r in recs if r.stall_cycles > 0]
+        cause = [max(r.stall_breakdown, key=r.stall_breakdown.get) if r.stall_breakdown else "preload_late"
+                 for r in stalled]
+        s0 = self._x([r.issue_cycle for r in stalled])
+        s1 = self._x([r.issue_cycle + r.stall_cycles for r in stalled])
+        self.items["stalls"].set_data(s0, s1, [len(UNIT_LANES)] * len(stalled),
+                                      [_STALLS.index(c) if c in _STALLS else 0 for c in cause],
+                                      tooltip=lambda k, s=stalled: self._instr_tip(s[k]))
+        engines = sorted({t.engine for t in res.transfers})
+        plot.set_lanes(dma, [f"DMA {e}" for e in engines] or ["DMA"])
+        tr = res.transfers
+        self.items["dma"].set_data(self._x([t.start_cycle for t in tr]), self._x([t.end_cycle for t in tr]),
+                                   [engines.index(t.engine) for t in tr],
+                                   [_DMA_KINDS.index(t.kind) if t.kind in _DMA_KINDS else 0 for t in tr],
+                                   tooltip=lambda k, tr=tr: (f"{tr[k].kind} v{tr[k].value} ({tr[k].src} → {tr[k].dst})"
+                                                             f"\n{tr[k].bytes:,} bytes, cycles {tr[k].start_cycle:,}.."
+                                                             f"{tr[k].end_cycle:,}\nissued at t{tr[k].tick}, queued "
+                                                             f"{tr[k].queue_cycles:,} cycles"))
+        sx = self._x(list(res.sram_cycles) + [res.total_cycles])
+        sy = np.asarray(list(res.sram_bytes) + list(res.sram_bytes[-1:]), dtype=np.float64)
+        self.items["sram"].setData(sx, sy[:sx.size] if sy.size >= sx.size else np.r_[sy, sy[-1:]])
+        self.items["cap"].setValue(res.sram_capacity)
+        sram.setYRange(0, max(res.sram_capacity, res.peak_sram_bytes) * 1.1, padding=0)
+        hi = float(self._x([res.total_cycles])[0]) if self.x_mode == "cycles" else float(len(res.instructions))
+        plot.set_x_limits(0, max(hi, 1))
+        plot.show_all()
+
+    def _instr_tip(self, r) -> str:
+        lines = [f"t{r.tick}: {r.op} on {r.unit} ({r.op_class})",
+                 f"cycles {r.issue_cycle:,} → {r.start_cycle:,} → {r.end_cycle:,} (compute {r.compute_cycles:,})"]
+        if r.stall_cycles:
+            lines.append(f"stall {r.stall_cycles:,}: " + ", ".join(f"{k} {v:,}" for k, v in r.stall_breakdown.items())
+                         + (f" — {r.stall_cause}" if r.stall_cause else ""))
+        if r.macs:
+            lines.append(f"{r.macs:,} MACs")
+        lines.append(f"out {r.out_bytes:,} B, route {r.route}")
+        return "\n".join(lines)
+
+    def totals_html(self, run, other=None) -> str:
+        res = run.result
+
+        def delta(a, b):
+            return f" <span style='color:#888'>({a - b:+,})</span>" if b is not None else ""
+        o = other.result if other is not None else None
+        rows = [("Configuration", run.label), ("Total cycles", f"{res.total_cycles:,}"
+                                               + delta(res.total_cycles, o.total_cycles if o else None)),
+                ("Time", f"{res.time_s * 1e6:,.3f} µs at {res.clock_hz / 1e6:g} MHz"),
+                ("Core / DMA drain", f"{res.core_cycles:,} / {res.drain_cycles:,} cycles"),
+                ("MACs", f"{res.macs:,}")]
+        rows += [(f"Utilisation {u}", f"{v:.1%}") for u, v in res.utilization.items()]
+        rows += [("DRAM → SRAM", f"{res.dram_read_bytes:,} B"), ("SRAM → DRAM", f"{res.dram_write_bytes:,} B")]
+        rows += [(f"  {k}", f"{v:,} B") for k, v in res.dram_bytes_by_kind.items() if v]
+        rows += [("SRAM peak", f"{res.peak_sram_bytes:,} of {res.sram_capacity:,} B"),
+                 ("Spills", str(len(res.spills))),
+                 ("Stall cycles", f"{res.stall_cycles:,}" + delta(res.stall_cycles, o.stall_cycles if o else None))]
+        rows += [(f"<span style='color:{STALL_COLORS.get(k, '#000')}'>■</span> {k}", f"{v:,}")
+                 for k, v in res.stall_cycles_by_cause.items()]
+        if other is not None:
+            rows.append(("Compared with", other.label))
+        return "<table cellspacing=2>" + "".join(f"<tr><td>{a}</td><td align=right>{b}</td></tr>" for a, b in rows) \
+            + "</table>"
+
+    def _draw_roofline(self, run) -> None:
+        import pyqtgraph as pg
+        if self.roof is None:
+            self.roof = pg.PlotWidget(self.roof_host)
+            self.roof.setBackground(None)
+            self.roof.setLogMode(x=True, y=True)
+            self.roof.setLabel("bottom", "arithmetic intensity (MAC/byte)")
+            self.roof.setLabel("left", "achieved MAC/cycle")
+            self.roof_host.layout().addWidget(self.roof)
+            self.items["roof_pts"] = pg.ScatterPlotItem(size=7, pen=None, brush=pg.mkBrush(31, 119, 180, 170))
+            self.items["roof_pts"].sigClicked.connect(self._roof_clicked)
+            self.roof.addItem(self.items["roof_pts"])
+            self.items["roof_lines"] = self.roof.plot([], [], pen=pg.mkPen("#d62728", width=1.5))
+        pts = self.roofline_points(run)
+        self.items["roof_pts"].setData([dict(pos=(np.log10(ai), np.log10(tp)), data=t) for t, ai, tp in pts])
+        compute_roof, bw = self.roofs(run)
+        if pts:
+            ais = np.logspace(np.log10(min(p[1] for p in pts)) - 0.5, np.log10(max(p[1] for p in pts)) + 0.5, 64)
+            self.items["roof_lines"].setData(ais, np.minimum(compute_roof, bw * ais))
+
+    def roofs(self, run) -> tuple[float, float]:
+        """(MAC/cycle of the array, DRAM bytes/cycle) of the configuration the run used."""
+        from nac_engine.sim.config import load_hardware
+        cfg = load_hardware(run.hardware, run.overrides or None)
+        return float(cfg.array.rows * cfg.array.cols), float(cfg.dram.bytes_per_cycle)
+
+    @staticmethod
+    def roofline_points(run) -> list[tuple[int, float, float]]:
+        """(tick, MACs per byte moved, MACs per cycle) of every instruction that does MACs."""
+        out = []
+        for r in run.result.instructions:
+            moved = r.sram_read_bytes + r.sram_write_bytes or r.out_bytes
+            cycles = r.end_cycle - r.start_cycle
+            if r.macs > 0 and moved > 0 and cycles > 0:
+                out.append((r.tick, r.macs / moved, r.macs / cycles))
+        return out
+
+    # -- interaction ------------------------------------------------------------------------
+    def select_tick(self, tick: int) -> None:
+        if self.qdoc is not None and 0 <= tick < len(self.qdoc.nac.instructions):
+            self.qdoc.select(Selection("instruction", int(tick)), self)
+
+    def _clicked(self, x: float, key: str, y: float) -> None:
+        run = self.state.run if self.state is not None else None
+        if run is None:
+            return
+        if self.x_mode == "ticks":
+            self.select_tick(int(np.floor(x)))
+            return
+        recs = [r for r in run.result.instructions if r.kind != "skipped"]
+        starts = np.asarray([r.issue_cycle for r in recs])
+        k = int(np.searchsorted(starts, x, "right")) - 1
+        if 0 <= k < len(recs):
+            self.select_tick(recs[k].tick)
+
+    def _row_clicked(self, index) -> None:
+        r = self.table_model.rows[self.proxy.mapToSource(index).row()]
+        self.select_tick(r.tick)
+
+    def _roof_clicked(self, _item, points, *_):
+        if len(points):
+            self.select_tick(int(points[0].data()))
+
+    # -- export -----------------------------------------------------------------------------
+    def export(self, what: str, path: str) -> None:
+        from nac_engine.format.writer import atomic_write
+        run = self.state.run if self.state is not None else None
+        if run is None:
+            raise RuntimeError("nothing simulated yet")
+        if what == "trace":
+            from nac_engine.sim.trace import write_trace
+            write_trace(run.result, path)
+        elif what == "csv":
+            atomic_write(path, run.result.to_csv().encode("utf-8"))
+        elif what == "lanes" and self.plot is not None:
+            self.plot.export(path)
+        elif what == "roofline" and self.roof is not None:
+            from ..widgets.lanes_plot import export_scene
+            export_scene(self.roof.scene(), path)
+        self.message.emit(f"Exported {Path(path).name}")
+
+    def _export_dialog(self, what: str) -> None:
+        if self.state is None or self.state.run is None:
+            return
+        filt = {"trace": "Chrome trace (*.json)", "csv": "CSV (*.csv)"}.get(what, "PNG (*.png);;SVG (*.svg)")
+        default = {"trace": "trace.json", "csv": "instructions.csv"}.get(what, f"{what}.png")
+        path, _ = QFileDialog.getSaveFileName(self, "Export", default, filt)
+        if path:
+            self.export(what, path)
