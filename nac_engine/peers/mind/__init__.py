@@ -115,11 +115,21 @@ class MindFile(PeerFile):
         return list(self.problems)
 
     def disassemble(self) -> Optional[str]:
-        """Canonical text when the module verifies; else the module as parsed, printed as is."""
-        from .canonical import canonical_text, print_module
+        """Canonical text when the module verifies; else each instruction as parsed in the reference
+        encoding (its source text where it does not fit its opcode) with the outputs line."""
+        from .canonical import canonical_text, instr_text
         if not self.problems:
             return canonical_text(self.module)
-        return print_module(self.module)
+        lines = []
+        for ins in self.module.instrs:
+            try:
+                lines.append(instr_text(ins) if not ins.arg_error else None)
+            except (KeyError, TypeError, ValueError, IndexError):
+                lines.append(None)
+            if lines[-1] is None:
+                lines[-1] = self.data[ins.offset:ins.offset + ins.length].decode("utf-8", "replace")
+        lines.append("outputs: " + ", ".join(f"%{v}" for v in self.module.outputs))
+        return "\n".join(lines) + "\n"
 
     def graph(self) -> PeerGraph:
         g = PeerGraph()
@@ -157,7 +167,13 @@ class MindFile(PeerFile):
         return g
 
 
+#: the largest IR text decoded (the reference parser stops at 10 MB)
+MAX_TEXT_BYTES = 64 << 20
+
+
 def decode(data: bytes, path: Optional[str] = None, strict: bool = False) -> MindFile:
+    if len(data) > MAX_TEXT_BYTES:
+        raise MindError(1, 1, 0, f"{len(data):,} bytes of IR text is more than the {MAX_TEXT_BYTES:,}-byte limit")
     parsed = parse(bytes(data), strict=strict)
     f = MindFile(bytes(data), parsed, path)
     if strict and f.problems:

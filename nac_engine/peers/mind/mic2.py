@@ -71,7 +71,11 @@ def parse_mic2(data: bytes, strict: bool = False) -> Parsed:
                                     "a type line is 'T<i> <dtype> <dims…>'")
                 if len(toks) - 2 > MAX_RANK:
                     raise MindError(number, col(toks[2]), toks[2].offset, f"more than {MAX_RANK} dimensions")
-                dims = tuple(_int(t, number, start) if t.text.lstrip("-").isdigit() else t.text for t in toks[2:])
+                for t in toks[2:]:
+                    if not re.fullmatch(r"[0-9]+|[A-Za-z_][A-Za-z0-9_]*|\?", t.text):
+                        raise MindError(number, col(t), t.offset, f"a dimension is a size, a symbol or '?', "
+                                        f"not {t.text[:40]!r}", length=t.length)
+                dims = tuple(_int(t, number, start) if t.text.isdigit() else t.text for t in toks[2:])
                 types.append(TensorType(toks[1].text, dims))
                 records.append(("type", number, start, end, None))
                 continue

@@ -38,7 +38,8 @@ _TOKEN = re.compile(rb"""
 |(?P<string>"(?:[^"\\\n]|\\.)*")
 |(?P<ident>[A-Za-z_][A-Za-z0-9_.@]*)
 |(?P<punct>[()\[\]{}<>,:=;?*/+\-])
-""", re.VERBOSE)
+|(?P<bad>.)
+""", re.VERBOSE | re.DOTALL)
 
 #: how each dialect spells an opcode -> (Core opcode, BinOp kind or None)
 _OPCODES: dict[str, tuple] = {op: (op, None) for op in CORE_OPS}
@@ -125,29 +126,26 @@ def split_lines(data: bytes):
 def tokenize_line(data: bytes, number: int, start: int, stop: int) -> tuple[list, Optional[Token]]:
     tokens: list[Token] = []
     comment = None
-    pos = start
-    while pos < stop:
-        m = _TOKEN.match(data, pos, stop)
-        if m is None:
+    append = tokens.append
+    for m in _TOKEN.finditer(data, start, stop):
+        kind = m.lastgroup
+        if kind == "ws":
+            continue
+        pos, end = m.span()
+        if kind == "bad":
             ch = data[pos:pos + 1]
             if ch == b'"':
                 raise MindError(number, pos - start + 1, pos, "unterminated string (no closing '\"' on this line)",
                                 length=stop - pos)
             raise MindError(number, pos - start + 1, pos, f"unexpected character {ch!r}", length=1)
-        kind = m.lastgroup
-        end = m.end()
-        if kind != "ws":
-            raw = data[pos:end]
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise MindError(number, pos - start + 1, pos, "text is not valid UTF-8", length=end - pos) from None
-            tok = Token(kind, text, pos, end - pos)
-            if kind == "comment":
-                comment = tok
-            else:
-                tokens.append(tok)
-        pos = end
+        try:
+            text = m.group().decode("utf-8")
+        except UnicodeDecodeError:
+            raise MindError(number, pos - start + 1, pos, "text is not valid UTF-8", length=end - pos) from None
+        if kind == "comment":
+            comment = Token(kind, text, pos, end - pos)
+        else:
+            append(Token(kind, text, pos, end - pos))
     return tokens, comment
 
 

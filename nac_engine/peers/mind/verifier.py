@@ -345,7 +345,8 @@ def verify_module(mod: Module) -> Verified:
             types[ins.vid] = operand_types[0] if ok else None
             continue
         if ins.opcode not in CORE_OPS:
-            at(ins, "unknown-op", f"{ins.dialect_op or ins.opcode!r} is not a Core v1 instruction")
+            name = ins.dialect_op or ins.opcode
+            at(ins, "unknown-op", f"{name if len(name) <= 40 else name[:37] + '...'!r} is not a Core v1 instruction")
             types[ins.vid] = None
             continue
         if ins.arg_error:
