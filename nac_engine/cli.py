@@ -123,13 +123,14 @@ def cmd_dis(args) -> int:
     with _open(args.file, strict=False) as nac:
         for p in nac.problems:
             print(f"nac: warning: {p}", file=sys.stderr)
-        out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
-        try:
-            for line in iter_disassembly(nac, mmap_comments=args.mmap, source_name=os.path.basename(args.file)):
-                out.write(line + "\n")
-        finally:
-            if args.output:
-                out.close()
+        lines = iter_disassembly(nac, mmap_comments=args.mmap, source_name=os.path.basename(args.file))
+        if args.output:     # all or nothing: a killed dis leaves the old file (or none), never half a text
+            from .format.writer import atomic_produce
+            atomic_produce(args.output, lambda fh, _tmp: fh.writelines((line + "\n").encode("utf-8")
+                                                                       for line in lines))
+        else:
+            for line in lines:
+                sys.stdout.write(line + "\n")
     return EXIT_OK
 
 
@@ -355,7 +356,8 @@ def _run_with_breakpoints(nac, inputs, feeds, specs):
         try:
             dbg.add_breakpoint(**_parse_break(spec))
         except (ValueError, ExprError, LookupError, RecursionError) as e:
-            raise CliError(f"--break {spec!r}: {e}") from None
+            shown = spec if len(spec) <= 80 else spec[:77] + "..."
+            raise CliError(f"--break {shown!r}: {e}") from None
     while True:
         stop = dbg.continue_()
         if stop.kind != "breakpoint":
@@ -455,6 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .sim.command import add_parser as _add_sim; _add_sim(sub)  # noqa: E702
     from .compiler.command import add_parser as _add_compile; _add_compile(sub)  # noqa: E702
     from .peers.convert_command import add_parser as _add_convert; _add_convert(sub)  # noqa: E702
+    from .runtime.diff_command import add_parser as _add_diff; _add_diff(sub)  # noqa: E702
     return p
 
 

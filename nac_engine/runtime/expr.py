@@ -36,6 +36,9 @@ import torch
 class ExprError(ValueError):
     def __init__(self, message: str, column: int | None = None, text: str = ""):
         where = f" at column {column}" if column is not None else ""
+        if len(text) > 80:      # a hostile condition can be megabytes: show where, not all of it
+            lo = max(0, (column or 0) - 30)
+            text = ("…" if lo else "") + text[lo:lo + 60] + "…"
         super().__init__(f"{message}{where}" + (f": {text!r}" if text and column is not None else ""))
         self.column = column
 
@@ -122,6 +125,7 @@ class _Parser:
         self.toks = _tokens(text)
         self.i = 0
         self.names: set[str] = set()
+        self.depth = 0
 
     def peek(self) -> _Tok:
         return self.toks[self.i]
@@ -150,7 +154,17 @@ class _Parser:
         node = self.or_()
         if self.peek().kind != "end":
             self.unexpected(self.peek())
+        depth = _tree_depth(node)
+        if depth > MAX_TREE_DEPTH:
+            raise ExprError(f"expression is {depth} operations deep; at most {MAX_TREE_DEPTH}", 0, self.text)
         return node
+
+    def nested(self, tok: _Tok) -> None:
+        """Count one level of parentheses/call/unary nesting: the parser recurses per level, and a
+        hostile condition must be an ExprError, not a RecursionError."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            self.error(f"expression nests more than {MAX_NESTING} levels deep", tok)
 
     def or_(self):
         node = self.and_()
@@ -165,8 +179,11 @@ class _Parser:
         return node
 
     def not_(self):
-        if self.accept("not"):
-            return ("not", self.not_())
+        if (tok := self.accept("not")):
+            self.nested(tok)
+            node = ("not", self.not_())
+            self.depth -= 1
+            return node
         return self.cmp()
 
     def cmp(self):
@@ -191,10 +208,11 @@ class _Parser:
         return node
 
     def unary(self):
-        if self.accept("-"):
-            return ("neg", self.unary())
-        if self.accept("+"):
-            return self.unary()
+        if (tok := self.accept("-", "+")):
+            self.nested(tok)
+            node = self.unary()
+            self.depth -= 1
+            return ("neg", node) if tok.text == "-" else node
         return self.atom()
 
     def atom(self):
@@ -202,9 +220,11 @@ class _Parser:
         if tok.kind == "num":
             return ("num", float(tok.text) if any(c in tok.text for c in ".eE") else int(tok.text))
         if tok.kind == "op" and tok.text == "(":
+            self.nested(tok)
             node = self.or_()
             if not self.accept(")"):
                 self.error("expected ')'", self.peek())
+            self.depth -= 1
             return node
         if tok.kind == "name" and tok.text not in _KEYWORDS:
             if self.peek().text == "(":
@@ -223,7 +243,7 @@ class _Parser:
     def call(self, name: _Tok):
         if name.text not in FUNCTIONS:
             self.error(f"unknown function {name.text!r} (known: {', '.join(sorted(FUNCTIONS))})", name)
-        self.take()                                   # '('
+        self.nested(self.take())                      # '('
         args = [self.or_()]
         while self.accept(","):
             args.append(self.or_())
@@ -233,7 +253,29 @@ class _Parser:
         if not lo <= len(args) <= hi:
             n = str(lo) if lo == hi else f"{lo} or {hi}"
             self.error(f"{name.text}() takes {n} argument(s), got {len(args)}", name)
+        self.depth -= 1
         return ("call", name.text, args)
+
+
+#: Parentheses, calls and unary operators nested deeper than this are refused (each level costs the
+#: recursive-descent parser about eight Python frames).
+MAX_NESTING = 64
+#: Evaluation recurses once per tree level; a flat ``1+1+...`` chain is as deep as it is long.
+MAX_TREE_DEPTH = 256
+
+
+def _tree_depth(root) -> int:
+    """Depth of a parsed tree, walked with an explicit stack (no recursion on hostile input)."""
+    deepest, stack = 0, [(root, 1)]
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        for child in node[1:]:
+            if isinstance(child, tuple):
+                stack.append((child, d + 1))
+            elif isinstance(child, list):
+                stack.extend((c, d + 1) for c in child if isinstance(c, tuple))
+    return deepest
 
 
 def _truth(v) -> bool:

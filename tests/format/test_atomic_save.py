@@ -94,3 +94,26 @@ def test_compiled_external_weights_get_ordinary_modes(tmp_path):
     assert len(written) == 2
     assert all(_mode(w) == 0o644 for w in written)
     assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+
+
+def test_dis_output_is_all_or_nothing(tmp_path, monkeypatch, capsys):
+    """`nac dis -o` interrupted midway leaves the previous text intact and no temp file."""
+    from pathlib import Path
+    import nac_engine.isa.disasm as disasm
+    from nac_engine.cli import main
+    mlp = Path(__file__).resolve().parents[2] / "resources" / "models" / "demo_mlp.nac"
+    out = tmp_path / "m.nas"
+    out.write_text("previous\n")
+    real = disasm.iter_disassembly
+
+    def dies_midway(*a, **k):
+        for i, line in enumerate(real(*a, **k)):
+            if i == 5:
+                raise KeyboardInterrupt
+            yield line
+    monkeypatch.setattr(disasm, "iter_disassembly", dies_midway)
+    assert main(["dis", str(mlp), "-o", str(out)]) == 130
+    assert out.read_text() == "previous\n" and os.listdir(tmp_path) == ["m.nas"]
+    monkeypatch.setattr(disasm, "iter_disassembly", real)
+    assert main(["dis", str(mlp), "-o", str(out)]) == 0
+    assert out.read_text().startswith("; NAC v1.6 disassembly")
