@@ -1,0 +1,95 @@
+"""``nac diff A.nac B.nac|--eager FILE.py:FACTORY``: where two runs of a model part (see :mod:`.diff`)."""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("diff", help="run two files on the same inputs and find where their values part",
+                       description="Run A and B (or A and PyTorch eager of --eager FILE.py:FACTORY) on the same "
+                                   "inputs, match their values (source map, else op sequence, else outputs), and "
+                                   "print each matched pair's errors and the first divergence. Exit 1 when they "
+                                   "diverge.")
+    s.add_argument("a", metavar="A.nac")
+    s.add_argument("b", metavar="B.nac", nargs="?")
+    s.add_argument("--eager", metavar="FILE.py:FACTORY", help="compare A with PyTorch eager of this model")
+    s.add_argument("--inputs", action="append", metavar="NAME=x.npy|NAME=SHAPE[:DTYPE]",
+                   help="a named input (default: A's recorded input signature, seeded random)")
+    s.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
+    s.add_argument("--tolerance", type=float, default=1e-3, help="divergence threshold (default 1e-3)")
+    s.add_argument("--metric", choices=("max_abs", "relative", "cosine"), default="max_abs",
+                   help="what the tolerance applies to (cosine: 1 - cosine similarity); default max_abs")
+    s.add_argument("--params", action="store_true", help="also compare parameter loads (quantised weights)")
+    s.add_argument("--all", action="store_true", help="print every matched pair, not only the first 40")
+    s.add_argument("--json", action="store_true", help="print the result as JSON")
+    s.set_defaults(func=cmd_diff)
+
+
+def _inputs(args, nac_path: str):
+    from ..cli import CliError, _load_npy, _open, _shaped_inputs
+    if not args.inputs:
+        return None
+    inputs, shaped = {}, []
+    for item in args.inputs:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise CliError(f"--inputs expects NAME=file.npy or NAME=SHAPE[:DTYPE], got {item!r}")
+        if value.endswith(".npy"):
+            inputs[name] = _load_npy(value)
+        else:
+            shaped.append((name, value))
+    if shaped:
+        with _open(nac_path) as nac:
+            inputs.update(_shaped_inputs(nac, shaped, args.seed))
+    return inputs
+
+
+def _fmt(v) -> str:
+    return "-" if v is None else f"{v:.3g}"
+
+
+def cmd_diff(args) -> int:
+    from ..cli import CliError
+    from ..errors import NacFormatError
+    from ..format.input_signature import missing_inputs_hint
+    from .diff import diff_eager, diff_files
+    from .errors import MissingInputError, NacRuntimeError
+    if (args.b is None) == (args.eager is None):
+        raise CliError("give B.nac or --eager FILE.py:FACTORY (one of them)")
+    inputs = _inputs(args, args.a)
+    try:
+        if args.eager:
+            res = diff_eager(args.a, args.eager, inputs, tolerance=args.tolerance, metric=args.metric, seed=args.seed)
+        else:
+            res = diff_files(args.a, args.b, inputs, tolerance=args.tolerance, metric=args.metric,
+                             include_params=args.params, seed=args.seed)
+    except MissingInputError as e:
+        raise CliError(f"{e}{missing_inputs_hint(e.missing) if inputs is None else ''}") from None
+    except (NacFormatError, NacRuntimeError, ValueError, OSError) as e:
+        raise CliError(str(e)) from None
+    if args.json:
+        json.dump(res.to_json(), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 1 if res.diverged else 0
+    print(f"{res.a_name} vs {res.b_name}: {len(res.pairs)} matched values ({res.method}), {len(res.outputs)} "
+          f"output(s); {res.metric} tolerance {res.tolerance:g}")
+    print(f"{'tick A':>7} {'tick B':>7}  {'max abs':>9} {'relative':>9} {'cosine':>9}  value")
+    rows = res.pairs if args.all else res.pairs[:40]
+    for p in rows + res.outputs:
+        tb = "-" if p.tick_b is None else str(p.tick_b)
+        flag = "  <-- over tolerance" if p.diverges else ""
+        print(f"{p.tick_a:>7} {tb:>7}  {_fmt(p.max_abs):>9} {_fmt(p.relative):>9} {_fmt(p.cosine):>9}  "
+              f"{p.label} ({p.op_a}){' ' + p.note if p.note else ''}{flag}")
+    if len(rows) < len(res.pairs):
+        print(f"  ... {len(res.pairs) - len(rows)} more (--all)")
+    for n in res.notes:
+        print(f"note: {n}")
+    first = res.first_divergence
+    if first is None:
+        print("no divergence")
+        return 0
+    where = f"tick {first.tick_a}" + ("" if first.tick_b is None else f" (B tick {first.tick_b})")
+    print(f"first divergence: {where} {first.label} ({first.op_a}): {res.metric} "
+          f"{_fmt(first.metric(res.metric))} > {res.tolerance:g}")
+    return 1

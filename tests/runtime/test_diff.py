@@ -1,0 +1,164 @@
+"""Differential debugging: `nac diff` and nac_engine.runtime.diff against direct per-tick comparisons."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import nac_engine
+from nac_engine.cli import main
+from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
+from nac_engine.runtime.diff import compare_values, diff_eager, diff_files, match_ticks
+from nac_engine.runtime.session import Session
+from tests.corpus_paths import CORPUS
+
+NAC = CORPUS / "nac"
+corpus = pytest.mark.skipif(not (NAC / "mlp").is_dir(), reason="../shared/corpus is absent")
+QUANTISED = {"mlp": ["mlp_fp16", "mlp_int8t"],
+             "mlp__v1.6": ["mlp_fp16__v1.6", "mlp_int8c__v1.6", "mlp_int8t__v1.6", "mlp_bfp8__v1.6"]}
+CASES = [(f, q) for f, qs in QUANTISED.items() for q in qs]
+
+
+def _cli(capsys, *argv):
+    code = main(list(map(str, argv)))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _all_results(path, feed) -> dict:
+    """Every instruction's value, by running the session one instruction at a time."""
+    out = {}
+    with Session(str(path), feeds=[feed]) as s:
+        s.reset()
+        while not s.finished:
+            i = s.tick
+            s.run_instruction(i)
+            if s.results.get(i) is not None:       # <OUTPUT B=0> has no value
+                out[i] = s.results[i].detach().numpy().astype(np.float64)
+    return out
+
+
+@corpus
+@pytest.mark.parametrize("float_dir, quant_dir", CASES)
+def test_first_divergence_of_each_quantised_mlp_agrees_with_a_direct_comparison(capsys, float_dir, quant_dir):
+    a = next((NAC / float_dir).glob("*.nac"))
+    b = next((NAC / quant_dir).glob("*.nac"))
+    feed_path = NAC / float_dir / "feed_0.npy"
+    feed = np.load(feed_path)
+    code, out, err = _cli(capsys, "diff", a, b, "--inputs", f"x={feed_path}", "--tolerance", "1e-3", "--json")
+    res = json.loads(out)
+    # direct: the same op ticks of both files (the quantised file has the float file's op sequence)
+    ra, rb = _all_results(a, feed), _all_results(b, feed)
+    nac = nac_engine.read(str(a))
+    ops = [i.index for i in nac.instructions if i.a not in (OP_INPUT, OP_OUTPUT)]
+    errors = {t: float(np.abs(ra[t] - rb[t]).max()) for t in ops}
+    over = [t for t in ops if errors[t] > 1e-3]
+    assert res["method"] == "structure" and [p["tick_a"] for p in res["pairs"]] == ops
+    for p in res["pairs"]:
+        assert p["tick_b"] == p["tick_a"] and math.isclose(p["max_abs"], errors[p["tick_a"]], rel_tol=1e-9)
+    first = res["first_divergence"]
+    if over:
+        assert code == 1 and first["tick_a"] == over[0], err
+    else:
+        out_err = float(np.abs(ra[max(ops)] - rb[max(ops)]).max())
+        assert out_err <= 1e-3 and code == 0 and first is None
+
+
+@corpus
+def test_text_output_names_the_first_divergence(capsys):
+    feed = NAC / "mlp" / "feed_0.npy"
+    code, out, _ = _cli(capsys, "diff", NAC / "mlp" / "mlp.nac", NAC / "mlp_int8t" / "mlp_int8t.nac",
+                        "--inputs", f"x={feed}")
+    assert code == 1 and "first divergence: tick 3" in out and "<-- over tolerance" in out
+    code, out, _ = _cli(capsys, "diff", NAC / "mlp" / "mlp.nac", NAC / "mlp" / "mlp.nac", "--inputs", f"x={feed}")
+    assert code == 0 and out.strip().endswith("no divergence")
+
+
+@corpus
+def test_files_without_signature_and_without_inputs_ask_in_one_line(capsys):
+    code, _, err = _cli(capsys, "diff", NAC / "mlp" / "mlp.nac", NAC / "mlp_fp16" / "mlp_fp16.nac")
+    assert code != 0 and len(err.strip().splitlines()) == 1 and "--input NAME=SHAPE:DTYPE" in err
+
+
+FACTORY = '''
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(6, 16)
+        self.fc2 = torch.nn.Linear(16, 3)
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        return torch.softmax(self.fc2(h) * 3.0, -1)
+
+
+def make_model():
+    torch.manual_seed(0)
+    return Net(), (torch.randn(4, 6),)
+'''
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    d = tmp_path_factory.mktemp("diff")
+    (d / "model.py").write_text(FACTORY)
+    for name, extra in (("f.nac", []), ("q.nac", ["--quant", "int8_tensor"]), ("plain.nac", ["--no-debug-info"])):
+        assert main(["compile", str(d / "model.py"), "-o", str(d / name)] + extra) == 0
+    return d
+
+
+def test_source_map_matching_of_a_float_and_a_quantised_compile(compiled):
+    res = diff_files(compiled / "f.nac", compiled / "q.nac", tolerance=1e-3)
+    assert res.method == "source-map" and res.diverged
+    labels = [p.label for p in res.pairs]
+    assert labels[0] == "fc1 / linear" and any(lab.endswith("softmax") for lab in labels)
+    ra, rb = (_run_all(compiled / n, res) for n in ("f.nac", "q.nac"))
+    direct = next(t for t in sorted(ra) if float(np.abs(ra[t] - rb[t]).max()) > 1e-3)
+    assert res.first_divergence.tick_a == direct
+    # the same two files without a source map on one side: matched by structure, same answer
+    res2 = diff_files(compiled / "plain.nac", compiled / "q.nac", tolerance=1e-3)
+    assert res2.method == "structure" and res2.first_divergence.tick_a == direct
+    assert diff_files(compiled / "f.nac", compiled / "q.nac", tolerance=1.0).first_divergence is None
+
+
+def _run_all(path, res):
+    x = nac_engine.format.input_signature.signature_inputs(nac_engine.read(str(path)))
+    out = {}
+    with Session(str(path), inputs=x) as s:
+        s.reset()
+        while not s.finished:
+            i = s.tick
+            s.run_instruction(i)
+            if any(p.tick_a == i for p in res.pairs):
+                out[i] = s.results[i].detach().numpy().astype(np.float64)
+    return out
+
+
+def test_eager_diff_matches_every_op_by_node_name(compiled, capsys):
+    res = diff_eager(compiled / "f.nac", f"{compiled / 'model.py'}:make_model")
+    assert res.method == "source-map" and not res.diverged
+    assert {p.label for p in res.pairs} >= {"fc1 / linear", "fc2 / linear_1"}
+    assert all(p.max_abs is not None and p.max_abs < 1e-5 for p in res.pairs + res.outputs)
+    code, out, _ = _cli(capsys, "diff", compiled / "f.nac", "--eager", f"{compiled / 'model.py'}:make_model")
+    assert code == 0 and "no divergence" in out
+
+
+def test_structure_matching_aligns_an_inserted_instruction(compiled):
+    a = nac_engine.read(str(compiled / "plain.nac"))
+    method, pairs = match_ticks(a, a)
+    assert method == "structure" and pairs == [(i, i, a.instruction_name(ins)) for i, ins in enumerate(a.instructions)]
+
+
+def test_compare_values():
+    assert compare_values(np.array([1.0, np.nan]), np.array([1.0, np.nan]))[:3] == (0.0, 0.0, 1.0)
+    m, r, c, _ = compare_values(np.array([1.0, 2.0]), np.array([1.0, np.nan]))
+    assert m == math.inf
+    m, r, c, _ = compare_values(np.array([2.0, 0.0]), np.array([0.0, 2.0]))
+    assert (m, r, c) == (2.0, 1.0, 0.0)
+    assert "shapes differ" in compare_values(np.zeros(2), np.zeros(3))[3]
+    assert compare_values(np.float32(3), np.float32(3))[0] == 0.0
