@@ -32,6 +32,7 @@ from ..qt_document import rebind
 from ..document import Selection
 from ..graph_layout import GraphLayout, LayoutCancelled, layout_graph
 from ..graph_model import OP_CLASS_TITLES, OP_CLASSES, DataflowGraph, build_graph, detect_block_prefixes
+from ..peer_graph import dataflow_from_peer
 from ..widgets.graph_canvas import GraphCanvas, class_colors, edge_batches
 
 #: Above this many instructions the view opens with repeated blocks collapsed.
@@ -337,9 +338,12 @@ class GraphView(QWidget):
         self._cancel_task()
         self._cache.drop(self.qdoc.doc)   # the options changed (or nothing was laid out yet)
         options = self._options()
-        self.graph = build_graph(self.qdoc.nac, show_params=self.act_params.isChecked(),
-                                 show_consts=self.act_consts.isChecked(),
-                                 collapse_prefixes=self.collapsed_prefixes())
+        peer = getattr(self.qdoc.doc, "peer", None)    # a peer-format file draws its own dataflow
+        self.graph = dataflow_from_peer(peer) if peer is not None else None
+        if self.graph is None:
+            self.graph = build_graph(self.qdoc.nac, show_params=self.act_params.isChecked(),
+                                     show_consts=self.act_consts.isChecked(),
+                                     collapse_prefixes=self.collapsed_prefixes())
         self._generation += 1
         gen = self._generation
         graph, mode = self.graph, self.mode
