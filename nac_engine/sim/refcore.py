@@ -143,7 +143,8 @@ def orch_timeline(instrs: list, klat: list, ilat: int, legacy: bool,
             name = (names or {}).get(x.a, "")
             raise RefcoreOrchError(f"instruction {x.index}: op id {x.a}{f' ({name})' if name else ''} is "
                                    f"neither hard-wired in the core nor in its op table (the file's CMAP): "
-                                   f"ORCH error at cycle {f + 2} (fetched at {f}; RTL scenario C12)",
+                                   f"ORCH error at cycle {f + 2} (fetched at {f}; RTL scenario C12; "
+                                   f"--set refcore.op_table=any times the run anyway)",
                                    f + 2, x.index)
         elif x.a >= 10:
             c = f + 3 + k
@@ -183,23 +184,30 @@ def mmap_drain(commit: list, slots: dict, S: int, accept_at) -> tuple[int, list]
 
 
 def check_watchdog(instrs: list, fetch: list, commit: list, klat: list, orch_done: int, accepts: list,
-                   done: int, limit: int) -> None:
+                   done: int, limit: int, derived: bool = False) -> None:
     """RefcoreWatchdog when the run goes longer than ``limit`` cycles without a handshake
     before ``done`` (see the module docstring for what counts)."""
     events = [0, orch_done] + list(fetch) + list(commit) + [a.accept_cycle for a in accepts]
     for x, f, k in zip(instrs, fetch, klat):
         if x.a >= 10:
             events += [f + 1, f + 1 + k]          # kernel_start seen, kernel_done seen
+    kernels = {f + 1: (x.index, k) for x, f, k in zip(instrs, fetch, klat) if x.a >= 10}
     last = 0
     for e in sorted(set(events)) + [done]:
         if e > done:
             break
         if e - last > limit:
-            what = "the MMAP engine's scan" if last >= orch_done else "the run"
+            running = [(i, k) for start, (i, k) in kernels.items() if start <= last < start + k]
+            if running:
+                what = (f"instruction {running[0][0]}'s kernel ({running[0][1]} cycles"
+                        f"{', a derived latency' if derived else ''}) ran")
+            else:
+                what = "the MMAP engine scanned" if last >= orch_done else "the run went on"
             raise RefcoreWatchdog(f"watchdog timeout at cycle {last + limit}: no handshake since cycle {last} "
-                                  f"for more than refcore.watchdog_cycles={limit} while {what} went on "
+                                  f"for more than refcore.watchdog_cycles={limit} while {what} "
                                   f"(done would be {done}); the core resets, which also wipes the cached "
-                                  f"model (RTL scenario C7)", last + limit)
+                                  f"model (RTL scenario C7; --set refcore.watchdog_cycles=0 times the run "
+                                  f"without it)", last + limit)
         last = max(last, e)
 
 
@@ -295,7 +303,8 @@ def run_refcore(nac: NacFile, hw: HardwareConfig, prog: Optional[Program] = None
     idle, accepts = mmap_drain(commit, slots, rc.slots_per_tick, accept_at)
     done = max(orch_done + 1, idle)
     if rc.watchdog_cycles:
-        check_watchdog(instrs, fetch, commit, klat, orch_done, accepts, done, rc.watchdog_cycles)
+        check_watchdog(instrs, fetch, commit, klat, orch_done, accepts, done, rc.watchdog_cycles,
+                       rc.klat == "derived")
     tl = RefcoreTimeline(fetch, commit, klat[:executed], orch_done, idle, done, load_cycles(instrs),
                          accepts, [], dma_log)
     if rc.memory_semantics == "accept":
