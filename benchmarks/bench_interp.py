@@ -1,22 +1,41 @@
-"""Interpreter overheads, as ratios against PyTorch eager measured in the same run.
+"""Interpreter speed, as ratios against baselines measured in the same run.
 
-* full run: ``Session.run()`` on the largest corpus model vs the same ATen calls replayed
-  back to back in plain PyTorch eager (the kernels and arguments the session used,
-  recorded once: the cost of the computation with no interpreter around it);
-* stepping: ``Debugger.step()`` per instruction vs that eager replay, i.e. the debugger's
-  per-instruction overhead beyond kernel time (target < 50 µs).
+1. **Cold run, load included, on every corpus file that runs**: ``nac_engine.run(path,
+   feeds)`` (read, session set-up, run) against a *reference-style cold run*, our model of
+   the reference runtime's path (research note upstream_format §16.1, §10.3): the whole file
+   read into memory, every section decoded, every tensor copied and dequantised at load
+   (what ``NacRuntime`` does before it runs anything), then the file's kernel calls replayed
+   pre-bound in torch eager. The replay stands in for the reference's NumPy kernels, which
+   were slower (once loaded, the project ran in 0.65× the reference's time): the baseline is
+   on the generous side. Both in this process, torch already imported.
+2. **Interpreter vs pre-bound eager** on the corpus transformer files and a 12-layer GPT-2
+   (768 wide, 12 heads, sequence 128, compiled with ``nac_engine.compile``): a warm
+   ``Session.run()`` against the same ATen calls replayed back to back with their arguments
+   already bound to the schema (``op(*pos, **kw)`` on ``torch.ops`` overloads): the
+   computation with no interpreter around it. Target ≤ 1.3×.
+3. **Stepping on a warm session**: ``Debugger.step()`` over every instruction of a session
+   that has already run once (kernels resolved, weights loaded), µs per instruction, and
+   beyond the eager replay.
+4. The same (1–3, on bert_tiny) **under a background CPU load**: one busy-looping process
+   per CPU, beside the quiet figures; also the interpreter with torch's default thread pool
+   under that load, to show what the thread choice (``nac_engine/threads.py``) avoids.
+5. **Peak RSS of a GPT-2 run**: a new process reads the file and runs it once with values
+   dropped after their last reader (``Session.run``'s default) and once keeping every value
+   (``keep_results=True``); weights bytes beside them.
 
-    python benchmarks/bench_interp.py [--case bert_tiny] [--repeat 50] [--json]
-
-The GPT-2-size ratio (target ≤ 1.3× eager) belongs to the compiler issue, which builds it.
+    python benchmarks/bench_interp.py [--repeat 20] [--skip-gpt2] [--skip-load] [--json]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import pathlib
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -24,27 +43,64 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from nac_engine import read  # noqa: E402
+import torch  # noqa: E402
+
+import nac_engine  # noqa: E402
+from nac_engine import read, threads  # noqa: E402
 from nac_engine.runtime.debugger import Debugger  # noqa: E402
+from nac_engine.runtime.kernels import _SchemaKernel, bind  # noqa: E402
 from nac_engine.runtime.session import Session  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "nac"
+TRANSFORMERS = ("bert_tiny", "bert_tiny__v1.6", "hand_attn_block__v1.6", "mha_block__v1.6", "transpose_kw",
+                "transpose_kw__torch2.13", "transpose_kw__v1.6")
 
 
+# --------------------------------------------------------------------------- baselines
 class _Recorder(Session):
-    """Records (kernel, concrete args) of every regular op: the eager replay baseline."""
+    """Runs the file once and records every regular op as a pre-bound eager call:
+    ``(torch.ops overload, positional, keyword)`` for schema-bound ATen ops, ``(fn, args, {})``
+    for the hand-written standard ops (each is a line or two of torch)."""
+
+    keep_results = True
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
-        self.calls = []
+        self.calls: list = []
 
     def call_op(self, ins):
-        fn = self.kernels(self.nac.op_name(ins.a))
-        self.calls.append((fn, self.gather(ins)))
+        call = self.prepare(ins)
+        args = self._prepared_arguments(ins, call)
+        fn = call.fn
+        target, pos, kw = fn, list(args), {}
+        if isinstance(fn, _SchemaKernel):
+            target = fn.op
+            try:
+                pos, kw = bind(fn.op, tuple(args), fn.kernels.device)
+            except TypeError:
+                pass
+        self.calls.append((target, pos, kw))
         return super().call_op(ins)
 
 
-def _best(fn, repeat: int) -> float:
+def eager_replay(calls) -> None:
+    for fn, pos, kw in calls:
+        fn(*pos, **kw)
+
+
+def reference_style_load(path: pathlib.Path) -> dict:
+    """The reference runtime's load (§16.1): the file read whole, every section decoded, every
+    tensor copied out and dequantised (§10.3), before anything runs."""
+    data = path.read_bytes()
+    nac = read(data, weights=str(path.with_suffix(".safetensors")))
+    weights = {}
+    for pid, p in nac.params.items():
+        arr = p.array()
+        weights[pid] = np.array(arr, copy=True) if not arr.flags.owndata else arr
+    return weights
+
+
+def best(fn, repeat: int) -> tuple[float, float]:
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
@@ -53,62 +109,239 @@ def _best(fn, repeat: int) -> float:
     return min(times), statistics.median(times)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--case", default="bert_tiny", help="corpus case folder (default: the largest, bert_tiny)")
-    ap.add_argument("--repeat", type=int, default=50)
-    ap.add_argument("--json", action="store_true")
-    a = ap.parse_args()
-    case = CORPUS / a.case
-    if not case.is_dir():
-        print(f"corpus case {case} not found (../shared/corpus is needed)", file=sys.stderr)
-        return 2
-    path = next(case.glob("*.nac"))
-    feeds = [np.load(f) for f in sorted(case.glob("feed_*.npy"))]
-    nac = read(path)
-    n = len(nac.instructions)
+def geomean(xs) -> float:
+    xs = [x for x in xs if x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
-    rec = _Recorder(nac, feeds=feeds)
+
+# --------------------------------------------------------------------------- measurements
+def corpus_cases() -> list:
+    out = []
+    for case in sorted(p for p in CORPUS.iterdir() if p.is_dir()):
+        nacs = sorted(case.glob("*.nac"))
+        if not nacs:
+            continue
+        feeds = [np.load(f) for f in sorted(case.glob("feed_*.npy"))]
+        out.append((case.name, nacs[0], feeds))
+    return out
+
+
+def cold_vs_reference(cases, repeat: int) -> list[dict]:
+    rows = []
+    for name, path, feeds in cases:
+        try:
+            with read(path) as nac:
+                rec = _Recorder(nac, feeds=feeds)
+                rec.run()
+                calls = rec.calls
+            nac_engine.run(path, feeds=feeds)
+        except Exception as e:          # files the interpreter refuses: listed, not timed
+            rows.append({"case": name, "error": f"{type(e).__name__}: {str(e)[:80]}"})
+            continue
+        load_s, _ = best(lambda: reference_style_load(path), repeat)
+        replay_s, _ = best(lambda: eager_replay(calls), repeat)
+        ours_s, ours_med = best(lambda: nac_engine.run(path, feeds=feeds), repeat)
+        ref_s = load_s + replay_s
+        rows.append({"case": name, "reference_style_s": ref_s, "ref_load_s": load_s, "ref_replay_s": replay_s,
+                     "project_s": ours_s, "ratio": ours_s / ref_s})
+    return rows
+
+
+def interp_vs_eager(name: str, nac, feeds=None, inputs=None, repeat: int = 20) -> dict:
+    rec = _Recorder(nac, feeds=feeds, inputs=inputs)
     rec.run()
     calls = rec.calls
-
-    def eager():
-        for fn, args in calls:
-            fn(*args)
-
-    session = Session(nac, feeds=feeds)
-    session.run()   # warm caches (param tensors, kernel lookups)
-    eager_best, eager_med = _best(eager, a.repeat)
-    run_best, run_med = _best(session.run, a.repeat)
+    s = Session(nac, feeds=feeds, inputs=inputs)
+    s.run()                                  # warm: weights loaded, calls prepared
+    eager_replay(calls)
+    eager_s, _ = best(lambda: eager_replay(calls), repeat)
+    run_s, _ = best(s.run, repeat)
+    n = len(nac.instructions)
+    dbg = Debugger(s)
 
     def stepping():
-        dbg = Debugger(nac, feeds=feeds)
+        dbg.restart()
         while not dbg.finished:
             dbg.step()
     stepping()
-    step_best, step_med = _best(stepping, max(3, a.repeat // 5))
-    per_instr_us = (step_best - eager_best) / n * 1e6
-    per_run_instr_us = (run_best - eager_best) / n * 1e6
+    step_s, _ = best(stepping, max(3, repeat // 4))
+    return {"case": name, "instructions": n, "aten_calls": len(calls), "eager_s": eager_s, "run_s": run_s,
+            "ratio": run_s / eager_s, "step_us_per_instruction": step_s / n * 1e6,
+            "step_overhead_us": (step_s - eager_s) / n * 1e6, "threads": torch.get_num_threads()}
 
-    rows = [
-        ("instructions", n, "", ""),
-        ("ATen calls replayed (eager baseline)", len(calls), "", ""),
-        ("eager replay, best", f"{eager_best * 1e3:.3f} ms", "", "1.00x"),
-        ("Session.run(), best", f"{run_best * 1e3:.3f} ms", "", f"{run_best / eager_best:.2f}x"),
-        ("  overhead per instruction", f"{per_run_instr_us:.1f} us", "", ""),
-        ("Debugger.step() x n, best", f"{step_best * 1e3:.3f} ms", "", f"{step_best / eager_best:.2f}x"),
-        ("  stepping overhead per instruction", f"{per_instr_us:.1f} us", "< 50 us",
-         "PASS" if per_instr_us < 50 else "FAIL"),
-    ]
+
+class CpuHog:
+    """One busy-looping process per CPU for the duration of a ``with`` block."""
+
+    def __init__(self, n: int | None = None):
+        self.n = n or threads.usable_cpus()
+        self.procs: list = []
+
+    def __enter__(self):
+        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(self.n)]
+        time.sleep(0.5)
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+        for p in self.procs:
+            p.wait()
+
+
+def default_pool_run(nac, feeds, repeat: int) -> float:
+    """Session.run with torch's default thread pool (one per core), as before the choice."""
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(os.cpu_count() or 1)
+        s = Session(nac, feeds=feeds, manage_threads=False)
+        s.run()
+        return best(s.run, repeat)[0]
+    finally:
+        torch.set_num_threads(before)
+
+
+# --------------------------------------------------------------------------- GPT-2
+def gpt2_file(tmp: pathlib.Path) -> tuple[pathlib.Path, np.ndarray, str]:
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=12, n_embd=768, n_head=12, n_positions=1024, vocab_size=50257, use_cache=False)
+    model = GPT2LMHeadModel(cfg).eval()
+    ids = torch.randint(0, cfg.vocab_size, (1, 128))
+    t = time.perf_counter()
+    nac = nac_engine.compile(model, (ids,), version="1.8")
+    how = f"GPT2LMHeadModel 12x768, seq 128, compiled in {time.perf_counter() - t:.1f} s"
+    path = tmp / "gpt2.nac"
+    from nac_engine.compiler.external import write_compiled
+    write_compiled(nac, str(path))
+    return path, ids.numpy(), how
+
+
+_RSS_CHILD = """
+import resource, sys, time, numpy as np
+sys.path.insert(0, {root!r})
+from nac_engine import read
+from nac_engine.runtime.session import Session
+ids = np.load({ids!r})
+nac = read({path!r})
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+s = Session(nac, feeds=[ids], keep_results={keep})
+s.run()
+print(before * 1024, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def peak_rss(path: pathlib.Path, ids_path: pathlib.Path, keep: bool) -> tuple[int, int]:
+    code = _RSS_CHILD.format(root=str(ROOT), ids=str(ids_path), path=str(path), keep=keep)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, peak = (int(x) for x in out.stdout.split())
+    return before, peak
+
+
+# --------------------------------------------------------------------------- main
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--skip-gpt2", action="store_true")
+    ap.add_argument("--skip-load", action="store_true", help="no background-load figures")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    if not CORPUS.is_dir():
+        print(f"corpus {CORPUS} not found (../shared/corpus is needed)", file=sys.stderr)
+        return 2
+    threads.apply()
+    res: dict = {"threads": torch.get_num_threads(), "cpus": threads.usable_cpus(),
+                 "loadavg_at_start": os.getloadavg()[0]}
+    cases = corpus_cases()
+    res["cold"] = cold_vs_reference(cases, a.repeat)
+    by_name = {n: (p, f) for n, p, f in cases}
+    res["eager"] = []
+    for name in TRANSFORMERS:
+        if name in by_name:
+            path, feeds = by_name[name]
+            with read(path) as nac:
+                try:
+                    res["eager"].append(interp_vs_eager(name, nac, feeds=feeds, repeat=a.repeat))
+                except Exception as e:
+                    res["eager"].append({"case": name, "error": f"{type(e).__name__}: {str(e)[:80]}"})
+
+    bert_path, bert_feeds = by_name["bert_tiny"]
+    if not a.skip_load:
+        with CpuHog() as hog, read(bert_path) as nac:
+            res["loaded"] = {"hog_processes": hog.n,
+                             "cold": cold_vs_reference([("bert_tiny", bert_path, bert_feeds)], a.repeat)[0],
+                             "eager": interp_vs_eager("bert_tiny", nac, feeds=bert_feeds, repeat=a.repeat),
+                             "default_pool_run_s": default_pool_run(nac, bert_feeds, a.repeat)}
+
+    if not a.skip_gpt2:
+        with tempfile.TemporaryDirectory() as tmp:
+            path, ids, how = gpt2_file(pathlib.Path(tmp))
+            ids_path = pathlib.Path(tmp) / "ids.npy"
+            np.save(ids_path, ids)
+            with read(path) as nac:
+                g = interp_vs_eager("gpt2_12x768", nac, feeds=[ids], repeat=max(3, a.repeat // 4))
+                g["weights_bytes"] = sum(p.data_length for p in nac.params.values())
+            g["how"] = how
+            before_free, free = peak_rss(path, ids_path, keep=False)
+            _, keep = peak_rss(path, ids_path, keep=True)
+            g.update(rss_before_run=before_free, peak_rss_free=free, peak_rss_keep=keep)
+            res["gpt2"] = g
+
     if a.json:
-        print(json.dumps({"case": a.case, "instructions": n, "eager_s": eager_best, "run_s": run_best,
-                          "step_s": step_best, "run_ratio": run_best / eager_best,
-                          "step_overhead_us": per_instr_us, "run_overhead_us": per_run_instr_us}, indent=2))
-    else:
-        print(f"interpreter benchmark — {a.case} ({path.name}), best of {a.repeat}")
-        for name, value, target, ratio in rows:
-            print(f"  {name:<40} {str(value):>14} {target:>10} {ratio:>8}")
+        print(json.dumps(res, indent=1))
+        return 0
+    report(res)
     return 0
+
+
+def report(res: dict) -> None:
+    mb = lambda b: f"{b / 2**20:.0f} MiB"   # noqa: E731
+    print(f"interpreter benchmark — {res['cpus']} CPUs, kernels on {res['threads']} thread(s) "
+          f"(nac_engine/threads.py), load average {res['loadavg_at_start']:.2f} at start")
+    print("\n1. cold run incl. load: nac_engine.run(path) vs reference-style cold run (whole-file read + every "
+          "tensor copied/dequantised + pre-bound eager replay)")
+    ratios = []
+    for r in res["cold"]:
+        if "error" in r:
+            print(f"  {r['case']:28s} does not run here: {r['error']}")
+            continue
+        ratios.append(r["ratio"])
+        print(f"  {r['case']:28s} project {r['project_s'] * 1e3:8.2f} ms   reference-style {r['reference_style_s'] * 1e3:8.2f} ms"
+              f" (load {r['ref_load_s'] * 1e3:6.2f} + replay {r['ref_replay_s'] * 1e3:6.2f})   {r['ratio']:5.2f}x")
+    gm = geomean(ratios)
+    print(f"  geometric mean {gm:.2f}x over {len(ratios)} files, worst {max(ratios):.2f}x (target <= 1.0x: "
+          f"{'met' if gm <= 1.0 else 'MISSED'})")
+    print("\n2./3. warm Session.run() vs pre-bound torch.ops eager replay; Debugger.step() on a warm session")
+    rows = list(res["eager"]) + ([res["gpt2"]] if "gpt2" in res else [])
+    for r in rows:
+        if "error" in r:
+            print(f"  {r['case']:28s} does not run here: {r['error']}")
+            continue
+        print(f"  {r['case']:28s} {r['instructions']:5d} instr  eager {r['eager_s'] * 1e3:9.2f} ms  run "
+              f"{r['run_s'] * 1e3:9.2f} ms  {r['ratio']:5.2f}x   step {r['step_us_per_instruction']:8.1f} us/instr "
+              f"({r['step_overhead_us']:6.1f} us beyond eager)")
+    if "gpt2" in res:
+        g = res["gpt2"]
+        print(f"  GPT-2: {g['how']}; target <= 1.3x: {'met' if g['ratio'] <= 1.3 else 'MISSED'}")
+        print(f"\n5. GPT-2 peak RSS (new process, weights {mb(g['weights_bytes'])}): before the run "
+              f"{mb(g['rss_before_run'])}; Session.run dropping dead values {mb(g['peak_rss_free'])}; keeping every "
+              f"value {mb(g['peak_rss_keep'])}")
+    if "loaded" in res:
+        ld = res["loaded"]
+        c, e = ld["cold"], ld["eager"]
+        print(f"\n4. bert_tiny under background load ({ld['hog_processes']} busy processes), beside the quiet figures:")
+        quiet_c = next((r for r in res["cold"] if r["case"] == "bert_tiny"), None)
+        quiet_e = next((r for r in res["eager"] if r["case"] == "bert_tiny"), None)
+        if "error" not in c:
+            print(f"  cold vs reference-style   loaded {c['project_s'] * 1e3:8.2f} ms vs {c['reference_style_s'] * 1e3:8.2f} ms"
+                  f" = {c['ratio']:5.2f}x   (quiet {quiet_c['ratio']:5.2f}x)")
+        print(f"  warm run vs eager         loaded {e['run_s'] * 1e3:8.2f} ms vs {e['eager_s'] * 1e3:8.2f} ms = "
+              f"{e['ratio']:5.2f}x   (quiet {quiet_e['ratio']:5.2f}x, {quiet_e['run_s'] * 1e3:.2f} ms)")
+        print(f"  stepping                  loaded {e['step_us_per_instruction']:8.1f} us/instr   (quiet "
+              f"{quiet_e['step_us_per_instruction']:.1f})")
+        print(f"  torch's default pool ({os.cpu_count()} threads) under the same load: "
+              f"{ld['default_pool_run_s'] * 1e3:.2f} ms per run ({ld['default_pool_run_s'] / e['run_s']:.1f}x the chosen "
+              f"{e['threads']} thread(s))")
 
 
 if __name__ == "__main__":

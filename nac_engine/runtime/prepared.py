@@ -30,11 +30,30 @@ from .kernels import _SchemaKernel, bind
 
 
 def _writes_an_argument(op) -> bool:
-    for a in op._schema.arguments:
-        info = a.alias_info
-        if info is not None and info.is_write:
-            return True
-    return False
+    cached = getattr(op, "_nac_writes", None)
+    if cached is None:
+        cached = any(a.alias_info is not None and a.alias_info.is_write for a in op._schema.arguments)
+        try:
+            op._nac_writes = cached
+        except AttributeError:     # pragma: no cover - OpOverload normally takes attributes
+            pass
+    return cached
+
+
+# Recipes shared by every session in the process, keyed by the op, the device, and the
+# argument template (constants by type and value, references by their 0-d-ness): the same
+# call in a new session of the same (or another) file is not bound again. Bounded: cleared
+# when full, which only costs a re-binding.
+_SHARED: dict = {}
+_SHARED_MAX = 8192
+
+
+def _frozen(v):
+    """A hashable stand-in for a constant that keeps its type (1, 1.0 and True differ)."""
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, tuple(_frozen(x) for x in v))
+    hash(v)
+    return (type(v).__name__, v)
 
 
 class _Recipe:
@@ -108,7 +127,19 @@ def _recipe(op, args: list, refs: tuple, pos: list, kw: dict) -> Optional[_Recip
     # not stand for two references (then the positions are ambiguous).
     if used != set(refs) or len(by_id) != len(refs):
         return None
-    return _Recipe(op, list(pos), dict(kw), tuple(pos_slots), tuple(kw_slots), tuple(list_slots),
+    # the slots are filled per call: the recipe (shared across sessions) must not keep this
+    # call's tensors alive
+    pos, kw = list(pos), dict(kw)
+    for k, _ in pos_slots:
+        pos[k] = None
+    for k, _ in kw_slots:
+        kw[k] = None
+    for where, k, _ in list_slots:
+        if where:
+            kw[k] = None
+        else:
+            pos[k] = None
+    return _Recipe(op, pos, kw, tuple(pos_slots), tuple(kw_slots), tuple(list_slots),
                    tuple((i, args[i].ndim == 0) for i in refs))
 
 
@@ -134,10 +165,33 @@ class PreparedCall:
             return self.fn(*args)
         self._tried = True
         op, device = self.fn.op, self.fn.kernels.device
+        key = self._shared_key(op, device, args)
+        shared = _SHARED.get(key) if key is not None else None
+        if shared is not None and shared.fits(args):
+            self.recipe = shared
+            return shared(args)
         try:
             pos, kw = bind(op, tuple(args), device)
         except TypeError:
             return op(*args)        # as call_bound: torch's own message is the better one
         result = op(*pos, **kw)
         self.recipe = _recipe(op, args, self.refs, pos, kw)
+        if self.recipe is not None and key is not None:
+            if len(_SHARED) >= _SHARED_MAX:
+                _SHARED.clear()
+            _SHARED[key] = self.recipe
         return result
+
+    def _shared_key(self, op, device, args: list):
+        parts = [op, str(device)]
+        try:
+            for (is_ref, x), v in zip(self.template, args):
+                if is_ref:
+                    if not isinstance(v, torch.Tensor):
+                        return None
+                    parts.append(v.ndim == 0)
+                else:
+                    parts.append(_frozen(x))
+            return tuple(parts)
+        except TypeError:            # an unhashable constant: this call is not shared
+            return None

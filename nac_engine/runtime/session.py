@@ -127,7 +127,7 @@ class Session:
             nacfile = read(str(nacfile))
         self.nac = nacfile
         self.device = torch.device(device)
-        self.kernels = kernels or Kernels(self.device)
+        self.kernels = kernels or _shared_kernels(self.device)
         self.instructions = nacfile.instructions
         names = nacfile.input_name_map
         self.slots: list[InputSlot] = []
@@ -158,6 +158,8 @@ class Session:
             self.manage_threads = manage_threads
         self._prepared: dict[int, PreparedCall] = {}
         self._dead_after: Optional[dict[int, tuple]] = None
+        if self.manage_threads:
+            threads.apply()     # stepping (the debugger) runs kernels without run()
 
     def close(self) -> None:
         """Close the file if this session opened it from a path."""
@@ -553,6 +555,18 @@ class Session:
         except Exception as e:
             raise KernelError(f"instruction {ins.index}: {name}({describe_args(args)}) failed: "
                               f"{type(e).__name__}: {e}", ins.index, name) from e
+
+
+_KERNELS: dict[torch.device, Kernels] = {}
+
+
+def _shared_kernels(device: torch.device) -> Kernels:
+    """One kernel table per device for the process: kernels hold no per-run state, so a new
+    session need not resolve every op name again."""
+    k = _KERNELS.get(device)
+    if k is None:
+        k = _KERNELS[device] = Kernels(device)
+    return k
 
 
 class NotTaken:
