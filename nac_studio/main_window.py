@@ -63,7 +63,8 @@ _PANEL_ICONS = {"structure": "structure", "hex": "hex", "disassembly": "disassem
 def open_document(ctx, path: str) -> Document:
     """Background part of opening: parse leniently, then build the lookups the views
     need first (span index, instruction spans) so the UI thread does not."""
-    doc = Document.open(path)
+    from .peer_document import open_any      # a .nac, or a peer format (MIND Core IR, …)
+    doc = open_any(path)
     ctx.check()
     doc.prepare()
     return doc
@@ -332,6 +333,8 @@ class MainWindow(QMainWindow):
               menu="View/Graph", group="d", enabled=lambda: self.graph.shown is not None)
         c.add("graph.exportSvg", "Export Graph as SVG…", lambda: self.export_graph("svg"), icon="image",
               menu="View/Graph", group="d", order=1, enabled=lambda: self.graph.shown is not None)
+        from .peer_views import register_peer_support
+        register_peer_support(self)      # peer-format files: IR Text pane, NAC-only panes covered, Convert to NAC
         register_debug_commands(self)    # Debug menu, keys and toolbar, the debug controller (self.debug)
         # Help
         c.add("help.shortcuts", "Keyboard Shortcuts", self.show_shortcuts, menu="Help", group="a")
@@ -434,7 +437,8 @@ class MainWindow(QMainWindow):
     # -- opening and closing --------------------------------------------------------------
     def open_dialog(self) -> None:
         start = self.settings.value("lastDir", "", type=str) or str(Path.cwd())
-        paths, _ = QFileDialog.getOpenFileNames(self, "Open NAC file", start, FILE_FILTER)
+        from .peer_views import file_filter
+        paths, _ = QFileDialog.getOpenFileNames(self, "Open NAC file", start, file_filter())
         for p in paths:
             self.open_path(p)
 

@@ -1,0 +1,153 @@
+"""The window's support for peer-format files (MIND Core IR, and the binary formats to come).
+
+``register_peer_support(window)`` adds, without the window knowing the formats:
+
+* the IR Text pane (:mod:`.views.ir_text`), raised when a MIND file becomes active;
+* a "not available for this format" cover over every pane that only makes sense for NAC
+  (disassembly, properties, debugger panes, timeline…) while a peer file is active; panes that
+  read the span tree, bytes, problems or graph (structure, hex, problems, graph, IR text) work;
+* the command Convert to NAC and Open: the MIND program converted in the background (input
+  signature and source map included) into a temporary ``.nac`` opened beside the IR, where
+  Run/step/breakpoints work and the IR Text pane follows each tick to its IR line.
+
+``file_filter()`` is the Open dialog's filter, built from the peer registry.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtWidgets import QDockWidget, QLabel, QWidget
+
+from nac_engine.peers import FORMATS, _module
+
+from .views.ir_text import IrTextView
+
+#: panes that show a peer file (span tree, bytes, problems, graph); every other pane is NAC-only
+PEER_PANES = frozenset({"structure", "hex", "problems", "graph", "ir_text"})
+_TITLES = {"mind": "MIND Core IR"}
+
+
+def file_filter() -> str:
+    """``Supported files (*.nac *.ir …);;NAC models (*.nac);;MIND Core IR (*.ir …);;All files (*)``."""
+    parts, every = [], ["*.nac"]
+    for fmt in FORMATS:
+        try:
+            mod = _module(fmt)
+        except Exception:        # a decoder that fails to import must not break the Open dialog
+            mod = None
+        exts = [f"*{e}" for e in getattr(mod, "EXTENSIONS", ())] if mod is not None else []
+        if exts:
+            every += exts
+            parts.append(f"{_TITLES.get(fmt, fmt.upper())} ({' '.join(exts)})")
+    return ";;".join([f"Supported files ({' '.join(every)})", "NAC models (*.nac)", *parts, "All files (*)"])
+
+
+class _Cover(QLabel):
+    """A label laid over a pane, following its size, saying why the pane is empty."""
+
+    def __init__(self, pane: QWidget):
+        super().__init__(pane)
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setWordWrap(True)
+        self.setAutoFillBackground(True)
+        self.setMargin(12)
+        self.setObjectName("peerCover")
+        pane.installEventFilter(self)
+        self.setGeometry(pane.rect())
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Resize:
+            self.setGeometry(obj.rect())
+        return False
+
+
+def cover(pane: QWidget, text: Optional[str]) -> None:
+    """Show ``text`` over ``pane`` (``None``: take the cover away)."""
+    c = pane.findChild(_Cover, "peerCover", Qt.FindChildOption.FindDirectChildrenOnly)
+    if text is None:
+        if c is not None:
+            c.hide()
+        return
+    if c is None:
+        c = _Cover(pane)
+    c.setText(text)
+    c.setGeometry(pane.rect())
+    c.show()
+    c.raise_()
+
+
+def covered_text(pane: QWidget) -> Optional[str]:
+    c = pane.findChild(_Cover, "peerCover", Qt.FindChildOption.FindDirectChildrenOnly)
+    return c.text() if c is not None and not c.isHidden() else None
+
+
+class PeerSupport(QObject):
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        view = IrTextView(None, window)
+        dock = QDockWidget(IrTextView.title, window)
+        dock.setObjectName(f"dock.{IrTextView.object_name}")
+        dock.setWidget(view)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                         | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        window.views[IrTextView.object_name] = view
+        window.docks[IrTextView.object_name] = dock
+        self.view, self.dock = view, dock
+        window.documentChanged.connect(self._on_document_changed)
+        window.commands.add("peer.convertOpen", "Convert to NAC and Open", self.convert_and_open, menu="Debug",
+                            group="z", enabled=self._can_convert,
+                            tip="Convert this MIND Core IR program to NAC (with a source map back to its lines) "
+                                "and open it to run, step and set breakpoints")
+
+    # -- active document -----------------------------------------------------------------------
+    def _on_document_changed(self, qdoc) -> None:
+        peer = getattr(qdoc.doc, "peer", None) if qdoc is not None else None
+        note = None
+        if peer is not None:
+            title = getattr(peer, "title", peer.format)
+            note = f"Not available for {title} files.\n\nThis pane shows NAC programs"
+            note += (": use Debug › Convert to NAC and Open to run this one." if peer.format == "mind" else ".")
+        for name, pane in self.window.views.items():
+            if name not in PEER_PANES:
+                cover(pane, note)
+        if peer is not None and peer.format == "mind" or self.view.mode == "source":
+            self.dock.show()
+            self.dock.raise_()
+
+    def _can_convert(self) -> bool:
+        qdoc = self.window.active
+        return qdoc is not None and bool(getattr(qdoc.doc, "convertible", False))
+
+    # -- Convert to NAC and Open -----------------------------------------------------------------
+    def convert_and_open(self):
+        """Convert in the background, write a temporary .nac, open it; returns the Task."""
+        qdoc = self.window.active
+        if qdoc is None or not getattr(qdoc.doc, "convertible", False):
+            return None
+        doc = qdoc.doc
+        out_dir = tempfile.mkdtemp(prefix="nac-studio-ir-")
+        out = os.path.join(out_dir, Path(doc.path or "program.ir").stem + ".nac")
+
+        def work(ctx):
+            res = doc.program()
+            if res is None:
+                raise doc.program_error
+            ctx.check()
+            from nac_engine.compiler.external import write_compiled
+            write_compiled(res.nac, out)
+            return out
+
+        return self.window.tasks.submit(f"Converting {Path(doc.path or 'program').name} to NAC", work,
+                                        on_done=lambda path: self.window.open_path(path),
+                                        on_error=lambda exc: self.window.show_message(f"Cannot convert: {exc}"))
+
+
+def register_peer_support(window) -> PeerSupport:
+    window.peer_support = PeerSupport(window)
+    return window.peer_support

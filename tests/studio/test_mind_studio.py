@@ -1,0 +1,77 @@
+"""A MIND Core IR sample in the Studio: opened through MainWindow.open_path (as drag and drop does),
+with the graph, structure, hex, problems and IR Text panes populated, NAC-only panes covered, and
+Convert to NAC and Open giving a program whose ticks walk the IR lines."""
+from __future__ import annotations
+
+import pytest
+
+from nac_studio.document import Selection
+from nac_studio.peer_views import covered_text
+from tests.corpus_paths import CORPUS
+from tests.studio.conftest import wait_idle
+
+MIND = CORPUS / "peers" / "mind"
+pytestmark = pytest.mark.skipif(not (MIND / "autodiff_output.ir").is_file(), reason="MIND samples absent")
+
+
+def test_mind_sample_opens_with_graph_structure_and_problems(window, qtbot, tmp_path):
+    qdoc = window.open_and_wait(MIND / "autodiff_output.ir")
+    doc = qdoc.doc
+    assert doc.peer.format == "mind" and doc.problems == []
+    # graph: one node per instruction (aliases excluded) + one per output, edges from operands
+    g = window.graph.shown
+    assert g is not None and g.n_nodes == 14 and g.n_edges == 16
+    assert any(n.label.startswith("%3 BinOp(Add)") for n in g.nodes)
+    # structure tree: every line of the file
+    model = window.structure_view.model
+    from PySide6.QtCore import QModelIndex
+    assert model.rowCount(QModelIndex()) == len(doc.peer.root.children)
+    # IR text pane shows the file, raised
+    ir = window.views["ir_text"]
+    assert ir.mode == "peer" and ir.text.startswith("# MIND Core IR Example")
+    # NAC-only panes are covered, peer panes are not
+    assert "Not available for MIND Core IR" in covered_text(window.views["disassembly"])
+    assert covered_text(window.views["hex"]) is None
+    # selecting a graph node selects its instruction line everywhere
+    node = next(i for i, n in enumerate(g.nodes) if n.label.startswith("%3 "))
+    window.select(g.nodes[node].selection())
+    assert doc.selection == Selection("span", "L23 %3")
+    assert g.node_for_selection(doc.selection) == node
+    assert ir.current_lines() == [23]
+    assert window.hex_view.area.highlights()[0][0] == doc.peer.module.instrs[3].offset
+
+
+def test_mind_problems_are_listed_and_underlined(window, qtbot, tmp_path):
+    bad = tmp_path / "bad.ir"
+    bad.write_text('%0 = Input() {name: "x"} : Tensor<f32, [2, 3]>\n'
+                   '%1 = Reshape(%0, [2, 4]) : Tensor<f32, [2, 4]>\n'
+                   '%2 = Relu(%9) : Tensor<f32, [2, 3]>\n'
+                   'outputs: %1\n')
+    qdoc = window.open_and_wait(bad)
+    codes = sorted(p.code for p in qdoc.doc.problems)
+    assert codes == ["E4001", "E4003"]
+    assert window.problems_view.model.rowCount() == 2
+    ir = window.views["ir_text"]
+    starts = sorted(a for a, _b in ir.underlined())
+    text = bad.read_text()
+    assert starts == [text.index("%1 = Reshape"), text.index("%9")]
+    assert not window.commands.get("peer.convertOpen").is_enabled()
+
+
+def test_convert_to_nac_and_open_maps_ticks_to_ir_lines(window, qtbot):
+    src = MIND / "simple_module.ir"
+    window.open_and_wait(src)
+    with qtbot.waitSignal(window.documentOpened, timeout=60000) as blocker:
+        window.commands.run("peer.convertOpen")
+    wait_idle(qtbot, window)
+    prog = blocker.args[0]
+    assert prog.doc.nac is not None and len(prog.doc.nac.instructions) == 6
+    assert covered_text(window.views["disassembly"]) is None
+    ir = window.views["ir_text"]
+    assert ir.mode == "source" and ir.text == src.read_text()
+    # stepping the program's ticks walks the IR lines: inputs 10-12, the add at 17, the mul at 21
+    lines = []
+    for t in range(len(prog.doc.nac.instructions)):
+        window.select(Selection("instruction", t))
+        lines.append(ir.current_lines())
+    assert lines == [[10], [11], [12], [17], [21], [25]]
