@@ -61,6 +61,8 @@ def apply_layout(win: QMainWindow, docks: dict[str, QDockWidget], preset: str, s
         if name in known:
             continue
         area = dock_area_of(dock)
+        if preset == "compact" and area in ("right", "top"):
+            area = "left"              # compact keeps one side column: the graph needs the width
         groups = plan.setdefault(area, [])
         if groups and groups[0]:
             groups[0].append(name)     # tabbed onto the area's first group: no new split
@@ -83,9 +85,11 @@ def apply_layout(win: QMainWindow, docks: dict[str, QDockWidget], preset: str, s
             else:
                 orient = Qt.Orientation.Horizontal if area in ("bottom", "top") else Qt.Orientation.Vertical
                 win.splitDockWidget(prev, first, orient)
-            for name in group[1:]:
-                win.tabifyDockWidget(first, docks[name])
             prev = first
+    for groups in plan.values():      # tabs after every split: splitting a tabbed dock moves its tabs
+        for group in groups:
+            for name in group[1:]:
+                win.tabifyDockWidget(docks[group[0]], docks[name])
     for dock in docks.values():
         dock.setFloating(False)
         dock.show()

@@ -128,13 +128,23 @@ class TaskIndicator(QWidget):
         self.cancel_button.setAutoRaise(True)
         button = self.cancel_button.sizeHint()
         h = max(button.height(), self.fontMetrics().height() + 4)
-        self._size = QSize(TEXT_WIDTH + 8 + BAR_WIDTH + 6 + button.width() + 4, h)
-        self.setFixedSize(self._size)
-        self.label.setGeometry(0, 0, TEXT_WIDTH, h)
-        self.progress.setGeometry(TEXT_WIDTH + 8, 0, BAR_WIDTH, h)
-        self.cancel_button.setGeometry(TEXT_WIDTH + 8 + BAR_WIDTH + 6, (h - button.height()) // 2,
-                                       button.width() + 4, button.height())
+        self._button = QSize(button.width() + 4, button.height())
+        self._size = QSize(TEXT_WIDTH + 8 + BAR_WIDTH + 6 + self._button.width(), h)
+        # a constant size hint and a small minimum: the window can still be made narrow,
+        # and nothing here ever asks the status bar to lay out again
+        self.setFixedHeight(h)
+        self.setMinimumWidth(self._button.width() + 60)
         self.set_active(False)
+
+    def resizeEvent(self, event) -> None:
+        w, h = self.width(), self.height()
+        bw = self._button.width()
+        bar = min(BAR_WIDTH, max(40, (w - bw - 14) // 3))
+        text = max(0, w - bw - bar - 14)
+        self.label.setGeometry(0, 0, text, h)
+        self.progress.setGeometry(text + 8, 0, bar, h)
+        self.cancel_button.setGeometry(w - bw, (h - self._button.height()) // 2, bw, self._button.height())
+        super().resizeEvent(event)
 
     def set_active(self, active: bool) -> None:
         """Show or hide the parts; the indicator itself keeps its size either way."""
@@ -143,3 +153,6 @@ class TaskIndicator(QWidget):
 
     def sizeHint(self) -> QSize:
         return self._size
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(self._button.width() + 60, self._size.height())

@@ -60,8 +60,11 @@ def test_wide_preset_gives_the_graph_45_percent(qtbot, make_window, demo_path):
     _settle(qtbot, win, 1600, 1000)
     assert win.layout_preset == "wide"
     assert _central_share(win) >= 0.45
-    for name, dock in win.docks.items():
+    for name in ("structure", "problems", "properties", "disassembly", "hex"):
+        dock = win.docks[name]
         assert dock.isVisible() and not dock.visibleRegion().isEmpty(), name
+    for dock in win.docks.values():     # docks added by other views: tabbed in, on screen when raised
+        assert dock.isVisible() and not dock.isFloating()
     # Hex shows all its columns beside Disassembly
     assert win.docks["hex"].width() >= win.hex_view.preferred_width() - 4
 
