@@ -42,17 +42,19 @@ from .views.variables import VariablesView
 from .views.watches import WatchesView
 from .views.timeline import TimelineView
 from .views.hardware import HardwareView
+from .views.diff import DiffView, register_diff_commands
+from .views.source import SourceView
 from .widgets.command_palette import CommandPalette
 from .widgets.task_indicator import TaskIndicator
 
-STATE_VERSION = 6          # bump when the dock set changes, so an old saved layout is ignored
+STATE_VERSION = 7          # bump when the dock set changes, so an old saved layout is ignored
 MAX_RECENT = 10
 DEFAULT_SIZE = QSize(1600, 1000)
 FILE_FILTER = "NAC models (*.nac);;All files (*)"
 
 #: The panels, in the order of the View menu. The graph is the central widget.
 VIEW_CLASSES = (StructureView, HexView, DisassemblyView, PropertiesView, ProblemsView, VariablesView, WatchesView,
-                BreakpointsView, TensorInspectorView, TimelineView, HardwareView)
+                BreakpointsView, TensorInspectorView, TimelineView, HardwareView, SourceView, DiffView)
 PANEL_SHORTCUTS = {"structure": "Alt+1", "hex": "Alt+2", "disassembly": "Alt+3", "properties": "Alt+4",
                    "problems": "Alt+5"}
 _PANEL_ICONS = {"structure": "structure", "hex": "hex", "disassembly": "disassembly", "properties": "properties",
@@ -336,6 +338,7 @@ class MainWindow(QMainWindow):
         from .peer_views import register_peer_support
         register_peer_support(self)      # peer-format files: IR Text pane, NAC-only panes covered, Convert to NAC
         register_debug_commands(self)    # Debug menu, keys and toolbar, the debug controller (self.debug)
+        register_diff_commands(self, self.views[DiffView.object_name])     # Debug › First Divergence
         # Help
         c.add("help.shortcuts", "Keyboard Shortcuts", self.show_shortcuts, menu="Help", group="a")
         c.add("help.about", "About NAC Studio", self.show_about, icon="about", menu="Help", group="b")

@@ -1,0 +1,330 @@
+"""Diff pane: where do this file's values and a second file's (or PyTorch eager's) part?
+
+Choose a second ``.nac`` (its quantised version, a recompile, the reference compiler's file) or a
+factory ``FILE.py:FACTORY``; both run in a TaskRunner worker on the same inputs (the debug
+session's chosen inputs when there is one, else the file's recorded input signature) through
+:mod:`nac_engine.runtime.diff`. The table lists every matched pair with its max abs / relative
+error and cosine similarity, the pyqtgraph plot draws the three per tick (log scale, with the
+tolerance line); clicking a row selects its tick, and the "First Divergence" command (Debug menu)
+selects the first pair over the tolerance.
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Optional
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
+                               QLineEdit, QPushButton, QSplitter, QTableWidget, QTableWidgetItem, QToolButton,
+                               QVBoxLayout, QWidget)
+
+from ..document import Selection
+from ..qt_document import rebind
+
+COLUMNS = ("Tick", "Tick B", "Value", "Op", "Max abs", "Relative", "Cosine")
+_CURVES = (("max_abs", "max abs", "#1f77b4"), ("relative", "relative", "#d62728"), ("one_minus_cos", "1 − cosine",
+                                                                                     "#2ca02c"))
+
+
+def run_diff(ctx, path_a: str, other: str, feeds, tolerance: float, metric: str):
+    """Background part: the diff of ``path_a`` and ``other`` (a .nac path or FILE.py:FACTORY)."""
+    from nac_engine.runtime.diff import DiffCancelled, diff_eager, diff_files
+
+    from ..tasks import Cancelled
+
+    def progress(done, total):
+        ctx.progress(done, max(total, 1))
+    try:
+        if other.endswith(".nac"):
+            return diff_files(path_a, other, None, feeds, tolerance=tolerance, metric=metric,
+                              cancel=lambda: ctx.cancelled, progress=progress)
+        inputs = None
+        if feeds is not None:
+            from nac_engine.format import read
+            nac = read(path_a)
+            try:
+                names = nac.input_name_map
+                inputs = {names[i.index]: v for i, v in zip(_input_slots(nac), feeds) if i.index in names}
+            finally:
+                nac.close()
+        return diff_eager(path_a, other, inputs, tolerance=tolerance, metric=metric, cancel=lambda: ctx.cancelled,
+                          progress=progress)
+    except DiffCancelled:
+        raise Cancelled() from None
+
+
+def _input_slots(nac):
+    from nac_engine.isa.optable import OP_INPUT
+    return [i for i in nac.instructions if i.a == OP_INPUT and i.b in (0, 3)]
+
+
+def _fmt(v: Optional[float]) -> str:
+    return "" if v is None else f"{v:.3g}"
+
+
+class DiffView(QWidget):
+    title = "Diff"
+    object_name = "diff"
+    dock_area = "bottom"
+    message = Signal(str)
+
+    def __init__(self, qdoc=None, parent: Optional[QWidget] = None):
+        super().__init__(parent)
+        self.setObjectName(self.object_name)
+        self.qdoc = None
+        self.result = None
+        self.task = None
+        self._results: dict[int, object] = {}       # id(document) -> its last DiffResult
+        self.other = QLineEdit(self)
+        self.other.setPlaceholderText("second .nac file, or FILE.py:FACTORY for PyTorch eager")
+        self.other.returnPressed.connect(self.run)
+        browse = QToolButton(self)
+        browse.setText("…")
+        browse.setToolTip("Choose the second .nac file")
+        browse.clicked.connect(lambda _c=False: self.browse())
+        self.tolerance = QLineEdit("1e-3", self)
+        self.tolerance.setMaximumWidth(self.fontMetrics().horizontalAdvance("0") * 9)
+        self.tolerance.setToolTip("Divergence tolerance")
+        self.metric = QComboBox(self)
+        self.metric.addItems(["max_abs", "relative", "cosine"])
+        self.metric.setToolTip("What the tolerance applies to (cosine: 1 − cosine similarity)")
+        self.run_button = QPushButton("Compare", self)
+        self.run_button.clicked.connect(lambda _c=False: self.run())
+        self.cancel_button = QPushButton("Cancel", self)
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(lambda _c=False: self.cancel())
+        top = QHBoxLayout()
+        top.setContentsMargins(4, 3, 4, 3)
+        top.addWidget(self.other, 1)
+        top.addWidget(browse)
+        top.addWidget(QLabel("tol", self))
+        top.addWidget(self.tolerance)
+        top.addWidget(self.metric)
+        top.addWidget(self.run_button)
+        top.addWidget(self.cancel_button)
+        self.status = QLabel("", self)
+        self.status.setContentsMargins(6, 0, 6, 2)
+        self.status.setWordWrap(True)
+        self.table = QTableWidget(0, len(COLUMNS), self)
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        self.table.cellClicked.connect(lambda row, _col: self.select_row(row))
+        import pyqtgraph as pg
+        self.plot = pg.PlotWidget(self)
+        self.plot.setBackground(None)
+        self.plot.setLogMode(y=True)
+        self.plot.showGrid(x=True, y=True, alpha=0.25)
+        self.plot.setLabel("bottom", "tick")
+        legend = self.plot.addLegend(offset=(4, 4), labelTextSize="8pt", verSpacing=-6)
+        legend.setBrush(pg.mkBrush(255, 255, 255, 190))
+        self.curves = {key: self.plot.plot([], [], name=label, pen=pg.mkPen(color, width=1.5), symbol="o",
+                                           symbolSize=4, symbolBrush=color, symbolPen=None)
+                       for key, label, color in _CURVES}
+        self.tolerance_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#888", style=Qt.PenStyle.DashLine))
+        self.plot.addItem(self.tolerance_line)
+        self.divergence_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#d62728", width=1))
+        self.plot.addItem(self.divergence_line)
+        self.divergence_line.hide()
+        self.plot.scene().sigMouseClicked.connect(self._plot_clicked)
+        split = QSplitter(Qt.Orientation.Horizontal, self)
+        split.addWidget(self.table)
+        split.addWidget(self.plot)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addLayout(top)
+        lay.addWidget(self.status)
+        lay.addWidget(split, 1)
+        self.set_document(qdoc)
+
+    # -- document ---------------------------------------------------------------------------
+    def set_document(self, qdoc) -> None:
+        rebind(self.qdoc, qdoc, tick=self._on_tick)
+        self.qdoc = qdoc
+        self.show_result(self._results.get(id(qdoc.doc)) if qdoc is not None else None)
+
+    def browse(self) -> None:
+        start = os.path.dirname(self.qdoc.doc.path) if self.qdoc is not None and self.qdoc.doc.path else ""
+        path, _ = QFileDialog.getOpenFileName(self, "Compare with", start, "NAC models (*.nac);;Python (*.py)")
+        if path:
+            self.other.setText(path if path.endswith(".nac") else f"{path}:make_model")
+
+    # -- running ----------------------------------------------------------------------------
+    def _feeds(self):
+        """The debug session's chosen inputs when there is one (None: the file's signature decides)."""
+        debug = getattr(self.qdoc.doc, "debug", None)
+        if debug is None or not hasattr(debug, "feeds"):
+            return None
+        if getattr(debug, "needs_inputs", lambda: False)():
+            return None
+        return debug.feeds()
+
+    def run(self, other: Optional[str] = None):
+        """Compare the document with ``other`` (default: the path in the field) in the background."""
+        if self.qdoc is None:
+            return None
+        if other is not None:
+            self.other.setText(other)
+        target = self.other.text().strip()
+        try:
+            tolerance = float(self.tolerance.text())
+            if not (tolerance >= 0 and math.isfinite(tolerance)):
+                raise ValueError
+        except ValueError:
+            self.status.setText("The tolerance must be a number ≥ 0.")
+            return None
+        if not target:
+            self.status.setText("Choose a second .nac file or a FILE.py:FACTORY.")
+            return None
+        try:
+            feeds = self._feeds()
+        except Exception as e:      # noqa: BLE001 - an input the user chose cannot be built: say why
+            self.status.setText(f"Inputs: {e}")
+            return None
+        if self.task is not None:
+            self.task.cancel()
+        qdoc = self.qdoc
+        self.status.setText(f"Comparing with {os.path.basename(target)}…")
+        self.run_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        task = qdoc.tasks.submit(f"Diff with {os.path.basename(target)}", run_diff, qdoc.doc.path, target, feeds,
+                                 tolerance, self.metric.currentText())
+        self.task = task
+        task.finished.connect(lambda r, d=qdoc, t=task: self._done(d, t, r))
+        task.failed.connect(lambda e, d=qdoc, t=task: self._failed(d, t, e))
+        return task
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+    def _done(self, qdoc, task, result) -> None:
+        self._results[id(qdoc.doc)] = result
+        if task is self.task:
+            self.task = None
+            self.run_button.setEnabled(True)
+            self.cancel_button.setEnabled(False)
+        if qdoc is self.qdoc:
+            self.show_result(result)
+
+    def _failed(self, qdoc, task, exc) -> None:
+        from ..tasks import Cancelled
+        if task is self.task:
+            self.task = None
+            self.run_button.setEnabled(True)
+            self.cancel_button.setEnabled(False)
+        if qdoc is not self.qdoc:
+            return
+        if isinstance(exc, Cancelled):
+            self.status.setText("Cancelled.")
+            return
+        from nac_engine.runtime.errors import MissingInputError
+        text = " ".join(str(exc).split())
+        if isinstance(exc, MissingInputError):
+            text = "This file records no input signature: set its inputs first (Debug › Inputs…), then compare. " \
+                   + text
+        self.status.setText(f"Diff failed: {text[:400]}")
+
+    # -- showing ----------------------------------------------------------------------------
+    def rows(self) -> list:
+        """The result's pairs in table order (matched values, then outputs)."""
+        return [] if self.result is None else list(self.result.pairs) + list(self.result.outputs)
+
+    def show_result(self, result) -> None:
+        self.result = result
+        rows = self.rows()
+        self.table.setRowCount(len(rows))
+        bad = QColor(214, 39, 40, 60)
+        for r, p in enumerate(rows):
+            cells = (str(p.tick_a), "" if p.tick_b is None else str(p.tick_b), p.label, p.op_a,
+                     _fmt(p.max_abs), _fmt(p.relative), "" if p.cosine is None else f"{p.cosine:.6f}")
+            for c, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if c in (0, 1, 4, 5, 6):
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if p.diverges:
+                    item.setBackground(bad)
+                if p.note:
+                    item.setToolTip(p.note)
+                self.table.setItem(r, c, item)
+        self._plot(result)
+        if result is None:
+            self.status.setText("Compare this file with a second one (or PyTorch eager) on the same inputs.")
+            return
+        first = result.first_divergence
+        head = (f"{result.a_name} vs {result.b_name}: {len(result.pairs)} matched values ({result.method}), "
+                f"{result.metric} tolerance {result.tolerance:g}. ")
+        head += "No divergence." if first is None else \
+            f"First divergence at tick {first.tick_a} ({first.label}): {_fmt(first.metric(result.metric))}."
+        self.status.setText(head + ("  " + " ".join(result.notes) if result.notes else ""))
+
+    def _plot(self, result) -> None:
+        pairs = [] if result is None else [p for p in result.pairs if p.max_abs is not None]
+        ticks = [p.tick_a for p in pairs]
+        floor = 1e-12                   # log scale: an exact match is drawn at the floor
+        series = {"max_abs": [max(p.max_abs, floor) for p in pairs],
+                  "relative": [max(p.relative, floor) if math.isfinite(p.relative) else 1e12 for p in pairs],
+                  "one_minus_cos": [max(1.0 - p.cosine, floor) for p in pairs]}
+        for key, curve in self.curves.items():
+            curve.setData(ticks, [min(v, 1e12) for v in series[key]])
+        if result is not None:
+            self.tolerance_line.setValue(math.log10(max(result.tolerance, floor)))
+        first = result.first_divergence if result is not None else None
+        self.divergence_line.setVisible(first is not None)
+        if first is not None:
+            self.divergence_line.setValue(first.tick_a)
+
+    # -- selecting --------------------------------------------------------------------------
+    def select_row(self, row: int) -> None:
+        rows = self.rows()
+        if self.qdoc is not None and 0 <= row < len(rows):
+            self.qdoc.select(Selection("instruction", rows[row].tick_a), self)
+
+    def has_divergence(self) -> bool:
+        return self.result is not None and self.result.first_divergence is not None
+
+    def select_first_divergence(self) -> Optional[int]:
+        """Select the first pair over the tolerance (the "First Divergence" command); its tick."""
+        if not self.has_divergence():
+            return None
+        first = self.result.first_divergence
+        row = self.rows().index(first)
+        self.table.selectRow(row)
+        self.select_row(row)
+        return first.tick_a
+
+    def _on_tick(self, source) -> None:
+        if source is self or self.result is None or self.qdoc is None:
+            return
+        tick = self.qdoc.tick
+        for r, p in enumerate(self.rows()):
+            if p.tick_a == tick:
+                self.table.blockSignals(True)
+                self.table.selectRow(r)
+                self.table.blockSignals(False)
+                return
+
+    def _plot_clicked(self, event) -> None:
+        pairs = [] if self.result is None else self.result.pairs
+        if not pairs:
+            return
+        x = self.plot.getPlotItem().vb.mapSceneToView(event.scenePos()).x()
+        best = min(range(len(pairs)), key=lambda i: abs(pairs[i].tick_a - x))
+        self.table.selectRow(best)
+        self.select_row(best)
+
+
+def register_diff_commands(window, view: DiffView) -> None:
+    """The "First Divergence" command (Debug menu, palette)."""
+    window.commands.add("debug.firstDivergence", "First Divergence", view.select_first_divergence, menu="Debug",
+                        group="y", enabled=view.has_divergence,
+                        tip="Select the first tick whose error against the compared file exceeds the tolerance")

@@ -1,0 +1,214 @@
+"""Source pane: the user's PyTorch code behind the current tick, from the file's source map.
+
+The tick is the execution point of the debug session (``doc.debug.tick``) while a run is under
+way, else the selected tick (``doc.tick``). The header names the module path and the exported
+node; below, the whole source file scrolled to the recorded line, which is highlighted — or,
+when the file cannot be found on this machine, the line text recorded at compile time. Paths
+are resolved by :func:`nac_engine.format.source_map.locate_source` (next to the .nac, the
+working directory, the interpreter's libraries).
+"""
+from __future__ import annotations
+
+import keyword
+import os
+import re
+from typing import Optional
+
+from PySide6.QtCore import QRegularExpression, Qt
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextFormat
+from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
+
+from nac_engine.errors import NacFormatError
+from nac_engine.format.source_map import SourceEntry, locate_source, read_source_map
+
+from ..qt_document import rebind
+
+MAX_SOURCE_BYTES = 4 << 20          # a source file larger than this is shown as its recorded line only
+
+
+def current_tick(doc) -> Optional[int]:
+    """The execution point while a debug session has one, else the selected tick."""
+    debug = getattr(doc, "debug", None)
+    tick = getattr(debug, "tick", None) if debug is not None else None
+    if isinstance(tick, int) and tick >= 0:
+        return tick
+    return getattr(doc, "tick", None)
+
+
+def _format(color: str, bold: bool = False, italic: bool = False) -> QTextCharFormat:
+    f = QTextCharFormat()
+    f.setForeground(QColor(color))
+    if bold:
+        f.setFontWeight(QFont.Weight.Bold)
+    f.setFontItalic(italic)
+    return f
+
+
+class PythonHighlighter(QSyntaxHighlighter):
+    """Keywords, builtins-ish names, numbers, strings and comments: enough to read model code."""
+
+    def __init__(self, document):
+        super().__init__(document)
+        kw = "|".join(sorted(keyword.kwlist, key=len, reverse=True))
+        self.rules = [
+            (QRegularExpression(rf"\b(?:{kw})\b"), _format("#8f3fb0", bold=True)),
+            (QRegularExpression(r"\b(?:self|torch|nn|F|np)\b"), _format("#1f6fb2")),
+            (QRegularExpression(r"\bdef\s+(\w+)|\bclass\s+(\w+)"), _format("#a15c00", bold=True)),
+            (QRegularExpression(r"\b[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?\b"), _format("#2e7d32")),
+            (QRegularExpression(r"\"[^\"\\]*(?:\\.[^\"\\]*)*\"|'[^'\\]*(?:\\.[^'\\]*)*'"), _format("#b3541e")),
+            (QRegularExpression(r"#[^\n]*"), _format("#7a7a7a", italic=True)),
+        ]
+
+    def highlightBlock(self, text: str) -> None:
+        for rx, fmt in self.rules:
+            it = rx.globalMatch(text)
+            while it.hasNext():
+                m = it.next()
+                self.setFormat(m.capturedStart(), m.capturedLength(), fmt)
+
+
+class SourceView(QWidget):
+    title = "Source"
+    object_name = "source"
+    dock_area = "bottom"
+
+    def __init__(self, qdoc=None, parent: Optional[QWidget] = None):
+        super().__init__(parent)
+        self.setObjectName(self.object_name)
+        self.qdoc = None
+        self._maps: dict[int, object] = {}       # id(document) -> SourceMap | None | str (error)
+        self._texts: dict[str, Optional[str]] = {}
+        self.shown_path: Optional[str] = None    # the file on screen (None: recorded line only)
+        self.shown_entry: Optional[SourceEntry] = None
+        self.header = QLabel(self)
+        self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.header.setWordWrap(True)
+        self.header.setContentsMargins(6, 3, 6, 3)
+        self.editor = QPlainTextEdit(self)
+        self.editor.setReadOnly(True)
+        self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.editor.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.highlighter = PythonHighlighter(self.editor.document())
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(self.header)
+        lay.addWidget(self.editor, 1)
+        self.set_document(qdoc)
+
+    # -- document ---------------------------------------------------------------------------
+    def set_document(self, qdoc) -> None:
+        rebind(self.qdoc, qdoc, tick=self._refresh, debug=self._refresh)
+        self.qdoc = qdoc
+        self._refresh(None)
+
+    def source_map(self):
+        """The current document's SourceMap, ``None`` without one, or the error text of a bad one."""
+        if self.qdoc is None:
+            return None
+        key = id(self.qdoc.doc)
+        if key not in self._maps:
+            try:
+                self._maps[key] = read_source_map(self.qdoc.nac)
+            except NacFormatError as e:
+                self._maps[key] = f"the source map does not decode: {e}"
+        return self._maps[key]
+
+    def highlighted_line(self) -> Optional[int]:
+        """1-based line number highlighted in the editor (None when nothing is)."""
+        sel = self.editor.extraSelections()
+        return sel[0].cursor.blockNumber() + 1 if sel else None
+
+    # -- drawing ----------------------------------------------------------------------------
+    def _refresh(self, _source=None) -> None:
+        if self.qdoc is None:
+            self._show_message("No file open.")
+            return
+        smap = self.source_map()
+        if smap is None:
+            self._show_message("This file has no source map. Files compiled by nac compile carry one "
+                               "(unless --no-debug-info); the reference compiler's do not.")
+            return
+        if isinstance(smap, str):
+            self._show_message(smap)
+            return
+        tick = current_tick(self.qdoc.doc)
+        if tick is None:
+            self._show_message("Select an instruction (or run) to see the code that produced it.")
+            return
+        entry = smap.entry(tick)
+        if entry is None:
+            self._show_message(f"Tick {tick} has no source map entry.")
+            return
+        self._show_entry(tick, entry)
+
+    def _show_message(self, text: str) -> None:
+        self.shown_entry, self.shown_path = None, None
+        self.header.setText(text)
+        self.editor.setExtraSelections([])
+        self.editor.setPlainText("")
+
+    def _show_entry(self, tick: int, entry: SourceEntry) -> None:
+        self.shown_entry = entry
+        debug = getattr(self.qdoc.doc, "debug", None)
+        executing = isinstance(getattr(debug, "tick", None), int) and debug.tick >= 0
+        where = "execution point" if executing else "tick"
+        module = entry.module_path or "(top-level module)"
+        parts = [f"<b>{_esc(module)}</b> &nbsp;·&nbsp; node <code>{_esc(entry.node_name)}</code>"
+                 f" &nbsp;·&nbsp; {where} {tick}"]
+        if entry.file is None:
+            self.header.setText(parts[0] + "<br>no source line recorded (a parameter, an input or an output)")
+            self.shown_path = None
+            self.editor.setExtraSelections([])
+            self.editor.setPlainText("")
+            return
+        path = locate_source(entry.file, getattr(self.qdoc.doc, "path", None))
+        text = self._read(path) if path else None
+        location = f"{entry.file}:{entry.line}" if entry.line else entry.file
+        if text is None:
+            self.shown_path = None
+            parts.append(f"{_esc(location)} — file not found here; the line as recorded at compile time:")
+            self.editor.setPlainText(entry.code or "")
+            line = 1 if entry.code else None
+        else:
+            self.shown_path = path
+            parts.append(_esc(location))
+            if self.editor.property("path") != path:
+                self.editor.setPlainText(text)
+                self.editor.setProperty("path", path)
+            line = entry.line
+        self.header.setText("<br>".join(parts))
+        self.header.setToolTip(path or entry.file)
+        if text is None:
+            self.editor.setProperty("path", None)
+        self._highlight(line)
+
+    def _highlight(self, line: Optional[int]) -> None:
+        doc = self.editor.document()
+        if line is None or not 1 <= line <= doc.blockCount():
+            self.editor.setExtraSelections([])
+            return
+        cursor = QTextCursor(doc.findBlockByNumber(line - 1))
+        sel = QTextEdit.ExtraSelection()
+        sel.format.setBackground(QColor(255, 214, 102, 150))
+        sel.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
+        sel.cursor = cursor
+        self.editor.setExtraSelections([sel])
+        self.editor.setTextCursor(cursor)
+        self.editor.centerCursor()
+
+    def _read(self, path: str) -> Optional[str]:
+        if path not in self._texts:
+            try:
+                if os.path.getsize(path) > MAX_SOURCE_BYTES:
+                    self._texts[path] = None
+                else:
+                    with open(path, encoding="utf-8", errors="replace") as fh:
+                        self._texts[path] = fh.read()
+            except OSError:
+                self._texts[path] = None
+        return self._texts[path]
+
+
+def _esc(text: str) -> str:
+    return re.sub(r"[&<>]", lambda m: {"&": "&amp;", "<": "&lt;", ">": "&gt;"}[m.group()], text)
