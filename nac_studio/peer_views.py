@@ -46,6 +46,17 @@ def file_filter() -> str:
     return ";;".join([f"Supported files ({' '.join(every)})", "NAC models (*.nac)", *parts, "All files (*)"])
 
 
+def peer_status(peer) -> str:
+    """The status-bar line for a peer file: format, dialect, what it holds, size."""
+    s = peer.summary()
+    parts = [getattr(peer, "title", peer.format) + (f" ({s['dialect']} dialect)" if s.get("dialect") else "")]
+    if "instructions" in s:
+        parts.append(f"{s['instructions']:,} instructions")
+    n = s.get("size", peer.size)
+    parts.append(f"{n / 1024:.1f} KB" if n >= 1024 else f"{n} B")
+    return " · ".join(parts)
+
+
 class _Cover(QLabel):
     """A label laid over a pane, following its size, saying why the pane is empty."""
 
@@ -119,6 +130,8 @@ class PeerSupport(QObject):
         if peer is not None and peer.format == "mind" or self.view.mode == "source":
             self.dock.show()
             self.dock.raise_()
+        if peer is not None and hasattr(self.window, "doc_label"):
+            self.window.doc_label.setText(f"  {peer_status(peer)}  ")
 
     def _can_convert(self) -> bool:
         qdoc = self.window.active

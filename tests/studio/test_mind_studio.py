@@ -29,6 +29,7 @@ def test_mind_sample_opens_with_graph_structure_and_problems(window, qtbot, tmp_
     # IR text pane shows the file, raised
     ir = window.views["ir_text"]
     assert ir.mode == "peer" and ir.text.startswith("# MIND Core IR Example")
+    assert "MIND Core IR (spec dialect) · 13 instructions" in window.doc_label.text()
     # NAC-only panes are covered, peer panes are not
     assert "Not available for MIND Core IR" in covered_text(window.views["disassembly"])
     assert covered_text(window.views["hex"]) is None
