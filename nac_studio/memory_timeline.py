@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
@@ -91,15 +91,15 @@ class MemoryTimeline:
     markers: list = field(default_factory=list)
     has_schedule: bool = True
     sizes: dict = field(default_factory=dict)   # tick -> bytes of its value
-    _readers: dict = field(default_factory=dict, repr=False)
-    _by_value: dict = field(default_factory=dict, repr=False)
+    _def_use: Any = field(default=None, repr=False)
 
     def readers(self, v: int) -> list[int]:
-        return list(self._readers.get(v, ()))
+        return list(self._def_use.users(v)) if self._def_use is not None else []
 
     def buffer_of(self, v: int) -> Optional[int]:
         """Index into ``buffers`` of value ``v``'s bar (None: it has none)."""
-        return self._by_value.get(v)
+        k = int(np.searchsorted(self.buffers.value, v))     # bars are in value order
+        return k if k < len(self.buffers) and int(self.buffers.value[k]) == v else None
 
     def buffer_at(self, tick: float, row: int) -> Optional[int]:
         """The bar on ``row`` that covers ``tick`` (for hovering)."""
@@ -131,101 +131,105 @@ class MemoryTimeline:
 
 def _pack_rows(alloc: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Greedy interval partitioning: the fewest rows with no overlap on any row."""
-    order = np.lexsort((end, alloc))
-    row = np.zeros(alloc.size, dtype=np.int32)
+    order = np.lexsort((end, alloc)).tolist()
+    a_l, e_l = alloc.tolist(), end.tolist()
+    row = [0] * len(a_l)
     free: list[tuple[int, int]] = []          # (end of the row's last bar, row)
+    push, pop, replace = heapq.heappush, heapq.heappop, heapq.heapreplace
     rows = 0
     for k in order:
-        a = int(alloc[k])
-        if free and free[0][0] <= a:
-            _e, r = heapq.heappop(free)
+        e = e_l[k]
+        if free and free[0][0] <= a_l[k]:
+            r = free[0][1]
+            replace(free, (e, r))
         else:
-            r, rows = rows, rows + 1
+            r = rows
+            rows += 1
+            push(free, (e, r))
         row[k] = r
-        heapq.heappush(free, (int(end[k]), r))
-    return row
+    return np.asarray(row, dtype=np.int32)
 
 
-def build_timeline(nac: NacFile, sizes: Mapping[int, int], *, lint=True) -> MemoryTimeline:
-    """The timeline of ``nac`` (see the module docstring). ``sizes[i]``: bytes of value ``i``."""
+def _first_by_key(keys: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """``out[k]`` = the value of the first (in order) entry with key ``k``; -1 where none."""
+    out = np.full(n, -1, dtype=np.int64)
+    if keys.size:
+        uniq, first = np.unique(keys, return_index=True)
+        out[uniq] = values[first]
+    return out
+
+
+def build_timeline(nac: NacFile, sizes: Mapping[int, int], *, lint: bool = True) -> MemoryTimeline:
+    """The timeline of ``nac`` (see the module docstring). ``sizes[i]``: bytes of value ``i``.
+    ``lint=False`` leaves ``markers`` empty (the Studio takes them from the Problems check,
+    which has already run the same lint)."""
     ins = nac.instructions
     n = len(ins)
-    lanes_t: dict[str, list] = {k: [] for k in LANES}
-    lanes_v: dict[str, list] = {k: [] for k in LANES}
-    freed_at: dict[int, int] = {}
-    forward_to: dict[int, int] = {}
-    preload_at: dict[int, int] = {}
-    for rec in sorted(nac.mmap, key=lambda r: r.tick):
-        t = rec.tick
-        for c in rec.commands:
-            lane = _ACTION_LANE.get(c.action)
-            if lane is not None:
-                lanes_t[lane].append(t)
-                lanes_v[lane].append(c.target)
-            if not (0 <= t < n):
-                continue
-            if c.action == L.MMAP_FREE and 0 <= c.target < t:
-                freed_at.setdefault(c.target, t)
-            elif c.action == L.MMAP_FORWARD and c.target > t:
-                forward_to.setdefault(t, c.target)
-            elif c.action == L.MMAP_PRELOAD and 0 <= c.target < n:
-                preload_at.setdefault(c.target, t)
-    lanes = {k: (np.asarray(lanes_t[k], dtype=np.int64), np.asarray(lanes_v[k], dtype=np.int64)) for k in LANES}
+    recs = sorted(nac.mmap, key=lambda r: r.tick)
+    count = sum(len(r.commands) for r in recs)
+    t = np.fromiter((r.tick for r in recs for _c in r.commands), dtype=np.int64, count=count)
+    act = np.fromiter((c.action for r in recs for c in r.commands), dtype=np.int64, count=count)
+    tgt = np.fromiter((c.target for r in recs for c in r.commands), dtype=np.int64, count=count)
+    lanes = {}
+    for action, lane in _ACTION_LANE.items():
+        m = act == action
+        lanes[lane] = (t[m], tgt[m])
+    inside = (t >= 0) & (t < n)
+    m = inside & (act == L.MMAP_FREE) & (tgt >= 0) & (tgt < t)
+    freed_at = _first_by_key(tgt[m], t[m], n)
+    m = inside & (act == L.MMAP_FORWARD) & (tgt > t)
+    forward_to = _first_by_key(t[m], tgt[m], n)
+    m = inside & (act == L.MMAP_PRELOAD) & (tgt >= 0) & (tgt < n)
+    preload_at = _first_by_key(tgt[m], t[m], n)
 
     du = nac.def_use()
-    outputs = set(nac.output_producers())
-    vals, allocs, ends, nbs, kinds = [], [], [], [], []
-    readers: dict[int, tuple] = {}
-    for i in ins:
-        v = i.index
-        users = du.users(v)
-        if users:
-            readers[v] = users
-        if i.a == OP_OUTPUT:
-            continue
-        nb = int(sizes.get(v, 0))
-        if nb <= 0:
-            continue
-        is_input = i.a == OP_INPUT
-        weight = is_input and (i.b == 1 or v in preload_at)
-        alloc = min(v, preload_at.get(v, v)) if weight else v
-        if v in freed_at:
-            end = freed_at[v]
-        elif v in forward_to:
-            end = forward_to[v]
-        elif not is_input and not users and v not in outputs:
-            end = v + 1
-        else:
-            end = n
-        end = min(end, n)
-        if end <= alloc:
-            continue
-        vals.append(v)
-        allocs.append(alloc)
-        ends.append(end)
-        nbs.append(nb)
-        kinds.append(0 if weight else (1 if is_input else 2))
-    alloc_a = np.asarray(allocs, dtype=np.int64)
-    end_a = np.asarray(ends, dtype=np.int64)
-    nb_a = np.asarray(nbs, dtype=np.int64)
-    bars = BufferBars(np.asarray(vals, dtype=np.int64), alloc_a, end_a, nb_a, np.asarray(kinds, dtype=np.uint8),
-                      _pack_rows(alloc_a, end_a))
+    a = np.fromiter((i.a for i in ins), dtype=np.int64, count=n)
+    b = np.fromiter((i.b for i in ins), dtype=np.int64, count=n)
+    read = np.zeros(n, dtype=bool)
+    rv = np.fromiter(du.read_values(), dtype=np.int64)
+    read[rv[(rv >= 0) & (rv < n)]] = True
+    is_out = np.zeros(n, dtype=bool)
+    outs = np.asarray([v for v in nac.output_producers() if 0 <= v < n], dtype=np.int64)
+    is_out[outs] = True
+    nb = np.zeros(n, dtype=np.int64)
+    if sizes:
+        keys = np.fromiter(sizes.keys(), dtype=np.int64, count=len(sizes))
+        vals = np.fromiter(sizes.values(), dtype=np.int64, count=len(sizes))
+        ok = (keys >= 0) & (keys < n)
+        nb[keys[ok]] = vals[ok]
+    v = np.arange(n, dtype=np.int64)
+    is_input = a == OP_INPUT
+    weight = is_input & ((b == 1) | (preload_at >= 0))
+    alloc = np.where(weight & (preload_at >= 0), np.minimum(v, np.where(preload_at >= 0, preload_at, v)), v)
+    end = np.where(freed_at >= 0, freed_at,
+                   np.where(forward_to >= 0, forward_to,
+                            np.where(~is_input & ~read & ~is_out, v + 1, n)))
+    end = np.minimum(end, n)
+    keep = (a != OP_OUTPUT) & (nb > 0) & (end > alloc)
+    vals_k, alloc_k, end_k, nb_k = v[keep], alloc[keep], end[keep], nb[keep]
+    kind_k = np.where(weight[keep], 0, np.where(is_input[keep], 1, 2)).astype(np.uint8)
+    bars = BufferBars(vals_k, alloc_k, end_k, nb_k, kind_k, _pack_rows(alloc_k, end_k))
     delta = np.zeros(n + 1, dtype=np.int64)
-    np.add.at(delta, alloc_a, nb_a)
-    np.add.at(delta, end_a, -nb_a)
+    np.add.at(delta, alloc_k, nb_k)
+    np.add.at(delta, end_k, -nb_k)
     live = np.cumsum(delta[:n])
     peak_tick = int(np.argmax(live)) if n else 0
     markers: list[Marker] = []
     has_schedule = bool(nac.mmap)
     if lint and has_schedule:
         from nac_engine.format.mmap_lint import check_schedule
-        report = check_schedule(nac)
-        markers = [Marker(f.tick, "error", f.kind, f.target, f.message) for f in report.violations] + \
-                  [Marker(f.tick, "warning", f.kind, f.target, f.message) for f in report.hazards]
-        markers.sort(key=lambda m: (m.tick, m.severity != "error"))
+        markers = markers_of(check_schedule(nac))
     return MemoryTimeline(n, lanes, bars, live, int(live[peak_tick]) if n else 0, peak_tick, markers, has_schedule,
-                          {int(k): int(v) for k, v in sizes.items()}, readers,
-                          {int(v): k for k, v in enumerate(vals)})
+                          sizes if isinstance(sizes, dict) else dict(sizes), du)
 
 
-__all__ = ["BUFFER_KINDS", "LANES", "BufferBars", "Marker", "MemoryTimeline", "RangeSummary", "build_timeline"]
+def markers_of(report) -> list[Marker]:
+    """Lint findings (``ScheduleReport``) as markers, violations first on each tick."""
+    out = [Marker(f.tick, "error", f.kind, f.target, f.message) for f in report.violations] + \
+          [Marker(f.tick, "warning", f.kind, f.target, f.message) for f in report.hazards]
+    out.sort(key=lambda m: (m.tick, m.severity != "error"))
+    return out
+
+
+__all__ = ["BUFFER_KINDS", "LANES", "BufferBars", "Marker", "MemoryTimeline", "RangeSummary", "build_timeline",
+           "markers_of"]

@@ -2,7 +2,7 @@
 
 Holds the MMAP timeline, the planner comparison, the hardware simulations run so far and the
 last sweep; every change is announced through the document's ``"simulation"`` event with what
-changed (``timeline``, ``planners``, ``run``, ``sweep``, ``config``), and every view redraws
+changed (``inputs``, ``timeline``, ``planners``, ``run``, ``sweep``, ``config``, ``overlay``), and every view redraws
 from here. The work itself (shape propagation, planning, simulating, sweeping) is in the
 plain functions at the bottom, which the views run through :class:`~nac_studio.tasks.TaskRunner`
 (they take its ``ctx``: ``ctx.progress`` and ``ctx.check`` for Cancel).
@@ -86,6 +86,12 @@ class SimulationState:
                 raise InputsUnknown(f"{s.label} (tick {s.tick}): the file records no input shapes; set the inputs "
                                     "in Debug ▸ Inputs… first")
         return out
+
+    def set_feeds(self, feeds: Optional[list], source: Any = None) -> None:
+        """New inputs: the timeline (sizes depend on input shapes) is recomputed when next shown."""
+        self.feeds = None if feeds is None else list(feeds)
+        self.sizes, self.timeline, self.timeline_error, self.planners = None, None, "", []
+        self._changed("inputs", source)
 
     # -- results ----------------------------------------------------------------------------
     def set_timeline(self, sizes: Optional[dict], timeline: Any, error: str = "", source: Any = None) -> None:
@@ -175,7 +181,8 @@ def compute_timeline(ctx, nac, feeds: list):
     sizes = value_nbytes_of(prog)
     if ctx is not None:
         ctx.check()
-    return sizes, build_timeline(nac, sizes)
+    # the lint markers come from the Problems check (the same lint, already run on open)
+    return sizes, build_timeline(nac, sizes, lint=False)
 
 
 def compute_planners(ctx, nac, sizes: dict, extra_lookahead: Optional[int] = None) -> list:

@@ -105,7 +105,8 @@ class TimelineView(QWidget):
         return self.qdoc.doc.simulation if self.qdoc is not None else None
 
     def set_document(self, qdoc) -> None:
-        rebind(self.qdoc, qdoc, tick=self._on_tick, debug=self._on_debug, simulation=self._on_simulation)
+        rebind(self.qdoc, qdoc, tick=self._on_tick, debug=self._on_debug, simulation=self._on_simulation,
+               problems=self._on_problems)
         self.qdoc = qdoc
         self.summary.setText("")
         self._redraw()
@@ -154,6 +155,47 @@ class TimelineView(QWidget):
     def _on_simulation(self, what: str, _source) -> None:
         if what in ("timeline", "planners"):
             self._redraw()
+        elif what == "inputs":
+            self._redraw()
+            if self.isVisible():
+                self.ensure_computed()
+
+    def _on_problems(self, _source) -> None:
+        st = self.state
+        if st is not None and st.timeline is not None:
+            self._draw_markers(st.timeline)
+
+    def markers(self) -> list:
+        """The schedule lint's findings on their ticks: the document's ``mmap`` problems (the
+        Problems pane's check, run once on open), else what the timeline computed itself."""
+        from ..memory_timeline import Marker
+        found = self.qdoc.doc.problems_from("mmap") if self.qdoc is not None else []
+        out = []
+        for p in found:
+            sel = getattr(p, "selection", None)
+            if sel is not None and sel.kind in ("mmap", "instruction") and isinstance(sel.key, int):
+                out.append(Marker(sel.key, p.severity, p.kind, -1, p.reason))
+        tl = self.state.timeline if self.state is not None else None
+        return out if found or tl is None else list(tl.markers)
+
+    def _draw_markers(self, tl) -> None:
+        mk = sorted(self.markers(), key=lambda m: m.severity == "error")    # violations drawn last, on top
+        self.items["lint"].set_data([m.tick for m in mk], [m.tick + 1 for m in mk], [0] * len(mk),
+                                    [0 if m.severity == "error" else 1 for m in mk],
+                                    tooltip=lambda k, mk=mk: f"{'violation' if mk[k].severity == 'error' else 'hazard'}"
+                                                             f" {mk[k].kind} on tick {mk[k].tick}:\n{mk[k].message}")
+        errors = sum(1 for m in mk if m.severity == "error")
+        self._lint_text = f"{errors} violation(s), {len(mk) - errors} hazard(s)"
+        self._update_status(tl)
+
+    def _update_status(self, tl) -> None:
+        b = tl.buffers
+        n = tl.n
+        nac = self.qdoc.nac
+        where = f" ({nac.instruction_name(nac.instructions[tl.peak_tick])})" if n else ""
+        self.status.setText(f"{n:,} ticks · {len(b):,} buffers on {b.rows:,} rows · peak {human_bytes(tl.peak)} "
+                            f"at t{tl.peak_tick}{where} · {getattr(self, '_lint_text', '')}"
+                            + ("" if tl.has_schedule else " · the file has no MMAP schedule"))
 
     def _on_tick(self, _source) -> None:
         if self.plot is not None and self.qdoc is not None:
@@ -195,17 +237,26 @@ class TimelineView(QWidget):
             self.status.setText(st.timeline_error or "The timeline is computed when this pane is shown.")
         if tl is None:
             if self.plot is not None:
-                for item in self.items.values():
-                    if hasattr(item, "set_data"):
-                        item.set_data([], [], [])
-                    elif hasattr(item, "setData"):
-                        item.setData([], [])
+                self._clear_items()
             self._refresh_planner_choice()
             return
         self._draw(tl)
         self._draw_planners(st.planners if self.planners_box.isChecked() else [])
         self._on_tick(None)
         self._on_debug(None)
+
+    def _clear_items(self) -> None:
+        import pyqtgraph as pg
+
+        from ..widgets.lanes_plot import RectBatch
+        for item in self.items.values():
+            if isinstance(item, RectBatch):
+                item.set_data([], [], [])
+            elif isinstance(item, (pg.PlotDataItem, pg.ScatterPlotItem)):
+                item.setData([], [])
+            elif isinstance(item, pg.TextItem):
+                item.setText("")
+        self._draw_planners([])
 
     def _draw(self, tl) -> None:
         import pyqtgraph as pg
@@ -232,14 +283,6 @@ class TimelineView(QWidget):
             live.addItem(self.items["peak"])
             self.items["peak_text"] = pg.TextItem(anchor=(0, 1), color="#d62728")
             live.addItem(self.items["peak_text"], ignoreBounds=True)
-        names = nac.instruction_name
-        ins = nac.instructions
-        # lint lane: one cell per finding (violations drawn over hazards)
-        mk = sorted(tl.markers, key=lambda m: m.severity == "error")
-        self.items["lint"].set_data([m.tick for m in mk], [m.tick + 1 for m in mk], [0] * len(mk),
-                                    [0 if m.severity == "error" else 1 for m in mk],
-                                    tooltip=lambda k, mk=mk: f"{'violation' if mk[k].severity == 'error' else 'hazard'}"
-                                                             f" {mk[k].kind} on tick {mk[k].tick}:\n{mk[k].message}")
         for row, lane in enumerate(LANES, start=1):
             ticks, targets = tl.lanes[lane]
             self.items[lane].set_data(ticks, ticks + 1, np.full(ticks.size, row),
@@ -262,12 +305,7 @@ class TimelineView(QWidget):
         plot.plots["live"].setYRange(0, max(tl.peak, 1) * 1.15, padding=0)
         plot.set_x_limits(0, max(n, 1))
         plot.show_all()
-        errors = sum(1 for m in tl.markers if m.severity == "error")
-        warnings = len(tl.markers) - errors
-        self.status.setText(f"{n:,} ticks · {len(b):,} buffers on {b.rows:,} rows · peak {human_bytes(tl.peak)} "
-                            f"at t{tl.peak_tick} ({names(ins[tl.peak_tick]) if n else ''}) · "
-                            f"{errors} violation(s), {warnings} hazard(s)"
-                            + ("" if tl.has_schedule else " · the file has no MMAP schedule"))
+        self._draw_markers(tl)
         self._refresh_planner_choice()
 
     def _buffer_tip(self, tl, k: int) -> str:
@@ -311,14 +349,15 @@ class TimelineView(QWidget):
         self.items["planner_curves"] = []
         for k, curve in enumerate(curves):
             n = curve.live_bytes.size
-            item = pg.PlotDataItem(np.arange(n + 1, dtype=np.float64),
-                                   np.r_[curve.live_bytes, curve.live_bytes[-1:]].astype(np.float64),
-                                   stepMode="right", pen=pg.mkPen(_PLANNER_COLORS[k % len(_PLANNER_COLORS)],
+            # added empty, then filled: clip-to-view needs the item inside its view box first
+            item = pg.PlotDataItem(stepMode="right", pen=pg.mkPen(_PLANNER_COLORS[k % len(_PLANNER_COLORS)],
                                                                   width=1.4 if curve.label != "file" else 2.2),
                                    name=f"{curve.label}: peak {human_bytes(curve.peak)} @ t{curve.peak_tick}")
+            p.addItem(item)
             item.setClipToView(True)
             item.setDownsampling(auto=True, method="peak")
-            p.addItem(item)
+            item.setData(np.arange(n + 1, dtype=np.float64),
+                         np.r_[curve.live_bytes, curve.live_bytes[-1:]].astype(np.float64))
             self.items["planner_curves"].append(item)
         self._refresh_planner_choice()
 

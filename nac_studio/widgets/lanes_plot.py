@@ -148,7 +148,7 @@ class RectBatch(pg.GraphicsObject):
             return None
         hit = np.nonzero((self.x0 <= x) & (np.maximum(self.x1, self.x0 + (self.pixelWidth() or 0)) > x)
                          & (self.row <= y) & (self.row + 1 > y))[0]
-        return int(hit[0]) if hit.size else None
+        return int(hit[-1]) if hit.size else None      # the one drawn last is on top
 
     def hoverMoveEvent(self, ev) -> None:
         if self.tooltip is None:
