@@ -40,6 +40,7 @@ from nac_engine.isa.literals import format_literal
 from nac_engine.isa.optable import OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
 
 from .document import Selection
+from .graph_labels import node_attributes
 
 # --------------------------------------------------------------------------- op classes
 #: Colour classes, in legend order.
@@ -231,13 +232,8 @@ def block_intervals(nac: NacFile, prefixes: Iterable[str]) -> list[Block]:
 
 
 def _consumers(nac: NacFile) -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
-    n = len(nac.instructions)
-    for ins in nac.instructions:
-        for p in ins.producers():
-            if 0 <= p < n:
-                out.setdefault(p, []).append(ins.index)
-    return out
+    du = nac.def_use()     # the file's one def-use index
+    return {p: list(du.users(p)) for p in du.read_values() if 0 <= p < du.n}
 
 
 # --------------------------------------------------------------------------- the graph
@@ -440,9 +436,10 @@ def _instruction_node(nac: NacFile, ins, names: dict) -> Node:
                     detail=f"v{t} · {len(ins.producers())} values")
     if ins.a in (OP_CONTROL_FLOW, OP_CONVERGENCE):
         return Node(("ins", t), "instruction", name.strip("<>").lower(), "other", t, t, op=name, detail=f"v{t}")
-    sig = nac.signature(ins)
-    return Node(("ins", t), "instruction", op_base_name(name), op_class(name), t, t, op=name,
-                detail=f"v{t} · {sig}" if sig else f"v{t}")
+    base = op_base_name(name)
+    attrs = node_attributes(nac, ins, base)     # dim=-1, eps=1e-05: what a reader looks for
+    return Node(("ins", t), "instruction", base, op_class(name), t, t, op=name,
+                detail=f"v{t} · {attrs}" if attrs else f"v{t}")
 
 
 def _composition(nac: NacFile, b: Block) -> tuple:
