@@ -254,8 +254,9 @@ class DebugController(QObject):
         s = qdoc.doc.debug
         if s is None:
             return
-        s.complete(future)
-        if id(s) in self._end_after:
+        ending = id(s) in self._end_after
+        s.complete(future, announce=not ending)
+        if ending:                  # Stop: one announcement, of the ended session
             self._end_after.discard(id(s))
             s.end()
         if s.state == ERROR and s.error_tick is not None:

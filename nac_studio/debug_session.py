@@ -380,8 +380,9 @@ class DebugSession:
         if self.debugger is not None:
             self.debugger.cancel()
 
-    def complete(self, future: Future):
-        """Take the result of an action: the state, why it stopped, how long it took."""
+    def complete(self, future: Future, announce: bool = True):
+        """Take the result of an action: the state, why it stopped, how long it took
+        (``announce=False``: the caller announces, e.g. it ends the session right after)."""
         self.elapsed = time.perf_counter() - self._started
         if self.debugger is None:      # ended while it ran
             return None
@@ -395,12 +396,14 @@ class DebugSession:
             if self.error_tick is None:
                 self.error_tick = self.debugger.next_tick
             self._sync_hits()
-            self.notify()
+            if announce:
+                self.notify()
             return None
         self.reason = reason
         self.state = FINISHED if self.debugger.finished else STOPPED
         self._sync_hits()
-        self.notify()
+        if announce:
+            self.notify()
         return reason
 
     def progress(self) -> tuple[int, int]:

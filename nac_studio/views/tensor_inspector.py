@@ -434,8 +434,15 @@ class InspectorPanel(QWidget):
         img = sl.astype(np.float32, copy=False) if sl.dtype.kind in "bc" or sl.dtype == np.float16 else sl
         if img.dtype.kind == "c":
             img = np.abs(img)
+        # Levels from the whole tensor's finite range (computed off the UI thread): slices
+        # compare on one colour scale, and NaN/Inf never reach pyqtgraph's range maths.
+        r = self.result
+        lo, hi = (r.min, r.max) if r is not None and r.min is not None else (0.0, 1.0)
+        if hi <= lo:
+            lo, hi = lo - 0.5, hi + 0.5
         # pyqtgraph's ImageItem is column-major (x first): hand it columns × rows
-        self._image.setImage(img.T, autoRange=True, autoLevels=True, autoHistogramRange=True)
+        self._image.setImage(img.T, autoRange=True, autoLevels=False, levels=(lo, hi), autoHistogramRange=False)
+        self._image.ui.histogram.setHistogramRange(lo, hi)
 
     def _show_histogram(self) -> None:
         import pyqtgraph as pg
