@@ -457,7 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .sim.command import add_parser as _add_sim; _add_sim(sub)  # noqa: E702
     from .compiler.command import add_parser as _add_compile; _add_compile(sub)  # noqa: E702
     from .peers.convert_command import add_parser as _add_convert; _add_convert(sub)  # noqa: E702
-    from .runtime.diff_command import add_parser as _add_diff; _add_diff(sub)  # noqa: E702
+    from .diff_command import add_parser as _add_diff; _add_diff(sub)  # noqa: E702
     return p
 
 

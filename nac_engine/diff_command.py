@@ -1,4 +1,5 @@
-"""``nac diff A.nac B.nac|--eager FILE.py:FACTORY``: where two runs of a model part (see :mod:`.diff`)."""
+"""``nac diff A.nac B.nac|--eager FILE.py:FACTORY``: where two runs of a model part (see
+:mod:`nac_engine.runtime.diff`). Outside ``runtime/`` so that building the parser does not load torch."""
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ def add_parser(sub) -> None:
 
 
 def _inputs(args, nac_path: str):
-    from ..cli import CliError, _load_npy, _open, _shaped_inputs
+    from .cli import CliError, _load_npy, _open, _shaped_inputs
     if not args.inputs:
         return None
     inputs, shaped = {}, []
@@ -50,11 +51,11 @@ def _fmt(v) -> str:
 
 
 def cmd_diff(args) -> int:
-    from ..cli import CliError
-    from ..errors import NacFormatError
-    from ..format.input_signature import missing_inputs_hint
-    from .diff import diff_eager, diff_files
-    from .errors import MissingInputError, NacRuntimeError
+    from .cli import CliError
+    from .errors import NacFormatError
+    from .format.input_signature import missing_inputs_hint
+    from .runtime.diff import diff_eager, diff_files
+    from .runtime.errors import MissingInputError, NacRuntimeError
     if (args.b is None) == (args.eager is None):
         raise CliError("give B.nac or --eager FILE.py:FACTORY (one of them)")
     inputs = _inputs(args, args.a)
