@@ -212,15 +212,17 @@ class IrTextView(QWidget):
         span = self.qdoc.doc.span_of(self.qdoc.selection) if self.qdoc.selection is not None else None
         self._mark_lines([self._line_at(span.offset)] if span is not None else [], "#fff3bf", "#4a4426")
 
+    #: the IR line of the debugger's execution point (``None``: no session stopped on an IR tick)
+    exec_line: Optional[int] = None
+
     def _on_tick(self, _source) -> None:
+        self.exec_line = None
         if self.qdoc is None or self._mode != "source":
             return
-        lines = []
-        for t in (self.qdoc.tick, self._exec_tick()):
-            line = self.line_of_tick(t)
-            if line is not None:
-                lines.append(line)
-        self._mark_lines(lines, "#d6ecff", "#23374d")
+        self.exec_line = self.line_of_tick(self._exec_tick())
+        selected = self.line_of_tick(self.qdoc.tick)
+        lines = [selected] if selected is not None and selected != self.exec_line else []
+        self._mark_lines(lines, "#d6ecff", "#23374d", exec_line=self.exec_line)
 
     def _exec_tick(self) -> Optional[int]:
         s = getattr(self.qdoc.doc, "debug", None) if self.qdoc is not None else None
@@ -236,15 +238,20 @@ class IrTextView(QWidget):
         """1-based lines marked as current (selection, tick or execution point)."""
         return [s.cursor.blockNumber() + 1 for s in self._line_sel]
 
-    def _mark_lines(self, lines: list, light: str, dark: str) -> None:
+    def _mark_lines(self, lines: list, light: str, dark: str, exec_line: Optional[int] = None) -> None:
+        from ..debug_marks import exec_row_color
         sels = []
-        color = QColor(dark if is_dark(self.palette()) else light)
-        for line in lines:
+        dark_theme = is_dark(self.palette())
+        color = QColor(dark if dark_theme else light)
+        marks = [(line, color) for line in lines]
+        if exec_line is not None:                   # the execution point first: it is scrolled to
+            marks.insert(0, (exec_line, exec_row_color(dark_theme)))
+        for line, c in marks:
             block = self.editor.document().findBlockByNumber(line - 1)
             if not block.isValid():
                 continue
             s = QTextEdit.ExtraSelection()
-            s.format.setBackground(color)
+            s.format.setBackground(c)
             s.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
             s.cursor = QTextCursor(block)
             sels.append(s)

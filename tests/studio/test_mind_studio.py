@@ -76,3 +76,34 @@ def test_convert_to_nac_and_open_maps_ticks_to_ir_lines(window, qtbot):
         window.select(Selection("instruction", t))
         lines.append(ir.current_lines())
     assert lines == [[10], [11], [12], [17], [21], [25]]
+
+
+def test_debugger_steps_on_the_converted_program_walk_the_ir_lines(window, qtbot):
+    from PySide6.QtCore import Qt
+    src = MIND / "simple_module.ir"
+    window.open_and_wait(src)
+    with qtbot.waitSignal(window.documentOpened, timeout=60000) as blocker:
+        window.commands.run("peer.convertOpen")
+    wait_idle(qtbot, window)
+    prog = blocker.args[0]
+    ir = window.views["ir_text"]
+    seen = []
+    for _ in range(5):
+        window.activateWindow()
+        table = window.disassembly_view.table
+        table.setFocus()
+        qtbot.keyClick(table, Qt.Key.Key_F10)      # step (inputs come from the file's input signature)
+        qtbot.waitUntil(lambda: prog.doc.debug is not None and not prog.doc.debug.running, timeout=30000)
+        wait_idle(qtbot, window)
+        seen.append((prog.doc.debug.tick, ir.exec_line))
+        assert ir.exec_line in ir.current_lines()
+    assert seen == [(0, 10), (1, 11), (2, 12), (3, 17), (4, 21)]
+    # the program's value at the last step equals the numpy evaluator fed the inputs the run used
+    import numpy as np
+
+    from nac_engine.peers import open_peer
+    from nac_engine.peers.mind.evaluator import evaluate
+    dbg = prog.doc.debug.debugger
+    x = {name: np.asarray(dbg.result(t).tensor) for t, name in enumerate(("a", "b", "c"))}
+    _outs, values = evaluate(open_peer(str(src)).module, x, keep_all=True)
+    np.testing.assert_allclose(np.asarray(dbg.result(4).tensor), values[4], rtol=1e-6)

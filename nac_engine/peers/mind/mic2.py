@@ -127,6 +127,8 @@ def parse_mic2(data: bytes, strict: bool = False) -> Parsed:
                     ins.params["new_shape"] = lits
                 elif ins.opcode == "Gather" and lits not in ([], [0]):
                     ins.arg_error = "Core v1 Gather indexes the first axis only"
+                elif lits and core:
+                    ins.arg_error = f"mic@2 '{h}' takes no literal parameters, {len(lits)} given"
                 elif lits:
                     ins.params["args"] = lits
             next_id += 1
