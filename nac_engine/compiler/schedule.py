@@ -122,12 +122,14 @@ class _Program:
     def __init__(self, nac: NacFile, weights: Optional[Iterable[int]]):
         ins = nac.instructions
         self.n = len(ins)
+        du = nac.def_use()     # the file's one def-use index; planners see backward reads only
         self.users: dict[int, list[int]] = {}
-        for i in ins:
-            for p in sorted(set(i.producers())):
-                if 0 <= p < i.index:
-                    self.users.setdefault(p, []).append(i.index)
-        self.outputs = set(nac.output_producers())
+        for p in du.read_values():
+            if 0 <= p < self.n:
+                us = [u for u in du.users(p) if u > p]
+                if us:
+                    self.users[p] = us
+        self.outputs = set(du.outputs)
         self.is_input = [i.a == OP_INPUT for i in ins]
         self.is_output_op = [i.a == OP_OUTPUT for i in ins]
         self.variant = [i.b for i in ins]

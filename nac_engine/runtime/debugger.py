@@ -127,12 +127,10 @@ class Debugger:
             Session(target, inputs=inputs, feeds=feeds, **session_kwargs)
         self.nac = self.session.nac
         ins = self.session.instructions
-        self.consumers: dict[int, list[int]] = {}
-        for i in ins:
-            for p in i.producers():
-                self.consumers.setdefault(p, []).append(i.index)
+        du = self.nac.def_use()      # the file's one def-use index
+        self.consumers: dict[int, list[int]] = {p: list(du.users(p)) for p in du.read_values()}
         # A value dies after its last consumer (or right away when nothing reads it).
-        self._last_use = {i.index: max(self.consumers.get(i.index, [i.index])) for i in ins}
+        self._last_use = {i.index: du.last_use(i.index) if du.users(i.index) else i.index for i in ins}
         self._dies_at: dict[int, list[int]] = {}
         for p, last in self._last_use.items():
             self._dies_at.setdefault(last, []).append(p)

@@ -325,10 +325,7 @@ def _value_bytes(infos: list, hw: HardwareConfig) -> list:
 def _accept_hazards(nac: NacFile, tl: RefcoreTimeline) -> list:
     """What goes wrong when MMAP effects land at their accept cycle (the RTL's behaviour)."""
     n = len(tl.commit)
-    readers: dict[int, list] = {}
-    for x in nac.instructions[:n]:
-        for p in x.producers():
-            readers.setdefault(p, []).append(x.index)
+    du = nac.def_use()     # readers past the last committed tick are filtered below (u < n)
     data_ready = {d[1]: d[4] for d in tl.dma}
     out = []
     for a in tl.accepts:
@@ -339,7 +336,7 @@ def _accept_hazards(nac: NacFile, tl: RefcoreTimeline) -> list:
                                    f"committed at {tl.commit[a.target]}: descriptor {a.target} now holds "
                                    f"v{a.tick}'s"})
         elif a.action == "free":
-            late = [u for u in readers.get(a.target, []) if u < n and tl.fetch[u] + 1 >= a.accept_cycle
+            late = [u for u in du.users(a.target) if u < n and tl.fetch[u] + 1 >= a.accept_cycle
                     and u != a.tick]
             if late:
                 out.append({"kind": "read_after_free", "tick": a.tick, "target": a.target,
@@ -348,7 +345,7 @@ def _accept_hazards(nac: NacFile, tl: RefcoreTimeline) -> list:
                                        f"reads it (kernel start {tl.fetch[late[0]] + 1})"})
         elif a.action == "preload":
             ready = data_ready.get(a.target, a.accept_cycle)
-            users = [u for u in readers.get(a.target, []) if u < n]
+            users = [u for u in du.users(a.target) if u < n]
             first = min(users) if users else None
             if first is not None and tl.fetch[first] + 1 < ready:
                 out.append({"kind": "preload_late", "tick": a.tick, "target": a.target, "cycle": ready,

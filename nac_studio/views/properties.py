@@ -209,7 +209,6 @@ class PropertiesView(QWidget):
     def __init__(self, qdoc=None, parent: Optional[QWidget] = None):
         super().__init__(parent)
         self.qdoc = None
-        self._consumers: Optional[dict[int, list[int]]] = None
         self._mmap_targets: Optional[dict[int, list[tuple[int, str]]]] = None
         self._stats_task = None
         self._stats_for: Optional[tuple[int, Optional[Selection]]] = None   # (param id, selection)
@@ -290,7 +289,6 @@ class PropertiesView(QWidget):
         rebind(self.qdoc, qdoc, selection=self._on_selection, problems=self._on_problems)
         self._cancel_stats()
         self.qdoc = qdoc
-        self._consumers = None
         self._mmap_targets = None
         self._on_selection(None)
 
@@ -395,13 +393,7 @@ class PropertiesView(QWidget):
         return rows
 
     def _consumers_of(self, tick: int) -> list[int]:
-        if self._consumers is None:
-            cons: dict[int, list[int]] = {}
-            for ins in self.qdoc.nac.instructions:
-                for p in ins.producers():
-                    cons.setdefault(p, []).append(ins.index)
-            self._consumers = cons
-        return self._consumers.get(tick, [])
+        return list(self.qdoc.nac.users(tick))     # the file's def-use index, built once
 
     def _mmap_touching(self, tick: int) -> list[tuple[int, str]]:
         if self._mmap_targets is None:
