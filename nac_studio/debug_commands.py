@@ -188,6 +188,27 @@ class DebugController(QObject):
         spec = s.toggle_tick_breakpoint(tick)
         self.window.show_message(f"Breakpoint set on tick {tick}" if spec else f"Breakpoint on tick {tick} removed")
 
+    def inspect_selection(self):
+        """Pin an inspector on the selected parameter, or the selected tick's result."""
+        from .debug_session import Subject
+        q, s = self.qdoc, self.session
+        view = self.window.views.get("tensor_inspector")
+        if q is None or view is None or q.selection is None:
+            return None
+        if q.selection.kind == "param":
+            subject = Subject("param", q.selection.key)
+        else:
+            tick = self.cursor_tick()
+            if tick is None or s is None or s.tick is None or tick > s.tick:
+                self.window.show_message("Inspect: select a parameter, or an instruction that has executed")
+                return None
+            subject = Subject("result", tick)
+        dock = self.window.docks.get("tensor_inspector")
+        if dock is not None:
+            dock.show()
+            dock.raise_()
+        return view.inspect(subject)
+
     def cursor_tick(self) -> Optional[int]:
         """The selected instruction (the editor cursor, not the execution point)."""
         q = self.qdoc
@@ -377,6 +398,9 @@ def register_debug_commands(window) -> DebugController:
     c.add("debug.toggleBreakpoint", "Toggle Breakpoint", ctl.toggle_breakpoint, shortcut="F9", icon="breakpoint",
           menu="Debug", group="d", enabled=lambda: has_doc() and ctl.cursor_tick() is not None,
           tip="Break on the selected instruction")
+    c.add("debug.inspect", "Inspect Tensor", ctl.inspect_selection, icon="tensor", menu="Debug", group="e", order=1,
+          enabled=lambda: has_doc() and window.active.selection is not None and not ctl.is_running(),
+          tip="Pin a tensor inspector on the selected parameter or executed instruction")
     c.add("debug.inputs", "Inputs…", lambda: ctl.show_inputs(), shortcut="Ctrl+Shift+I", menu="Debug", group="e",
           enabled=lambda: has_doc() and not ctl.is_running(), tip="Choose the values fed to the file's inputs")
 
@@ -395,4 +419,7 @@ def register_debug_commands(window) -> DebugController:
         ctl.toolbar = tb
     ctl.toolbar = None
     QTimer.singleShot(0, build_toolbar)
+    variables, inspector = window.views.get("variables"), window.views.get("tensor_inspector")
+    if variables is not None and inspector is not None:
+        variables.inspectRequested.connect(inspector.inspect)
     return ctl

@@ -1,0 +1,107 @@
+"""Tensor inspector: a quantised parameter's dequantised and stored forms with the engine's
+statistics, .npy export (atomic) and copy, pinning from Variables, heatmap slices of N-D
+tensors, and a 4096×4096 float32 heatmap that opens and re-slices well under a second."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from PySide6.QtGui import QGuiApplication
+
+from nac_engine.runtime.debugger import TickResult
+from nac_studio.debug_session import InputChoice, Subject
+from nac_studio.document import Selection
+from nac_studio.views.tensor_inspector import InspectorPanel, Loaded, _histogram
+from tests.corpus_paths import CORPUS
+from tests.studio.test_debugger_gui import MLP, MLP_FEED, needs_corpus, wait_stopped
+
+INT8 = CORPUS / "nac" / "mlp_int8t" / "mlp_int8t.nac"
+
+
+def loaded_for(arr: np.ndarray) -> Loaded:
+    r = TickResult(-1, "t", arr)
+    return Loaded("test", arr, r, _histogram(arr))
+
+
+def test_quantised_param_shows_both_forms_exports_and_copies(window, qtbot, tmp_path):
+    if not INT8.is_file():
+        pytest.skip("corpus absent")
+    qdoc = window.open_and_wait(INT8)
+    p = next(p for p in qdoc.nac.params.values() if p.name == "fc2.weight")
+    qdoc.select(Selection("param", p.id))
+    panel = window.commands.run("debug.inspect")
+    qtbot.waitUntil(lambda: panel.loaded is not None and panel.array is not None, timeout=10000)
+    assert panel.form.isVisible()
+    np.testing.assert_array_equal(panel.array, p.array())
+    assert panel.result.max == TickResult(-1, p.name, p.array()).max
+    panel.form.setCurrentIndex(1)                    # the stored int8 values
+    assert panel.array.dtype == np.int8
+    np.testing.assert_array_equal(panel.array, p.raw())
+    out_dir = tmp_path / "export"
+    out_dir.mkdir()
+    out = out_dir / "w.npy"
+    panel.export_npy(str(out))
+    np.testing.assert_array_equal(np.load(out), p.raw())
+    assert [f.name for f in out_dir.iterdir()] == ["w.npy"], "no temp file left behind"
+    text = panel.copy_stats()
+    assert QGuiApplication.clipboard().text() == text and "min" in text and "NaN 0" in text
+
+
+def test_variables_double_click_pins_an_inspector_on_that_tick(window, qtbot):
+    needs_corpus()
+    qdoc = window.open_and_wait(MLP)
+    s = window.debug.attach(qdoc)
+    s.set_choices({0: InputChoice(mode="npy", path=str(MLP_FEED))})
+    window.disassembly_view.select_tick(5)
+    window.commands.run("debug.runToCursor")
+    wait_stopped(qtbot, window)
+    var = window.views["variables"]
+    assert var.model.rows[0].tick == 5
+    var._on_double_click(var.model.index(0, 1))
+    view = window.views["tensor_inspector"]
+    assert len(view.panels) == 2 and view.panels[1].subject == Subject("result", 5)
+    pinned = view.panels[1]
+    qtbot.waitUntil(lambda: pinned.array is not None, timeout=10000)
+    window.commands.run("debug.stepOver")           # the pinned panel stays on tick 5
+    wait_stopped(qtbot, window)
+    np.testing.assert_array_equal(pinned.array, s.debugger.result(5).tensor)
+    follower = view.follower
+    qtbot.waitUntil(lambda: follower.loaded is not None and follower.loaded.tick == 6, timeout=10000)
+    follower.pin_button.click()                     # Pin from the follower: a third panel on tick 6
+    assert view.panels[-1].subject == Subject("result", 6)
+
+
+def test_heatmap_axes_and_sliders_show_the_right_slice(qtbot):
+    panel = InspectorPanel(Subject("result", 1))
+    qtbot.addWidget(panel)
+    arr = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    panel.show_loaded(loaded_for(arr))
+    np.testing.assert_array_equal(panel.current_slice(), arr[0, 0])
+    panel.set_slice({0: 1, 1: 2})
+    np.testing.assert_array_equal(panel.current_slice(), arr[1, 2])
+    panel.y_axis.setCurrentIndex(0)                 # rows: axis 0, columns: axis 3; sliders: 1, 2
+    panel.set_slice({1: 1, 2: 3})
+    np.testing.assert_array_equal(panel.current_slice(), arr[:, 1, 3, :])
+    assert panel.values.rowCount() == arr.size and panel.values.columnCount() == 5
+    assert panel.values.data(panel.values.index(arr.size - 1, 4)) == f"{arr.size - 1:.7g}"
+
+
+def test_4096_square_heatmap_opens_and_reslices_fast(qtbot):
+    panel = InspectorPanel(Subject("result", 1))
+    qtbot.addWidget(panel)
+    panel.resize(900, 700)
+    panel.show()
+    rng = np.random.default_rng(0)
+    big = rng.standard_normal((2, 4096, 4096), dtype=np.float32)
+    loaded = loaded_for(big)                         # statistics: off the UI thread in the app
+    t = time.perf_counter()
+    panel.show_loaded(loaded)
+    panel.repaint()
+    opened = time.perf_counter() - t
+    t = time.perf_counter()
+    panel.set_slice({0: 1})
+    panel.repaint()
+    resliced = time.perf_counter() - t
+    np.testing.assert_array_equal(panel.current_slice(), big[1])
+    assert opened < 1.0 and resliced < 1.0, (opened, resliced)
