@@ -10,11 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 import nac_engine
 from nac_engine.cli import main
-from nac_engine.compiler.pipeline import compile_model
 from nac_engine.format.input_signature import RESOURCE_NAME as SIG, make_inputs, read_input_signature
 from nac_engine.format.source_map import RESOURCE_NAME as SMAP, locate_source, read_source_map
 from tests.corpus_paths import CORPUS
@@ -132,15 +130,18 @@ def test_reference_files_without_a_signature_still_ask(capsys, command):
     assert "--input NAME=SHAPE:DTYPE" in err and "'x'" in err
 
 
-def test_bert_first_softmax_maps_to_transformers_softmax_line(tmp_path):
+def test_bert_first_softmax_maps_to_transformers_softmax_line(tmp_path, capsys):
+    """Acceptance: `nac compile --hf` of a tiny BERT config; the first attention softmax's tick maps to
+    the module path and the line of transformers' code that calls softmax."""
     pytest.importorskip("transformers")
-    from nac_engine.compiler import hf
     cfg = tmp_path / "bert.json"
+    # eager attention: matmul/softmax/matmul as transformers writes it, not one fused SDPA op
     cfg.write_text(json.dumps(dict(model_type="bert", vocab_size=100, hidden_size=32, num_hidden_layers=2,
-                                   num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)))
-    m = hf.build(str(cfg), batch=1, seq_len=8)
-    m.model.set_attn_implementation("eager")        # attention as matmul/softmax/matmul, not fused SDPA
-    nac = compile_model(m.model, (), m.kwargs).nac
+                                   num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+                                   attn_implementation="eager")))
+    out = tmp_path / "bert.nac"
+    assert _cli(capsys, "compile", "--hf", cfg, "-o", out, "--seq-len", "8")[0] == 0
+    nac = nac_engine.read(str(out))
     smap = read_source_map(nac)
     first = next(i for i in nac.instructions if "softmax" in nac.instruction_name(i))
     e = smap.entry(first.index)
@@ -155,11 +156,12 @@ def test_bert_first_softmax_maps_to_transformers_softmax_line(tmp_path):
     second = next(i for i in nac.instructions[first.index + 1:] if "softmax" in nac.instruction_name(i))
     e2 = smap.entry(second.index)
     assert (e2.module_path, e2.file, e2.line) == ("encoder.layer.1.attention.self", e.file, e.line)
+    code, text, _ = _cli(capsys, "dis", out)
+    assert any(ln.startswith(f"v{first.index} = aten.softmax") and ln.endswith("in encoder.layer.0.attention.self")
+               for ln in text.splitlines())
     sig = read_input_signature(nac)
     assert [(s.name, s.shape, s.dtype) for s in sig] == [("input_ids", (1, 8), "int64"),
                                                          ("attention_mask", (1, 8), "int64")]
     assert 0 <= sig[0].low <= sig[0].high < 100
     outs = nac_engine.run(nac, inputs=make_inputs(sig))
-    assert np.isfinite(outs[0]).all()
-    with torch.no_grad():
-        assert outs[0].shape == tuple(m.model(**m.kwargs).last_hidden_state.shape)
+    assert outs[0].shape == (1, 8, 32) and np.isfinite(outs[0]).all()
