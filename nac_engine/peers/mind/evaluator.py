@@ -14,7 +14,7 @@ from typing import Optional
 
 import numpy as np
 
-from ...errors import NacFormatError
+from .errors import MindError
 from .ir import ALIAS, Module
 from .verifier import conv_out, verify_module
 
@@ -25,10 +25,11 @@ NP_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.i
 MAX_ELEMENTS = 1 << 28
 
 
-class EvalError(NacFormatError):
+class EvalError(MindError):
+    """A value the evaluator cannot compute (out-of-range index, too large), at its IR line."""
+
     def __init__(self, line: int, reason: str):
-        self.line = line
-        super().__init__(f"line {line}", 0, reason)
+        super().__init__(line, 1, 0, reason)
 
 
 def random_inputs(module: Module, seed: int = 0) -> dict:
