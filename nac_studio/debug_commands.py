@@ -117,11 +117,18 @@ class DebugController(QObject):
         s = self.session
         if s is not None and s.running:
             return
-        for layer, styles in debug_marks.graph_overlays(debug_marks.DebugMarks(s)).items():
+        marks = debug_marks.DebugMarks(s)
+        for layer, styles in debug_marks.graph_overlays(marks).items():
             if styles:
                 canvas.set_node_overlay(layer, styles)
             else:
                 canvas.clear_overlay(layer)
+        # reveal the execution point (a pan only when its node is off screen)
+        tick = marks.error_tick if marks.error_tick is not None else marks.exec_tick
+        graph = self.window.graph_view.shown
+        if tick is not None and graph is not None and 0 <= tick < len(graph.node_of_tick) \
+                and graph.node_of_tick[tick] >= 0:
+            canvas.ensure_visible(int(graph.node_of_tick[tick]))
 
     # -- actions -------------------------------------------------------------------------
     def can_run(self) -> bool:

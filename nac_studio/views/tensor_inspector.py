@@ -21,7 +21,7 @@ import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
-                               QScrollArea, QSlider, QSpinBox, QSplitter, QTableView, QTabWidget, QToolButton,
+                               QScrollArea, QSizePolicy, QSlider, QSpinBox, QSplitter, QTableView, QTabWidget, QToolButton,
                                QVBoxLayout, QWidget)
 
 from ..debug_session import Subject
@@ -166,6 +166,8 @@ class InspectorPanel(QWidget):
         f.setBold(True)
         self.title.setFont(f)
         self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.title.setMinimumWidth(40)
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.form = QComboBox(self)
         self.form.addItems(["Dequantised", "Stored"])
         self.form.setToolTip("A quantised parameter: the float values the interpreter uses, or the stored integers")
@@ -173,8 +175,8 @@ class InspectorPanel(QWidget):
         self.form.hide()
         buttons = QHBoxLayout()
         buttons.setSpacing(2)
-        buttons.addWidget(self.title, 1)
         buttons.addWidget(self.form)
+        buttons.addStretch(1)
         self.pin_button = self._tool("bookmark", "Pin: keep this tensor in its own panel while stepping",
                                      lambda: self.pinRequested.emit(self.pinned_subject()))
         self.export_button = self._tool("image", "Export .npy…", self.export_dialog)
@@ -232,6 +234,7 @@ class InspectorPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 2, 4, 2)
         lay.setSpacing(2)
+        lay.addWidget(self.title)
         lay.addLayout(buttons)
         lay.addWidget(self.stats)
         lay.addWidget(self.tabs, 1)
@@ -520,13 +523,19 @@ class TensorInspectorView(QWidget):
         lay.addWidget(scroll)
         self.set_document(qdoc)
 
+    def resizeEvent(self, event) -> None:
+        # side by side in a wide dock (the bottom strip), stacked in a tall one (a side column)
+        wide = event.size().width() >= 1.2 * event.size().height()
+        self.splitter.setOrientation(Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical)
+        super().resizeEvent(event)
+
     @property
     def panels(self) -> list[InspectorPanel]:
         return [self.splitter.widget(i) for i in range(self.splitter.count())]
 
     def _add_panel(self, subject: Subject) -> InspectorPanel:
         panel = InspectorPanel(subject, self.splitter)
-        panel.setMinimumWidth(280)
+        panel.setMinimumSize(240, 220)
         panel.pinRequested.connect(self.inspect)
         panel.closeRequested.connect(self.close_panel)
         self.splitter.addWidget(panel)

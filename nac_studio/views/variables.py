@@ -19,7 +19,8 @@ from ..qt_document import rebind
 from ..theme import mono_font
 from ..debug_session import Subject
 
-COLUMNS = ("Tick", "Name", "Where", "Shape", "dtype", "min", "max", "mean", "NaN", "Inf")
+COLUMNS = ("Tick", "Name", "Shape", "min", "max", "mean", "NaN", "Inf", "dtype", "Where")
+_STATS = {3: "min", 4: "max", 5: "mean", 6: "nan_count", 7: "inf_count"}
 
 
 def _num(v) -> str:
@@ -40,7 +41,7 @@ class VariablesModel(QAbstractTableModel):
     def set_stats(self, stats: dict) -> None:
         self.stats.update(stats)
         if self.rows:
-            self.dataChanged.emit(self.index(0, 5), self.index(len(self.rows) - 1, len(COLUMNS) - 1))
+            self.dataChanged.emit(self.index(0, 3), self.index(len(self.rows) - 1, 7))
 
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
@@ -60,27 +61,28 @@ class VariablesModel(QAbstractTableModel):
             return str(v.tick)
         if col == 1:
             return v.name
-        if col == 2:
+        if col == 9:
             return v.where if v.available else f"{v.where} (evicted)"
-        if col == 3:
+        if col == 2:
             return "" if v.shape is None else "×".join(map(str, v.shape)) or "scalar"
-        if col == 4:
+        if col == 8:
             return v.dtype or ""
         if r is None:
-            return "…" if col == 5 else ""
-        return (_num(r.min), _num(r.max), _num(r.mean), str(r.nan_count), str(r.inf_count))[col - 5]
+            return "…" if col == 3 else ""
+        value = getattr(r, _STATS[col])
+        return str(value) if col >= 6 else _num(value)
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not (0 <= index.row() < len(self.rows)):
             return None
         if role == Qt.ItemDataRole.DisplayRole:
             return self.cell(index.row(), index.column())
-        if role == Qt.ItemDataRole.TextAlignmentRole and (index.column() == 0 or index.column() >= 5):
+        if role == Qt.ItemDataRole.TextAlignmentRole and (index.column() == 0 or 3 <= index.column() <= 7):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ForegroundRole:
             v = self.rows[index.row()]
             r = self.stats.get(v.tick)
-            if index.column() in (8, 9) and r is not None and (r.nan_count if index.column() == 8 else r.inf_count):
+            if index.column() in (6, 7) and r is not None and (r.nan_count if index.column() == 6 else r.inf_count):
                 return QColor("#d0443c")
         if role == Qt.ItemDataRole.FontRole and index.row() == 0:
             f = mono_font()
@@ -113,7 +115,7 @@ class VariablesView(QWidget):
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         hh.setStretchLastSection(True)
         ch = self.fontMetrics().horizontalAdvance("0")
-        for col, w in enumerate((6, 26, 18, 11, 8, 10, 10, 10, 5, 5)):
+        for col, w in enumerate((5, 20, 9, 9, 9, 9, 4, 4, 8, 16)):
             self.table.setColumnWidth(col, ch * w)
         self.table.doubleClicked.connect(self._on_double_click)
         self.hint = QLabel("Start (F5) or step (F10) to see the values at the execution point.", self)

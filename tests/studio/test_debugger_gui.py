@@ -76,9 +76,11 @@ def test_mlp_step_with_shortcuts_matches_debugger(window, qtbot):
     var = window.views["variables"]
     qtbot.waitUntil(lambda: var.model.rows and var.model.stats.get(3) is not None, timeout=10000)
     assert var.model.rows[0].tick == 3
-    assert var.model.cell(0, 5) == f"{expected.min:.6g}" and var.model.cell(0, 6) == f"{expected.max:.6g}"
-    assert var.model.cell(0, 7) == f"{expected.mean:.6g}"
-    assert var.model.cell(0, 3) == "×".join(map(str, expected.shape))
+    assert var.model.cell(0, 3) == f"{expected.min:.6g}" and var.model.cell(0, 4) == f"{expected.max:.6g}"
+    assert var.model.cell(0, 5) == f"{expected.mean:.6g}"
+    assert var.model.cell(0, 6) == str(expected.nan_count) and var.model.cell(0, 7) == str(expected.inf_count)
+    assert var.model.cell(0, 2) == "×".join(map(str, expected.shape))
+    assert var.model.cell(0, 8) == expected.dtype
     # the selection did not move with the execution point (two cursors); every view marks it
     assert qdoc.selection == selected
     assert_marks_at(window, qdoc, 3)
