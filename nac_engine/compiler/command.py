@@ -57,7 +57,8 @@ def add_parser(sub) -> None:
     s.add_argument("-o", "--output", required=True, help="the .nac to write (external weights go beside it)")
     g = s.add_argument_group("inputs")
     g.add_argument("--batch", type=int, default=1, help="--hf: batch size (default 1)")
-    g.add_argument("--seq-len", type=int, default=16, help="--hf text/audio models: sequence length (default 16)")
+    g.add_argument("--seq-len", type=int, help="--hf text/audio models: tokens, or audio samples (default: 16 "
+                   "tokens, or the samples 16 frames of the model's feature extractor need)")
     g.add_argument("--image-size", type=int, help="--hf vision models: image side (default: the config's)")
     g.add_argument("--hf-class", default="AutoModel", help="--hf: transformers class (default AutoModel)")
     g.add_argument("--random-weights", action="store_true", help="--hf DIR: ignore trained weights in DIR")
@@ -216,6 +217,8 @@ def cmd_compile(args) -> int:
             m = hf.build(args.hf, model_class=args.hf_class, random_weights=args.random_weights, seed=args.seed,
                          batch=args.batch, seq_len=args.seq_len, image_size=args.image_size)
             model, margs, mkwargs = m.model, (), m.kwargs
+            for note in m.notes:                       # what --hf changed, e.g. use_cache off
+                print(f"nac: note: {note}", file=sys.stderr)
         else:
             import torch
             torch.manual_seed(args.seed)
@@ -236,6 +239,8 @@ def cmd_compile(args) -> int:
     except (ValueError, OSError, ImportError) as e:
         return _fail(str(e))
     rep = res.report
+    if args.hf:
+        rep.warnings[:0] = m.notes
     rep.files = list(written)
     rep.file_bytes = os.path.getsize(args.output)
     if args.json:

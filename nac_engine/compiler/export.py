@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Optional
 
 import torch
 
+from . import export_hints as hints
 from .errors import CompileError
 from .graph import Graph, Node, spec_of_value
 
@@ -68,7 +69,7 @@ def trace_program(model: torch.nn.Module, args: tuple = (), kwargs: Optional[dic
     except CompileError:
         raise
     except Exception as e:
-        raise export_error(e) from None
+        raise export_error(e, model=model) from None
     finally:
         model.train(was_training)
 
@@ -140,13 +141,23 @@ def _quiet_failures():
             sys.stderr.write(held.getvalue())
 
 
-def export_error(e: BaseException, what: str = "torch.export") -> CompileError:
-    text = str(e).strip() or type(e).__name__
+def export_error(e: BaseException, what: str = "torch.export", model: Any = None) -> CompileError:
+    """One CompileError: torch's message (trimmed, without advice that does not apply), the fix
+    where one is known (``export_hints``) and the user's line."""
+    source = user_source_line(e)
+    if hints.returns_cache(e):
+        return CompileError(f"{what} failed: {hints.cache_hint(model)} ({type(e).__name__}: "
+                            f"{str(e).strip().splitlines()[0][:200]})", stage="export",
+                            source=source or (hints.forward_location(model) if model is not None else None))
+    text = hints.without_dynamic_shapes_advice(str(e).strip()) or type(e).__name__
     lines = text.splitlines()
     if len(lines) > _MAX_MESSAGE_LINES:
         lines = lines[:_MAX_MESSAGE_LINES] + [f"... ({len(lines) - _MAX_MESSAGE_LINES} more lines)"]
+    hint = hints.transformer_causal_hint(e)
+    if hint and lines:
+        lines[0] += f" — hint: {hint}"
     return CompileError(f"{what} failed: {type(e).__name__}: " + "\n".join(lines), stage="export",
-                        source=user_source_line(e))
+                        source=source)
 
 
 _INTERNAL_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,))
@@ -157,8 +168,9 @@ def _is_internal(filename: str) -> bool:
     f = os.path.abspath(filename)
     if f.startswith(_INTERNAL_DIRS) or f.startswith(_OWN_DIR):
         return True
-    # the standard library and export plumbing of other libraries are not the user's code
-    return f"{os.sep}contextlib.py" in f or f"{os.sep}functools.py" in f or "<frozen" in filename
+    # the standard library, export plumbing of other libraries and code torch generated
+    # (<eval_with_key>, <string>) are not the user's code
+    return f"{os.sep}contextlib.py" in f or f"{os.sep}functools.py" in f or hints.is_generated(filename)
 
 
 def user_source_line(e: BaseException) -> Optional[str]:

@@ -2,7 +2,13 @@
 (random weights, seeded), plus example inputs of a chosen shape.
 
 Offline only: nothing is downloaded (``local_files_only``). ``use_cache`` is switched off, so
-decoder models export without key/value-cache outputs.
+decoder models export without key/value-cache outputs (a returned cache is no tensor NAC can
+store), and the build says so in its notes.
+
+Example inputs fit the model: token ids (plus ``decoder_input_ids`` for an encoder-decoder such
+as T5, whose decoder needs them), pixels at the config's image size, or audio samples — by
+default enough for ``seq_len`` frames after the feature extractor's conv stack, and an explicit
+``seq_len`` too short for that stack is refused naming ``--seq-len`` and the minimum.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ class HfModel:
     kwargs: dict = field(default_factory=dict)     # example inputs by forward-argument name
     source: str = ""
     trained: bool = False
+    notes: list = field(default_factory=list)      # what the build changed about the model, for the user
 
 
 def _transformers():
@@ -67,6 +74,7 @@ def load_model(path: str, *, model_class: str = "AutoModel", random_weights: boo
                                                "config.json" else cfg_file, local_files_only=True)
     except Exception as e:   # transformers raises several types for a bad config
         raise CompileError(f"{cfg_file}: not a usable transformers config: {e}", stage="hf") from None
+    cache_was_on = bool(getattr(config, "use_cache", False))
     if hasattr(config, "use_cache"):
         config.use_cache = False
     trained = has_weights(path) and not random_weights
@@ -84,12 +92,37 @@ def load_model(path: str, *, model_class: str = "AutoModel", random_weights: boo
         if bars:
             tf.utils.logging.enable_progress_bar()
     model.eval()
-    return model.float(), trained       # float32 whatever the checkpoint stores: the reference numerics
+    model = model.float()               # float32 whatever the checkpoint stores: the reference numerics
+    if cache_was_on:
+        try:
+            model._nac_notes = [CACHE_NOTE]
+        except AttributeError:          # pragma: no cover - modules take attributes
+            pass
+    return model, trained
 
 
-def example_inputs(model: Any, *, batch: int = 1, seq_len: int = 16, image_size: Optional[int] = None,
-                   seed: int = 0) -> dict:
-    """Inputs for ``model``'s main input (token ids, pixels or audio), by argument name."""
+CACHE_NOTE = ("use_cache turned off: the model would return its key/value cache, which is no tensor NAC "
+              "can store; the compiled forward recomputes attention over the whole input")
+
+
+def audio_min_samples(config: Any, frames: int = 1) -> Optional[int]:
+    """Fewest samples the feature extractor's conv stack (``conv_kernel``/``conv_stride``,
+    wav2vec2/HuBERT/WavLM style) turns into ``frames`` frames; None if the config has none."""
+    kernels, strides = getattr(config, "conv_kernel", None), getattr(config, "conv_stride", None)
+    if not kernels or not strides or len(kernels) != len(strides):
+        return None
+    n = max(1, frames)
+    for k, st in reversed(list(zip(kernels, strides))):
+        n = (n - 1) * int(st) + int(k)
+    return n
+
+
+def example_inputs(model: Any, *, batch: int = 1, seq_len: Optional[int] = None,
+                   image_size: Optional[int] = None, seed: int = 0) -> dict:
+    """Inputs for ``model``'s main input (token ids, pixels or audio), by argument name.
+    ``seq_len``: tokens, or audio samples (None: 16 tokens / 16 frames' worth of samples)."""
+    explicit = seq_len is not None
+    seq_len = 16 if seq_len is None else seq_len
     config = model.config
     main = getattr(model, "main_input_name", "input_ids")
     gen = torch.Generator().manual_seed(seed)
@@ -105,6 +138,9 @@ def example_inputs(model: Any, *, batch: int = 1, seq_len: int = 16, image_size:
         out = {"input_ids": torch.randint(0, vocab, (batch, seq_len), generator=gen)}
         if "attention_mask" in accepted:
             out["attention_mask"] = torch.ones(batch, seq_len, dtype=torch.long)
+        if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in accepted:
+            # T5-style: the decoder needs its own ids (the encoder alone: --hf-class T5EncoderModel)
+            out["decoder_input_ids"] = torch.randint(0, vocab, (batch, seq_len), generator=gen)
         return out
     if main == "pixel_values":
         size = image_size or getattr(config, "image_size", None) or 224
@@ -113,13 +149,20 @@ def example_inputs(model: Any, *, batch: int = 1, seq_len: int = 16, image_size:
         channels = int(getattr(config, "num_channels", 3) or 3)
         return {"pixel_values": torch.randn(batch, channels, int(size), int(size), generator=gen)}
     if main == "input_values":
+        need = audio_min_samples(config)
+        if explicit and need is not None and seq_len < need:
+            raise CompileError(f"--seq-len {seq_len} samples is too short for the model's feature extractor "
+                               f"(its conv stack needs at least {need} samples for one frame); use "
+                               f"--seq-len {need} or more", stage="hf")
+        if not explicit and need is not None:
+            seq_len = audio_min_samples(config, seq_len)
         return {"input_values": torch.randn(batch, seq_len, generator=gen)}
     raise CompileError(f"no example inputs for main input {main!r}; compile it from Python with "
                        f"nac_engine.compile(model, args)", stage="hf")
 
 
 def build(path: str, *, model_class: str = "AutoModel", random_weights: bool = False, seed: int = 0,
-          batch: int = 1, seq_len: int = 16, image_size: Optional[int] = None) -> HfModel:
+          batch: int = 1, seq_len: Optional[int] = None, image_size: Optional[int] = None) -> HfModel:
     model, trained = load_model(path, model_class=model_class, random_weights=random_weights, seed=seed)
     kwargs = example_inputs(model, batch=batch, seq_len=seq_len, image_size=image_size, seed=seed)
-    return HfModel(model, kwargs, os.fspath(path), trained)
+    return HfModel(model, kwargs, os.fspath(path), trained, list(getattr(model, "_nac_notes", ())))
