@@ -107,3 +107,9 @@ def test_debugger_steps_on_the_converted_program_walk_the_ir_lines(window, qtbot
     x = {name: np.asarray(dbg.result(t).tensor) for t, name in enumerate(("a", "b", "c"))}
     _outs, values = evaluate(open_peer(str(src)).module, x, keep_all=True)
     np.testing.assert_allclose(np.asarray(dbg.result(4).tensor), values[4], rtol=1e-6)
+
+
+def test_open_dialog_filter_lists_the_peer_formats():
+    from nac_studio.peer_views import file_filter
+    f = file_filter()
+    assert f.startswith("Supported files (*.nac ") and "MIND Core IR (*.ir *.mic *.mic2)" in f
