@@ -8,7 +8,7 @@ the IR text. Operand *values* (``%3``) are kept apart from literal parameters (a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any, NamedTuple, Optional, Union
 
 Dim = Union[int, str]            # an int, a symbol, or "?"
 
@@ -76,8 +76,7 @@ class TensorType:
         return f"Tensor<{self.dtype}, [{', '.join(str(d) for d in self.shape)}]>"
 
 
-@dataclass
-class Token:
+class Token(NamedTuple):
     kind: str               # value | int | float | string | ident | punct | comment
     text: str
     offset: int             # byte offset in the file

@@ -33,13 +33,14 @@ _TOKEN = re.compile(rb"""
  (?P<ws>[ \t\r\f\v]+)
 |(?P<comment>\#[^\n]*|//[^\n]*)
 |(?P<value>%[A-Za-z0-9_]+)
+|(?P<ident>[A-Za-z_][A-Za-z0-9_.@]*)
+|(?P<punct>[()\[\]{}<>,:=;?*])
 |(?P<float>[-+]?(?:[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+|\.[0-9]+(?:[eE][-+]?[0-9]+)?))
 |(?P<int>[-+]?[0-9]+)
+|(?P<sign>[/+\-])
 |(?P<string>"(?:[^"\\\n]|\\.)*")
-|(?P<ident>[A-Za-z_][A-Za-z0-9_.@]*)
-|(?P<punct>[()\[\]{}<>,:=;?*/+\-])
 |(?P<bad>.)
-""", re.VERBOSE | re.DOTALL)
+""", re.VERBOSE | re.DOTALL)  # most frequent first; numbers before the sign so "-1" is one token
 
 #: how each dialect spells an opcode -> (Core opcode, BinOp kind or None)
 _OPCODES: dict[str, tuple] = {op: (op, None) for op in CORE_OPS}
@@ -142,6 +143,8 @@ def tokenize_line(data: bytes, number: int, start: int, stop: int) -> tuple[list
             text = m.group().decode("utf-8")
         except UnicodeDecodeError:
             raise MindError(number, pos - start + 1, pos, "text is not valid UTF-8", length=end - pos) from None
+        if kind == "sign":
+            kind = "punct"
         if kind == "comment":
             comment = Token(kind, text, pos, end - pos)
         else:
