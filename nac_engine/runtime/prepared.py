@@ -183,7 +183,7 @@ class PreparedCall:
         return result
 
     def _shared_key(self, op, device, args: list):
-        parts = [op, str(device)]
+        parts = [op, device]
         try:
             for (is_ref, x), v in zip(self.template, args):
                 if is_ref:

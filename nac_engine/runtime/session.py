@@ -23,6 +23,7 @@ Inputs (seed 000 §7.1):
 """
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
@@ -405,6 +406,7 @@ class Session:
             # a view of the read-only mapping (or of caller bytes): in-place ops must not reach
             # it. Dequantised arrays are already this session's own, and are not copied again.
             arr = np.array(arr, copy=True)
+        _release_mapped(self.nac, p)
         t = torch.from_numpy(arr).to(self.device)
         return t.to(native) if native is not None and t.dtype != native else t
 
@@ -555,6 +557,22 @@ class Session:
         except Exception as e:
             raise KernelError(f"instruction {ins.index}: {name}({describe_args(args)}) failed: "
                               f"{type(e).__name__}: {e}", ins.index, name) from e
+
+
+def _release_mapped(nac: NacFile, p) -> None:
+    """Drop the mapping's pages of a tensor this session now holds a copy of: they stay in
+    the page cache, but no longer count twice in the process's memory (a 500 MB model would
+    otherwise hold its weights once mapped and once copied). Reading them again just faults
+    them back in from the cache."""
+    buf = nac._buf
+    if not isinstance(buf, mmap.mmap) or p.data_offset < 0 or p.data_length < mmap.PAGESIZE:
+        return
+    start = p.data_offset - p.data_offset % mmap.PAGESIZE
+    end = p.data_offset + p.data_length
+    try:
+        buf.madvise(mmap.MADV_DONTNEED, start, min(end, len(buf)) - start)
+    except (AttributeError, ValueError, OSError):
+        pass
 
 
 _KERNELS: dict[torch.device, Kernels] = {}
