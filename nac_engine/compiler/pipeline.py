@@ -20,6 +20,7 @@ from .emit import emit
 from .errors import CompileError
 from .export import decompose_program, decomposition_for, to_graph, trace_program
 from .passes import optimize as run_passes
+from .passes.complex_pairs import complex_params_as_pairs
 from .report import CompileReport
 from .tensor_lists import regroup_error, regroup_problems
 
@@ -103,6 +104,7 @@ def compile_model(model, args=(), kwargs=None, *, optimize: bool = True, quantiz
         problems = regroup_problems(graph)       # a pass that wrote a new list op must keep it readable
         if problems:
             raise regroup_error(problems[0], stage="passes")
+    complex_params_as_pairs(graph)               # DATA has no complex dtype: real pairs + view_as_complex
     lap("passes")
     ops = canonicalize(graph)
     width = derive_d_model(model) if d_model is None else int(d_model)

@@ -105,7 +105,7 @@ ALIAS_OPS = {"view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "expand"
              "view_as", "sym_size", "sym_numel", "sym_stride", "size", "dim", "numel", "_assert_async",
              "_assert_scalar", "lift_fresh_copy_", "t_", "feature_dropout", "unbind", "split",
              "split_with_sizes", "chunk", "as_strided", "_local_scalar_dense", "item",
-             "scalar_tensor", "contiguous_view"}
+             "scalar_tensor", "contiguous_view", "view_as_complex", "view_as_real"}
 COPY_OPS = {"transpose", "t", "permute", "clone", "contiguous", "cat", "concat", "concatenate",
             "stack", "slice", "select", "narrow", "index_select", "gather", "embedding", "index",
             "repeat", "repeat_interleave", "tile", "constant_pad_nd", "pad", "flip", "roll",
@@ -143,7 +143,7 @@ TWO_PASS_REDUCTIONS = {"var", "std", "var_mean", "std_mean"}
 SFU_OPS = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "tanh", "sigmoid", "gelu",
            "silu", "mish", "erf", "erfc", "erfinv", "sqrt", "rsqrt", "reciprocal", "pow", "sin",
            "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "softplus", "elu", "selu",
-           "celu", "logit", "log_sigmoid", "glu", "xlogy", "special_erf"}
+           "celu", "logit", "log_sigmoid", "glu", "xlogy", "special_erf", "polar"}
 SOFTMAX_OPS = {"softmax", "_softmax", "log_softmax", "_log_softmax", "_safe_softmax"}
 NORM_OPS = {"layer_norm", "native_layer_norm", "rms_norm", "_fused_rms_norm", "group_norm",
             "native_group_norm", "instance_norm"}

@@ -9,6 +9,10 @@ Size rule: a folded tensor is stored in the file, so it is only made when it is 
 would bloat the file, folding a causal mask built from ``arange`` shrinks the program.
 Ops that fail to evaluate on CPU simply stay.
 
+Complex results (RoPE's ``torch.polar``) are stored as their real pairs, ``view_as_real`` of
+the value (NAC's DATA has no complex dtype), and read back through one
+``view_as_complex`` op, which is not folded again.
+
 Uninitialised memory (``empty`` and its family) is never a known value — folding it would store
 whatever the allocator returned. But an op that overwrites all of its first argument
 (:data:`OVERWRITES_SELF`: ``fill``, ``copy``, ``zero``, ``*_like``, ``new_*``) depends only on that
@@ -23,6 +27,7 @@ import torch
 
 from ..graph import Graph, Node, TensorSpec, map_nodes, spec_of_value
 from .common import aten, is_pure, replace_and_remove, undefined_result
+from .complex_pairs import store_as_real_pairs
 
 SMALL_BYTES = 64 * 1024
 OVERWRITES_SELF = frozenset({
@@ -87,6 +92,12 @@ def fold_constants(graph: Graph, small_bytes: int = SMALL_BYTES) -> int:
         budget = max(small_bytes, sum(_nbytes(known.get(s.id)) for s in node.inputs()))
         if _nbytes(value) > budget:
             continue
+        if value.is_complex():
+            if node.target is aten.view_as_complex.default and all(s.kind == "param" for s in node.inputs()):
+                continue      # already the stored real pairs read back
+            store_as_real_pairs(graph, node, value)
+            changes += 1
+            continue
         tensor = value.detach().clone(memory_format=torch.contiguous_format)
         param = graph.new_node("param", graph.unique_param_name(f"_folded.{node.name}"),
                                spec=spec_of_value(tensor), tensor=tensor, origin="folded")
@@ -94,3 +105,4 @@ def fold_constants(graph: Graph, small_bytes: int = SMALL_BYTES) -> int:
         replace_and_remove(graph, node, param)
         changes += 1
     return changes
+
