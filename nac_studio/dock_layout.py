@@ -18,6 +18,8 @@ never shrinks the central graph. A new view only has to be appended to
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
@@ -49,9 +51,11 @@ def dock_area_of(dock: QDockWidget) -> str:
 
 
 def apply_layout(win: QMainWindow, docks: dict[str, QDockWidget], preset: str, size: QSize,
-                 hex_width: int = 0) -> dict[str, list[list[str]]]:
+                 hex_width: Callable[[], int] = lambda: 0) -> dict[str, list[list[str]]]:
     """Arrange ``docks`` (object name -> dock) in ``win`` with ``preset``; returns the plan
-    used (area -> groups of names), for tests and for the caller's own sizing."""
+    used (area -> groups of names), for tests and for the caller's own sizing.
+    ``hex_width()``: the width that shows all of Hex's columns (asked again once shown:
+    fonts and the theme may change it)."""
     plan = {area: [list(g) for g in groups] for area, groups in (_WIDE if preset == "wide" else _COMPACT).items()}
     known = {name for groups in plan.values() for g in groups for name in g}
     for groups in plan.values():       # a known name this window does not have
@@ -99,10 +103,13 @@ def apply_layout(win: QMainWindow, docks: dict[str, QDockWidget], preset: str, s
     # the tab bars are built when the layout is next processed: raise again then
     QTimer.singleShot(0, lambda: [d.raise_() for d in heads])
     _size(win, docks, plan, preset, size, hex_width)
+    # a window not shown yet distributes the areas again by size hints when it first lays
+    # out (a wide pane tabbed in would squeeze Hex): size once more after that
+    QTimer.singleShot(0, lambda: _size(win, docks, plan, preset, win.size(), hex_width))
     return plan
 
 
-def _size(win: QMainWindow, docks: dict, plan: dict, preset: str, size: QSize, hex_width: int) -> None:
+def _size(win: QMainWindow, docks: dict, plan: dict, preset: str, size: QSize, hex_width: Callable) -> None:
     w, h = size.width(), size.height()
     heads = lambda area: [docks[g[0]] for g in plan.get(area, [])]   # noqa: E731
     left, right, bottom = heads("left"), heads("right"), heads("bottom")
@@ -116,8 +123,9 @@ def _size(win: QMainWindow, docks: dict, plan: dict, preset: str, size: QSize, h
             win.resizeDocks([(left or right)[0]], [side_l], Qt.Orientation.Horizontal)
         if bottom:
             win.resizeDocks([bottom[0]], [strip], Qt.Orientation.Vertical)
-            if len(bottom) > 1 and hex_width:
-                win.resizeDocks(bottom[:2], [max(300, w - hex_width), hex_width], Qt.Orientation.Horizontal)
+            hw = hex_width()
+            if len(bottom) > 1 and hw:
+                win.resizeDocks(bottom[:2], [max(300, w - hw), hw], Qt.Orientation.Horizontal)
         if len(left) > 1:
             col = h - strip - 90
             win.resizeDocks(left[:2], [int(col * 0.62), col - int(col * 0.62)], Qt.Orientation.Vertical)

@@ -238,7 +238,7 @@ class MainWindow(QMainWindow):
         1300×820 on, "compact" (tabbed) below; docks it does not know are tabbed in."""
         self.layout_preset = preset or dock_layout.preset_for(self.size())
         dock_layout.apply_layout(self, self.docks, self.layout_preset, self.size(),
-                                 hex_width=self.hex_view.preferred_width())
+                                 hex_width=self.hex_view.preferred_width)
 
     # -- commands -------------------------------------------------------------------------
     def _register_commands(self) -> None:

@@ -23,7 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from PySide6.QtCore import QPointF, QSize, Qt, Signal
+from PySide6.QtCore import QPointF, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QIcon, QPainter, QPalette
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QProgressBar,
                                QSizePolicy, QToolBar, QToolButton, QVBoxLayout, QWidget)
@@ -102,41 +102,64 @@ def _icon(name: str) -> QIcon:
 
 
 class _Legend(QWidget):
-    """One row of colour chips naming the op classes present in the graph."""
+    """Colour chips naming every op class present in the graph, wrapped onto as many
+    rows as the width needs (height for width), so none is ever cut off."""
 
     def __init__(self, parent: Optional[QWidget] = None):
         super().__init__(parent)
         self.classes: list[str] = []
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        policy = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
 
     def set_classes(self, classes: list[str]) -> None:
         self.classes = [c for c in OP_CLASSES if c in set(classes)]
+        self.setToolTip(", ".join(OP_CLASS_TITLES[c] for c in self.classes))
         self.updateGeometry()
         self.update()
 
+    def chip_rects(self, width: int) -> list[tuple[str, QRect]]:
+        """Where each class's chip + title goes at ``width`` (tests read it too)."""
+        fm = self.fontMetrics()
+        row_h = fm.height() + 6
+        x, y = 8, 2
+        out = []
+        for cls in self.classes:
+            w = min(21 + fm.horizontalAdvance(OP_CLASS_TITLES[cls]) + 2, max(40, width - 12))
+            if x > 8 and x + w > width - 4:
+                x, y = 8, y + row_h
+            out.append((cls, QRect(x, y, w, row_h)))
+            x += w + 12
+        return out
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        rects = self.chip_rects(width)
+        return (rects[-1][1].bottom() + 3) if rects else self.fontMetrics().height() + 8
+
     def sizeHint(self) -> QSize:
-        return QSize(200, self.fontMetrics().height() + 8)
+        return QSize(200, self.heightForWidth(max(200, self.width())))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self.height() != self.heightForWidth(self.width()):
+            self.updateGeometry()
 
     def paintEvent(self, _event) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         pal = self.palette()
         colors = class_colors(pal.color(QPalette.ColorRole.Window).lightness() < 128)
-        fm = self.fontMetrics()
-        x = 8.0
-        h = self.height()
-        for cls in self.classes:
-            text = OP_CLASS_TITLES[cls]
-            if x + 21 + fm.horizontalAdvance(text) > self.width():
-                break
+        for cls, r in self.chip_rects(self.width()):
             fill, border, _ = colors[cls]
             p.setPen(border)
             p.setBrush(fill)
-            p.drawRoundedRect(int(x), (h - 10) // 2, 16, 10, 3, 3)
-            x += 21
+            p.drawRoundedRect(r.x(), r.y() + (r.height() - 10) // 2, 16, 10, 3, 3)
             p.setPen(pal.color(QPalette.ColorRole.WindowText))
-            p.drawText(int(x), 0, fm.horizontalAdvance(text) + 2, h, Qt.AlignmentFlag.AlignVCenter, text)
-            x += fm.horizontalAdvance(text) + 14
+            title = self.fontMetrics().elidedText(OP_CLASS_TITLES[cls], Qt.TextElideMode.ElideRight, r.width() - 21)
+            p.drawText(r.adjusted(21, 0, 0, 0), Qt.AlignmentFlag.AlignVCenter, title)
         p.end()
 
 
@@ -158,6 +181,8 @@ class GraphView(QWidget):
         self._expanded: set[str] = set()      # blocks the user opened while collapsing is on
         self._collapse_default: Optional[bool] = None
         self._matches: list[int] = []
+        self._hidden_hits: list[int] = []      # ticks matching inside collapsed blocks
+        self._reveal_tick: Optional[int] = None
         self._match_pos = -1
         self._anchor_key = None               # node key to keep in the middle across re-layouts
         self._cache = LayoutCache()
@@ -389,6 +414,8 @@ class GraphView(QWidget):
         self.graph = layout.graph
         self._show_layout(layout, batches, keep_view=not first)
         self._center_after_layout(layout)
+        if self._reveal_tick is not None:
+            self._reveal_pending()
         if options:
             self._cache.put(self.qdoc.doc, CachedLayout(
                 weakref.ref(self.qdoc.doc), options, self.act_collapse.isChecked(), frozenset(self._expanded),
@@ -588,35 +615,73 @@ class GraphView(QWidget):
 
     # ------------------------------------------------------------------ search
     def _search_changed(self, text: str) -> None:
-        self._matches = self._find(text)
+        self._matches, self._hidden_hits = self._find(text)
         self._match_pos = -1
         if not text.strip():
             self.match_label.setText("")
         else:
-            self.match_label.setText(f"{len(self._matches)} found" if self._matches else "none")
+            n = len(self._matches) + len(self._hidden_hits)
+            inside = f" ({len(self._hidden_hits)} in blocks)" if self._hidden_hits else ""
+            self.match_label.setText(f"{n} found{inside}" if n else "no match")
 
-    def _find(self, text: str) -> list[int]:
+    def _find(self, text: str) -> tuple[list[int], list[int]]:
+        """Matching nodes on screen, and ticks that match inside collapsed blocks."""
         if self.shown is None or not text.strip():
-            return []
+            return [], []
+        q = text.strip().lower()
         hits = self.shown.search(text)
+        hits = [h for h in hits if self.shown.nodes[h].kind != "group" or q in self.shown.nodes[h].op.lower()]
         if not hits and self.qdoc is not None:
             # a hidden parameter: find the instructions that read it
-            q = text.strip().lower()
             for pid, p in self.qdoc.nac.params.items():
                 if q in p.name.lower():
                     hits.extend(self.shown.nodes_reading_param(pid))
             hits = sorted(set(hits))
-        return hits
+        return hits, self._find_in_collapsed(q)
+
+    def _find_in_collapsed(self, q: str) -> list[int]:
+        """Ticks inside collapsed blocks whose op, parameter name or ``v<tick>`` matches."""
+        graph, qdoc = self.shown, self.qdoc
+        if graph is None or qdoc is None or not graph.collapsed:
+            return []
+        import re
+        m = re.fullmatch(r"[vt]?(\d+)", q)
+        collapsed = set(graph.collapsed)
+        nac = qdoc.nac
+        out = []
+        for b in graph.blocks:
+            if b.prefix not in collapsed:
+                continue
+            if m:
+                t = int(m.group(1))
+                if b.lo <= t <= b.hi and t not in b.shared:
+                    out.append(t)
+                continue
+            for t in b.ticks:
+                ins = nac.instructions[t]
+                p = nac.param_for(ins) if ins.a == 2 else None
+                if q in nac.instruction_name(ins).lower() or (p is not None and q in p.name.lower()):
+                    out.append(t)
+        return out
 
     def find_next(self) -> Optional[int]:
-        """Select and centre the next match of the search text; returns the node."""
-        if not self._matches:
+        """Select and centre the next match of the search text; returns the node. A match
+        inside a collapsed block opens that block and is selected once it is laid out."""
+        if not self._matches and not self._hidden_hits:
             self._search_changed(self.search.text())
-        if not self._matches or self.shown is None or self.qdoc is None:
+        if (not self._matches and not self._hidden_hits) or self.shown is None or self.qdoc is None:
             return None
+        if not self._matches:
+            tick = self._hidden_hits[0]
+            node = int(self.shown.node_of_tick[tick])
+            self._reveal_tick = tick
+            self.match_label.setText(f"opening {self.shown.nodes[node].op}…")
+            self.expand_block(self.shown.nodes[node].op)
+            return node
         self._match_pos = (self._match_pos + 1) % len(self._matches)
         node = self._matches[self._match_pos]
-        self.match_label.setText(f"{self._match_pos + 1}/{len(self._matches)}")
+        more = f" +{len(self._hidden_hits)} in blocks" if self._hidden_hits else ""
+        self.match_label.setText(f"{self._match_pos + 1}/{len(self._matches)}{more}")
         nd = self.shown.nodes[node]
         sel = nd.selection()
         q = self.search.text().strip().lower()
@@ -628,6 +693,20 @@ class GraphView(QWidget):
         self.qdoc.select(sel, source=self)
         self.canvas.center_on(node, zoom=max(self.canvas.scale, 0.8))
         return node
+
+    def _reveal_pending(self) -> None:
+        """After a search opened a block: select and centre the instruction it found."""
+        tick, self._reveal_tick = self._reveal_tick, None
+        if tick is None or self.shown is None or self.qdoc is None:
+            return
+        node = int(self.shown.node_of_tick[tick]) if 0 <= tick < len(self.shown.node_of_tick) else -1
+        if node < 0:
+            return
+        if node in self._matches:
+            self._match_pos = self._matches.index(node)
+            self.match_label.setText(f"{self._match_pos + 1}/{len(self._matches)}")
+        self.qdoc.select(self.shown.nodes[node].selection(), source=self)
+        self.canvas.center_on(node, zoom=max(self.canvas.scale, 0.8))
 
     # ------------------------------------------------------------------ export
     def export_png(self, path: str, max_side: int = 12000) -> bool:

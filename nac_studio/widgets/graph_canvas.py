@@ -35,9 +35,10 @@ from typing import Mapping, Optional, Union
 import numpy as np
 from PySide6.QtCore import QPointF, QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QImage, QMouseEvent, QPainter, QPainterPath,
-                           QPalette, QPen, QPolygonF, QWheelEvent)
+                           QPalette, QPen, QPixmap, QPolygonF, QWheelEvent)
 from PySide6.QtWidgets import QToolTip, QWidget
 
+from ..graph_labels import Frame, block_frames, spread_titles, visible_labels
 from ..graph_layout import GraphLayout
 from ..graph_model import OP_CLASSES
 
@@ -50,6 +51,10 @@ LOD_DETAIL = 0.7       # from this zoom on: second line (signature, shape, size)
 LOD_TEXT = 0.42        # labels
 LOD_BOXES = 0.14       # outlined boxes; below: flat colour marks only
 EDGE_BATCH = 256       # edges per cached path
+FIT_MIN_SCALE = 0.32   # Fit never goes below this (boxes keep a short label); it scrolls instead
+TEXT_PX_MAX = 12.0     # on-screen label size at zoom >= 1
+TEXT_PX_MIN = 8.0      # labels are never drawn smaller; a box too small for them shows none
+TITLE_PX = 11.0        # block / frame titles, the same size at every zoom
 MINIMAP_MAX = QSize(140, 180)
 
 #: (fill, outline, badge) of one node in an overlay layer; ``None`` leaves that part as is.
@@ -100,6 +105,11 @@ class GraphCanvas(QWidget):
         self.message = ""                    # drawn centred when there is no layout
         self._overlays: dict[str, dict] = {}          # layer -> {key: OverlayStyle}, insertion order kept
         self._overlay_nodes: Optional[dict[int, list[OverlayStyle]]] = None   # resolved, per layout
+        self._overlay_version = 0
+        self.frames: list[Frame] = []         # expanded blocks, drawn as titled frames
+        self._base: Optional[QPixmap] = None  # everything but selection marks, for the current view
+        self._base_key = None
+        self._fonts: dict[int, QFont] = {}
         self._edge_batches: list[tuple[QRectF, QPainterPath, QPainterPath]] = []
         self._minimap: Optional[QImage] = None
         self._minimap_key = None
@@ -120,6 +130,8 @@ class GraphCanvas(QWidget):
         self.layout_ = layout
         self.hovered = None
         self._overlay_nodes = None
+        self._overlay_version += 1
+        self.frames = block_frames(layout.graph, layout.pos, layout.size) if layout is not None else []
         self._edge_batches = batches if batches is not None else edge_batches(layout)
         self._minimap = None
         if layout is not None and not keep_view:
@@ -139,12 +151,14 @@ class GraphCanvas(QWidget):
         """Set (replace) overlay ``layer``: node key or tick -> (fill, outline, badge)."""
         self._overlays[layer] = dict(styles)
         self._overlay_nodes = None
+        self._overlay_version += 1
         self.update()
 
     def clear_overlay(self, layer: str) -> None:
         """Remove overlay ``layer`` (no error when it is not set)."""
         if self._overlays.pop(layer, None) is not None:
             self._overlay_nodes = None
+            self._overlay_version += 1
             self.update()
 
     def overlay_layers(self) -> list[str]:
@@ -192,13 +206,18 @@ class GraphCanvas(QWidget):
                                  (self.height() - 2 * margin) / lay.height))
 
     def fit(self) -> None:
-        """Whole graph in view."""
+        """Whole graph in view, but never below :data:`FIT_MIN_SCALE`: a graph taller than
+        that shows its width and scrolls, keeping the part in the middle of the view."""
         lay = self.layout_
         if lay is None:
             return
-        self.scale = self.fit_scale()
-        self.offset = QPointF((self.width() - lay.width * self.scale) / 2,
-                              (self.height() - lay.height * self.scale) / 2)
+        cx, cy = self.screen_to_scene(QPointF(self.width() / 2, self.height() / 2))
+        self.scale = max(self.fit_scale(), min(FIT_MIN_SCALE, ZOOM_MAX))
+        x = (self.width() - lay.width * self.scale) / 2 if lay.width * self.scale <= self.width() \
+            else self.width() / 2 - cx * self.scale
+        y = (self.height() - lay.height * self.scale) / 2 if lay.height * self.scale <= self.height() \
+            else self.height() / 2 - cy * self.scale
+        self.offset = QPointF(x, y)
         self._changed()
 
     def reset_view(self) -> None:
@@ -207,11 +226,12 @@ class GraphCanvas(QWidget):
         if lay is None:
             return
         fit_w = (self.width() - 48) / lay.width if lay.width > 0 else 1.0
-        self.scale = max(ZOOM_MIN, min(1.0, fit_w, ZOOM_MAX))
+        self.scale = max(FIT_MIN_SCALE, min(1.0, fit_w, ZOOM_MAX))
         if lay.height * self.scale <= self.height():
             self.fit()
             return
-        self.offset = QPointF((self.width() - lay.width * self.scale) / 2, 16.0)
+        x = (self.width() - lay.width * self.scale) / 2 if lay.width * self.scale <= self.width() else 24.0
+        self.offset = QPointF(x, 16.0)
         self._changed()
 
     def center_on(self, node: int, zoom: Optional[float] = None) -> None:
@@ -275,18 +295,41 @@ class GraphCanvas(QWidget):
     def paintEvent(self, _event) -> None:
         painter = QPainter(self)
         pal = self.palette()
-        painter.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
         if self.layout_ is None:
+            painter.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
             if self.message:
                 painter.setPen(pal.color(QPalette.ColorRole.PlaceholderText))
-                painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.message)
+                painter.drawText(self.rect().adjusted(24, 24, -24, -24),
+                                 Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self.message)
             painter.end()
             return
+        # the graph itself is cached per view: a selection or hover repaints only the marks
+        dpr = self.devicePixelRatioF()
+        key = (id(self.layout_), self.scale, self.offset.x(), self.offset.y(), self.width(), self.height(), dpr,
+               pal.color(QPalette.ColorRole.Base).rgba(), pal.color(QPalette.ColorRole.Text).rgba(),
+               self._overlay_version, len(self._edge_batches))
+        if self._base is None or self._base_key != key:
+            self._base = QPixmap(int(math.ceil(self.width() * dpr)), int(math.ceil(self.height() * dpr)))
+            self._base.setDevicePixelRatio(dpr)
+            self._base.fill(pal.color(QPalette.ColorRole.Base))
+            bp = QPainter(self._base)
+            bp.setRenderHint(QPainter.RenderHint.Antialiasing, self.scale > LOD_BOXES)
+            bp.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+            bp.save()
+            bp.translate(self.offset)
+            bp.scale(self.scale, self.scale)
+            self.paint_scene(bp, self.visible_scene_rect(), self.scale, pal, marks=False)
+            bp.restore()
+            self._paint_screen_text(bp, pal)
+            bp.end()
+            self._base_key = key
+        painter.drawPixmap(0, 0, self._base)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, self.scale > LOD_BOXES)
         painter.save()
         painter.translate(self.offset)
         painter.scale(self.scale, self.scale)
-        self.paint_scene(painter, self.visible_scene_rect(), self.scale, pal)
+        self._paint_highlighted_edges(painter, self.visible_scene_rect(), pal.color(QPalette.ColorRole.Highlight))
+        self._paint_marks(painter, self.layout_, pal.color(QPalette.ColorRole.Highlight), self.scale)
         painter.restore()
         if self.minimap_visible:
             self._paint_minimap(painter, pal)
@@ -296,15 +339,127 @@ class GraphCanvas(QWidget):
                              Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft, self.message)
         painter.end()
 
+    def _font_px(self, px: float, bold: bool = False) -> QFont:
+        k = int(round(px * 2)) * (2 if bold else 1) + (1 if bold else 0)
+        f = self._fonts.get(k)
+        if f is None:
+            f = QFont(self._font)
+            f.setPixelSize(max(1, int(round(px))))
+            f.setBold(bold)
+            self._fonts[k] = f
+        return f
+
+    def label_px(self) -> float:
+        """On-screen size of node labels at the current zoom."""
+        return max(TEXT_PX_MIN, min(TEXT_PX_MAX, TEXT_PX_MAX * self.scale))
+
+    def text_items(self) -> list[tuple[str, QRectF]]:
+        """The texts drawn on screen now (node labels, block and frame titles) with their
+        screen rectangles: what a reader can read at this zoom (tests, screenshots)."""
+        return list(self._texts)
+
+    _texts: list = []
+
+    def _paint_screen_text(self, painter: QPainter, pal: QPalette) -> None:
+        """Labels in screen space: the same legible size whatever the zoom, drawn on the
+        boxes they fit in; block and frame titles at every zoom, thinned where they would
+        overlap."""
+        lay = self.layout_
+        texts: list[tuple[str, QRectF]] = []
+        self._texts = texts
+        rect = self.visible_scene_rect()
+        nodes = lay.graph.nodes
+        dark = pal.color(QPalette.ColorRole.Window).lightness() < 128
+        colors = class_colors(dark)
+        ink = pal.color(QPalette.ColorRole.Text)
+        # frame titles (expanded blocks) and collapsed blocks' titles, thinned by overlap
+        title_font = self._font_px(TITLE_PX, bold=True)
+        tfm = QFontMetricsF(title_font)
+        titles: list[tuple[str, QRectF, QColor]] = []
+        for fr in self.frames:
+            if fr.x1 < rect.left() or fr.x0 > rect.right() or fr.y1 < rect.top() or fr.y0 > rect.bottom():
+                continue
+            top_left = self.scene_to_screen(fr.x0, fr.y0)
+            bottom = self.scene_to_screen(fr.x1, fr.y1)
+            if bottom.y() - top_left.y() < TITLE_PX + 2:
+                continue
+            y = max(top_left.y() + 1, 2.0) if bottom.y() - 4 > TITLE_PX + 2 else top_left.y() + 1
+            w = min(tfm.horizontalAdvance(fr.title) + 8, max(60.0, self.width() - 8))
+            x = max(2.0, top_left.x() + 4)
+            titles.append((fr.title, QRectF(x, y, w, tfm.height() + 2), ink))
+        idx = lay.nodes_in(rect.left(), rect.top(), rect.right(), rect.bottom())
+        groups = [i for i in idx.tolist() if nodes[i].kind == "group"]
+        for i in groups:
+            x, y, w, h = lay.rect(i)
+            p0 = self.scene_to_screen(x, y)
+            sw, sh = w * self.scale, h * self.scale
+            text = f"{nodes[i].op}  ·  {nodes[i].detail}" if nodes[i].detail else nodes[i].op
+            if sh >= TITLE_PX + 4 and sw >= 60:
+                continue        # big enough: drawn as a node label below
+            tw = tfm.horizontalAdvance(text) + 8
+            titles.append((text, QRectF(p0.x() + sw + 6, p0.y() + sh / 2 - (tfm.height() + 2) / 2, tw,
+                                        tfm.height() + 2), colors["group"][1]))
+        keep = spread_titles([(r.x(), r.y(), r.width(), r.height()) for _t, r, _c in titles])
+        painter.setFont(title_font)
+        bg = QColor(pal.color(QPalette.ColorRole.Base))
+        bg.setAlphaF(0.82)
+        for k in keep:
+            text, r, color = titles[k]
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(bg)
+            painter.drawRoundedRect(r, 3, 3)
+            painter.setPen(color)
+            painter.drawText(r.adjusted(4, 0, -4, 0), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                             tfm.elidedText(text, Qt.TextElideMode.ElideRight, r.width() - 8))
+            texts.append((text, r))
+        # node labels where they fit
+        px = self.label_px()
+        font = self._font_px(px)
+        small = self._font_px(max(TEXT_PX_MIN, px * 0.84))
+        fm, sm = QFontMetricsF(font), QFontMetricsF(small)
+        fit = visible_labels(lay.size, idx, self.scale, fm.height(), char_px=fm.averageCharWidth())
+        for i in fit.tolist():
+            nd = nodes[i]
+            x, y, w, h = lay.rect(i)
+            p0 = self.scene_to_screen(x, y)
+            sw, sh = w * self.scale, h * self.scale
+            fg = colors[nd.op_class][2]
+            th = sh - 6 * self.scale if nd.composition else sh
+            inner = sw - 12 * min(1.0, self.scale) - (4 if nd.params and nd.kind != "group" else 0)
+            label = nd.label if nd.kind != "group" else nd.op
+            two = nd.detail and th >= fm.height() + sm.height() + 2
+            painter.setPen(fg)
+            painter.setFont(font)
+            text = fm.elidedText(label, Qt.TextElideMode.ElideMiddle, inner)
+            if not text:
+                continue
+            if two:
+                top = QRectF(p0.x(), p0.y(), sw, th / 2 + 1)
+                painter.drawText(top, Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom, text)
+                painter.setFont(small)
+                sub = QColor(fg)
+                sub.setAlphaF(0.72)
+                painter.setPen(sub)
+                bottom = QRectF(p0.x() + 2, p0.y() + th / 2 + 1, sw - 4, th / 2 - 1)
+                painter.drawText(bottom, Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop,
+                                 sm.elidedText(nd.detail, Qt.TextElideMode.ElideRight, inner))
+            else:
+                painter.drawText(QRectF(p0.x(), p0.y(), sw, th), Qt.AlignmentFlag.AlignCenter, text)
+            texts.append((text, QRectF(p0.x(), p0.y(), sw, sh)))
+
     def paint_scene(self, painter: QPainter, rect: QRectF, scale: float, pal: QPalette,
-                    full_detail: bool = False) -> None:
-        """Draw what lies in scene ``rect`` with ``painter`` already in scene coordinates."""
+                    full_detail: bool = False, marks: bool = True) -> None:
+        """Draw what lies in scene ``rect`` with ``painter`` already in scene coordinates.
+        On screen, labels are drawn afterwards in screen space (:meth:`_paint_screen_text`);
+        ``full_detail`` (exports) draws them here, in the scene. ``marks``: selection,
+        current tick and hover too (the screen draws them over its cached graph)."""
         lay = self.layout_
         if lay is None:
             return
         dark = pal.color(QPalette.ColorRole.Window).lightness() < 128
         colors = class_colors(dark)
         ink = pal.color(QPalette.ColorRole.Text)
+        self._paint_frames(painter, rect, pal, full_detail)
         edge_color = QColor(ink)
         edge_color.setAlphaF(0.42 if dark else 0.38)
         pen = QPen(edge_color, 1.0)
@@ -318,7 +473,8 @@ class GraphCanvas(QWidget):
                 if arrows:
                     painter.fillPath(heads, edge_color)
         accent = pal.color(QPalette.ColorRole.Highlight)
-        self._paint_highlighted_edges(painter, rect, accent)
+        if marks:
+            self._paint_highlighted_edges(painter, rect, accent)
 
         idx = lay.nodes_in(rect.left(), rect.top(), rect.right(), rect.bottom())
         if not len(idx):
@@ -336,9 +492,10 @@ class GraphCanvas(QWidget):
                 painter.setBrush(color)
                 painter.drawRects(rects)
             self._paint_overlay_marks(painter, lay, idx, overlays, scale, badges=False)
-            self._paint_marks(painter, lay, accent, scale)
+            if marks:
+                self._paint_marks(painter, lay, accent, scale)
             return
-        text = full_detail or scale >= LOD_TEXT
+        text = full_detail     # on screen: _paint_screen_text
         detail = full_detail or scale >= LOD_DETAIL
         fm = QFontMetricsF(self._font)
         sm = QFontMetricsF(self._small)
@@ -392,8 +549,33 @@ class GraphCanvas(QWidget):
             else:
                 painter.drawText(QRectF(x + 6, y, w - 12, th), Qt.AlignmentFlag.AlignCenter,
                                  fm.elidedText(nd.label, Qt.TextElideMode.ElideMiddle, w - 12))
-        self._paint_overlay_marks(painter, lay, idx, overlays, scale, badges=text)
-        self._paint_marks(painter, lay, accent, scale)
+        self._paint_overlay_marks(painter, lay, idx, overlays, scale, badges=full_detail or scale >= LOD_TEXT)
+        if marks:
+            self._paint_marks(painter, lay, accent, scale)
+
+    def _paint_frames(self, painter: QPainter, rect: QRectF, pal: QPalette, with_titles: bool) -> None:
+        """Expanded blocks as light rounded frames behind their nodes (titles: on screen
+        by :meth:`_paint_screen_text`, in exports here)."""
+        if not self.frames:
+            return
+        ink = QColor(pal.color(QPalette.ColorRole.Text))
+        fill = QColor(ink)
+        fill.setAlphaF(0.035)
+        ink.setAlphaF(0.35)
+        pen = QPen(ink, 1.0, Qt.PenStyle.DashLine)
+        pen.setCosmetic(True)
+        painter.setPen(pen)
+        painter.setBrush(fill)
+        for fr in self.frames:
+            if fr.x1 < rect.left() or fr.x0 > rect.right() or fr.y1 < rect.top() or fr.y0 > rect.bottom():
+                continue
+            painter.drawRoundedRect(QRectF(*fr.rect), 8, 8)
+            if with_titles:
+                painter.setFont(self._font)
+                painter.setPen(pal.color(QPalette.ColorRole.Text))
+                painter.drawText(QRectF(fr.x0 + 8, fr.y0 + 2, fr.x1 - fr.x0 - 16, 16),
+                                 Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, fr.title)
+                painter.setPen(pen)
 
     def _paint_overlay_marks(self, painter: QPainter, lay: GraphLayout, idx: np.ndarray,
                              overlays: dict, scale: float, badges: bool) -> None:
@@ -523,7 +705,23 @@ class GraphCanvas(QWidget):
         s = min(box.width() / lay.width, box.height() / lay.height)
         w = min(box.width(), max(40, int(lay.width * s)))
         h = min(box.height(), max(40, int(lay.height * s)))
-        return QRect(self.width() - w - 12, self.height() - h - 12, w, h)
+        # never over the selected node or the current tick: the first free corner, else none
+        avoid = [self._screen_rect(i) for i in list(self.selected) + [self.current] if i is not None]
+        avoid = [r.adjusted(-6, -6, 6, 6) for r in avoid if r is not None]
+        for x, y in ((self.width() - w - 12, self.height() - h - 12), (12, self.height() - h - 12),
+                     (self.width() - w - 12, 12), (12, 12)):
+            r = QRect(x, y, w, h)
+            if not any(r.intersects(a) for a in avoid):
+                return r
+        return QRect()
+
+    def _screen_rect(self, node: int) -> Optional[QRect]:
+        lay = self.layout_
+        if lay is None or not (0 <= node < len(lay.pos)):
+            return None
+        x, y, w, h = lay.rect(node)
+        p = self.scene_to_screen(x, y)
+        return QRectF(p.x(), p.y(), max(1.0, w * self.scale), max(1.0, h * self.scale)).toAlignedRect()
 
     def _minimap_scales(self, box: QSize) -> tuple[float, float]:
         lay = self.layout_

@@ -147,7 +147,7 @@ def test_search_selects_and_centres(qtbot, bert):
     assert bert.nac.params[bert.selection.key].name.endswith("intermediate.dense.weight")
     assert bert.selection.key in v.graph.nodes[node].params
     v.search.setText("no-such-thing")
-    assert v.find_next() is None and v.match_label.text() == "none"
+    assert v.find_next() is None and v.match_label.text() == "no match"
 
 
 def test_options_keep_the_centred_node_in_place(qtbot, bert):

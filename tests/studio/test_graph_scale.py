@@ -1,0 +1,131 @@
+"""The graph at real-model scale: text at the overview zoom, block frames and titles,
+search inside collapsed blocks, the minimap beside the selection, the whole legend."""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+from PySide6.QtCore import QRectF  # noqa: E402
+
+from nac_studio.document import Document, Selection  # noqa: E402
+from nac_studio.graph_model import OP_CLASSES  # noqa: E402
+from nac_studio.qt_document import QtDocument  # noqa: E402
+from nac_studio.views.graph import GraphView  # noqa: E402
+from nac_studio.widgets.graph_canvas import FIT_MIN_SCALE, TEXT_PX_MIN  # noqa: E402
+
+from .gpt2_like import gpt2_like  # noqa: E402
+
+TIMEOUT = 30000
+
+
+@pytest.fixture
+def gpt2_view(qtbot):
+    qd = QtDocument(Document(gpt2_like(12, d=64, n_head=2, seq=4)))
+    v = GraphView(None)
+    qtbot.addWidget(v)
+    v.resize(1000, 700)
+    v.show()
+    qtbot.waitExposed(v)
+    with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
+        v.set_document(qd)
+    yield v
+    v.set_document(None)
+    qd.tasks.shutdown(wait=True)
+    qd.close()
+
+
+def _paint(v):
+    v.canvas.repaint()
+    return v.canvas.text_items()
+
+
+def test_text_is_on_screen_at_the_fit_scale(gpt2_view):
+    v = gpt2_view
+    v.canvas.fit()
+    assert v.canvas.scale >= FIT_MIN_SCALE - 1e-9      # a tall graph scrolls instead of shrinking
+    texts = _paint(v)
+    assert texts, "no readable text at the fit scale"
+    # block titles among them, and every text at least the minimum legible size, on screen
+    assert any(t.startswith("h.") for t, _r in texts)
+    screen = QRectF(v.canvas.rect())
+    for t, r in texts:
+        assert r.height() >= TEXT_PX_MIN and screen.intersects(r), t
+    # the opening view too (reset_view): readable labels on the boxes
+    v.canvas.reset_view()
+    assert any(not t.startswith("h.") for t, _r in _paint(v))
+
+
+def test_frames_name_every_expanded_block(gpt2_view):
+    v = gpt2_view
+    assert [f.key for f in v.canvas.frames] == [f"h.{i}" for i in range(12)]
+    blocks = {b.prefix: b for b in v.shown.blocks}
+    for f in v.canvas.frames:      # a frame holds every node of its block
+        b = blocks[f.key]
+        for i, nd in enumerate(v.shown.nodes):
+            if b.lo <= nd.tick <= b.hi and nd.tick not in b.shared:
+                x, y, w, h = v.layout_.rect(i)
+                assert f.x0 <= x and x + w <= f.x1 and f.y0 <= y and y + h <= f.y1, (f.key, nd.op)
+    # far out: titles stay legible and do not overlap
+    v.canvas.set_view_state((0.05, 10, 10))
+    texts = _paint(v)
+    titles = [r for t, r in texts if t.startswith("h.")]
+    assert titles
+    for i, a in enumerate(titles):
+        for b in titles[i + 1:]:
+            assert not a.intersects(b)
+
+
+def test_search_finds_and_opens_a_node_inside_a_collapsed_block(qtbot, gpt2_view):
+    v = gpt2_view
+    with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
+        v.act_collapse.setChecked(True)
+    assert not any(nd.op == "h.7.mlp.c_fc.weight" for nd in v.shown.nodes)
+    v.search.setText("h.7.mlp.c_fc.weight")
+    assert "in blocks" in v.match_label.text()
+    with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
+        v.find_next()
+    groups = [nd.op for nd in v.shown.nodes if nd.kind == "group"]
+    assert "h.7" not in groups and "h.6" in groups
+    node = v.highlighted_node()
+    assert node is not None and v.shown.nodes[node].op == "h.7.mlp.c_fc.weight"
+    x, y, w, h = v.layout_.rect(node)
+    assert v.canvas.visible_scene_rect().intersects(QRectF(x, y, w, h))
+
+
+def test_minimap_never_covers_the_selected_node(qtbot, gpt2_view):
+    v = gpt2_view
+    c = v.canvas
+    c.set_view_state((1.6, 0, 0))     # wider than the view: it can be panned sideways
+    assert not c.minimap_rect().isEmpty()
+    # put a selected node right under the default (bottom-right) minimap corner
+    default = c.minimap_rect()
+    for tick in range(len(v.shown.node_of_tick)):
+        node = int(v.shown.node_of_tick[tick])
+        if node < 0:
+            continue
+        v.qdoc.select(Selection("instruction", tick))
+        x, y, w, h = v.layout_.rect(node)
+        target = default.center()
+        c.set_view_state((c.scale, target.x() - (x + w / 2) * c.scale, target.y() - (y + h / 2) * c.scale))
+        sel = c._screen_rect(node)
+        if sel.intersects(default):
+            break
+    else:
+        pytest.skip("could not bring a node under the minimap")
+    mini = c.minimap_rect()
+    assert mini.isEmpty() or not mini.intersects(sel)
+    assert mini != default
+
+
+def test_legend_lists_every_class_present_even_when_narrow(qtbot, gpt2_view):
+    v = gpt2_view
+    present = {nd.op_class for nd in v.shown.nodes}
+    assert set(v.legend.classes) == present
+    v.resize(420, 600)
+    qtbot.wait(30)
+    rects = v.legend.chip_rects(v.legend.width())
+    assert [c for c, _r in rects] == [c for c in OP_CLASSES if c in present]
+    for _c, r in rects:           # every chip inside the legend: wrapped, not cut off
+        assert r.right() <= v.legend.width() and r.bottom() <= v.legend.height() + 1
