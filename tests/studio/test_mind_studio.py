@@ -113,3 +113,32 @@ def test_open_dialog_filter_lists_the_peer_formats():
     from nac_studio.peer_views import file_filter
     f = file_filter()
     assert f.startswith("Supported files (*.nac ") and "MIND Core IR (*.ir *.mic *.mic2)" in f
+
+
+def test_breakpoint_on_an_ir_line_stops_there(window, qtbot):
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QTextCursor
+    src = MIND / "simple_module.ir"
+    window.open_and_wait(src)
+    with qtbot.waitSignal(window.documentOpened, timeout=60000) as blocker:
+        window.commands.run("peer.convertOpen")
+    wait_idle(qtbot, window)
+    prog = blocker.args[0]
+    ir = window.views["ir_text"]
+    # a click on IR line 21 (the Mul) selects the tick it became
+    block = ir.editor.document().findBlockByNumber(20)
+    ir.editor.setTextCursor(QTextCursor(block))
+    assert prog.selection == Selection("instruction", 4)
+
+    def press(key):
+        window.activateWindow()
+        table = window.disassembly_view.table
+        table.setFocus()
+        qtbot.keyClick(table, key)
+    press(Qt.Key.Key_F9)                                   # breakpoint on the selected tick
+    s = prog.doc.debug
+    assert [(b.kind, b.value) for b in s.breakpoints] == [("tick", "4")]
+    press(Qt.Key.Key_F5)                                   # continue: stops at the breakpoint
+    qtbot.waitUntil(lambda: s.active and not s.running, timeout=30000)
+    wait_idle(qtbot, window)
+    assert s.tick == 4 and ir.exec_line == 21
