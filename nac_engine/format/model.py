@@ -54,7 +54,7 @@ class Constant:
         return L.CONST_TYPE_NAMES.get(self.type, f"type{self.type}")
 
 
-@dataclass
+@dataclass(slots=True)      # a big MMAP holds millions: no per-object __dict__
 class MmapCommand:
     action: int
     target: int

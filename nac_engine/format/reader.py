@@ -34,6 +34,13 @@ from .spans import UNPARSED, Span
 # one D value (research §3.3). Only a defensive path; kept for files in the wild.
 _GETITEM_LIKE = frozenset({"getitem", "operator.getitem", "aten.select.int"})
 _KNOWN_SYSTEM = frozenset(SYSTEM_OPS) | {0}
+_MMAP_COMMAND = struct.Struct("<BH")      # action u8, target u16: one MMAP command (3 bytes)
+
+
+class _InternedCommands(dict):
+    def __missing__(self, key):
+        value = self[key] = MmapCommand(*key)
+        return value
 
 
 class _Problems:
@@ -231,13 +238,17 @@ class _Reader:
         buf, rec_hdr = self.buf, struct.Struct("<HB")
         ninstr = len(self.nac.instructions)
         sp.set_builder(_mmap_spans(records))
+        # Equal commands share one (never mutated) object: a big schedule repeats a few thousand
+        # distinct (action, target) pairs millions of times; one object each keeps it linear and small.
+        interned = _InternedCommands()
         for _ in range(n):
             start = cur.pos
             cur.need(3, "MMAP record header")
             tick, count = rec_hdr.unpack_from(buf, start)
             cur.need(3 + 3 * count, f"MMAP record for tick {tick}")
-            cmds = [MmapCommand(buf[start + 3 + 3 * j], struct.unpack_from("<H", buf, start + 4 + 3 * j)[0])
-                    for j in range(count)]
+            cmds = list(map(interned.__getitem__, _MMAP_COMMAND.iter_unpack(buf[start + 3:start + 3 + 3 * count])))
+            if len(interned) > 65536:      # all-distinct commands (hostile): don't keep a second copy
+                interned.clear()
             cur.pos = start + 3 + 3 * count
             records.append(MmapRecord(tick, cmds, start))
             if ninstr and tick >= ninstr:

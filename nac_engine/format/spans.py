@@ -55,6 +55,12 @@ class Span:
         return self._children or []
 
     @property
+    def eager_children(self) -> list["Span"]:
+        """The children recorded so far, without running a builder: the reader's eager spans
+        (tag, count, unparsed tail) of a lazily built section, at no cost."""
+        return self._children or []
+
+    @property
     def is_leaf(self) -> bool:
         return not self.children
 

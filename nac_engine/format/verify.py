@@ -6,6 +6,7 @@ exists, and is the file executable as written.
 """
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Union
 
@@ -76,9 +77,16 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
         if rec.index not in inputs_b0:
             add("DATA/inputs", 0, f"input name {rec.name!r} points to instruction {rec.index}, "
                                   f"which is not a user-data <INPUT B=0>")
-    for rec in nac.mmap:
+    # Each distinct command object is judged once (the reader shares equal commands), and only
+    # records holding a bad one are walked: linear and cheap for a schedule of millions.
+    valid = (L.MMAP_SAVE_RESULT, L.MMAP_FREE, L.MMAP_FORWARD, L.MMAP_PRELOAD)
+    distinct = {id(c): c for c in itertools.chain.from_iterable(r.commands for r in nac.mmap)}
+    bad = {k for k, c in distinct.items() if c.action not in valid or (n and c.target >= n)}
+    for rec in nac.mmap if bad else ():
+        if bad.isdisjoint(map(id, rec.commands)):
+            continue
         for c in rec.commands:
-            if c.action not in (L.MMAP_SAVE_RESULT, L.MMAP_FREE, L.MMAP_FORWARD, L.MMAP_PRELOAD):
+            if c.action not in valid:
                 add("MMAP", rec.offset, f"tick {rec.tick}: action code {c.action} "
                                         f"({L.MMAP_ACTION_NAMES.get(c.action, 'unknown')}) is not defined by v1.6")
             if n and c.target >= n:
@@ -100,8 +108,10 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
                 add("DATA/tensors", p.data_offset, f"parameter {p.name!r}: {why}")
     if nac.spans is not None:
         for sec in nac.spans.children:
+            # eager children only: the reader records unparsed tails as it reads, and building
+            # a lazy section's record spans (millions for a big MMAP) would cost far more
             for leaf in ([sec] if sec.name == "unparsed" else
-                         [k for k in sec.children if k.name == "unparsed"]):
+                         [k for k in sec.eager_children if k.name == "unparsed"]):
                 add(sec.name if sec.name != "unparsed" else "file", leaf.offset,
                     f"{leaf.length} bytes here belong to no decoded field")
     for pid, p in nac.params.items():

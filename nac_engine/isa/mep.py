@@ -40,6 +40,7 @@ into a relative jump). ``.bytes`` takes a single ``data=x"..."`` operand.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import struct
@@ -176,55 +177,58 @@ def _resolve_tail(tail: OpTail, mnemonic: str, op: Any) -> tuple:
     return fields
 
 
-def _decode_one(buf: bytes, ip: int) -> tuple[MepInstruction, list]:
-    """One instruction at ``ip`` plus its leaf fields as (ip, size, name, type, value)."""
+def _decode_one(buf: bytes, ip: int, want_leaves: bool = True) -> tuple[MepInstruction, list]:
+    """One instruction at ``ip`` plus (with ``want_leaves``) its leaf fields as
+    (ip, size, name, type, value). The read path skips the leaves: spans are built lazily."""
     opcode = buf[ip]
     entry = MEP_OPCODES.get(opcode)
     if entry is None:
         raise _Undecodable(f"unknown MEP opcode 0x{opcode:02X}")
     mnemonic, layout = entry
-    leaves = [(ip, 1, "opcode", "opcode", mnemonic)]
+    leaves = [(ip, 1, "opcode", "opcode", mnemonic)] if want_leaves else None
     operands: list = []
     pos = ip + 1
-
-    def take(n: int, what: str) -> int:
-        nonlocal pos
-        if n > len(buf) - pos:
-            raise _Undecodable(f"truncated {mnemonic}: {what} needs {n} bytes at ip {pos}, "
-                               f"{len(buf) - pos} left")
-        start, pos = pos, pos + n
-        return start
-
-    pending = list(layout)
-    while pending:
-        f = pending.pop(0)
+    end = len(buf)
+    fields = layout
+    i = 0
+    while i < len(fields):
+        f = fields[i]
+        i += 1
         if isinstance(f, OpTail):
-            pending = list(_resolve_tail(f, mnemonic, dict(operands).get("op"))) + pending
+            fields = tuple(_resolve_tail(f, mnemonic, dict(operands).get("op"))) + tuple(fields[i:])
+            i = 0
             continue
-        if f.kind == "keys":
-            at = take(1, f"n_{f.name}")
-            n = buf[at]
-            leaves.append((at, 1, f"n_{f.name}", "u8", n))
-            at = take(n, f.name)
-            keys = list(buf[at:at + n])
-            leaves.extend((at + j, 1, f"{f.name}[{j}]", "k", key) for j, key in enumerate(keys))
+        kind = f.kind
+        if kind == "keys":
+            if pos + 1 > end:
+                raise _Undecodable(f"truncated {mnemonic}: n_{f.name} needs 1 bytes at ip {pos}, {end - pos} left")
+            n = buf[pos]
+            if pos + 1 + n > end:
+                raise _Undecodable(f"truncated {mnemonic}: {f.name} needs {n} bytes at ip {pos + 1}, "
+                                   f"{end - pos - 1} left")
+            keys = list(buf[pos + 1:pos + 1 + n])
+            if want_leaves:
+                leaves.append((pos, 1, f"n_{f.name}", "u8", n))
+                leaves.extend((pos + 1 + j, 1, f"{f.name}[{j}]", "k", key) for j, key in enumerate(keys))
             operands.append((f.name, keys))
-        elif f.kind == "raw":
-            at = take(f.size, f.name)
-            value = bytes(buf[at:at + f.size])
-            leaves.append((at, f.size, f.name, "bytes", value))
-            operands.append((f.name, value))
+            pos += 1 + n
+            continue
+        size = f.size if kind == "raw" else _FIXED_SIZE[kind]
+        if pos + size > end:
+            raise _Undecodable(f"truncated {mnemonic}: {f.name} needs {size} bytes at ip {pos}, {end - pos} left")
+        if kind == "raw":
+            value = bytes(buf[pos:pos + size])
+        elif kind == "c16":
+            value = buf[pos] | buf[pos + 1] << 8
+        elif kind == "i16":
+            value = buf[pos] | buf[pos + 1] << 8
+            value -= (value & 0x8000) << 1
         else:
-            size = _FIXED_SIZE[f.kind]
-            at = take(size, f.name)
-            if f.kind == "c16":
-                (value,) = struct.unpack_from("<H", buf, at)
-            elif f.kind == "i16":
-                (value,) = struct.unpack_from("<h", buf, at)
-            else:
-                value = buf[at]
-            leaves.append((at, size, f.name, f.kind, value))
-            operands.append((f.name, value))
+            value = buf[pos]
+        if want_leaves:
+            leaves.append((pos, size, f.name, "bytes" if kind == "raw" else kind, value))
+        operands.append((f.name, value))
+        pos += size
     return MepInstruction(ip, opcode, mnemonic, operands, pos - ip), leaves
 
 
@@ -242,20 +246,36 @@ def decode_mep(bytecode: bytes, base_offset: int = 0, span: Optional[Span] = Non
     ip = 0
     while ip < len(buf):
         try:
-            instr, leaves = _decode_one(buf, ip)
+            instr, leaves = _decode_one(buf, ip, want_leaves=False)
         except _Undecodable as e:
             problems.append(NacFormatError(SECTION, base_offset + ip, e.args[0]))
             rest = buf[ip:]
             instr = MepInstruction(ip, None, RAW_MNEMONIC, [("data", rest)], len(rest))
             leaves = [(ip, len(rest), "data", "bytes", rest)]
-        if span is not None:
-            node = span.add(base_offset + ip, instr.length, f"insn[{len(instructions)}]", "mep",
-                            format_mep(instr, address=False))
-            for at, size, name, type_, value in leaves:
-                node.add(base_offset + at, size, name, type_, value)
         instructions.append(instr)
         ip += instr.length
+    if span is not None:
+        # Spans are built when first asked for (the structure view, `nac span`), not at read:
+        # eagerly they were most of a big stream's decode time and memory.
+        span.set_builder(functools.partial(_instruction_spans, buf, base_offset, instructions))
     return instructions, problems
+
+
+def _instruction_spans(buf: bytes, base_offset: int, instructions: list, section: Span) -> None:
+    for i, instr in enumerate(instructions):
+        node = section.add(base_offset + instr.ip, instr.length, f"insn[{i}]", "mep",
+                           format_mep(instr, address=False))
+        node.set_builder(functools.partial(_leaf_spans, buf, base_offset, instr))
+
+
+def _leaf_spans(buf: bytes, base_offset: int, instr: MepInstruction, node: Span) -> None:
+    """The instruction's fields, decoded again from its bytes (decoding is deterministic)."""
+    if instr.opcode is None:
+        leaves = [(instr.ip, instr.length, "data", "bytes", bytes(buf[instr.ip:instr.ip + instr.length]))]
+    else:
+        _, leaves = _decode_one(buf, instr.ip)
+    for at, size, name, type_, value in leaves:
+        node.add(base_offset + at, size, name, type_, value)
 
 
 # -- encoding --------------------------------------------------------------------------------
