@@ -286,7 +286,8 @@ class HardwareView(QWidget):
         try:
             cfg = load_hardware(hardware, overrides or None)
         except (HardwareConfigError, OSError, ValueError) as exc:
-            self.show_error(f"{Path(str(hardware)).name}: {exc}")
+            name = Path(str(hardware)).name
+            self.show_error(str(exc) if str(exc).startswith(name) else f"{name}: {exc}")
             return False
         self.hardware = hardware
         self.base = load_hardware(hardware)

@@ -363,8 +363,23 @@ def export_scene(scene, path: str) -> None:
 
     from nac_engine.format.writer import atomic_write
     if str(path).lower().endswith(".svg"):
-        data = ex.SVGExporter(scene).export(toBytes=True)
-        data = data if isinstance(data, bytes) else bytes(data)
+        # Qt's own SVG generator: pyqtgraph's SVG exporter fails on batched rectangle paths
+        from PySide6.QtGui import QPainter
+        from PySide6.QtSvg import QSvgGenerator
+        rect = scene.sceneRect()
+        buf = QByteArray()
+        dev = QBuffer(buf)
+        dev.open(QIODevice.OpenModeFlag.WriteOnly)
+        gen = QSvgGenerator()
+        gen.setOutputDevice(dev)
+        gen.setSize(rect.size().toSize())
+        gen.setViewBox(rect)
+        gen.setTitle("NAC Studio")
+        painter = QPainter(gen)
+        scene.render(painter, rect, rect)
+        painter.end()
+        dev.close()
+        data = bytes(buf.data())
     else:
         image = ex.ImageExporter(scene).export(toBytes=True)
         buf = QByteArray()

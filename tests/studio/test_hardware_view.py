@@ -1,0 +1,184 @@
+"""The hardware pane: totals and per-instruction cycles equal ``nac sim --json``; Cancel within
+100 ms; a hostile TOML is one line in the pane; rows, bars and the axis select ticks."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import nac_engine
+from nac_studio.document import Selection
+from tests.corpus_paths import NAC_FILES
+from tests.studio.conftest import wait_idle
+from tests.studio.long_stream import long_stream
+
+MODELS = ("mlp", "cnn__v1.6", "bert_tiny")
+
+
+def _corpus(name):
+    found = [p for p in NAC_FILES if p.parent.name == name]
+    if not found:
+        pytest.skip("corpus absent")
+    return found[0]
+
+
+def _simulate(window, qtbot, path, feeds, preset="edge-32x32", timeout=60000):
+    qdoc = window.open_and_wait(path)
+    qdoc.doc.simulation.set_feeds(feeds)
+    view = window.views["hardware"]
+    window.docks["hardware"].show()
+    window.docks["hardware"].raise_()
+    assert view.load_hardware(preset)
+    task = view.simulate()
+    assert task is not None, view.error.text()
+    qtbot.waitUntil(task.done, timeout=timeout)
+    assert task.error is None, task.error
+    wait_idle(qtbot, window)
+    qtbot.waitUntil(lambda: qdoc.doc.simulation.run is not None, timeout=5000)
+    return qdoc, view
+
+
+def _feeds(path):
+    return [np.load(f) for f in sorted(path.parent.glob("feed_*.npy"))]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_totals_and_cycles_equal_nac_sim_json(window, qtbot, name):
+    path = _corpus(name)
+    qdoc, view = _simulate(window, qtbot, path, _feeds(path))
+    res = qdoc.doc.simulation.run.result
+    feeds = [a for f in sorted(path.parent.glob("feed_*.npy")) for a in ("--feed", str(f))]
+    cli = subprocess.run([sys.executable, "-m", "nac_engine.cli", "sim", str(path), "--hw", "edge-32x32", *feeds,
+                          "--json"], capture_output=True, text=True, timeout=300)
+    assert cli.returncode == 0, cli.stderr
+    ref = json.loads(cli.stdout)
+    mine = res.to_json()
+    for key in ("total_cycles", "dram_read_bytes", "dram_write_bytes", "peak_sram_bytes", "utilization",
+                "core_cycles", "drain_cycles", "macs", "stall_cycles_by_cause", "dram_bytes_by_kind"):
+        assert mine[key] == ref[key], key
+    cols = ("tick", "op", "issue_cycle", "start_cycle", "end_cycle", "compute_cycles", "stall_cycles", "stall_cause")
+    assert [[r[c] for c in cols] for r in mine["instructions"]] == [[r[c] for c in cols] for r in ref["instructions"]]
+    # what the pane shows is that result
+    assert f"{ref['total_cycles']:,} cycles" in view.status.text()
+    assert f"{ref['total_cycles']:,}" in view.totals.toPlainText()
+    shown = {view.table_model.value(r, 0): view.table_model.value(r, 6) for r in view.table_model.rows}
+    assert shown == {r["tick"]: r["end_cycle"] - r["issue_cycle"] for r in ref["instructions"]
+                     if r["kind"] != "skipped"}
+
+
+def test_cancel_stops_within_100_ms(window, qtbot, tmp_path):
+    path = tmp_path / "long.nac"
+    nac_engine.write(long_stream(4000), str(path))
+    qdoc = window.open_and_wait(path)
+    qdoc.doc.simulation.set_feeds(["4x16"])
+    view = window.views["hardware"]
+    task = view.simulate()
+    progressed = []
+    task.progressed.connect(lambda f, _t: progressed.append(f))
+    qtbot.waitUntil(lambda: len(progressed) > 3, timeout=60000)
+    assert not task.done()
+    with qtbot.waitSignal(task.failed, timeout=2000) as blocker:
+        t0 = time.perf_counter()
+        view.cancel()
+    elapsed = time.perf_counter() - t0
+    from nac_studio.tasks import Cancelled
+    assert isinstance(blocker.args[0], Cancelled)
+    assert elapsed < 0.1, f"cancel took {elapsed * 1000:.0f} ms"
+    assert view.status.text() == "Simulation cancelled." and view.simulate_button.isEnabled()
+    assert qdoc.doc.simulation.run is None
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("[array]\nrows = -3\n", "array.rows"),
+    ("[array]\nrows = 'many'\n", "array.rows"),
+    ("name = 'x'\nbogus = " + "[" * 40 + "1" + "]" * 40 + "\n", "nested"),
+    ("[array\nrows = 3\n", "toml"),
+])
+def test_a_hostile_toml_is_one_line_in_the_pane(qapp, qtbot, tmp_path, text, needle):
+    from nac_studio.views.hardware import HardwareView
+    view = HardwareView(None)
+    qtbot.addWidget(view)
+    view.show()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    assert not view.load_hardware(str(bad))
+    shown = view.error.text()
+    assert view.error.isVisible() and "\n" not in shown and "Traceback" not in shown
+    assert needle.lower() in shown.lower(), shown
+    assert view.hardware == "edge-32x32"                  # the previous configuration stays
+    assert view.load_hardware("server-128x128") and not view.error.isVisible()
+    assert view.fields["array.rows"].value() == 128
+
+
+def test_form_overrides_rows_and_axis_select_ticks(window, qtbot):
+    path = _corpus("mlp")
+    qdoc = window.open_and_wait(path)
+    qdoc.doc.simulation.set_feeds([np.load(path.parent / "feed_0.npy")])
+    view = window.views["hardware"]
+    view.load_hardware("edge-32x32")
+    view.fields["array.rows"].setValue(8)
+    view.fields["sram.bytes"].setValue(64)
+    assert view.overrides() == {"array.rows": 8, "sram.bytes": 65536}
+    task = view.simulate()
+    qtbot.waitUntil(task.done, timeout=60000)
+    assert task.error is None, task.error
+    qtbot.waitUntil(lambda: qdoc.doc.simulation.run is not None, timeout=5000)
+    run = qdoc.doc.simulation.run
+    assert run.overrides == {"array.rows": 8, "sram.bytes": 65536} and "array.rows=8" in run.label
+    from nac_engine.sim import simulate
+    ref = simulate(str(path), "edge-32x32", feeds=[np.load(path.parent / "feed_0.npy")],
+                   overrides={"array.rows": 8, "sram.bytes": 65536})
+    assert run.result.total_cycles == ref.total_cycles
+    # a row of the table selects its tick; so does a click on the lanes, in either axis mode
+    view.table.sortByColumn(6, view.table.horizontalHeader().sortIndicatorOrder().DescendingOrder)
+    idx = view.proxy.index(0, 0)
+    view._row_clicked(idx)
+    slowest = max((r for r in run.result.instructions if r.kind != "skipped"),
+                  key=lambda r: (r.end_cycle - r.issue_cycle, -r.tick))
+    assert qdoc.doc.tick == slowest.tick
+    view.set_x_mode("ticks")
+    view._clicked(3.5, "units", 0.5)
+    assert qdoc.doc.selection == Selection("instruction", 3)
+    assert view.plot.cursors["units"].value() == pytest.approx(3.5)
+    view.set_x_mode("cycles")
+    r7 = run.result.instructions[7]
+    view._clicked((r7.issue_cycle + r7.end_cycle) / 2, "units", 0.5)
+    assert qdoc.doc.tick == 7
+    # a second run on another preset can be compared
+    view.load_hardware("server-128x128")
+    task = view.simulate()
+    assert task is not None, view.error.text()
+    qtbot.waitUntil(task.done, timeout=60000)
+    assert task.error is None, task.error
+    qtbot.waitUntil(lambda: len(qdoc.doc.simulation.runs) == 2, timeout=5000)
+    st = qdoc.doc.simulation
+    st.set_current(st.current, 0)
+    from PySide6.QtCore import Qt
+    from nac_studio.views.hardware import COLUMNS
+    m = view.table_model
+    assert m.columnCount() == len(COLUMNS) + 1
+    assert m.headerData(len(COLUMNS), Qt.Orientation.Horizontal) == "Δ cycles"
+    first = st.runs[0].result.instructions
+    for r in m.rows[:10]:
+        assert m.value(r, len(COLUMNS)) == (r.end_cycle - r.issue_cycle) - (first[r.tick].end_cycle
+                                                                             - first[r.tick].issue_cycle)
+    assert "Compared with" in view.totals.toPlainText()
+
+
+def test_exports(window, qtbot, tmp_path):
+    path = _corpus("mlp")
+    qdoc, view = _simulate(window, qtbot, path, _feeds(path))
+    for what, name in (("trace", "t.json"), ("csv", "t.csv"), ("lanes", "l.png"), ("lanes", "l.svg"),
+                       ("roofline", "r.png")):
+        view.tabs.setCurrentIndex(2)
+        view.export(what, str(tmp_path / name))
+        assert (tmp_path / name).stat().st_size > 0, name
+    trace = json.loads((tmp_path / "t.json").read_text())
+    assert trace["otherData"]["total_cycles"] == qdoc.doc.simulation.run.result.total_cycles
+    assert (tmp_path / "t.csv").read_text().splitlines()[0].startswith("tick,op")
+    assert (tmp_path / "l.png").read_bytes()[:4] == b"\x89PNG"
+    assert b"<svg" in (tmp_path / "l.svg").read_bytes()[:400]
