@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import weakref
 from typing import Optional
 
 from PySide6.QtCore import Qt, Signal
@@ -76,7 +77,7 @@ class DiffView(QWidget):
         self.qdoc = None
         self.result = None
         self.task = None
-        self._results: dict[int, object] = {}       # id(document) -> its last DiffResult
+        self._results = weakref.WeakKeyDictionary()     # document -> its last DiffResult
         self.other = QLineEdit(self)
         self.other.setPlaceholderText("second .nac file, or FILE.py:FACTORY for PyTorch eager")
         self.other.returnPressed.connect(self.run)
@@ -150,7 +151,7 @@ class DiffView(QWidget):
     def set_document(self, qdoc) -> None:
         rebind(self.qdoc, qdoc, tick=self._on_tick)
         self.qdoc = qdoc
-        self.show_result(self._results.get(id(qdoc.doc)) if qdoc is not None else None)
+        self.show_result(self._results.get(qdoc.doc) if qdoc is not None else None)
 
     def browse(self) -> None:
         start = os.path.dirname(self.qdoc.doc.path) if self.qdoc is not None and self.qdoc.doc.path else ""
@@ -208,7 +209,7 @@ class DiffView(QWidget):
             self.task.cancel()
 
     def _done(self, qdoc, task, result) -> None:
-        self._results[id(qdoc.doc)] = result
+        self._results[qdoc.doc] = result
         if task is self.task:
             self.task = None
             self.run_button.setEnabled(True)

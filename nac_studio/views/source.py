@@ -12,6 +12,7 @@ from __future__ import annotations
 import keyword
 import os
 import re
+import weakref
 from typing import Optional
 
 from PySide6.QtCore import QRegularExpression, Qt
@@ -76,8 +77,9 @@ class SourceView(QWidget):
         super().__init__(parent)
         self.setObjectName(self.object_name)
         self.qdoc = None
-        self._maps: dict[int, object] = {}       # id(document) -> SourceMap | None | str (error)
+        self._maps = weakref.WeakKeyDictionary()  # document -> SourceMap | None | str (error)
         self._texts: dict[str, Optional[str]] = {}
+        self._located: dict[tuple, Optional[str]] = {}      # (recorded file, .nac path) -> local path
         self.shown_path: Optional[str] = None    # the file on screen (None: recorded line only)
         self.shown_entry: Optional[SourceEntry] = None
         self.header = QLabel(self)
@@ -106,7 +108,7 @@ class SourceView(QWidget):
         """The current document's SourceMap, ``None`` without one, or the error text of a bad one."""
         if self.qdoc is None:
             return None
-        key = id(self.qdoc.doc)
+        key = self.qdoc.doc
         if key not in self._maps:
             try:
                 self._maps[key] = read_source_map(self.qdoc.nac)
@@ -162,7 +164,10 @@ class SourceView(QWidget):
             self.editor.setExtraSelections([])
             self.editor.setPlainText("")
             return
-        path = locate_source(entry.file, getattr(self.qdoc.doc, "path", None))
+        key = (entry.file, getattr(self.qdoc.doc, "path", None))
+        if key not in self._located:          # a few dozen stats: once per file, not per F10
+            self._located[key] = locate_source(*key)
+        path = self._located[key]
         text = self._read(path) if path else None
         location = f"{entry.file}:{entry.line}" if entry.line else entry.file
         if text is None:
