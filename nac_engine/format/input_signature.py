@@ -31,7 +31,8 @@ MAX_PAYLOAD_BYTES = 1 << 20
 MAX_INPUTS = 4096
 MAX_RANK = 16
 MAX_DIM = (1 << 31) - 1
-MAX_ELEMENTS = 1 << 28            # per input: 1 GiB of float32; make_inputs allocates this much at most
+MAX_ELEMENTS = 1 << 28            # per input: 1 GiB of float32
+MAX_TOTAL_BYTES = 2 << 30         # all inputs together: what make_inputs may allocate for a hostile file
 MAX_NAME = 1024
 
 
@@ -167,7 +168,14 @@ def read_input_signature(nac) -> Optional[list[InputSpec]]:
                          None if low is None else float(low), None if high is None else float(high))
         _check_spec(spec, lambda reason: fail(f"inputs[{i}]: {reason}"))
         specs.append(spec)
+    _check_total(specs, fail)
     return specs
+
+
+def _check_total(specs: list[InputSpec], error) -> None:
+    total = sum(s.numel * np.dtype(s.dtype).itemsize for s in specs)
+    if total > MAX_TOTAL_BYTES:
+        raise error(f"the inputs add up to {total} bytes; at most {MAX_TOTAL_BYTES}")
 
 
 def _check_spec(s: InputSpec, error) -> None:
@@ -193,9 +201,12 @@ def make_inputs(specs: Iterable[InputSpec], seed: int = 0, fill: str = "random")
     (0 or 1 without one), booleans fair coins. ``zeros``/``ones``: constant."""
     if fill not in FILLS:
         raise ValueError(f"fill must be one of {', '.join(FILLS)}, not {fill!r}")
+    specs = list(specs)
+    for s in specs:
+        _check_spec(s, lambda reason: ValueError(reason))
+    _check_total(specs, lambda reason: ValueError(reason))
     out = {}
     for i, s in enumerate(specs):
-        _check_spec(s, lambda reason: ValueError(reason))
         dtype = np.dtype(s.dtype)
         if fill == "zeros":
             out[s.name] = np.zeros(s.shape, dtype)

@@ -85,6 +85,16 @@ def test_hostile_signature_is_a_format_error_at_the_resource(tmp_path, payload, 
     assert reason.lower() in e.value.reason.lower()
 
 
+def test_inputs_adding_up_past_the_total_budget_are_refused():
+    one = {"name": "x", "shape": [1 << 14, 1 << 14], "dtype": "float64"}      # 2 GiB alone is allowed...
+    items = [dict(one, name=f"x{i}") for i in range(2)]                          # ...two are not
+    payload = json.dumps({"version": 1, "inputs": items}).encode()
+    with pytest.raises(NacFormatError, match="add up to"):
+        read_input_signature(_with(SIG, payload))
+    with pytest.raises(ValueError, match="add up to"):
+        make_inputs([InputSpec(f"x{i}", (1 << 14, 1 << 14), "float64") for i in range(2)])
+
+
 def test_oversized_resources_are_refused_before_decoding(monkeypatch):
     import nac_engine.format.input_signature as S
     monkeypatch.setattr(S, "MAX_PAYLOAD_BYTES", 16)
