@@ -43,6 +43,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     ap.add_argument("--inspect", metavar="vN", help="with --run-to: pin an inspector on tick N's result")
     ap.add_argument("--input", metavar="NAME=FILE.npy", action="append", default=[],
                     help="with --run-to: the value of an input (repeatable)")
+    ap.add_argument("--dock", metavar="NAME", help="raise this pane after loading and fill it (timeline: the "
+                                                   "MMAP timeline; hardware: a simulation on its default preset)")
     ap.add_argument("--theme", choices=("system", "light", "dark"), default=None,
                     help="colour scheme (default: follow the system, or the last choice)")
     ap.add_argument("--size", metavar="WxH", default=None, help="window size, e.g. 1600x1000")
@@ -60,7 +62,7 @@ async def _startup(win, args, app) -> int:
             files = [str(demo)]
     for f in files:
         win.open_path(f)
-    if args.select is None and args.run_to is None and not args.screenshot:
+    if args.select is None and args.run_to is None and not args.screenshot and not args.dock:
         return 0
     ok = await win.wait_idle(timeout=args.timeout)
     if args.select is not None and win.active is not None:
@@ -74,6 +76,11 @@ async def _startup(win, args, app) -> int:
     if args.run_to is not None and win.active is not None:
         from .debug_commands import run_to_from_cli
         if not await run_to_from_cli(win, args.run_to, args.inspect, args.input, timeout=args.timeout):
+            return 1
+        ok = await win.wait_idle(timeout=args.timeout) and ok
+    if args.dock and win.active is not None:
+        from .simulation_commands import show_dock_for_cli
+        if not await show_dock_for_cli(win, args.dock, timeout=args.timeout):
             return 1
         ok = await win.wait_idle(timeout=args.timeout) and ok
     if not args.screenshot:

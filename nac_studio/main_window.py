@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, Signal
-from PySide6.QtGui import QGuiApplication, QKeySequence
+from PySide6.QtGui import QGuiApplication, QKeySequence, QPalette
 from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, QHBoxLayout, QInputDialog,
                                QLabel, QListWidget, QListWidgetItem, QMainWindow, QMenu, QMessageBox,
                                QProgressBar, QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, 
 from . import dock_layout, icons, preload, schedule_problems
 from .commands import CommandRegistry
 from .debug_commands import register_debug_commands
+from .simulation_commands import register_simulation_commands
 from .document import Document, Selection, severity_of
 from .icons import icon
 from .qt_compat import guard_singleton_refcounts
@@ -42,19 +43,21 @@ from .views.variables import VariablesView
 from .views.watches import WatchesView
 from .views.timeline import TimelineView
 from .views.hardware import HardwareView
+from .views.sweep import SweepView
 from .views.diff import DiffView, register_diff_commands
 from .views.source import SourceView
 from .widgets.command_palette import CommandPalette
 from .widgets.task_indicator import TaskIndicator
 
-STATE_VERSION = 7          # bump when the dock set changes, so an old saved layout is ignored
+STATE_VERSION = 8          # bump when the dock set changes, so an old saved layout is ignored
 MAX_RECENT = 10
 DEFAULT_SIZE = QSize(1600, 1000)
 FILE_FILTER = "NAC models (*.nac);;All files (*)"
 
 #: The panels, in the order of the View menu. The graph is the central widget.
 VIEW_CLASSES = (StructureView, HexView, DisassemblyView, PropertiesView, ProblemsView, VariablesView, WatchesView,
-                BreakpointsView, TensorInspectorView, TimelineView, HardwareView, SourceView, DiffView)
+                BreakpointsView, TensorInspectorView, TimelineView, HardwareView, SourceView, DiffView,
+                SweepView)
 PANEL_SHORTCUTS = {"structure": "Alt+1", "hex": "Alt+2", "disassembly": "Alt+3", "properties": "Alt+4",
                    "problems": "Alt+5"}
 _PANEL_ICONS = {"structure": "structure", "hex": "hex", "disassembly": "disassembly", "properties": "properties",
@@ -339,6 +342,7 @@ class MainWindow(QMainWindow):
         register_peer_support(self)      # peer-format files: IR Text pane, NAC-only panes covered, Convert to NAC
         register_debug_commands(self)    # Debug menu, keys and toolbar, the debug controller (self.debug)
         register_diff_commands(self, self.views[DiffView.object_name])     # Debug › First Divergence
+        register_simulation_commands(self)   # Simulate menu, graph overlay from the hardware run (self.simulation)
         # Help
         c.add("help.shortcuts", "Keyboard Shortcuts", self.show_shortcuts, menu="Help", group="a")
         c.add("help.about", "About NAC Studio", self.show_about, icon="about", menu="Help", group="b")
@@ -347,7 +351,7 @@ class MainWindow(QMainWindow):
         bar = self.menuBar()
         bar.clear()
         self._menus: dict[str, QMenu] = {}
-        for top in ("File", "Edit", "Go", "View", "Debug", "Help"):
+        for top in ("File", "Edit", "Go", "View", "Debug", "Simulate", "Help"):
             self._menus[top] = bar.addMenu(f"&{top}")
         for path in self.commands.menus():
             menu = self._menu_for(path)
@@ -804,6 +808,14 @@ class MainWindow(QMainWindow):
 
     def _retint(self) -> None:
         """Line icons are drawn in the palette's text colour: redraw them for the new one."""
+        # one theme switch sends several palette-change events: re-tint once per palette
+        pal = QApplication.palette()
+        key = tuple(pal.color(g, r).rgba() for g in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Disabled)
+                    for r in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Window, QPalette.ColorRole.Base,
+                              QPalette.ColorRole.Text, QPalette.ColorRole.Highlight))
+        if key == getattr(self, "_retint_key", None):
+            return
+        self._retint_key = key
         icons.clear_cache()
         self.commands.refresh_icons()
         self.setWindowIcon(icon("app"))

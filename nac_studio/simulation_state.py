@@ -158,6 +158,39 @@ class SimulationState:
         return {r.tick: (r.macs / max(r.compute_cycles, 1)) / peak for r in recs}
 
 
+def pareto_front(xs, ys) -> list[int]:
+    """Indices of the points no other point beats on both (smaller x and smaller y are better),
+    in ascending x. Ties keep the first point."""
+    pts = sorted(range(len(xs)), key=lambda i: (xs[i], ys[i], i))
+    front, best = [], None
+    for i in pts:
+        if best is None or ys[i] < best:
+            front.append(i)
+            best = ys[i]
+    return front
+
+
+def sweep_rows_from_json(data: Any) -> tuple[dict, list]:
+    """``nac sim --sweep --json`` output → (axes, rows). Raises ValueError on anything else."""
+    from nac_engine.sim.sweep import SweepRow
+    if not isinstance(data, list) or not data or len(data) > 100_000:
+        raise ValueError("expected the JSON list that nac sim --sweep --json prints")
+    fields = [f for f in SweepRow.__dataclass_fields__ if f != "values"]
+    rows, axes = [], {}
+    for k, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise ValueError(f"row {k} is not an object")
+        values = {key: v for key, v in item.items() if key not in fields}
+        for key, v in values.items():
+            if not isinstance(v, (int, float, str, bool)):
+                raise ValueError(f"row {k}: {key} is not a plain value")
+            axes.setdefault(key, [])
+            if v not in axes[key]:
+                axes[key].append(v)
+        rows.append(SweepRow(values, *(item.get(f) for f in fields)))
+    return axes, rows
+
+
 def _sim_dtype(dtype: Optional[str]) -> str:
     return dtype if dtype else "float32"
 
@@ -227,4 +260,4 @@ def run_sweep(ctx, nac, hardware: Any, axes: dict, feeds: list, scheduler: Optio
 
 
 __all__ = ["InputsUnknown", "OVERLAY_METRICS", "SimRun", "SimulationState", "SweepTable", "compute_planners",
-           "compute_timeline", "run_simulation", "run_sweep"]
+           "compute_timeline", "pareto_front", "run_simulation", "run_sweep", "sweep_rows_from_json"]

@@ -221,7 +221,8 @@ class TimelineView(QWidget):
         plot.add_plot("lanes", stretch=2, lanes=("lint",) + LANES)
         plot.add_plot("buffers", stretch=5, y_mouse=True, left_label="buffers")
         plot.plots["buffers"].getViewBox().invertY(True)
-        plot.add_plot("live", stretch=3, left_label="live bytes")
+        plot.add_plot("live", stretch=3)
+        plot.plots["live"].setLabel("left", "live", units="B")
         plot.clicked.connect(self._clicked)
         plot.rangeSelected.connect(self._range_selected)
         self.body.addWidget(plot)
@@ -281,7 +282,7 @@ class TimelineView(QWidget):
             live.addItem(self.items["live"])
             self.items["peak"] = pg.ScatterPlotItem(size=9, brush=pg.mkBrush("#d62728"), pen=None, symbol="t")
             live.addItem(self.items["peak"])
-            self.items["peak_text"] = pg.TextItem(anchor=(0, 1), color="#d62728")
+            self.items["peak_text"] = pg.TextItem(anchor=(0, 0), color="#d62728")
             live.addItem(self.items["peak_text"], ignoreBounds=True)
         for row, lane in enumerate(LANES, start=1):
             ticks, targets = tl.lanes[lane]

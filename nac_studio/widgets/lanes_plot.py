@@ -121,21 +121,23 @@ class RectBatch(pg.GraphicsObject):
                          for a, r, w in zip(x0[sel], row[sel], width[sel])])
             self.drawn += int(sel.size)
         if self.labels is not None and self.drawn <= 400:
-            self._paint_labels(p, idx, x0, width, row, pw, ph)
+            self._paint_labels(p, idx, x0, width, row, col, pw, ph)
 
-    def _paint_labels(self, p, idx, x0, width, row, pw, ph) -> None:
-        # Text in device pixels: undo the view's scaling around each label's anchor.
+    def _paint_labels(self, p, idx, x0, width, row, col, pw, ph) -> None:
+        # Text in device pixels: undo the view's scaling around each label's anchor; dark text
+        # on light fills, white on dark ones.
         p.save()
-        p.setPen(QPen(QColor("#ffffff")))
+        ink = [QColor("#1a1a1a") if c.lightness() > 140 else QColor("#ffffff") for c in self.palette]
         font = p.font()
         font.setPointSizeF(7.5)
         p.setFont(font)
-        for k, a, w, r in zip(idx, x0, width, row):
+        for k, a, w, r, c in zip(idx, x0, width, row, col):
             if k < 0 or w / pw < 34:
                 continue
             text = self.labels(int(k))
             if not text:
                 continue
+            p.setPen(QPen(ink[int(c) % len(ink)]))
             p.save()
             p.translate(QPointF(float(a), float(r) + 0.5))
             p.scale(pw, ph)
