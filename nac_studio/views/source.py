@@ -15,7 +15,7 @@ import re
 import weakref
 from typing import Optional
 
-from PySide6.QtCore import QRegularExpression, Qt
+from PySide6.QtCore import QRegularExpression, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
 
@@ -201,6 +201,12 @@ class SourceView(QWidget):
         self.editor.setExtraSelections([sel])
         self.editor.setTextCursor(cursor)
         self.editor.centerCursor()
+        QTimer.singleShot(0, self.editor.centerCursor)    # again once laid out (a dock just raised)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self.editor.extraSelections():
+            QTimer.singleShot(0, self.editor.centerCursor)
 
     def _read(self, path: str) -> Optional[str]:
         if path not in self._texts:
