@@ -257,6 +257,9 @@ def main(argv=None) -> int:
     ap.add_argument("--layers", type=int, default=12, help="GPT-2 blocks (12 = GPT-2 small)")
     ap.add_argument("--width", type=int, default=768, help="hidden size (768 = GPT-2 small)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--debugger", choices=("yes", "no", "only"), default="yes",
+                    help="the debugger's figures (F10, Continue, stall, step back, heatmap): after the open "
+                         "figures, not at all, or alone")
     args = ap.parse_args(argv)
 
     path, source = get_file(args)
@@ -269,6 +272,10 @@ def main(argv=None) -> int:
 
     app = QApplication.instance() or QApplication([])
     apply_theme(app, "light")
+    if args.debugger == "only":
+        from studio_debugger import measure_debugger, report
+        print(f"file: {path}\n      {source}")
+        return 0 if report(measure_debugger(path, app)) else 1
     base = []
     for _ in range(args.repeat):
         t = time.perf_counter()
@@ -301,6 +308,9 @@ def main(argv=None) -> int:
     print(f"stats of largest tensor ({runs[0]['stats_elements']:,} values) {med['stats_s'] * 1000:8.1f} ms   "
           f"longest UI stall {med['stats_stall_ms']:.0f} ms")
     ok = med["interactive"] < TARGET_INTERACTIVE and med["layout"] < TARGET_LAYOUT
+    if args.debugger == "yes":
+        from studio_debugger import measure_debugger, report
+        ok = report(measure_debugger(path, app)) and ok
     print("targets met" if ok else "TARGETS MISSED")
     return 0 if ok else 1
 

@@ -368,9 +368,9 @@ class DebugSession:
             self._stats.clear()
         self.state, self.action, self.error, self.error_tick = RUNNING, action, "", None
         self._started = time.perf_counter()
-        future = self.debugger.run_in_thread(action, *args)
-        self.notify()
-        return future
+        # no announcement here: views keep showing the last stop while an action runs (the
+        # front end shows "running" itself), so a step costs one round of view updates
+        return self.debugger.run_in_thread(action, *args)
 
     def run_now(self, action: str, *args):
         """Synchronous form of ``begin`` + ``complete`` (headless use and tests)."""

@@ -189,6 +189,11 @@ class InspectorPanel(QWidget):
         self.stats = QLabel("", self)
         self.stats.setWordWrap(True)
         self.stats.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.stats.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        # fixed heights: new numbers at every step must not re-lay the panel out (a resize
+        # makes pyqtgraph rebuild the colour gradient's lookup table and repaint it all)
+        self.stats.setFixedHeight(self.fontMetrics().lineSpacing() * 3 + 4)
+        self.title.setFixedHeight(self.fontMetrics().lineSpacing() + 4)
 
         self.tabs = QTabWidget(self)
         self.tabs.setDocumentMode(True)
@@ -206,9 +211,19 @@ class InspectorPanel(QWidget):
         self.y_axis.currentIndexChanged.connect(lambda _i: self._axes_changed())
         self.x_axis.currentIndexChanged.connect(lambda _i: self._axes_changed())
         hl.addLayout(axes)
-        self.slider_box = QVBoxLayout()
+        # the other axes' sliders sit in a fixed-height strip (scrolling past two), so a
+        # result of another rank never resizes the heatmap below it
+        holder = QWidget(self)
+        self.slider_box = QVBoxLayout(holder)
         self.slider_box.setSpacing(1)
-        hl.addLayout(self.slider_box)
+        self.slider_box.setContentsMargins(0, 0, 0, 0)
+        self.slider_box.addStretch(1)
+        self.slider_area = QScrollArea(self)
+        self.slider_area.setWidgetResizable(True)
+        self.slider_area.setWidget(holder)
+        self.slider_area.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.slider_area.setFixedHeight(2 * (QSpinBox().sizeHint().height() + 1) + 2)
+        hl.addWidget(self.slider_area)
         self.heat_holder = QVBoxLayout()
         hl.addLayout(self.heat_holder, 1)
         self.tabs.addTab(self.heat_page, "Heatmap")
@@ -322,6 +337,10 @@ class InspectorPanel(QWidget):
     # -- heatmap ----------------------------------------------------------------------------
     def _rebuild_axes(self) -> None:
         arr = self.array
+        shape = arr.shape if arr is not None else None
+        if shape == getattr(self, "_axes_shape", ()):
+            return        # same shape (the next step's result): keep the axes and slider positions
+        self._axes_shape = shape
         nd = arr.ndim if arr is not None else 0
         for box in (self.y_axis, self.x_axis):
             box.blockSignals(True)
@@ -365,7 +384,7 @@ class InspectorPanel(QWidget):
         return [d for d in range(arr.ndim) if d not in shown]
 
     def _rebuild_sliders(self) -> None:
-        while self.slider_box.count():
+        while self.slider_box.count() > 1:       # the last item is the stretch
             item = self.slider_box.takeAt(0)
             lay = item.layout()
             if lay is not None:
@@ -386,7 +405,7 @@ class InspectorPanel(QWidget):
             s.valueChanged.connect(lambda _v: self._refresh_page())
             row.addWidget(s, 1)
             row.addWidget(spin)
-            self.slider_box.addLayout(row)
+            self.slider_box.insertLayout(self.slider_box.count() - 1, row)
             self._sliders.append((s, spin))
 
     def set_slice(self, axis_values: dict[int, int]) -> None:
@@ -433,6 +452,9 @@ class InspectorPanel(QWidget):
             self._image.ui.menuBtn.hide()
             self._image.getView().invertY(True)
             self._image.setColorMap(pg.colormap.get("viridis"))
+            # a fixed axis width: labels that change with the levels must not resize the
+            # gradient (each resize rebuilds its lookup table and repaints the histogram)
+            self._image.ui.histogram.item.axis.setWidth(44)
             self.heat_holder.addWidget(self._image)
         img = sl.astype(np.float32, copy=False) if sl.dtype.kind in "bc" or sl.dtype == np.float16 else sl
         if img.dtype.kind == "c":
@@ -535,7 +557,7 @@ class TensorInspectorView(QWidget):
 
     def _add_panel(self, subject: Subject) -> InspectorPanel:
         panel = InspectorPanel(subject, self.splitter)
-        panel.setMinimumSize(240, 220)
+        panel.setMinimumSize(240, 320)   # a heatmap stays readable; the dock scrolls beyond that
         panel.pinRequested.connect(self.inspect)
         panel.closeRequested.connect(self.close_panel)
         self.splitter.addWidget(panel)

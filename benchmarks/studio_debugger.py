@@ -1,0 +1,174 @@
+"""The Studio debugger's figures for ``bench_studio.py`` (one main window, headless).
+
+* **F10** (Step Over through the command registry): from the command until the run is back on
+  the UI thread, every view has taken the new tick (Variables and the inspector's statistics
+  tasks included) and the window has repainted — median and worst over ``steps`` steps, next to
+  ``Debugger.step`` alone on the same file (baseline, no UI).
+* **Continue to the end** from before tick 0 vs ``Session.run`` of the same file and inputs in
+  the same process (the interpreter's plain fast path, what ``nac run`` executes).
+* **Longest UI stall during Continue**: the largest gap between 10 ms heartbeat timers.
+* **Step back** (Shift+F10) from the end, with every view updating.
+* **4096×4096 float32 heatmap**: a tensor inspector panel opening it and re-slicing (a second
+  slice of a 2×4096×4096 tensor), statistics precomputed as the background task does.
+"""
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_STEP_MS = 30.0
+TARGET_CONTINUE_RATIO = 1.3
+TARGET_STALL_MS = 100.0
+TARGET_STEP_BACK_MS = 50.0
+
+
+def _settle(app, win, done) -> None:
+    """Until ``done()`` and no background task runs, then one more event pass (the repaint)."""
+    while not (done() and not win.tasks.active):
+        app.processEvents()
+        time.sleep(0.0005)
+    app.processEvents()
+
+
+def measure_debugger(path: Path, app, steps: int = 40) -> dict:
+    import numpy as np
+    from PySide6.QtCore import QElapsedTimer, QSettings, QTimer
+
+    from nac_engine.format.reader import read
+    from nac_engine.runtime.debugger import Debugger
+    from nac_engine.runtime.session import Session
+    from nac_studio.main_window import MainWindow
+
+    out: dict = {}
+    settings = QSettings(str(Path(tempfile.mkdtemp()) / "bench.ini"), QSettings.Format.IniFormat)
+    win = MainWindow(settings, restore=False, persist=False)
+    win.resize(1600, 1000)
+    win.show()
+    opened = {}
+    win.documentOpened.connect(lambda q: opened.setdefault("q", q))
+    win.open_path(str(path))
+    while "q" not in opened:
+        app.processEvents()
+        time.sleep(0.001)
+    _settle(app, win, lambda: True)
+    qdoc = opened["q"]
+    s = qdoc.doc.debug
+    if s.needs_inputs():
+        raise SystemExit("the benchmark file records no input signature")
+    feeds = s.feeds()
+    ctl = win.debug
+    finished = []
+    ctl.actionDone.connect(lambda _q: finished.append(time.perf_counter()))
+
+    def action(cmd: str) -> float:
+        n = len(finished)
+        t = time.perf_counter()
+        win.commands.run(cmd)
+        _settle(app, win, lambda: len(finished) > n)
+        return time.perf_counter() - t
+
+    # F10 with every view updating
+    action("debug.stepOver")          # first step: the session starts, torch warms up
+    times = [action("debug.stepOver") for _ in range(steps)]
+    out["step_ms"] = [1000 * t for t in times]
+    # baseline: the engine's step alone over the same ticks
+    nac = read(str(path), strict=False)
+    dbg = Debugger(nac, feeds=feeds)
+    dbg.step()
+    base = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        dbg.step()
+        base.append(time.perf_counter() - t)
+    out["engine_step_ms"] = [1000 * t for t in base]
+
+    # Continue to the end from before tick 0, with a heartbeat for the longest stall
+    win.commands.run("debug.stop")
+    _settle(app, win, lambda: not s.active)
+    beat = QElapsedTimer()
+    gaps: list[int] = []
+    heart = QTimer()
+    heart.setInterval(10)
+    heart.timeout.connect(lambda: gaps.append(beat.restart()))
+    beat.start()
+    heart.start()
+    out["continue_s"] = action("debug.continue")
+    heart.stop()
+    out["stall_ms"] = max(gaps) if gaps else 0.0
+    out["finished"] = s.state == "finished"
+    out["ticks"] = len(s)
+    # the plain interpreter on the same inputs, same process (what `nac run` executes)
+    t = time.perf_counter()
+    ref = Session(nac, feeds=feeds).run()
+    out["run_s"] = time.perf_counter() - t
+    out["outputs_equal"] = bool(s.debugger.outputs is not None and all(
+        np.array_equal(a, b) for a, b in zip(s.debugger.outputs, ref)))
+
+    # Step back from the end, every view updating
+    backs = [action("debug.stepBack") for _ in range(5)]
+    out["step_back_ms"] = [1000 * t for t in backs]
+    win.set_active(None)
+    for qd in list(win.docs):
+        win.close_document(qd)
+    win.tasks.shutdown(wait=True)
+    win.deleteLater()
+    app.processEvents()
+    nac.close()
+    out.update(measure_heatmap(app))
+    return out
+
+
+def measure_heatmap(app) -> dict:
+    import numpy as np
+
+    from nac_engine.runtime.debugger import TickResult
+    from nac_studio.debug_session import Subject
+    from nac_studio.views.tensor_inspector import InspectorPanel, Loaded, _histogram
+
+    rng = np.random.default_rng(0)
+    big = rng.standard_normal((2, 4096, 4096), dtype=np.float32)
+    t = time.perf_counter()
+    stats = TickResult(-1, "big", big)
+    loaded = Loaded("big", big, stats, _histogram(big))
+    bg = time.perf_counter() - t
+    panel = InspectorPanel(Subject("result", 0))
+    panel.resize(900, 700)
+    panel.show()
+    app.processEvents()
+    t = time.perf_counter()
+    panel.show_loaded(loaded)
+    panel.repaint()
+    app.processEvents()
+    open_s = time.perf_counter() - t
+    t = time.perf_counter()
+    panel.set_slice({0: 1})
+    panel.repaint()
+    app.processEvents()
+    reslice_s = time.perf_counter() - t
+    panel.deleteLater()
+    app.processEvents()
+    return {"heatmap_open_ms": 1000 * open_s, "heatmap_reslice_ms": 1000 * reslice_s,
+            "heatmap_stats_bg_ms": 1000 * bg}
+
+
+def report(d: dict) -> bool:
+    """Print the figures; True when every target is met."""
+    med = statistics.median(d["step_ms"])
+    base = statistics.median(d["engine_step_ms"])
+    ratio = d["continue_s"] / d["run_s"] if d["run_s"] > 0 else float("nan")
+    back = statistics.median(d["step_back_ms"])
+    print(f"debugger ({d['ticks']:,} ticks; Continue {'reached the end' if d['finished'] else 'DID NOT FINISH'}, "
+          f"outputs {'equal' if d['outputs_equal'] else 'DIFFER'} to Session.run)")
+    print(f"  F10 with every view updating    median {med:7.1f} ms  worst {max(d['step_ms']):7.1f} ms   "
+          f"{med / TARGET_STEP_MS:5.2f} of the 30 ms target   (Debugger.step alone: median {base:.2f} ms)")
+    print(f"  Continue to the end             {d['continue_s'] * 1000:8.1f} ms   Session.run {d['run_s'] * 1000:.1f} ms"
+          f"   {ratio:5.2f}x  (target <= {TARGET_CONTINUE_RATIO}x)")
+    print(f"  longest UI stall during Continue {d['stall_ms']:7.1f} ms   (target <= {TARGET_STALL_MS:.0f} ms)")
+    print(f"  step back (Shift+F10), views     median {back:7.1f} ms  worst {max(d['step_back_ms']):7.1f} ms"
+          f"   (target <= {TARGET_STEP_BACK_MS:.0f} ms)")
+    print(f"  4096x4096 float32 heatmap       open {d['heatmap_open_ms']:7.1f} ms   re-slice "
+          f"{d['heatmap_reslice_ms']:6.1f} ms   (statistics off the UI thread: {d['heatmap_stats_bg_ms']:.0f} ms)")
+    return (med <= TARGET_STEP_MS and ratio <= TARGET_CONTINUE_RATIO and d["stall_ms"] <= TARGET_STALL_MS
+            and back <= TARGET_STEP_BACK_MS and d["finished"] and d["outputs_equal"])
