@@ -38,7 +38,8 @@ def _const_value(ins: Instr, t: TensorType) -> Optional[np.ndarray]:
     if ins.opcode in ("ConstI64", "ConstF32", "ConstF64"):
         return np.array(ins.params["value"], dtype=dt)
     vals = flat_data(ins.params["data"])
-    return np.array(vals, dtype=np.float64 if np.issubdtype(dt, np.floating) else object).astype(dt).reshape(t.shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.array(vals, dtype=np.float64 if np.issubdtype(dt, np.floating) else object).astype(dt).reshape(t.shape)
 
 
 def _fold(ins: Instr, a: np.ndarray, b: np.ndarray, t: TensorType) -> Optional[Instr]:

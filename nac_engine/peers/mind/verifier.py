@@ -59,6 +59,23 @@ _INT_RANGE = {"i8": (-128, 127), "i16": (-32768, 32767), "i32": (-(1 << 31), (1 
               "u8": (0, 255), "u16": (0, 65535), "u32": (0, (1 << 32) - 1), "u64": (0, (1 << 64) - 1)}
 
 
+#: largest magnitude that still rounds to a finite value, per float dtype (max + half an ulp, exclusive)
+_FLOAT_LIMIT = {"f16": 65520.0, "bf16": 3.3961775292304043e38, "f32": 3.4028235677973366e38}
+
+
+def _fits_float(v, dtype: str) -> bool:
+    """A literal is valid for a float dtype unless it is finite and would round to infinity
+    (``inf``/``nan`` literals are written on purpose)."""
+    lim = _FLOAT_LIMIT.get(dtype)
+    if lim is None:
+        return True
+    try:
+        x = float(v)
+    except OverflowError:          # an integer literal too large for any float
+        return False
+    return x != x or x in (float("inf"), float("-inf")) or abs(x) < lim
+
+
 class _Fail(Exception):
     def __init__(self, rule: str, message: str):
         self.rule, self.message = rule, message
@@ -144,6 +161,8 @@ def infer(ins: Instr, ts: list) -> TensorType:
             raise _Fail("const-dtype", f"ConstI64 value {p['value']} is outside the i64 range")
         return TensorType("i64", ())
     if op in ("ConstF32", "ConstF64"):
+        if op == "ConstF32" and not _fits_float(p["value"], "f32"):
+            raise _Fail("const-dtype", f"ConstF32 value {p['value']!r} is outside the f32 range")
         return TensorType("f32" if op == "ConstF32" else "f64", ())
     if op == "ConstTensor":
         t = ins.type
@@ -164,6 +183,8 @@ def infer(ins: Instr, ts: list) -> TensorType:
                     raise _Fail("const-dtype", f"ConstTensor element {v!r} is not a valid {t.dtype}")
             elif t.dtype == "bool" and not (isinstance(v, bool) or v in (0, 1)):
                 raise _Fail("const-dtype", f"ConstTensor element {v!r} is not a valid bool")
+            elif not _fits_float(v, t.dtype):
+                raise _Fail("const-dtype", f"ConstTensor element {v!r} is outside the {t.dtype} range")
         return t
     a = ts[0] if ts else None
     if op == "BinOp":
