@@ -117,7 +117,9 @@ def apply_theme(app, mode: str = "system") -> bool:
     global _platform_palette
     if _platform_palette is None:
         _platform_palette = QPalette(app.palette())
-    app.setStyle("Fusion")
+    style = app.style()
+    if style is None or style.name().lower() != "fusion":
+        app.setStyle("Fusion")     # setting it again re-polishes every widget: 70 ms for nothing
     if mode == "system":
         reported = system_scheme_dark()
         if reported is None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QRectF, Qt
-from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPainter, QPalette, QPixmap
+from PySide6.QtCore import QByteArray, QRectF, QSize, Qt
+from PySide6.QtGui import QGuiApplication, QIcon, QIconEngine, QPainter, QPalette, QPixmap
 from PySide6.QtSvg import QSvgRenderer
 
 HERE = Path(__file__).resolve().parent
@@ -56,23 +56,60 @@ def pixmap(name: str, size: int = 16, color: str | None = None) -> QPixmap:
 
 
 _cache: dict[tuple, QIcon] = {}
+_engines: list = []      # the Python engines stay alive as long as their icons can be used
+
+
+class _TintedIconEngine(QIconEngine):
+    """Renders an icon's SVG at the size and mode asked for, when first asked, then keeps
+    it: a theme switch re-tints a couple of hundred icons, and rendering every size of
+    every one up front (as ``addPixmap`` needs) took half a second of UI thread."""
+
+    def __init__(self, name: str, ink: str, dim: str):
+        super().__init__()
+        self.name, self.ink, self.dim = name, ink, dim
+        self._pixmaps: dict[tuple, QPixmap] = {}
+
+    def pixmap(self, size: QSize, mode: QIcon.Mode, state: QIcon.State) -> QPixmap:  # noqa: N802
+        side = max(1, min(size.width(), size.height()))
+        color = self.dim if mode == QIcon.Mode.Disabled else self.ink
+        key = (side, color)
+        pm = self._pixmaps.get(key)
+        if pm is None:
+            pm = pixmap(self.name, side, color)
+            self._pixmaps[key] = pm
+        return pm
+
+    def paint(self, painter: QPainter, rect, mode: QIcon.Mode, state: QIcon.State) -> None:
+        painter.drawPixmap(rect, self.pixmap(rect.size(), mode, state))
+
+    def actualSize(self, size: QSize, mode: QIcon.Mode, state: QIcon.State) -> QSize:  # noqa: N802
+        side = min(size.width(), size.height())
+        return QSize(side, side)
+
+    def availableSizes(self, mode=QIcon.Mode.Normal, state=QIcon.State.Off) -> list:  # noqa: N802
+        return [QSize(s, s) for s in _SIZES]
+
+    def clone(self) -> "QIconEngine":
+        twin = _TintedIconEngine(self.name, self.ink, self.dim)
+        _engines.append(twin)
+        return twin
 
 
 def icon(name: str) -> QIcon:
-    """A QIcon with normal and disabled modes in the current palette's colours."""
+    """A QIcon with normal and disabled modes in the current palette's colours (cached
+    per colour pair, so switching back to a theme costs nothing)."""
     key = (name, _ink(), _ink(True))
     cached = _cache.get(key)
     if cached is not None:
         return cached
-    ic = QIcon()
-    dim = QColor(_ink(True))
-    for s in _SIZES:
-        ic.addPixmap(pixmap(name, s), QIcon.Mode.Normal)
-        ic.addPixmap(pixmap(name, s, dim.name()), QIcon.Mode.Disabled)
+    _svg(name)      # an unknown name is a KeyError here, as before, not a blank icon later
+    engine = _TintedIconEngine(name, key[1], key[2])
+    _engines.append(engine)
+    ic = QIcon(engine)
     _cache[key] = ic
     return ic
 
 
 def clear_cache() -> None:
-    """Call after the palette changes; the next :func:`icon` call re-tints."""
-    _cache.clear()
+    """Kept for callers from before the cache was keyed by colour: icons in the new
+    palette's colours are made on the next :func:`icon` call either way."""

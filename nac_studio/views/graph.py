@@ -34,6 +34,7 @@ from ..graph_layout import GraphLayout, LayoutCancelled, layout_graph
 from ..graph_model import OP_CLASS_TITLES, OP_CLASSES, DataflowGraph, build_graph, detect_block_prefixes
 from ..peer_graph import dataflow_from_peer
 from ..widgets.graph_canvas import GraphCanvas, class_colors, edge_batches
+from ..widgets.task_indicator import ProgressStrip
 
 #: Above this many instructions the view opens with repeated blocks collapsed.
 COLLAPSE_BY_DEFAULT = 1500
@@ -247,11 +248,9 @@ class GraphView(QWidget):
         pal = self.status.palette()
         pal.setColor(QPalette.ColorRole.WindowText, pal.color(QPalette.ColorRole.PlaceholderText))
         self.status.setPalette(pal)
-        self.progress = QProgressBar(self)
+        self.progress = ProgressStrip(self)     # QProgressBar repaints synchronously (whole window)
         self.progress.setRange(0, 1000)
-        self.progress.setMaximumWidth(140)
-        self.progress.setMaximumHeight(12)
-        self.progress.setTextVisible(False)
+        self.progress.setFixedSize(140, 12)
         self.progress.hide()
         foot = QHBoxLayout()
         foot.setContentsMargins(0, 0, 8, 0)

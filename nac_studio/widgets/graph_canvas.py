@@ -728,23 +728,30 @@ class GraphCanvas(QWidget):
         return box.width() / lay.width, box.height() / lay.height
 
     def _render_minimap(self, size: QSize, pal: QPalette) -> QImage:
-        img = QImage(size, QImage.Format.Format_ARGB32_Premultiplied)
-        img.fill(pal.color(QPalette.ColorRole.Window))
+        """Every node as a block of pixels, written straight into the image with numpy
+        (a QRectF per node cost 50-90 ms on GPT-2's first paint and each theme switch)."""
+        w, h = size.width(), size.height()
         lay = self.layout_
+        bg = pal.color(QPalette.ColorRole.Window)
+        buf = np.empty((h, w), dtype=np.uint32)
+        buf.fill(bg.rgba())
         sx, sy = self._minimap_scales(size)
-        p = QPainter(img)
-        colors = class_colors(pal.color(QPalette.ColorRole.Window).lightness() < 128)
-        by_class: dict[str, list[QRectF]] = {}
-        for i, nd in enumerate(lay.graph.nodes):
-            x, y, w, h = lay.rect(i)
-            by_class.setdefault(nd.op_class, []).append(
-                QRectF(x * sx, y * sy, max(1.0, w * sx), max(1.0, h * sy)))
-        p.setPen(Qt.PenStyle.NoPen)
-        for cls, rects in by_class.items():
-            p.setBrush(colors[cls][1])
-            p.drawRects(rects)
-        p.end()
-        return img
+        colors = class_colors(bg.lightness() < 128)
+        if len(lay.pos):
+            x0 = np.clip(((lay.pos[:, 0] - lay.size[:, 0] / 2) * sx).astype(np.int64), 0, w - 1)
+            y0 = np.clip(((lay.pos[:, 1] - lay.size[:, 1] / 2) * sy).astype(np.int64), 0, h - 1)
+            x1 = np.clip(np.maximum(x0 + 1, ((lay.pos[:, 0] + lay.size[:, 0] / 2) * sx).astype(np.int64)), 1, w)
+            y1 = np.clip(np.maximum(y0 + 1, ((lay.pos[:, 1] + lay.size[:, 1] / 2) * sy).astype(np.int64)), 1, h)
+            cls_index = {c: k for k, c in enumerate(OP_CLASSES)}
+            palette = np.array([colors[c][1].rgba() for c in OP_CLASSES], dtype=np.uint32)
+            col = palette[np.array([cls_index.get(nd.op_class, len(OP_CLASSES) - 1) for nd in lay.graph.nodes])]
+            # boxes are a few pixels at minimap scale: one pass per pixel offset inside them
+            for dy in range(int((y1 - y0).max())):
+                for dx in range(int((x1 - x0).max())):
+                    m = (dy < y1 - y0) & (dx < x1 - x0)
+                    buf[y0[m] + dy, x0[m] + dx] = col[m]
+        img = QImage(buf.data, w, h, 4 * w, QImage.Format.Format_ARGB32).copy()
+        return img.convertToFormat(QImage.Format.Format_ARGB32_Premultiplied)
 
     # ------------------------------------------------------------------ export
     def render_image(self, max_side: int = 12000, scale: float = 1.0) -> QImage:
