@@ -53,6 +53,12 @@ def test_mic2_residual_block():
     np.testing.assert_allclose(out, np.maximum(x["X"] @ x["W"] + x["b"], 0) + x["X"], rtol=1e-5)
 
 
+def test_mic2_header_after_comments_is_sniffed():
+    data = b"# exported by a tool\n\n" + MIC2
+    assert detect(data[:4096], None) == "mind"
+    assert decode(data).problems == []
+
+
 def test_mic2_non_core_op_and_bad_header():
     f = decode(b"mic@2\nT0 f32 4\na X T0\ngelu 0\nO 1\n")
     assert [p.rule for p in f.problems] == ["unknown-op"]

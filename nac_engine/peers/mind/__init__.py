@@ -15,7 +15,7 @@ from ...format.spans import UNPARSED, Span
 from ..base import PeerEdge, PeerFile, PeerGraph, PeerNode
 from .errors import MindError
 from .ir import ALIAS, Instr, Module, TensorType
-from .parser import Parsed, parse
+from .parser import Parsed, is_mic2, parse
 from .verifier import RULES, verify_module
 
 FORMAT = "mind"
@@ -30,7 +30,7 @@ _KIND = {"Input": "input", "ConstI64": "const", "ConstF32": "const", "ConstF64":
 
 def sniff(head: bytes) -> bool:
     """``mic@2`` files have a header; ``.ir`` text has no magic and is found by extension."""
-    return head.lstrip()[:5] == b"mic@2"
+    return is_mic2(head)
 
 
 class MindFile(PeerFile):

@@ -525,8 +525,17 @@ class Parsed:
         self.problems = problems
 
 
+def is_mic2(head: bytes) -> bool:
+    """The first line that is not blank or a ``#`` comment is ``mic@2`` (looks at 4 KiB at most)."""
+    for line in head[:4096].split(b"\n"):
+        text = line.split(b"#", 1)[0].strip()
+        if text:
+            return text == b"mic@2"
+    return False
+
+
 def parse(data: bytes, strict: bool = False) -> Parsed:
-    if data[:5] == b"mic@2" or data.lstrip()[:5] == b"mic@2":
+    if is_mic2(data):
         from .mic2 import parse_mic2
         return parse_mic2(data, strict)
     mod = Module(instrs=[], outputs=[], dialect="spec")
