@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ..format.model import Header, InputName, Instruction, NacFile, Parameter, TensorMeta
-from ..isa.optable import OP_INPUT, OP_OUTPUT
+from ..isa.optable import OP_CONTROL_FLOW, OP_INPUT, OP_OUTPUT
 from .canonicalize import CanonicalOp
 from .errors import CompileError
 from .graph import Graph, Node, spec_nbytes
@@ -61,7 +61,19 @@ def emit(graph: Graph, ops: list[CanonicalOp], *, version: str, weights_internal
     canon = {op.node.id: op for op in ops}
     order: list[Node] = list(graph.inputs)
     placed = {n.id for n in order}
-    for node in graph.nodes:
+    for pos, node in enumerate(graph.nodes):
+        if node.kind == "control":
+            # <CONTROL_FLOW>: every parameter its blocks read loads before it (a load inside one
+            # block would be a placeholder for the other, control_flow.py)
+            for later in graph.nodes[pos + 1:]:
+                for src in later.inputs():
+                    if src.kind == "param" and src.id not in placed:
+                        order.append(src)
+                        placed.add(src.id)
+        if node.kind in ("control", "branch_return"):
+            order.append(node)
+            placed.add(node.id)
+            continue
         if node.kind != "op":
             continue
         for a in canon[node.id].args:
@@ -71,10 +83,11 @@ def emit(graph: Graph, ops: list[CanonicalOp], *, version: str, weights_internal
         order.append(node)
         placed.add(node.id)
     for out in graph.outputs:          # a parameter returned as is, read by no op
-        if out.id not in placed:
+        if out.id not in placed and not any(n.kind == "control" for n in order):
             order.append(out)
             placed.add(out.id)
-    n_instr = len(order) + 1
+    branched = any(n.kind == "control" for n in order)
+    n_instr = len(order) + (0 if branched else 1)     # each block ends with its own <OUTPUT>
     if n_instr - 1 > U16_MAX:
         raise CompileError(f"{n_instr} instructions: MMAP ticks and DATA input indices are u16, so a program "
                            f"can have at most {U16_MAX + 1}", stage="emit")
@@ -101,12 +114,20 @@ def emit(graph: Graph, ops: list[CanonicalOp], *, version: str, weights_internal
             nac.params[pid] = Parameter(pid, node.name, meta, _payload=arr, data_length=arr.nbytes, _file=nac)
             nac.tensor_order.append(pid)
             instructions.append(Instruction(i, OP_INPUT, 1, (1, pid), None))
+        elif node.kind == "control":
+            t_end, f_end = tick_of[node.target.true_end.id], tick_of[node.target.false_end.id]
+            instructions.append(Instruction(i, OP_CONTROL_FLOW, 0, (3, t_end - i, f_end - t_end),
+                                            (_offset(tick_of[node.args[0].id], i, "<CONTROL_FLOW>"),)))
+        elif node.kind == "branch_return":
+            d = tuple(_offset(tick_of[n.id], i, "<OUTPUT>") for n in node.args)
+            instructions.append(Instruction(i, OP_OUTPUT, 0, (len(d),) + (0,) * len(d), d))
         else:
             instructions.append(_regular(i, canon[node.id], tables, tick_of))
         out.value_nbytes[i] = spec_nbytes(node.spec)
-    last = len(order)
-    d = tuple(_offset(tick_of[n.id], last, "<OUTPUT>") for n in graph.outputs)
-    instructions.append(Instruction(last, OP_OUTPUT, 0, (len(d),) + (0,) * len(d), d))
+    if not branched:
+        last = len(order)
+        d = tuple(_offset(tick_of[n.id], last, "<OUTPUT>") for n in graph.outputs)
+        instructions.append(Instruction(last, OP_OUTPUT, 0, (len(d),) + (0,) * len(d), d))
     nac.instructions = instructions
     nac.cmap = dict(tables.cmap)
     nac.perms = dict(tables.perms)

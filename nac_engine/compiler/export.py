@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable, Optional
 import torch
 
 from . import export_hints as hints
+from .control_flow import is_cond
 from .errors import CompileError
 from .graph import Graph, Node, spec_of_value
 
@@ -248,14 +249,18 @@ def to_graph(ep) -> Graph:
         if fx.op == "output":
             results = fx.args[0]
             break
+        if fx.op == "get_attr" and isinstance(getattr(ep.graph_module, fx.target, None), torch.fx.GraphModule):
+            env[fx.name] = getattr(ep.graph_module, fx.target)     # a torch.cond branch
+            continue
         if fx.op != "call_function":
             raise CompileError(f"graph node {fx.name!r} ({fx.op} {fx.target}) is not a function call: control "
                                f"flow and submodules (torch.cond, map, ...) are not supported", stage="export",
                                source=_fx_source(fx))
-        if isinstance(fx.target, torch._ops.HigherOrderOperator):
+        if isinstance(fx.target, torch._ops.HigherOrderOperator) and not is_cond(fx.target):
             raise CompileError(f"{fx.target.__name__} at {fx.name!r}: higher-order ops (control flow, "
                                f"wrap_with_*) are not supported by NAC", stage="export", source=_fx_source(fx))
-        if not isinstance(fx.target, torch._ops.OpOverload) and fx.target is not operator.getitem:
+        if not isinstance(fx.target, torch._ops.OpOverload) and fx.target is not operator.getitem \
+                and not is_cond(fx.target):
             raise CompileError(f"{fx.name!r} calls {getattr(fx.target, '__name__', fx.target)}, which is "
                                f"neither an ATen op nor getitem (symbolic shape arithmetic? export with "
                                f"static shapes)", stage="export", source=_fx_source(fx))

@@ -14,12 +14,14 @@ import torch
 
 from ..format.input_signature import set_input_signature
 from ..format.source_map import set_source_map
+from ..isa.optable import OP_CONTROL_FLOW
 from .canonicalize import canonicalize
 from .debug_info import full_stack_traces, fx_sources, input_specs, source_entries
 from .emit import emit
 from .errors import CompileError
 from .export import decompose_program, decomposition_for, to_graph, trace_program
 from .passes import optimize as run_passes
+from .control_flow import expand_control_flow
 from .passes.complex_pairs import complex_params_as_pairs
 from .report import CompileReport
 from .tensor_lists import regroup_error, regroup_problems
@@ -105,6 +107,9 @@ def compile_model(model, args=(), kwargs=None, *, optimize: bool = True, quantiz
         if problems:
             raise regroup_error(problems[0], stage="passes")
     complex_params_as_pairs(graph)               # DATA has no complex dtype: real pairs + view_as_complex
+    if expand_control_flow(graph):               # torch.cond -> <CONTROL_FLOW>, after the passes
+        report.warnings.append("torch.cond compiled to <CONTROL_FLOW> blocks (the code after it is in both); "
+                               "no MMAP schedule: the planner does not model branches")
     lap("passes")
     ops = canonicalize(graph)
     width = derive_d_model(model) if d_model is None else int(d_model)
@@ -136,7 +141,10 @@ def compile_model(model, args=(), kwargs=None, *, optimize: bool = True, quantiz
     set_input_signature(nac, signature)
     if entries is not None:
         set_source_map(nac, entries)
-    _schedule(nac, emitted.value_nbytes, mmap, preload_lookahead, report)
+    if any(i.a == OP_CONTROL_FLOW for i in nac.instructions):
+        nac.mmap = []                            # see control_flow.py: no plan across branches
+    else:
+        _schedule(nac, emitted.value_nbytes, mmap, preload_lookahead, report)
     lap("mmap")
 
     report.instructions = len(nac.instructions)
