@@ -217,7 +217,7 @@ class GraphView(QWidget):
         self.search.setPlaceholderText("Find op, parameter or v<tick>…")
         self.search.setClearButtonEnabled(True)
         self.search.setMaximumWidth(240)
-        self.search.addAction(_icon("search"), QLineEdit.ActionPosition.LeadingPosition)
+        self._search_icon = self.search.addAction(_icon("search"), QLineEdit.ActionPosition.LeadingPosition)
         self.search.returnPressed.connect(self.find_next)
         self.search.textChanged.connect(self._search_changed)
         bar.addWidget(self.search)
@@ -234,6 +234,7 @@ class GraphView(QWidget):
         export = QToolButton(self)
         export.setText("Export")
         export.setIcon(_icon("image"))
+        self._export_button = export
         export.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         export.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(export)
@@ -269,12 +270,23 @@ class GraphView(QWidget):
 
     def _toggle(self, bar: QToolBar, text: str, icon_name: str, checked: bool, tip: str) -> QAction:
         act = QAction(_icon(icon_name), text, self)
+        act.setProperty("iconName", icon_name)
         act.setCheckable(True)
         act.setChecked(checked)
         act.setToolTip(tip)
         act.toggled.connect(lambda _c: self.relayout())
         bar.addAction(act)
         return act
+
+    def retint(self) -> None:
+        """Re-draw the toolbar and search-field icons in the current palette (the main
+        window calls this on a theme switch)."""
+        for act in (self.act_params, self.act_consts, self.act_collapse):
+            act.setIcon(_icon(act.property("iconName")))
+        self.act_fit.setIcon(_icon("fit"))
+        self._search_icon.setIcon(_icon("search"))
+        self._export_button.setIcon(_icon("image"))
+        self.canvas.update()
 
     # ------------------------------------------------------------------ document
     def set_document(self, qdoc) -> None:
