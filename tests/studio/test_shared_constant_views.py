@@ -1,0 +1,23 @@
+"""Studio readable forms of a shared constant (issue 15 §1): the value as the op uses it, with
+the stored form beside it, in the properties panel as in the disassembly."""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from nac_studio.document import Selection  # noqa: E402
+from nac_studio.views.properties import PropertiesView  # noqa: E402
+
+
+def test_properties_show_a_dim_stored_as_float_as_the_int_it_is(qdoc_for, corpus_case, qtbot):
+    qdoc = qdoc_for(corpus_case("consts_mixed"))
+    view = PropertiesView(qdoc)
+    qtbot.addWidget(view)
+    qdoc.select(Selection("instruction", 8))          # aten.cat.default(v4, v7, 1.0)<TTA>
+    args = dict(dict(view.model.groups())["Arguments"])
+    dim = next(v for k, v in args.items() if k.startswith("2 · A"))
+    assert dim.endswith("= 1 (stored 1.0)")
+    qdoc.select(Selection("instruction", 1))          # nac.add(v0, 1.0): stored as used
+    args = dict(dict(view.model.groups())["Arguments"])
+    assert next(v for k, v in args.items() if k.startswith("1 · f")).endswith("= 1.0")
