@@ -162,8 +162,15 @@ def make_value(slot: InputSlotInfo, choice: InputChoice, tokenizer=None) -> Any:
     if mode == "text":
         if tokenizer is None:
             raise ValueError(f"{slot.label}: the file embeds no tokenizer")
-        ids = tokenizer.encode(choice.text).ids
-        dtype = choice.dtype if choice.dtype.startswith("int") else "int64"
+        ids = list(tokenizer.encode(choice.text).ids)
+        dtype = slot.dtype if slot.dtype and slot.dtype.startswith("int") else "int64"
+        if slot.shape is not None and len(slot.shape) == 2 and slot.shape[1] > 0:
+            # a file compiled for a fixed length (position tables are sliced at export): pad
+            # with the tokenizer's padding id, or cut, to the recorded length
+            n = int(slot.shape[1])
+            pad = next((i for i in (tokenizer.token_to_id(t) for t in ("[PAD]", "<pad>", "<|endoftext|>"))
+                        if i is not None), 0)
+            ids = ids[:n] + [pad] * max(0, n - len(ids))
         return np.asarray([ids], dtype=dtype)
     shape = choice.shape if choice.shape is not None else (list(slot.shape) if slot.shape is not None else None)
     if shape is None:

@@ -97,7 +97,9 @@ class InputRow:
             return
         ids = tok.encode(self.text.text()).ids
         shown = ", ".join(map(str, ids[:64])) + (" …" if len(ids) > 64 else "")
-        self.ids.setText(f"{len(ids)} ids: [{shown}]")
+        fixed = self.slot.shape[1] if self.slot.shape is not None and len(self.slot.shape) == 2 else None
+        note = f" → padded/cut to {fixed}" if fixed is not None and fixed != len(ids) else ""
+        self.ids.setText(f"{len(ids)} ids: [{shown}]{note}")
 
     def choice(self) -> InputChoice:
         m = self.mode.currentData()

@@ -5,6 +5,7 @@ reference compiler's files ask for inputs."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -143,3 +144,35 @@ def test_reference_compiler_file_asks_for_inputs(window, qtbot):
     dlg.accept()
     wait_stopped(qtbot, window)
     assert qdoc.doc.debug.state == "finished"
+
+
+def test_inputs_dialog_tokenises_text_for_a_file_with_a_tokenizer(window, qtbot):
+    bert = Path(__file__).resolve().parents[2] / "resources" / "models" / "demo_bert_tiny.nac"
+    if not bert.is_file():
+        pytest.skip("demo BERT missing")
+    qdoc = window.open_and_wait(bert)
+    s = qdoc.doc.debug
+    tok = s.tokenizer
+    assert tok is not None, "the demo BERT embeds its tokenizer"
+    window.commands.run("debug.inputs")
+    dlg = window.debug.inputs_dialog
+    row = next(r for r in dlg.rows if r.slot.name == "input_ids")
+    i = row.mode.findData("text")
+    assert i >= 0, "text mode is offered when the file embeds a tokenizer"
+    row.mode.setCurrentIndex(i)
+    row.text.setText("hello world")
+    ids = tok.encode("hello world").ids
+    assert row.ids.text().startswith(f"{len(ids)} ids: [{', '.join(map(str, ids))}")
+    mask = next(r for r in dlg.rows if r.slot.name == "attention_mask")
+    mask.mode.setCurrentIndex(mask.mode.findData("ones"))
+    dlg.accept()
+    assert not dlg.isVisible()
+    feeds = s.feeds()
+    fed = feeds[[sl.name for sl in s.slots].index("input_ids")]
+    length = row.slot.shape[1]                    # compiled for a fixed length: padded with [PAD]
+    assert fed.shape == (1, length)
+    np.testing.assert_array_equal(fed[0, :len(ids)], ids)
+    assert (fed[0, len(ids):] == tok.token_to_id("[PAD]")).all()
+    window.commands.run("debug.continue")
+    wait_stopped(qtbot, window)
+    assert s.state == "finished", s.error
