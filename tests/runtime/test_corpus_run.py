@@ -43,6 +43,19 @@ def test_corpus_case_matches_expected(case):
 
 
 @corpus
+def test_every_case_the_corpus_index_lists_is_run():
+    """The parametrised run covers every folder; this pins that INDEX.md's table (the cases added
+    later too: consts_mixed, arange_positions, split_getitem, transpose_kw, gelu_tanh_swish,
+    conv1d_pool and their __torch2.13 / __v1.6 variants) is exactly what is run."""
+    index = (CORPUS / "nac" / "INDEX.md").read_text()
+    listed = {ln.split("|")[1].strip() for ln in index.splitlines()
+              if ln.startswith("| ") and not ln.startswith("| case") and not ln.startswith("|---")}
+    assert listed == {c.name for c in CASES}
+    assert {"consts_mixed", "consts_mixed__torch2.13", "consts_mixed__v1.6", "transpose_kw__torch2.13",
+            "split_getitem__v1.6", "conv1d_pool__v1.6", "gelu_tanh_swish", "arange_positions__v1.6"} <= listed
+
+
+@corpus
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
 def test_feeds_go_to_the_instructions_status_names(case):
     path, status, feeds, _ = load_case(case)
