@@ -215,6 +215,13 @@ def _readable(ins: Instruction, t: Tables, input_names: dict,
                 coerced_notes.append(f"arg {len(args) + 1} stored as {_const_arg(cid, t)}")
                 args.append(used)
             else:
+                if coerced_notes is not None and const is not None and code in CODE_TYPES \
+                        and is_scalar(const.value):
+                    try:
+                        as_used(const.value, code)
+                    except InexactCoercion as e:
+                        coerced_notes.append(f"arg {len(args) + 1}: {const.value!r} is not usable as "
+                                             f"{e.wanted.__name__} (the interpreter refuses it)")
                 args.append(_const_arg(cid, t))
             derived.append(_LITERAL_CODE.get(const.type, "c") if const else "c")
     text = head + f"{op}(" + ", ".join(args) + ")"

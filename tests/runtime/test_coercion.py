@@ -89,6 +89,14 @@ def test_inexact_dim_by_signature_names_tick_argument_and_types(tmp_path):
     assert "argument 2" in msg and "float" in msg and "int" in msg and "1.5" in msg
 
 
+def test_dis_flags_an_inexact_constant_and_still_reencodes(tmp_path):
+    with _one_op(tmp_path, "aten.cat.default", "TTA", [(FLOAT, 1.5)], n_refs=2) as nac:
+        text = disassemble(nac)
+        line = next(ln for ln in text.splitlines() if ln.startswith("v1 ="))
+        assert "aten.cat.default(v0, v0, 1.5)<TTA>" in line and "1.5 is not usable as int" in line
+        assert write(assemble(text)) == (tmp_path / "p.nac").read_bytes()
+
+
 def test_inexact_dim_by_schema_names_tick_argument_and_types(tmp_path):
     with _one_op(tmp_path, "aten.cat.default", "TTf", [(FLOAT, 1.5)], n_refs=2) as nac:
         with pytest.raises(CoercionError) as err:
