@@ -41,6 +41,7 @@ from nac_engine.isa.optable import OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP
 
 from .document import Selection
 from .graph_labels import node_attributes
+from .module_groups import module_block_ticks
 
 # --------------------------------------------------------------------------- op classes
 #: Colour classes, in legend order.
@@ -134,7 +135,12 @@ def block_prefix(param_name: str) -> Optional[tuple[str, str, int]]:
 
 
 def detect_block_prefixes(nac: NacFile) -> list[str]:
-    """Prefixes of repeated blocks: stems seen with at least two different indices."""
+    """Prefixes of repeated blocks: stems seen with at least two different indices. From
+    the source map's module paths when the file has one (:mod:`module_groups`), else from
+    parameter names."""
+    modules = module_block_ticks(nac)
+    if modules:
+        return list(modules)
     by_stem: dict[str, dict[int, str]] = {}
     for p in nac.params.values():
         bp = block_prefix(p.name)
@@ -185,10 +191,11 @@ def block_intervals(nac: NacFile, prefixes: Iterable[str]) -> list[Block]:
             loads.setdefault(ins.c[1], []).append(ins.index)
     consumers = _consumers(nac)
     blocks = []
+    modules = module_block_ticks(nac) or {}
     for prefix in wanted:
         dotted = prefix + "."
         pids = [p.id for p in nac.params.values() if p.name.startswith(dotted) or p.name == prefix]
-        ticks = []
+        ticks = list(modules.get(prefix, ()))       # what the compiler recorded for the module
         for pid in pids:
             for t in loads.get(pid, ()):
                 ticks.append(t)

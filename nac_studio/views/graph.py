@@ -210,8 +210,9 @@ class GraphView(QWidget):
         self.act_params = self._toggle(bar, "Weights", "param", True, "Show parameter loads as nodes")
         self.act_consts = self._toggle(bar, "Constants", "constant", False, "Show constant arguments as nodes")
         self.act_collapse = self._toggle(bar, "Blocks", "layout", False,
-                                         "Collapse repeated blocks (by parameter-name prefix, e.g. "
-                                         "encoder.layer.3); double-click a block to open it")
+                                         "Collapse repeated blocks (modules from the file's source map, "
+                                         "else parameter-name prefixes, e.g. encoder.layer.3); "
+                                         "double-click a block to open it")
         bar.addSeparator()
         self.search = QLineEdit(self)
         self.search.setPlaceholderText("Find op, parameter or v<tick>…")
