@@ -6,7 +6,8 @@ decoder models export without key/value-cache outputs (a returned cache is no te
 store), and the build says so in its notes.
 
 Example inputs fit the model: token ids (plus ``decoder_input_ids`` for an encoder-decoder such
-as T5, whose decoder needs them), pixels at the config's image size, or audio samples — by
+as T5, whose decoder needs them), pixels at the config's image size, Whisper's log-mel frames
+(exactly what its encoder takes), or audio samples — by
 default enough for ``seq_len`` frames after the feature extractor's conv stack, and an explicit
 ``seq_len`` too short for that stack is refused naming ``--seq-len`` and the minimum.
 """
@@ -157,8 +158,23 @@ def example_inputs(model: Any, *, batch: int = 1, seq_len: Optional[int] = None,
         if not explicit and need is not None:
             seq_len = audio_min_samples(config, seq_len)
         return {"input_values": torch.randn(batch, seq_len, generator=gen)}
+    if main == "input_features":
+        # log-mel frames (Whisper): the encoder takes exactly 2 x max_source_positions frames (its
+        # convolution stride is 2), so --seq-len does not apply
+        mels = int(getattr(config, "num_mel_bins", 80) or 80)
+        frames = 2 * int(getattr(config, "max_source_positions", 1500) or 1500)
+        out = {"input_features": torch.randn(batch, mels, frames, generator=gen)}
+        if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in accepted:
+            vocab = int(getattr(config, "vocab_size", 2) or 2)
+            out["decoder_input_ids"] = torch.randint(0, vocab, (batch, min(seq_len, _target_positions(config))),
+                                                     generator=gen)
+        return out
     raise CompileError(f"no example inputs for main input {main!r}; compile it from Python with "
                        f"nac_engine.compile(model, args)", stage="hf")
+
+
+def _target_positions(config: Any) -> int:
+    return int(getattr(config, "max_target_positions", 0) or 0) or 1 << 30
 
 
 def build(path: str, *, model_class: str = "AutoModel", random_weights: bool = False, seed: int = 0,

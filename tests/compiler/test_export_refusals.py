@@ -132,6 +132,26 @@ def test_audio_too_short_names_seq_len(tmp_path):
     assert hf.build(path, seq_len=20).kwargs["input_values"].shape == (1, 20)
 
 
+WHISPER = dict(model_type="whisper", vocab_size=64, num_mel_bins=8, encoder_layers=1, decoder_layers=1,
+               encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=16, decoder_ffn_dim=16,
+               d_model=16, max_source_positions=8, max_target_positions=16, decoder_start_token_id=1,
+               pad_token_id=0, bos_token_id=1, eos_token_id=2)
+
+
+def test_whisper_config_gets_its_mel_frames_and_decoder_ids(tmp_path):
+    m = hf.build(_config(tmp_path, "whisper", WHISPER), seq_len=5)
+    assert m.kwargs["input_features"].shape == (1, 8, 16)       # num_mel_bins x 2 * max_source_positions
+    assert m.kwargs["decoder_input_ids"].shape == (1, 5)
+    c = compile_and_check(m.model, (), m.kwargs)
+    assert max(c.rel_errors) <= 1e-4
+
+
+def test_generated_code_is_never_the_users_line():
+    from nac_engine.compiler.export import _is_internal
+    assert _is_internal("<eval_with_key>.5") and _is_internal("<string>")
+    assert not _is_internal(HERE)
+
+
 def test_hf_turns_the_cache_off_and_says_so(tmp_path, capsys):
     cfg = dict(model_type="gpt2", vocab_size=50, n_embd=16, n_layer=1, n_head=2, n_positions=32,
                bos_token_id=0, eos_token_id=0, use_cache=True)
