@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel,
+from PySide6.QtWidgets import (QSizePolicy, QAbstractItemView, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel,
                                QMenu, QSpinBox, QSplitter, QTableView, QTabWidget, QTextBrowser, QToolButton,
                                QVBoxLayout, QWidget)
 
@@ -189,6 +189,8 @@ class HardwareView(QWidget):
         self.axis.setToolTip("x axis: cycles of the clock, or ticks (instructions)")
         self.axis.activated.connect(lambda _i: self.set_x_mode(self.axis.currentText()))
         self.compare = QComboBox(self)
+        self.compare.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.compare.setMinimumContentsLength(14)
         self.compare.setToolTip("Compare with an earlier run: per-instruction deltas")
         self.compare.activated.connect(lambda _i: self._compare_chosen())
         export = QToolButton(self)
@@ -206,9 +208,11 @@ class HardwareView(QWidget):
         bar.addStretch(1)
         self.status = QLabel("", self)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)   # long text never widens the dock
         self.error = QLabel("", self)
         self.error.setStyleSheet("color: #c62828;")
         self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)   # long text never widens the dock
         self.error.hide()
         self.legend = QLabel("  ".join(f"<span style='color:{c}'>■</span> {k}" for k, c in STALL_COLORS.items()),
                              self)

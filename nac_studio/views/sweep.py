@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QSplitter,
+from PySide6.QtWidgets import (QSizePolicy, QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QSplitter,
                                QTableWidget, QTableWidgetItem, QToolButton, QVBoxLayout, QWidget)
 
 from ..qt_document import rebind
@@ -34,7 +34,7 @@ class _NumberItem(QTableWidgetItem):
         super().__init__(text)
         self.value = value
         if isinstance(value, (int, float)):
-            self.setTextAlignment(int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter))
+            self.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
     def __lt__(self, other):
         a, b = self.value, getattr(other, "value", None)
@@ -86,6 +86,7 @@ class SweepView(QWidget):
         self.status = QLabel("", self)
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)   # long text never widens the dock
         self.table = QTableWidget(0, 0, self)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)

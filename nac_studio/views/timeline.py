@@ -21,7 +21,7 @@ from typing import Optional
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QLabel, QSpinBox, QToolButton,
+from PySide6.QtWidgets import (QSizePolicy, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QLabel, QSpinBox, QToolButton,
                                QVBoxLayout, QWidget)
 
 from ..document import Selection
@@ -58,8 +58,10 @@ class TimelineView(QWidget):
         self.items: dict = {}
         self.status = QLabel("", self)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)   # long text never widens the dock
         self.summary = QLabel("", self)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)   # long text never widens the dock
         self.planners_box = QCheckBox("Planners", self)
         self.planners_box.setToolTip("Re-plan the program with every planner and compare resident bytes")
         self.planners_box.toggled.connect(self._planners_toggled)
