@@ -180,3 +180,29 @@ def spread_titles(boxes: list[tuple[float, float, float, float]]) -> list[int]:
         kept.append(i)
         placed.append((x, y, w, h))
     return kept
+
+
+# --------------------------------------------------------------------------- fan-out bundles
+BUNDLE_MIN = 4         # a value read by at least this many nodes...
+BUNDLE_SPAN = 4        # ...over edges longer than this many layers is drawn as one bundle
+
+
+def fanout_bundles(edges: np.ndarray, layer: np.ndarray) -> dict[int, tuple[int, list[int]]]:
+    """Sources whose value fans out far (a causal mask read by every block): source node ->
+    (the edge still drawn whole: its shortest, [edges drawn as a short labelled stub into
+    their consumer instead]). Twelve parallel lines down the graph become one line, a
+    ``×12`` count on the source and a stub naming it at each reader (Model Explorer draws
+    such edges the same way)."""
+    out: dict[int, tuple[int, list[int]]] = {}
+    if not len(edges):
+        return out
+    span = layer[edges[:, 1]] - layer[edges[:, 0]]
+    srcs, counts = np.unique(edges[:, 0], return_counts=True)
+    for src in srcs[counts >= BUNDLE_MIN].tolist():
+        e = np.nonzero(edges[:, 0] == src)[0]
+        long_ = e[span[e] > BUNDLE_SPAN]
+        if len(long_) < BUNDLE_MIN - 1:
+            continue
+        kept = int(e[np.argmin(span[e])])
+        out[int(src)] = (kept, [int(x) for x in long_.tolist() if x != kept])
+    return out

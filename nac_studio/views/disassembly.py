@@ -553,6 +553,12 @@ class DisassemblyView(QWidget):
         self.table.setColumnWidth(COL_ARGS, ch * 72)
         self.table.setColumnWidth(COL_SIG, ch * 10)
         self.table.setColumnWidth(COL_OFFSET, ch * 12)
+        # Arguments takes what is left and MMAP keeps room for a tick's usual commands
+        # ("FREE v0, FREE v1, PRELOAD v5"): a narrow dock no longer cuts the MMAP column off
+        hh = self.table.horizontalHeader()
+        hh.setStretchLastSection(False)
+        hh.setSectionResizeMode(COL_ARGS, QHeaderView.ResizeMode.Stretch)
+        self.table.setColumnWidth(COL_MMAP, ch * 34)
         self.table.setIconSize(QSize(8, 8))
 
     # -- document -------------------------------------------------------------------------

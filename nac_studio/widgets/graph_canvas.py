@@ -38,7 +38,7 @@ from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QImage, QMouseEvent, QP
                            QPalette, QPen, QPixmap, QPolygonF, QWheelEvent)
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from ..graph_labels import Frame, block_frames, spread_titles, visible_labels
+from ..graph_labels import Frame, block_frames, fanout_bundles, spread_titles, visible_labels
 from ..graph_layout import GraphLayout
 from ..graph_model import OP_CLASSES
 
@@ -55,6 +55,7 @@ FIT_MIN_SCALE = 0.32   # Fit never goes below this (boxes keep a short label); i
 TEXT_PX_MAX = 12.0     # on-screen label size at zoom >= 1
 TEXT_PX_MIN = 8.0      # labels are never drawn smaller; a box too small for them shows none
 TITLE_PX = 11.0        # block / frame titles, the same size at every zoom
+STUB_LENGTH = 22.0     # a bundled fan-out edge ends in a stub this long into its reader
 MINIMAP_MAX = QSize(140, 180)
 
 #: (fill, outline, badge) of one node in an overlay layer; ``None`` leaves that part as is.
@@ -107,6 +108,7 @@ class GraphCanvas(QWidget):
         self._overlay_nodes: Optional[dict[int, list[OverlayStyle]]] = None   # resolved, per layout
         self._overlay_version = 0
         self.frames: list[Frame] = []         # expanded blocks, drawn as titled frames
+        self.bundles: dict[int, tuple[int, list[int]]] = {}    # fan-out source -> (kept edge, stubbed edges)
         self._base: Optional[QPixmap] = None  # everything but selection marks, for the current view
         self._base_key = None
         self._fonts: dict[int, QFont] = {}
@@ -132,6 +134,7 @@ class GraphCanvas(QWidget):
         self._overlay_nodes = None
         self._overlay_version += 1
         self.frames = block_frames(layout.graph, layout.pos, layout.size) if layout is not None else []
+        self.bundles = fanout_bundles(layout.graph.edges, layout.layer) if layout is not None else {}
         self._edge_batches = batches if batches is not None else edge_batches(layout)
         self._minimap = None
         if layout is not None and not keep_view:
@@ -339,6 +342,39 @@ class GraphCanvas(QWidget):
                              Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft, self.message)
         painter.end()
 
+    def _paint_bundle_labels(self, painter: QPainter, pal: QPalette, rect: QRectF, texts: list) -> None:
+        """``×12`` beside a bundled source, and its short name above each stub."""
+        lay = self.layout_
+        if not self.bundles:
+            return
+        font = self._font_px(TEXT_PX_MIN + 1)
+        fm = QFontMetricsF(font)
+        painter.setFont(font)
+        ink = QColor(pal.color(QPalette.ColorRole.Text))
+        ink.setAlphaF(0.75)
+        edges = lay.graph.edges
+        for src, (_kept, rest) in self.bundles.items():
+            name = lay.graph.nodes[src].label
+            x, y, w, h = lay.rect(src)
+            if rect.intersects(QRectF(x, y, w, h + 40)):
+                p = self.scene_to_screen(x + w, y + h)
+                count = f"×{int((edges[:, 0] == src).sum())}"      # every reader, near ones too
+                r = QRectF(p.x() + 3, p.y() - fm.height(), fm.horizontalAdvance(count) + 4, fm.height())
+                painter.setPen(ink)
+                painter.drawText(r, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, count)
+                texts.append((count, r))
+            if self.scale * STUB_LENGTH < fm.height() + 2:
+                continue           # the stub is too short on screen to carry a name
+            for e in rest:
+                ex, ey = (float(v) for v in lay.edge_points[e][-1])
+                if not rect.contains(QPointF(ex, ey - STUB_LENGTH)):
+                    continue
+                p = self.scene_to_screen(ex, ey - STUB_LENGTH)
+                label = fm.elidedText(name, Qt.TextElideMode.ElideMiddle, 110)
+                r = QRectF(p.x() + 3, p.y() - 1, fm.horizontalAdvance(label) + 4, fm.height())
+                painter.drawText(r, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, label)
+                texts.append((label, r))
+
     def _font_px(self, px: float, bold: bool = False) -> QFont:
         k = int(round(px * 2)) * (2 if bold else 1) + (1 if bold else 0)
         f = self._fonts.get(k)
@@ -412,6 +448,7 @@ class GraphCanvas(QWidget):
             painter.drawText(r.adjusted(4, 0, -4, 0), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
                              tfm.elidedText(text, Qt.TextElideMode.ElideRight, r.width() - 8))
             texts.append((text, r))
+        self._paint_bundle_labels(painter, pal, rect, texts)
         # node labels where they fit
         px = self.label_px()
         font = self._font_px(px)
@@ -427,7 +464,7 @@ class GraphCanvas(QWidget):
             th = sh - 6 * self.scale if nd.composition else sh
             inner = sw - 12 * min(1.0, self.scale) - (4 if nd.params and nd.kind != "group" else 0)
             label = nd.label if nd.kind != "group" else nd.op
-            two = nd.detail and th >= fm.height() + sm.height() + 2
+            two = nd.detail and th >= fm.height() + sm.height() - 1     # lines may touch, not overlap
             painter.setPen(fg)
             painter.setFont(font)
             text = fm.elidedText(label, Qt.TextElideMode.ElideMiddle, inner)
@@ -937,13 +974,23 @@ def edge_batches(lay: Optional[GraphLayout]) -> list:
     out: list = []
     if lay is None or not len(lay.edge_points):
         return out
+    # a value read far down the graph by many nodes: one edge, and a stub into each other reader
+    stubbed = {e for _kept, rest in fanout_bundles(lay.graph.edges, lay.layer).values() for e in rest}
     top = np.array([p[:, 1].min() for p in lay.edge_points])
-    order = np.argsort(top, kind="stable")
+    order = [e for e in np.argsort(top, kind="stable").tolist() if e not in stubbed]
     for start in range(0, len(order), EDGE_BATCH):
         path = QPainterPath()
         heads = QPainterPath()
         for e in order[start:start + EDGE_BATCH]:
             _add_edge(path, heads, lay.edge_points[e], bool(lay.edge_routed[e]))
+        out.append((path.boundingRect().adjusted(-4, -4, 4, 4), path, heads))
+    stubs = sorted(stubbed, key=lambda e: float(lay.edge_points[e][-1, 1]))
+    for start in range(0, len(stubs), EDGE_BATCH):
+        path = QPainterPath()
+        heads = QPainterPath()
+        for e in stubs[start:start + EDGE_BATCH]:
+            x, y = (float(v) for v in lay.edge_points[e][-1])
+            _add_edge(path, heads, np.array([[x, y - STUB_LENGTH], [x, y]]), True)
         out.append((path.boundingRect().adjusted(-4, -4, 4, 4), path, heads))
     return out
 

@@ -10,6 +10,7 @@ import pytest  # noqa: E402
 from PySide6.QtCore import QRectF  # noqa: E402
 
 from nac_studio.document import Document, Selection  # noqa: E402
+from nac_studio.graph_labels import BUNDLE_SPAN  # noqa: E402
 from nac_studio.graph_model import OP_CLASSES  # noqa: E402
 from nac_studio.qt_document import QtDocument  # noqa: E402
 from nac_studio.views.graph import GraphView  # noqa: E402
@@ -129,3 +130,44 @@ def test_legend_lists_every_class_present_even_when_narrow(qtbot, gpt2_view):
     assert [c for c, _r in rects] == [c for c in OP_CLASSES if c in present]
     for _c, r in rects:           # every chip inside the legend: wrapped, not cut off
         assert r.right() <= v.legend.width() and r.bottom() <= v.legend.height() + 1
+
+
+def _fanout_doc() -> QtDocument:
+    """``x`` read by twenty adds down a chain: a causal mask read by every block, in small."""
+    from nac_engine.isa.asm import assemble
+    lines = [".version 1.8", ".ops", "v0 = input x", "v1 = input y"]
+    for k in range(2, 22):
+        lines.append(f"v{k} = nac.add(v{k - 1}, v0)")
+    lines.append("v22 = return v21")
+    return QtDocument(Document(assemble("\n".join(lines) + "\n")))
+
+
+def test_a_value_read_far_down_by_many_nodes_is_one_bundled_edge(qtbot):
+    qd = _fanout_doc()
+    v = GraphView(None)
+    qtbot.addWidget(v)
+    v.resize(800, 700)
+    v.show()
+    try:
+        with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
+            v.set_document(qd)
+        c = v.canvas
+        src = int(v.shown.node_of_tick[0])
+        assert list(c.bundles) == [src]
+        kept, rest = c.bundles[src]
+        edges = v.shown.edges
+        assert int((edges[:, 0] == src).sum()) == 20
+        span = v.layout_.layer[edges[:, 1]] - v.layout_.layer[edges[:, 0]]
+        long_ = {e for e in range(len(edges)) if edges[e, 0] == src and span[e] > BUNDLE_SPAN}
+        assert kept not in rest and set(rest) == long_ - {kept} and len(rest) >= 12
+        # every reader still has an arrow: the stubs are in the edge batches
+        n_paths = sum(path.elementCount() > 0 for _b, path, _h in c._edge_batches)
+        assert n_paths >= 2
+        c.center_on(src, zoom=1.0)
+        assert any(t == "×20" for t, _r in _paint(v))
+        c.center_on(int(v.shown.node_of_tick[15]), zoom=1.0)
+        assert any(t == "x" for t, _r in _paint(v))      # the stub into a far reader names the source
+    finally:
+        v.set_document(None)
+        qd.tasks.shutdown(wait=True)
+        qd.close()
