@@ -135,25 +135,56 @@ def cmd_dis(args) -> int:
 
 
 def cmd_asm(args) -> int:
-    from .format.writer import write
+    from .format.writer import atomic_write, encode
     from .isa.asm import assemble
     from .isa.textops import TextError
     try:
         with open(args.text, encoding="utf-8") as fh:
             text = fh.read()
+    except UnicodeDecodeError as e:
+        raise CliError(f"{args.text}: not UTF-8 text (byte {e.start}: {e.reason}); save it as UTF-8") from None
     except OSError as e:
         raise CliError(f"{args.text}: {e.strerror or e}") from None
     try:
         nac = assemble(text, weights=args.weights)
-        data = write(nac, args.output)
+        data = encode(nac)
     except TextError as e:
         raise CliError(f"{args.text}: {e}") from None
     except LookupError as e:
         raise CliError(str(e).strip("'\"")) from None
     except (NacEncodeError, NacFormatError) as e:
         raise CliError(str(e)) from None
+    except (ValueError, OverflowError) as e:     # the assembler's own checks, in the user's terms
+        raise CliError(f"{args.text}: {e}") from None
+    _check_assembled(data, args)
+    atomic_write(args.output, data)
     print(f"{args.output}: {len(data):,} bytes, {len(nac.instructions)} instructions")
     return EXIT_OK
+
+
+def _check_assembled(data: bytes, args) -> None:
+    """asm checks what it writes: the bytes must read back, and (unless --allow-problems) verify
+    clean, so an edit such as a duplicated .tensor or a schedule entry past the last instruction
+    is refused here rather than discovered by the next tool."""
+    from .format.reader import read
+    from .format.verify import verify
+    try:
+        read(data).close()
+    except NacFormatError as e:
+        raise CliError(f"{args.text}: the assembled file would not read back: {e}; nothing written") from None
+    if args.allow_problems:
+        return
+    nac = read(data, strict=False)
+    if not nac.header.weights_internal:
+        nac.weights_path = os.path.splitext(os.path.abspath(args.output))[0] + ".safetensors"
+    # external weights not yet beside the output are the user's next step, not an assembly fault
+    problems = [p for p in verify(nac) if not p.reason.startswith("weights are external and")]
+    if problems:
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise CliError(f"{args.text}: the assembled file does not verify: {first.section} @ {first.offset:#x}: "
+                       f"{first.reason}{more}; nothing written (--allow-problems writes it anyway)",
+                       EXIT_PROBLEMS)
 
 
 def cmd_span(args) -> int:
@@ -417,6 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("text")
     s.add_argument("-o", "--output", required=True)
     s.add_argument("--weights", metavar="FROM", help="original .nac or a .safetensors holding tensors by name")
+    s.add_argument("--allow-problems", action="store_true",
+                   help="write the file even when `nac verify` would report problems in it")
     s.set_defaults(func=cmd_asm)
 
     s = sub.add_parser("span", help="which field owns the byte at OFFSET")

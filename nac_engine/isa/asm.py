@@ -32,6 +32,21 @@ def assemble(text: str, weights=None) -> NacFile:
         src.close()
 
 
+def _plain(e: BaseException) -> str:
+    """An exception's message in the user's terms (Python's int-digit limit names a sys call)."""
+    text = str(e).strip("'\"")
+    if "integer string conversion" in text:
+        return "a number with thousands of digits is out of range for any field"
+    return text
+
+
+def _section_of(e: BaseException) -> str:
+    text = str(e)
+    if "fromhex" in text:
+        return ".bytecode"
+    return ".mep"
+
+
 class _WeightSource:
     def __init__(self, weights):
         self.nac: Optional[NacFile] = None
@@ -97,11 +112,13 @@ class _Assembler:
         self.header_keys: set = set()
 
     def run(self, text: str) -> NacFile:
-        nac = self.nac
+        self.section_lines: dict = {}
         for lineno, raw in enumerate(text.splitlines(), 1):
             line = strip_comment(raw).strip()
             if not line:
                 continue
+            if line.startswith((".mep", ".bytecode", ".proc", ".trailing")):
+                self.section_lines.setdefault(line.split()[0], lineno)
             try:
                 if line.startswith("."):
                     self._directive(line, lineno)
@@ -115,8 +132,20 @@ class _Assembler:
                     raise TextError(lineno, f"unexpected line outside a section: {line[:60]!r}")
             except TextError:
                 raise
-            except (ValueError, LookupError, KeyError, IndexError) as e:
-                raise TextError(lineno, str(e)) from None
+            except (ValueError, LookupError, KeyError, IndexError, OverflowError) as e:
+                raise TextError(lineno, _plain(e)) from None
+        try:
+            return self._finish()
+        except TextError:
+            raise
+        except (ValueError, LookupError, KeyError, IndexError, OverflowError) as e:
+            # whole-section work (ORCH bytecode, PROC/trailing hex) happens after the last line:
+            # name the section's first line
+            lineno = self.section_lines.get(_section_of(e), 0) or min(self.section_lines.values(), default=0)
+            raise TextError(lineno, _plain(e)) from None
+
+    def _finish(self) -> NacFile:
+        nac = self.nac
         tables = Tables(nac)
         for i, (lineno, line) in enumerate(self.ops_lines):
             nac.instructions.append(parse_instruction(line, i, tables, lineno=lineno, names_out=self.line_names))
@@ -132,8 +161,17 @@ class _Assembler:
         if "inputs" not in self.header_keys:
             nac.header.num_inputs = len(nac.input_names)
         if nac.orch is not None:
+            if self.mep_lines and self.bytecode_hex:
+                raise TextError(self.section_lines.get(".bytecode", 0),
+                                "ORCH bytecode is given twice (.mep lines and .bytecode hex): keep one")
             if self.mep_lines:
-                nac.orch.bytecode = encode_mep([parse_mep(ln) for _, ln in self.mep_lines])
+                parsed = []
+                for lineno, ln in self.mep_lines:
+                    try:
+                        parsed.append(parse_mep(ln))
+                    except (ValueError, LookupError, OverflowError) as e:
+                        raise TextError(lineno, _plain(e)) from None
+                nac.orch.bytecode = encode_mep(parsed)
             else:
                 nac.orch.bytecode = bytes.fromhex("".join(self.bytecode_hex))
         if self.proc_hex is not None:
@@ -162,7 +200,13 @@ class _Assembler:
         elif word == ".header":
             self._header(rest, lineno)
         elif word == ".layout":
-            nac.layout = rest.split()
+            known = ("MMAP", "OPS", "CMAP", "CNST", "PERM", "DATA", "PROC", "ORCH", "RSRC", "TRNG", "ARRS")
+            tags = rest.split()
+            unknown = [t for t in tags if t not in known]
+            if unknown or len(set(tags)) != len(tags):
+                raise TextError(lineno, f".layout lists {unknown[0][:20] if unknown else 'a section twice'!r}; "
+                                        f"sections are {' '.join(known)}, each at most once")
+            nac.layout = tags
         elif word == ".cmap":
             oid, name = rest.split(None, 1)
             nac.cmap[int(oid)] = parse_name(name)

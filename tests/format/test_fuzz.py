@@ -138,11 +138,11 @@ class _TooSlow(BaseException):
     """Raised by the per-mutant alarm; a BaseException so no `except Exception` swallows it."""
 
 
-def _lazy_paths(nac, lenient, size: int, feeds, deep: bool) -> None:
-    """Issue 15 §5: weights, tokenizer, dis, lint (and with ``deep`` run and sim) on one mutant."""
+def _lazy_paths(nac, lenient, size: int, feeds, deep: bool, clean: bool) -> None:
+    """Issue 15 §5: weights, tokenizer, dis, lint (and with ``deep`` run and sim) on one mutant.
+    ``clean``: verify found nothing, so no path may fail for a format reason."""
     from nac_engine.format.mmap_lint import check_schedule
     from nac_engine.isa.disasm import iter_disassembly
-    clean = not verify(lenient)
 
     def refused(stage: str, e: BaseException, allowed: tuple = ()) -> None:
         if isinstance(e, NacFormatError):
@@ -209,14 +209,15 @@ def check_mutant(mutant: bytes, feeds: tuple = (), lazy: bool = False, deep: boo
             _check_format_error(p, size)
         if nac is None:
             assert lenient.problems, "strict read failed but the lenient read reports no problem"
-        for p in verify(lenient):
+        problems = verify(lenient)
+        for p in problems:
             _check_format_error(p, size)
     except AssertionError:
         raise
     except Exception as e:   # noqa: BLE001
         raise AssertionError(f"lenient read/verify raised {type(e).__name__}: {e}") from e
     if lazy:
-        _lazy_paths(nac, lenient, size, feeds, deep and nac is not None)
+        _lazy_paths(nac, lenient, size, feeds, deep and nac is not None, clean=not problems)
     if nac is None:
         return "rejected"
     try:
