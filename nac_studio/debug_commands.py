@@ -51,6 +51,10 @@ class DebugController(QObject):
         self._timer = QTimer(self)
         self._timer.setInterval(100)
         self._timer.timeout.connect(self._update_status)
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.setInterval(0)
+        self._refresh_timer.timeout.connect(lambda: self.window.commands.refresh())
         self.label = QLabel(window)
         self.label.setObjectName("debugStatus")
         self.label.setToolTip("Debugger: state, why it stopped, time of the last action")
@@ -58,6 +62,11 @@ class DebugController(QObject):
         window.documentOpened.connect(self.attach)
         window.documentChanged.connect(lambda _q: (self._update_status(), self._mark_graph()))
         self._update_status()
+
+    def _refresh_soon(self) -> None:
+        """Re-evaluate the commands' enabled state once, after the current burst of changes
+        (a step announces several; each refresh evaluates every command's predicate)."""
+        self._refresh_timer.start()
 
     # -- documents -----------------------------------------------------------------------
     @property
@@ -72,6 +81,8 @@ class DebugController(QObject):
     def attach(self, qdoc) -> DebugSession:
         """Give ``qdoc`` its debug session, with what was saved for the file."""
         doc = qdoc.doc
+        if getattr(doc, "peer", None) is not None:     # a peer-format file: no program here to debug
+            return None
         if doc.debug is None:
             doc.debug = DebugSession(doc.nac, notify=doc.debug_changed)
             saved = self._load(doc.path)
@@ -107,7 +118,7 @@ class DebugController(QObject):
         if qdoc is self.window.active:
             self._update_status()
             self._mark_graph()
-            self.window.commands.refresh()
+            self._refresh_soon()
 
     def _mark_graph(self) -> None:
         """The execution point and breakpoints on the graph, through the canvas's overlay API."""
@@ -266,7 +277,7 @@ class DebugController(QObject):
         future.add_done_callback(lambda f, q=q: self._finished.emit(q, f))
         self._timer.start()
         self._update_status()
-        self.window.commands.refresh()
+        self._refresh_soon()
         return future
 
     def show_debug_panes(self) -> None:
@@ -294,7 +305,7 @@ class DebugController(QObject):
         if qdoc is self.qdoc:
             self._reveal(qdoc, s)
             self._update_status()
-            self.window.commands.refresh()
+            self._refresh_soon()
         self.actionDone.emit(qdoc)
 
     def _reveal(self, qdoc, s: DebugSession) -> None:

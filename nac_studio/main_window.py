@@ -623,8 +623,9 @@ class MainWindow(QMainWindow):
     def set_active(self, qdoc: Optional[QtDocument]) -> None:
         """Hand every view the document (``None``: no file open)."""
         self.active = qdoc
-        for view in self.views.values():
-            view.set_document(qdoc)
+        from .peer_views import document_for      # NAC-only panes get no document for a peer-format file
+        for name, view in self.views.items():
+            view.set_document(document_for(name, qdoc))
         self.stack.setCurrentWidget(self.graph if qdoc is not None else self.welcome)
         self._make_room_for_problems()
         self.tabs.setVisible(qdoc is not None)

@@ -6,8 +6,8 @@ span tree and byte buffer are the peer file's, so every byte-level view (hex, st
 problems) shows the peer file unchanged, and a NAC-only view finds no instructions, parameters
 or tables instead of crashing (the window covers those with "not available for this format").
 
-Selections are byte spans: a click anywhere in a peer file selects its top-level record (a MIND
-instruction line, a NEFF section…), ``Selection("span", path)``. The graph and the IR text view
+Selections are byte spans: a click anywhere in a peer file selects its record (a child of a
+top-level section — a MIND instruction line —, else the top-level span), ``Selection("span", path)``. The graph and the IR text view
 map those to their nodes and lines.
 
 ``program`` is the peer file converted to NAC (MIND only today, :mod:`nac_engine.peers.mind.convert`),
@@ -104,10 +104,7 @@ class PeerDocument(Document):
         leaf = root.span_at(offset)
         if leaf is None or leaf.parent is None:
             return Selection("offset", offset)
-        node = leaf
-        while node.parent is not None and node.parent.parent is not None:
-            node = node.parent
-        return Selection("span", node.path)
+        return Selection("span", record_of(leaf).path)
 
     def span_of(self, sel: Optional[Selection]) -> Optional[Span]:
         if sel is None:
@@ -126,10 +123,7 @@ class PeerDocument(Document):
     def owner_of(self, span: Optional[Span]) -> Optional[Selection]:
         if span is None or span.parent is None:
             return None
-        node = span
-        while node.parent is not None and node.parent.parent is not None:
-            node = node.parent
-        return Selection("span", node.path)
+        return Selection("span", record_of(span).path)
 
     def tick_of(self, sel: Optional[Selection]) -> Optional[int]:
         return None
@@ -164,6 +158,21 @@ class PeerDocument(Document):
         if span is None:
             return None
         return self.peer.data.count(b"\n", 0, span.offset) + 1
+
+
+def record_of(span: Span) -> Span:
+    """The record a byte belongs to: a child of a top-level ``section`` span (a MIND instruction
+    line), else the top-level span itself (a NEFF header, an hwx load command); a section
+    clicked in its own bytes (none of its records) is itself."""
+    chain = []
+    node = span
+    while node.parent is not None:
+        chain.append(node)
+        node = node.parent
+    top = chain[-1]
+    if top.type == "section" and len(chain) >= 2:
+        return chain[-2]
+    return top
 
 
 def open_any(path: str) -> Document:

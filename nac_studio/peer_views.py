@@ -31,6 +31,14 @@ PEER_PANES = frozenset({"structure", "hex", "problems", "graph", "ir_text"})
 _TITLES = {"mind": "MIND Core IR"}
 
 
+def document_for(pane: str, qdoc):
+    """What ``pane`` shows: the document, or ``None`` for a NAC-only pane while a peer file is active
+    (the pane is then covered with a note instead of computing anything for a file it cannot show)."""
+    if qdoc is None or pane in PEER_PANES or getattr(qdoc.doc, "peer", None) is None:
+        return qdoc
+    return None
+
+
 def file_filter() -> str:
     """``Supported files (*.nac *.ir …);;NAC models (*.nac);;MIND Core IR (*.ir …);;All files (*)``."""
     parts, every = [], ["*.nac"]

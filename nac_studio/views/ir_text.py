@@ -22,6 +22,8 @@ from ..theme import is_dark, mono_font
 
 IR_SUFFIXES = (".ir", ".mic", ".mic2")
 MAX_SHOWN_BYTES = 8 << 20
+#: larger texts are shown uncoloured: QSyntaxHighlighter colours every line when the text is set
+MAX_COLOURED_BYTES = 256 << 10
 
 
 def _fmt(color: str, bold: bool = False, italic: bool = False) -> QTextCharFormat:
@@ -127,7 +129,13 @@ class IrTextView(QWidget):
         self._ascii = self._data.isascii()
         self._syncing = True
         try:
+            coloured = len(self._data) <= MAX_COLOURED_BYTES
+            self.highlighter.setDocument(None)
             self.editor.setPlainText(self._data.decode("utf-8", "replace"))
+            if coloured:
+                self.highlighter.setDocument(self.editor.document())
+            elif self._data:
+                note = (note + " " if note else "") + f"Not coloured: larger than {MAX_COLOURED_BYTES >> 10} KB."
         finally:
             self._syncing = False
         self.info.setText(note)

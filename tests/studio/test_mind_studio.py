@@ -25,7 +25,9 @@ def test_mind_sample_opens_with_graph_structure_and_problems(window, qtbot, tmp_
     # structure tree: every line of the file
     model = window.structure_view.model
     from PySide6.QtCore import QModelIndex
-    assert model.rowCount(QModelIndex()) == len(doc.peer.root.children)
+    assert [c.name for c in doc.peer.root.children] == ["header", "instructions", "outputs"]
+    assert model.rowCount(QModelIndex()) == 3
+    assert sum(len(c.children) for c in doc.peer.root.children) == len(doc.peer.data.splitlines())   # a span per line
     # IR text pane shows the file, raised
     ir = window.views["ir_text"]
     assert ir.mode == "peer" and ir.text.startswith("# MIND Core IR Example")
@@ -36,7 +38,7 @@ def test_mind_sample_opens_with_graph_structure_and_problems(window, qtbot, tmp_
     # selecting a graph node selects its instruction line everywhere
     node = next(i for i, n in enumerate(g.nodes) if n.label.startswith("%3 "))
     window.select(g.nodes[node].selection())
-    assert doc.selection == Selection("span", "L23 %3")
+    assert doc.selection == Selection("span", "instructions/L23 %3")
     assert g.node_for_selection(doc.selection) == node
     assert ir.current_lines() == [23]
     assert window.hex_view.area.highlights()[0][0] == doc.peer.module.instrs[3].offset

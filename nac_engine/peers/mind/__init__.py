@@ -48,17 +48,31 @@ class MindFile(PeerFile):
 
     # -- spans ----------------------------------------------------------------------------
     def _build_spans(self) -> None:
+        """Three sections — ``header`` (lines before the first instruction), ``instructions`` (up to
+        the outputs line) and ``outputs`` (from it to the end) — holding one span per line; an
+        instruction line's token spans are built when first asked for. Sections keep the top
+        level small, so a 10k-instruction file opens without 10k top-level records."""
         root = self.root
-        for kind, number, start, end, payload in self.parsed.lines:
-            if kind == "instr":
-                ins: Instr = payload
-                sp = root.add(start, end - start, f"L{number} %{ins.vid}", "instruction", ins.label())
-                sp.set_builder(lambda s, ins=ins, start=start, end=end: self._token_spans(s, ins, start, end))
-            elif kind == "error":
-                root.add(start, end - start, f"L{number}", UNPARSED, payload.reason)
-            else:
-                text = self.data[start:end].decode("utf-8", "replace").strip()
-                root.add(start, end - start, f"L{number}", kind, text[:80])
+        records = self.parsed.lines
+        first = next((k for k, r in enumerate(records) if r[0] == "instr"), len(records))
+        out = next((k for k, r in enumerate(records) if r[0] == "outputs"), len(records))
+        if out < first:
+            first = out
+        groups = (("header", records[:first]), ("instructions", records[first:out]), ("outputs", records[out:]))
+        for name, recs in groups:
+            if not recs:
+                continue
+            sec = root.add(recs[0][2], recs[-1][3] - recs[0][2], name, "section", f"{len(recs)} line(s)")
+            for kind, number, start, end, payload in recs:
+                if kind == "instr":
+                    ins: Instr = payload
+                    sp = sec.add(start, end - start, f"L{number} %{ins.vid}", "instruction", ins.label())
+                    sp.set_builder(lambda s, ins=ins, start=start, end=end: self._token_spans(s, ins, start, end))
+                elif kind == "error":
+                    sec.add(start, end - start, f"L{number}", UNPARSED, payload.reason)
+                else:
+                    text = self.data[start:end].decode("utf-8", "replace").strip()
+                    sec.add(start, end - start, f"L{number}", kind, text[:80])
 
     def _token_spans(self, span: Span, ins: Instr, start: int, end: int) -> None:
         pos = start
