@@ -451,7 +451,9 @@ class InspectorPanel(QWidget):
             self._image.ui.roiBtn.hide()
             self._image.ui.menuBtn.hide()
             self._image.getView().invertY(True)
-            self._image.setColorMap(pg.colormap.get("viridis"))
+            # the preset, not colormap.get("viridis"): its 256 stops would be 256 gradient
+            # ticks, each painted on every histogram repaint
+            self._image.ui.histogram.gradient.loadPreset("viridis")
             # a fixed axis width: labels that change with the levels must not resize the
             # gradient (each resize rebuilds its lookup table and repaints the histogram)
             self._image.ui.histogram.item.axis.setWidth(44)
