@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLin
 from ..qt_document import rebind
 from ..document import Selection
 from ..graph_layout import GraphLayout, LayoutCancelled, layout_graph
+from ..graph_shapes import file_shapes, node_shape_labels, propagated_shapes
 from ..graph_model import OP_CLASS_TITLES, OP_CLASSES, DataflowGraph, build_graph, detect_block_prefixes
 from ..peer_graph import dataflow_from_peer
 from ..widgets.graph_canvas import GraphCanvas, class_colors, edge_batches
@@ -187,6 +188,8 @@ class GraphView(QWidget):
         self._match_pos = -1
         self._anchor_key = None               # node key to keep in the middle across re-layouts
         self._cache = LayoutCache()
+        self._shapes: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # doc -> tick -> label
+        self._shape_tasks: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
         self.canvas = GraphCanvas(self)
         self.canvas.tooltip_provider = self._tooltip
@@ -442,11 +445,56 @@ class GraphView(QWidget):
         st = layout.stats
         self.status.setText(f"{st['nodes']:,} nodes · {st['edges']:,} edges · {st['layers']:,} layers · "
                             f"{st['seconds']['total']:.2f} s")
+        self._apply_shapes()
         self.legend.set_classes([nd.op_class for nd in layout.graph.nodes] +
                                 [c for nd in layout.graph.nodes for c, _n in nd.composition])
         self._update_highlight()
         if self.search.text():
             self._search_changed(self.search.text())
+
+    # ------------------------------------------------------------------ edge shapes
+    def _apply_shapes(self) -> None:
+        """Shapes on the edges: the file's at once, the meta pass's when its task is done
+        (started once per document, off the UI thread: it imports torch)."""
+        if self.qdoc is None or self.shown is None:
+            return
+        doc = self.qdoc.doc
+        shapes = self._shapes.get(doc)
+        if shapes is None:
+            shapes = file_shapes(self.qdoc.nac)
+            self._start_shape_pass(doc)
+        self.canvas.set_edge_labels(node_shape_labels(self.shown, shapes))
+
+    def _start_shape_pass(self, doc) -> None:
+        if doc in self._shape_tasks or getattr(doc, "peer", None) is not None:
+            return
+        nac = self.qdoc.nac
+        base = file_shapes(nac)
+
+        def work(ctx, nac=nac, base=base):
+            def progress(tick, n):
+                ctx.check()
+                if tick % 64 == 0:
+                    ctx.progress(tick, max(1, n))
+            try:
+                found = propagated_shapes(nac, progress=progress)
+            except Exception as exc:   # noqa: BLE001 - shapes are a nicety: keep the file's
+                from ..tasks import Cancelled
+                if isinstance(exc, Cancelled):
+                    raise
+                found = {}
+            return {**base, **found}
+
+        def done(shapes, ref=weakref.ref(doc)):
+            d = ref()
+            if d is None:
+                return
+            self._shapes[d] = shapes
+            if self.qdoc is not None and self.qdoc.doc is d:
+                self._apply_shapes()
+
+        self._shape_tasks[doc] = self.qdoc.tasks.submit("Edge shapes", work, on_done=done,
+                                                        on_error=lambda _exc: None)
 
     def _center_after_layout(self, layout: GraphLayout) -> None:
         anchor = self._anchor_node(layout.graph)

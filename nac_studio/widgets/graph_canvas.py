@@ -56,6 +56,7 @@ TEXT_PX_MAX = 12.0     # on-screen label size at zoom >= 1
 TEXT_PX_MIN = 8.0      # labels are never drawn smaller; a box too small for them shows none
 TITLE_PX = 11.0        # block / frame titles, the same size at every zoom
 STUB_LENGTH = 22.0     # a bundled fan-out edge ends in a stub this long into its reader
+EDGE_LABEL_MIN_SCALE = 0.5   # below this the gap between rows is too small for a shape label
 MINIMAP_MAX = QSize(140, 180)
 
 #: (fill, outline, badge) of one node in an overlay layer; ``None`` leaves that part as is.
@@ -109,6 +110,7 @@ class GraphCanvas(QWidget):
         self._overlay_version = 0
         self.frames: list[Frame] = []         # expanded blocks, drawn as titled frames
         self.bundles: dict[int, tuple[int, list[int]]] = {}    # fan-out source -> (kept edge, stubbed edges)
+        self.edge_labels: dict[int, str] = {}                  # node -> shape of what it produces
         self._base: Optional[QPixmap] = None  # everything but selection marks, for the current view
         self._base_key = None
         self._fonts: dict[int, QFont] = {}
@@ -163,6 +165,13 @@ class GraphCanvas(QWidget):
             self._overlay_nodes = None
             self._overlay_version += 1
             self.update()
+
+    def set_edge_labels(self, labels: dict[int, str]) -> None:
+        """Node index -> the shape/dtype of the value it produces, written under the node
+        where its out-edges leave (at zooms where it is legible)."""
+        self.edge_labels = dict(labels)
+        self._overlay_version += 1
+        self.update()
 
     def overlay_layers(self) -> list[str]:
         return list(self._overlays)
@@ -342,6 +351,33 @@ class GraphCanvas(QWidget):
                              Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft, self.message)
         painter.end()
 
+    def _paint_edge_labels(self, painter: QPainter, pal: QPalette, idx: np.ndarray, texts: list) -> None:
+        """Shapes under the nodes that produce them, where the rows leave room (the layer
+        pitch on screen holds a line of text) and labels do not collide."""
+        lay = self.layout_
+        if not self.edge_labels or self.scale < EDGE_LABEL_MIN_SCALE:
+            return
+        font = self._font_px(TEXT_PX_MIN + (1 if self.scale >= 1 else 0))
+        fm = QFontMetricsF(font)
+        ink = QColor(pal.color(QPalette.ColorRole.Text))
+        ink.setAlphaF(0.62)
+        boxes, items = [], []
+        for i in idx.tolist():
+            text = self.edge_labels.get(i)
+            if not text:
+                continue
+            x, y, w, h = lay.rect(i)
+            p = self.scene_to_screen(x + w / 2, y + h)
+            r = QRectF(p.x() + 4, p.y() + 1, fm.horizontalAdvance(text) + 2, fm.height())
+            boxes.append((r.x(), r.y(), r.width(), r.height()))
+            items.append((text, r))
+        painter.setFont(font)
+        painter.setPen(ink)
+        for k in spread_titles(boxes):
+            text, r = items[k]
+            painter.drawText(r, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, text)
+            texts.append((text, r))
+
     def _paint_bundle_labels(self, painter: QPainter, pal: QPalette, rect: QRectF, texts: list) -> None:
         """``×12`` beside a bundled source, and its short name above each stub."""
         lay = self.layout_
@@ -449,6 +485,7 @@ class GraphCanvas(QWidget):
                              tfm.elidedText(text, Qt.TextElideMode.ElideRight, r.width() - 8))
             texts.append((text, r))
         self._paint_bundle_labels(painter, pal, rect, texts)
+        self._paint_edge_labels(painter, pal, idx, texts)
         # node labels where they fit
         px = self.label_px()
         font = self._font_px(px)
