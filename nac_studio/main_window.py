@@ -169,6 +169,9 @@ class MainWindow(QMainWindow):
         cl.setContentsMargins(0, 0, 0, 0)
         cl.setSpacing(0)
         cl.addWidget(self.tabs)
+        from .reload_bar import ReloadBar      # "changed on disk" + Reload, above the views
+        self.reload_bar = ReloadBar(self, central)
+        cl.addWidget(self.reload_bar)
         cl.addWidget(self.stack, 1)
         self.setCentralWidget(central)
         self.tabs.hide()   # shown with the first file
