@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Callable
 
 from PySide6.QtCore import QSize, Qt, QTimer
-from PySide6.QtWidgets import QDockWidget, QMainWindow
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabBar
 
 #: Below this width or height the compact preset is used.
 WIDE_MIN = QSize(1300, 820)
@@ -129,10 +129,21 @@ def _size(win: QMainWindow, docks: dict, plan: dict, preset: str, size: QSize, h
         if len(left) > 1:
             col = h - strip - 90
             win.resizeDocks(left[:2], [int(col * 0.62), col - int(col * 0.62)], Qt.Orientation.Vertical)
+        _untruncate_tabs(win)
     else:
         if left:
             win.resizeDocks([left[0]], [max(230, int(w * 0.25))], Qt.Orientation.Horizontal)
         if right:
             win.resizeDocks([right[0]], [max(230, int(w * 0.22))], Qt.Orientation.Horizontal)
         if bottom:
-            win.resizeDocks([bottom[0]], [max(180, int(h * 0.3))], Qt.Orientation.Vertical)
+            win.resizeDocks([bottom[0]], [max(170, int(h * 0.27))], Qt.Orientation.Vertical)
+    _untruncate_tabs(win)
+
+
+def _untruncate_tabs(win: QMainWindow) -> None:
+    """Tabbed docks show whole titles and scroll (Qt's default elides them to "S…", "Va…")."""
+    for bar in win.findChildren(QTabBar):
+        if bar.parent() is win:
+            bar.setElideMode(Qt.TextElideMode.ElideNone)
+            bar.setUsesScrollButtons(True)
+            bar.setExpanding(False)

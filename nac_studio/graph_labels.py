@@ -57,7 +57,7 @@ ARG_NAMES = {
     "dropout": ("input", "p", "train"),
 }
 #: Attribute values not worth a word on the box (defaults that every call passes).
-_BORING = {("gelu", "approximate"): ("none", '"none"'), ("scaled_dot_product_attention", "dropout"): ("0.0",),
+_BORING = {("gelu", "approximate"): ("none", '"none"'), ("scaled_dot_product_attention", "dropout"): ("0", "0.0"),
            ("scaled_dot_product_attention", "causal"): ("False",), ("layer_norm", "cudnn"): ("False", "True"),
            ("batch_norm", "cudnn"): ("False", "True"), ("group_norm", "cudnn"): ("False", "True"),
            ("dropout", "train"): ("False",)}
@@ -165,7 +165,7 @@ def visible_labels(size: np.ndarray, idx: np.ndarray, scale: float, font_px: flo
     char_px = char_px if char_px is not None else font_px * 0.6
     h = size[idx, 1] * scale
     w = size[idx, 0] * scale
-    ok = (h >= font_px + 1) & (w >= min_chars * char_px + 6)
+    ok = (h >= font_px - 1) & (w >= min_chars * char_px + 6)      # descenders may touch the border
     return idx[ok]
 
 

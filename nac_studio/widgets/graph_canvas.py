@@ -38,7 +38,7 @@ from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QImage, QMouseEvent, QP
                            QPalette, QPen, QPixmap, QPolygonF, QWheelEvent)
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from ..graph_labels import Frame, block_frames, fanout_bundles, spread_titles, visible_labels
+from ..graph_labels import FRAME_TITLE, Frame, block_frames, fanout_bundles, spread_titles, visible_labels
 from ..graph_layout import GraphLayout
 from ..graph_model import OP_CLASSES
 
@@ -455,7 +455,10 @@ class GraphCanvas(QWidget):
             bottom = self.scene_to_screen(fr.x1, fr.y1)
             if bottom.y() - top_left.y() < TITLE_PX + 2:
                 continue
-            y = max(top_left.y() + 1, 2.0) if bottom.y() - 4 > TITLE_PX + 2 else top_left.y() + 1
+            # bottom-aligned on the frame's title band: when the band is thinner than the
+            # text (zoomed out) the title rises into the gap above, not onto the first row
+            band_bottom = top_left.y() + FRAME_TITLE * self.scale + 2
+            y = max(band_bottom - (tfm.height() + 2), 2.0) if bottom.y() - 4 > TITLE_PX + 2 else top_left.y() + 1
             w = min(tfm.horizontalAdvance(fr.title) + 8, max(60.0, self.width() - 8))
             x = max(2.0, top_left.x() + 4)
             titles.append((fr.title, QRectF(x, y, w, tfm.height() + 2), ink))
