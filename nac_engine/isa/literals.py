@@ -42,9 +42,9 @@ def format_literal(type_code: int, value: Any) -> str:
     if type_code == L.CONST_STRING:
         return json.dumps(value, ensure_ascii=False)
     if type_code == L.CONST_LIST_I32:
-        return "[" + ", ".join(str(int(v)) for v in value) + "]"
+        return "[" + ", ".join(map(str, map(int, value))) + "]"      # C-level loops: lists run to 65,535
     if type_code == L.CONST_LIST_F32:
-        return "[" + ", ".join(format_f32(v) for v in value) + "]f32"
+        return "[" + ", ".join(map(format_f32, value)) + "]f32"
     raise ValueError(f"unknown constant type {type_code}")
 
 
