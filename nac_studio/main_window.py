@@ -30,6 +30,7 @@ from .icons import icon
 from .qt_compat import guard_singleton_refcounts
 from .qt_document import QtDocument
 from .tasks import Cancelled, Task, TaskRunner
+from .tab_names import tab_titles
 from .theme import apply_theme
 from .views.disassembly import DisassemblyView
 from .views.graph import GraphView
@@ -49,7 +50,7 @@ from .views.source import SourceView
 from .widgets.command_palette import CommandPalette
 from .widgets.task_indicator import TaskIndicator
 
-STATE_VERSION = 8          # bump when the dock set changes, so an old saved layout is ignored
+STATE_VERSION = 9          # bump when the dock set changes, so an old saved layout is ignored
 MAX_RECENT = 10
 DEFAULT_SIZE = QSize(1600, 1000)
 FILE_FILTER = "NAC models (*.nac);;All files (*)"
@@ -490,6 +491,7 @@ class MainWindow(QMainWindow):
         self.tabs.setTabButton(idx, QTabBar.ButtonPosition.RightSide, close)
         self.tabs.blockSignals(False)
         self.tabs.setCurrentIndex(idx)
+        self._retitle_tabs()
         self.set_active(qdoc)
         self._add_recent(path)
         self.settings.setValue("lastDir", str(Path(path).parent)) if self.persist else None
@@ -548,6 +550,12 @@ class MainWindow(QMainWindow):
             self.show_message(f"MMAP schedule: {errors} violation{'s' if errors != 1 else ''}, "
                               f"{warnings} hazard{'s' if warnings != 1 else ''} (see Problems)")
 
+    def _retitle_tabs(self) -> None:
+        """Same-named files get the folders that tell them apart (tab_names)."""
+        for i, title in enumerate(tab_titles([d.doc.path or "" for d in self.docs])):
+            if i < self.tabs.count():
+                self.tabs.setTabText(i, title)
+
     def _decorate_tab(self, index: int, qdoc: QtDocument) -> None:
         problems = qdoc.doc.problems
         errors = sum(1 for p in problems if severity_of(p) == "error")
@@ -592,6 +600,8 @@ class MainWindow(QMainWindow):
         check = self._checks.pop(id(qdoc), None)
         if check is not None:
             check.cancel()
+        if getattr(qdoc.doc, "debug", None) is not None:
+            qdoc.doc.debug.end()        # a running debugger stops before its file closes
         self.graph.forget(qdoc)
         i = self.docs.index(qdoc)
         if qdoc is self.active:
@@ -600,6 +610,7 @@ class MainWindow(QMainWindow):
         self.docs.remove(qdoc)
         self.tabs.blockSignals(True)
         self.tabs.removeTab(i)
+        self._retitle_tabs()
         self.tabs.blockSignals(False)
         if self.active is not None:
             self.tabs.setCurrentIndex(self.docs.index(self.active))

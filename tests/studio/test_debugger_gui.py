@@ -134,6 +134,7 @@ def test_breakpoint_f9_stops_and_survives_reopen(window, qtbot, studio_settings)
     assert [(b.kind, b.value) for b in s.breakpoints] == [("tick", "6")]
     assert window.disassembly_view.model.breakpoints == {6: True}
     s.add_watch("max(abs(x))")
+    s.add_watch("mean(no_such.weight)")             # an error, shown inline in its row
     press(qtbot, window, Qt.Key.Key_F5)
     fill_inputs_with_npy(qtbot, window, MLP_FEED)
     wait_stopped(qtbot, window)
@@ -145,12 +146,13 @@ def test_breakpoint_f9_stops_and_survives_reopen(window, qtbot, studio_settings)
     ref = Debugger(str(MLP), feeds=[np.load(MLP_FEED)])
     ref.run_to(6)
     assert watches.rows()[0][1] == f"{float(np.abs(ref.result(6).tensor).max()):.7g}"
+    assert watches.rows()[1][1].startswith("error:") and "no_such.weight" in watches.rows()[1][1]
     # close and reopen: the breakpoint, the watch and the input choice come back
     window.close_document(qdoc)
     qdoc2 = window.open_and_wait(MLP)
     s2 = qdoc2.doc.debug
     assert [(b.kind, b.value) for b in s2.breakpoints] == [("tick", "6")]
-    assert s2.watches == ["max(abs(x))"] and not s2.needs_inputs()
+    assert s2.watches == ["max(abs(x))", "mean(no_such.weight)"] and not s2.needs_inputs()
     press(qtbot, window, Qt.Key.Key_F5)            # no dialog this time: the choices were remembered
     wait_stopped(qtbot, window)
     assert s2.tick == 6

@@ -126,6 +126,14 @@ def test_stop_during_continue_returns_within_100ms(window, qtbot, tmp_path):
     window.commands.run("debug.pause")
     qtbot.waitUntil(lambda: not s.running, timeout=5000)
     assert s.active and s.reason.kind == "cancelled" and 0 < s.tick < len(qdoc.nac.instructions) - 1
+    # closing the file while a Continue runs stops the run first; the app carries on
+    paused_at = s.tick
+    window.commands.run("debug.continue")
+    qtbot.waitUntil(lambda: s.progress()[0] > paused_at + 5, timeout=20000)
+    window.close_document(qdoc)
+    assert not s.active and window.docs == []
+    qtbot.wait(300)                   # the worker's late completion finds the session ended
+    assert window.active is None
 
 
 def test_reference_compiler_file_asks_for_inputs(window, qtbot):
