@@ -16,7 +16,7 @@ from typing import Optional
 
 from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QPalette
-from PySide6.QtWidgets import (QApplication, QDialog, QDockWidget, QFileDialog, QHBoxLayout, QInputDialog,
+from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QDockWidget, QFileDialog, QHBoxLayout, QInputDialog,
                                QLabel, QListWidget, QListWidgetItem, QMainWindow, QMenu, QMessageBox,
                                QProgressBar, QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
                                QToolBar, QToolButton, QVBoxLayout, QWidget)
@@ -875,10 +875,24 @@ class MainWindow(QMainWindow):
                 table.setItem(r, col, QTableWidgetItem(text))
         table.resizeColumnsToContents()
         table.verticalHeader().hide()
+        search = QLineEdit(dlg)
+        search.setPlaceholderText("Filter by command, key or id…")
+        search.setClearButtonEnabled(True)
+
+        def filter_rows(text: str) -> None:
+            q = text.strip().lower()
+            for r in range(table.rowCount()):
+                row_text = " ".join(table.item(r, c).text().lower() for c in range(3))
+                table.setRowHidden(r, bool(q) and q not in row_text)
+        search.textChanged.connect(filter_rows)
         lay = QVBoxLayout(dlg)
+        lay.addWidget(search)
         lay.addWidget(table)
         dlg.resize(560, 520)
+        dlg.search, dlg.table = search, table
+        self.shortcuts_dialog = dlg
         dlg.show()
+        search.setFocus()
 
     def show_about(self) -> None:
         QMessageBox.about(self, "About NAC Studio",

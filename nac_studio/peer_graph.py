@@ -71,7 +71,7 @@ def dataflow_from_peer(peer) -> Optional[PeerDataflowGraph]:
     for k, pn in enumerate(pg.nodes):
         index[pn.id] = k
         attrs = pn.attrs or {}
-        detail = str(attrs.get("type") or "")
+        detail = str(attrs.get("detail") or attrs.get("type") or "")   # "detail": the decoder's one-line summary
         if "line" in attrs:
             detail = f"line {attrs['line']}" + (f" · {detail}" if detail else "")
         kind = pn.kind if pn.kind in ("input", "output", "const") else "instruction"

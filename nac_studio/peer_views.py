@@ -25,9 +25,10 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QWidget
 from nac_engine.peers import FORMATS, _module
 
 from .views.ir_text import IrTextView
+from .views.peer_details import PeerDetailsView
 
 #: panes that show a peer file (span tree, bytes, problems, graph); every other pane is NAC-only
-PEER_PANES = frozenset({"structure", "hex", "problems", "graph", "ir_text"})
+PEER_PANES = frozenset({"structure", "hex", "problems", "graph", "ir_text", "peer_details"})
 _TITLES = {"mind": "MIND Core IR"}
 
 
@@ -118,6 +119,14 @@ class PeerSupport(QObject):
         window.views[IrTextView.object_name] = view
         window.docks[IrTextView.object_name] = dock
         self.view, self.dock = view, dock
+        # the binary formats' logical structure (archive members, registers, tables)
+        self.details = PeerDetailsView(None, window)
+        self.details_dock = QDockWidget(PeerDetailsView.title, window)
+        self.details_dock.setObjectName(f"dock.{PeerDetailsView.object_name}")
+        self.details_dock.setWidget(self.details)
+        self.details_dock.setFeatures(dock.features())
+        window.views[PeerDetailsView.object_name] = self.details
+        window.docks[PeerDetailsView.object_name] = self.details_dock
         window.documentChanged.connect(self._on_document_changed)
         window.commands.add("peer.convertOpen", "Convert to NAC and Open", self.convert_and_open, menu="Debug",
                             group="z", enabled=self._can_convert,
@@ -138,6 +147,9 @@ class PeerSupport(QObject):
         if peer is not None and peer.format == "mind" or self.view.mode == "source":
             self.dock.show()
             self.dock.raise_()
+        if peer is not None and peer.format != "mind":
+            self.details_dock.show()
+            self.details_dock.raise_()
         if peer is not None and hasattr(self.window, "doc_label"):
             self.window.doc_label.setText(f"  {peer_status(peer)}  ")
 

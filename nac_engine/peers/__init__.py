@@ -32,11 +32,13 @@ NAC_MAGIC = b"NAC"
 
 def _module(fmt: str):
     try:
-        return importlib.import_module(FORMATS[fmt], __name__)
+        mod = importlib.import_module(FORMATS[fmt], __name__)
     except ModuleNotFoundError as e:      # a format whose decoder is not in this build
         if e.name and e.name.endswith(FORMATS[fmt].lstrip(".")):
             return None
         raise
+    # a module without the decoder interface cannot claim files (and must not break the others)
+    return mod if all(hasattr(mod, a) for a in ("FORMAT", "sniff", "decode")) else None
 
 
 def available_formats() -> list[str]:

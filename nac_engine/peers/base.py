@@ -118,9 +118,10 @@ class PeerFile:
         return None
 
 
-def mark_gaps(root: Span, size: int) -> None:
-    """Fill every byte of ``[0, size)`` no child of ``root`` claims with an ``unparsed`` span,
-    keeping the children sorted by offset (the span tree's invariant)."""
+def mark_gaps(root: Span, size: int, data: Optional[bytes] = None) -> None:
+    """Fill every byte of ``[0, size)`` no child of ``root`` claims: with a ``padding`` span where
+    ``data`` shows the gap is all zero bytes (alignment, not something left undecoded), else with
+    an ``unparsed`` span; the children stay sorted by offset (the span tree's invariant)."""
     kids = sorted(root.children, key=lambda s: s.offset)
     gaps = []
     pos = 0
@@ -131,6 +132,9 @@ def mark_gaps(root: Span, size: int) -> None:
     if pos < size:
         gaps.append((pos, size - pos))
     for off, n in gaps:
-        root.add(off, n, f"gap@{off:#x}", UNPARSED)
+        if data is not None and not data[off:off + n].strip(b"\0"):
+            root.add(off, n, f"padding@{off:#x}", "zero padding", f"{n:,} bytes")
+        else:
+            root.add(off, n, f"gap@{off:#x}", UNPARSED)
     if root._children:
         root._children.sort(key=lambda s: s.offset)

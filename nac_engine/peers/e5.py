@@ -302,4 +302,4 @@ def _spans(f: E5File, r: _Reader) -> None:
             continue
         f.root.add(off, size, name, type_, value)
         end = off + size
-    mark_gaps(f.root, f.size)
+    mark_gaps(f.root, f.size, f.data)

@@ -144,21 +144,23 @@ class HwxFile(PeerFile):
         nid = 0
         ins = [p for p in self.ports if "@output" not in p]
         outs = [p for p in self.ports if "@output" in p]
-        for p in ins:
-            g.nodes.append(PeerNode(nid, p, "input", {"port": p}))
-            nid += 1
         layouts = {s["layout"]["name"]: s["layout"] for s in self.symbols if s.get("layout")}
 
         def port_label(p: str, fallback: str) -> str:
             lay = layouts.get(p)
             return f"{lay.get('element_type', '?')}{lay['shape']}" if lay else fallback
 
+        for p in ins:
+            g.nodes.append(PeerNode(nid, p, "input", {"port": p, "detail": port_label(p, "")}))
+            nid += 1
         prev = list(range(nid))
         first = True
         for t in self.tds:
             span = (t.offset, TD_SIZE_H13) if self.cpusubtype == 4 else None
             g.nodes.append(PeerNode(nid, f"TD {t.index}: {t.kind}", t.kind if t.kind in ("conv", "elementwise")
-                                    else "other", {"kind": t.kind, **t.shape, "registers": len(t.registers)},
+                                    else "other", {"kind": t.kind, **t.shape, "registers": len(t.registers),
+                                                   "detail": " → ".join(x for x in (_shape_label(t.shape, "in"),
+                                                                                    _shape_label(t.shape, "out")) if x)},
                                     span=span, inferred=True))
             for p in prev:
                 label = port_label(ins[p], _shape_label(t.shape, "in")) if first and p < len(ins) \
@@ -168,7 +170,7 @@ class HwxFile(PeerFile):
             first = False
             nid += 1
         for p in outs:
-            g.nodes.append(PeerNode(nid, p, "output", {"port": p}))
+            g.nodes.append(PeerNode(nid, p, "output", {"port": p, "detail": port_label(p, "")}))
             for q in prev:
                 g.edges.append(PeerEdge(q, nid, port_label(p, _shape_label(self.tds[-1].shape, "out"))))
             nid += 1
@@ -214,7 +216,7 @@ def decode(data: bytes, path: Optional[str] = None, strict: bool = False) -> Hwx
         if strict:
             raise
         f.problems.append(e)
-    mark_gaps(f.root, f.size)
+    mark_gaps(f.root, f.size, f.data)
     if strict:
         hard = [p for p in f.problems if not isinstance(p, PeerWarning)]
         if hard:

@@ -184,7 +184,8 @@ class NeffFile(PeerFile):
             name = str(n.get("name", f"node{i}"))
             if n.get("op") == "null":
                 shape, dtype = describe(entry(i, 0))
-                out.nodes.append(PeerNode(i, name, "input", {"name": name, "shape": shape, "dtype": dtype}))
+                out.nodes.append(PeerNode(i, name, "input", {"name": name, "shape": shape, "dtype": dtype,
+                                                             "detail": _edge_label(shape, dtype)}))
                 kelf_nodes[i] = [i]
                 continue
             a = n.get("attrs") if isinstance(n.get("attrs"), dict) else {}
@@ -202,6 +203,7 @@ class NeffFile(PeerFile):
                     slots = {e: v["slots"] for e, v in s.engines.items()}
                     label = f"{s.name} ({op} {a.get('kelf')})"
                     out.nodes.append(PeerNode(nid, label, "matmul", {
+                        "detail": " · ".join(f"{e} {v}" for e, v in slots.items()) + " slots",
                         "op": op, "kelf": a.get("kelf"), "subgraph": s.name, "engine_slots": slots,
                         "variables": {k: v.get("size") for k, v in s.variables.items()}}))
             kelf_nodes[i] = ids
@@ -217,7 +219,8 @@ class NeffFile(PeerFile):
             if isinstance(h, list) and len(h) >= 2 and all(isinstance(v, int) for v in h[:2]):
                 shape, dtype = describe(entry(h[0], h[1]))
                 out.nodes.append(PeerNode(base + k, f"output {k}", "output",
-                                          {"name": f"output{k}", "shape": shape, "dtype": dtype}))
+                                          {"name": f"output{k}", "shape": shape, "dtype": dtype,
+                                           "detail": _edge_label(shape, dtype)}))
                 srcs = kelf_nodes.get(h[0], [h[0]])
                 # with one output per subgraph (LNC=2 splits the work), output k comes from subgraph k
                 same = len(srcs) > 1 and len(srcs) == sum(1 for x in heads if isinstance(x, list) and x[:1] == [h[0]])
@@ -311,7 +314,7 @@ def decode(data: bytes, path: Optional[str] = None, strict: bool = False) -> Nef
         if strict:
             raise
         f.problems.append(e)
-    mark_gaps(f.root, f.size)
+    mark_gaps(f.root, f.size, f.data)
     if strict:
         hard = [p for p in f.problems if not isinstance(p, PeerWarning)]
         if hard:
