@@ -13,6 +13,8 @@ selection changes).
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
@@ -212,11 +214,20 @@ def fuzzy_score(query: str, text: str) -> Optional[int]:
 def filter_commands(commands: Iterable[Command], query: str) -> list[Command]:
     """Palette order: best fuzzy score first, then title."""
     scored = []
+    q = query.strip().lower()
     for c in commands:
         if not c.in_palette:
             continue
         s = fuzzy_score(query, f"{c.title} {c.id}")
         if s is not None:
+            if q:      # exact, then prefix, then word-start matches of the title come first
+                title = c.title.lower()
+                if title == q:
+                    s += 1000
+                elif title.startswith(q):
+                    s += 300
+                elif any(w.startswith(q) for w in re.split(r"[^a-z0-9]+", title)):
+                    s += 100
             scored.append((-s, c.title.lower(), c))
     scored.sort(key=lambda x: (x[0], x[1]))
     return [c for _, _, c in scored]

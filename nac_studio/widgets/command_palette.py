@@ -9,7 +9,7 @@ from typing import Optional
 
 from PySide6.QtCore import QAbstractListModel, QEvent, QModelIndex, QPersistentModelIndex, Qt, QSize
 from PySide6.QtGui import QIcon, QPixmap
-from PySide6.QtWidgets import (QFrame, QLineEdit, QListView, QStyle, QStyledItemDelegate,
+from PySide6.QtWidgets import (QFrame, QLabel, QLineEdit, QListView, QStyle, QStyledItemDelegate,
                                QStyleOptionViewItem, QVBoxLayout, QWidget)
 
 from ..commands import Command, CommandRegistry, filter_commands
@@ -123,8 +123,13 @@ class CommandPalette(QFrame):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
         lay.setSpacing(4)
+        self.no_match = QLabel("No matching command", self)
+        self.no_match.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.no_match.setEnabled(False)
+        self.no_match.hide()
         lay.addWidget(self.edit)
         lay.addWidget(self.list)
+        lay.addWidget(self.no_match)
         self.edit.textChanged.connect(self._filter)
         self.edit.installEventFilter(self)
         self.list.clicked.connect(self._run_index)
@@ -145,6 +150,9 @@ class CommandPalette(QFrame):
     def _filter(self, text: str) -> None:
         self.model.set_query(text)
         self._select_first_enabled()
+        empty = self.model.rowCount() == 0
+        self.list.setVisible(not empty)        # say so rather than show an empty list
+        self.no_match.setVisible(empty)
         # the popup shrinks to its matches, like VS Code's
         rows = max(1, min(self.model.rowCount(), 14))
         row_h = self.list.sizeHintForRow(0) if self.model.rowCount() else 26
