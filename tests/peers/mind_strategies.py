@@ -83,18 +83,21 @@ def valid_modules(draw, max_ops: int = 8, dtypes=("f32",)) -> Module:
             ops = [a, c] if draw(st.booleans()) else [c, a]
             b.add("BinOp", ops, {"op": draw(st.sampled_from(("Add", "Sub", "Mul")))})
         elif kind == "scalar":
-            a = b.pick(lambda t: t.dtype == "f32")
+            a = b.pick(lambda t: t.dtype in ("f32", "i64"))
             if a is None:
                 continue
-            c = b.add("ConstF32", params={"value": draw(HALVES)})
-            b.add("BinOp", [c, a], {"op": draw(st.sampled_from(("Add", "Mul")))})
+            if b.types[a].dtype == "f32":
+                c = b.add("ConstF32", params={"value": draw(HALVES)})
+            else:
+                c = b.add("ConstI64", params={"value": draw(st.integers(-5, 5))})
+            b.add("BinOp", [c, a], {"op": draw(st.sampled_from(("Add", "Mul", "Sub")))})
         elif kind == "unary":
-            op = draw(st.sampled_from(("Relu", "Neg", "Exp")))
+            op = draw(st.sampled_from(("Relu", "Neg", "Exp", "Log")))
             inputs = {i.vid for i in b.instrs if i.opcode == "Input"}
-            # Exp only of inputs (|x| < 2): a chain of Exps overflows at slightly different points
-            a = b.pick(lambda t: t.dtype == "f32") if op != "Exp" else \
+            # Exp/Log only of inputs (|x| < 2): chained, they overflow or hit 0 at slightly different points
+            a = b.pick(lambda t: t.dtype == "f32") if op in ("Relu", "Neg") else \
                 b.pick(lambda t: t.dtype == "f32" and t in [b.types[v] for v in inputs])
-            if a is None or (op == "Exp" and a not in inputs):
+            if a is None or (op in ("Exp", "Log") and a not in inputs):
                 continue
             b.add(op, [a])
         elif kind == "reduce":
