@@ -4,6 +4,7 @@ that persist, Stop during Continue, a kernel error that stops at its tick."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -173,3 +174,24 @@ def test_run_to_cursor_and_stop(window, qtbot):
     assert s.tick == 9
     press(qtbot, window, Qt.Key.Key_F5, Qt.KeyboardModifier.ShiftModifier)      # Shift+F5: stop
     assert not s.active and window.disassembly_view.model.exec_tick is None
+
+
+def test_cli_run_to_inspect_screenshot(tmp_path):
+    """``nac-studio FILE --run-to TICK --inspect vN --input x=FEED --screenshot``: the debugger
+    state rendered and the process exits cleanly; bad arguments are one-line errors."""
+    import os
+    import subprocess
+    import sys
+    needs_corpus()
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "dbg.png"
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"))
+    cmd = [sys.executable, "-m", "nac_studio", str(MLP), "--run-to", "6", "--inspect", "v4",
+           "--input", f"x={MLP_FEED}", "--screenshot", str(out)]
+    proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert out.is_file() and out.stat().st_size > 30_000
+    # a file without a signature and no --input: says what to give, exit 1
+    proc = subprocess.run(cmd[:6] + ["--screenshot", str(tmp_path / "x.png")], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 1 and "--input NAME=FILE.npy" in proc.stderr and "Traceback" not in proc.stderr
