@@ -35,6 +35,7 @@ from typing import Iterable, Optional
 
 import numpy as np
 
+from nac_engine.isa.coerce import use_note
 from nac_engine.format.model import NacFile
 from nac_engine.isa.literals import format_literal
 from nac_engine.isa.optable import OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
@@ -368,6 +369,7 @@ def build_graph(nac: NacFile, *, show_params: bool = True, show_consts: bool = F
             for pos, arg in enumerate(consts):
                 const = nac.constants.get(arg.const_id) if arg.const_id is not None else None
                 text = _const_text(const) if const is not None else f"c{arg.const_id}"
+                text = use_note(arg.value, arg.code) or text     # a shared constant as the op uses it
                 nodes.append(Node(("const", t, pos), "const", _elide(text, 18), "io", t, t,
                                   op=text, const_id=arg.const_id, detail=f"c{arg.const_id}"))
             const_edges.extend((k, len(nodes)) for k in range(first, len(nodes)))

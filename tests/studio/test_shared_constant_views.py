@@ -21,3 +21,12 @@ def test_properties_show_a_dim_stored_as_float_as_the_int_it_is(qdoc_for, corpus
     qdoc.select(Selection("instruction", 1))          # nac.add(v0, 1.0): stored as used
     args = dict(dict(view.model.groups())["Arguments"])
     assert next(v for k, v in args.items() if k.startswith("1 · f")).endswith("= 1.0")
+
+
+def test_graph_constant_nodes_show_the_used_value(corpus_case):
+    from nac_engine import read
+    from nac_studio.graph_model import build_graph
+    with read(str(corpus_case("consts_mixed"))) as nac:
+        g = build_graph(nac, show_consts=True)
+        texts = [n.op for n in g.nodes if n.kind == "const" and n.tick == 8]
+    assert texts == ["1 (stored 1.0)"]
