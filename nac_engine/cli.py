@@ -135,6 +135,9 @@ def cmd_dis(args) -> int:
 
 
 def cmd_asm(args) -> int:
+    from .peers.tvmr.command import asm_command, is_ternsig_source
+    if is_ternsig_source(args.text):       # TVMR assembly (seed 004) -> .tvmr
+        return asm_command(args, CliError)
     from .format.writer import atomic_write, encode
     from .isa.asm import assemble
     from .isa.textops import TextError
@@ -444,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", help="write to a file instead of stdout")
     s.set_defaults(func=cmd_dis)
 
-    s = sub.add_parser("asm", help="assemble text into a .nac")
+    s = sub.add_parser("asm", help="assemble text into a .nac (or .ternsig source into a .tvmr)")
     s.add_argument("text")
     s.add_argument("-o", "--output", required=True)
     s.add_argument("--weights", metavar="FROM", help="original .nac or a .safetensors holding tensors by name")
