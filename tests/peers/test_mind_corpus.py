@@ -134,3 +134,32 @@ def test_cli_info_verify_dis_convert(tmp_path):
     r = _nac("convert", bad, "-o", tmp_path / "b.nac")
     assert r.returncode == 2 and "2:1" in r.stderr and "does not verify" in r.stderr
     assert not (tmp_path / "b.nac").exists()
+
+
+def test_engine_debugger_on_converted_file_maps_every_tick_to_its_ir_line(tmp_path):
+    """Headless: the Debugger steps the converted program; the file's source map names the IR
+    line of each tick and each IR value's tick holds what the numpy evaluator computes."""
+    import nac_engine
+    from nac_engine.format.source_map import read_source_map
+    from nac_engine.runtime.debugger import Debugger
+    path = MIND / "autodiff_output.ir"
+    f = open_peer(str(path))
+    res = convert_file(str(path))
+    out = tmp_path / "a.nac"
+    nac_engine.write(res.nac, str(out))
+    sm = read_source_map(nac_engine.read(str(out)))
+    x = random_inputs(f.module, seed=5)
+    _outs, values = evaluate(f.module, x, keep_all=True)
+    dbg = Debugger(str(out), inputs=x)
+    by_line = {i.line: i for i in f.module.instrs}
+    seen = []
+    while dbg.tick < len(res.nac.instructions) - 1:
+        dbg.step()
+        t = dbg.tick
+        line = sm.entry(t).line
+        seen.append(line)
+        vid = res.tick_values.get(t)
+        if vid is not None:
+            assert by_line[line].vid == vid
+            np.testing.assert_allclose(np.asarray(dbg.result(t).tensor), values[vid], rtol=1e-6)
+    assert seen == [16, 17, 20, 23, 26, 34, 39, 40, 53, 54, 58, 65]
