@@ -21,11 +21,12 @@ ERROR_COLOR = QColor("#d0443c")
 
 class DebugMarks:
     """A snapshot of what to mark: taken on each ``debug`` event, cheap to query per row."""
-    __slots__ = ("exec_tick", "error_tick", "breakpoints", "running")
+    __slots__ = ("exec_tick", "error_tick", "error", "breakpoints", "running")
 
     def __init__(self, session=None):
         self.exec_tick: Optional[int] = None
         self.error_tick: Optional[int] = None
+        self.error = ""
         self.breakpoints: dict[int, bool] = {}
         self.running = False
         if session is None:
@@ -37,6 +38,7 @@ class DebugMarks:
             self.exec_tick = t if t is not None and t >= 0 else None
             if session.state == "error":
                 self.error_tick = session.error_tick
+                self.error = session.error
 
     @property
     def empty(self) -> bool:

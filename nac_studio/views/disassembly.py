@@ -161,6 +161,7 @@ class DisassemblyModel(QAbstractTableModel):
         self.exec_tick: Optional[int] = None        # the debugger's execution point (not the selection)
         self.error_tick: Optional[int] = None       # where the run failed
         self.breakpoints: dict[int, bool] = {}      # tick -> enabled
+        self.error_text = ""                        # why the run failed at error_tick
         self._cache: OrderedDict[int, Row] = OrderedDict()
         self._ops: Optional[np.ndarray] = None      # (a << 16 | b) per instruction, built on first filter
         self._mono = None
@@ -277,6 +278,7 @@ class DisassemblyModel(QAbstractTableModel):
         changed = {self.exec_tick, self.error_tick, marks.exec_tick, marks.error_tick,
                    *self.breakpoints, *marks.breakpoints} - {None}
         self.exec_tick, self.error_tick, self.breakpoints = marks.exec_tick, marks.error_tick, dict(marks.breakpoints)
+        self.error_text = marks.error
         for t in changed:
             r = self.row_of_tick(t)
             if r is not None:
@@ -313,6 +315,8 @@ class DisassemblyModel(QAbstractTableModel):
         if role == SegmentsRole:
             return self.row_data(index.row()).segments if col == COL_ARGS else None
         if role == Qt.ItemDataRole.ToolTipRole:
+            if self.error_tick is not None and self.tick_at(index.row()) == self.error_tick:
+                return f"The run stopped here: {self.error_text}"
             r = self.row_data(index.row())
             if col == COL_ARGS and r.args:
                 return f"{r.op}({r.args})"

@@ -88,7 +88,10 @@ def test_kernel_exception_stops_at_its_tick_and_the_app_lives_on(window, qtbot, 
     linear = next(i.index for i in qdoc.nac.instructions if "linear" in qdoc.nac.instruction_name(i)
                   or "addmm" in qdoc.nac.instruction_name(i) or "matmul" in qdoc.nac.instruction_name(i))
     assert s.state == "error" and s.error_tick == linear
-    assert window.disassembly_view.model.error_tick == linear
+    model = window.disassembly_view.model
+    assert model.error_tick == linear
+    tip = model.data(model.index(model.row_of_tick(linear), 0), Qt.ItemDataRole.ToolTipRole)
+    assert tip.startswith("The run stopped here") and "cannot be multiplied" in tip
     found = qdoc.doc.problems_from("debug")
     assert len(found) == 1 and f"tick {linear}" in found[0].reason
     assert found[0].selection.key == linear
