@@ -636,6 +636,8 @@ class MainWindow(QMainWindow):
 
     def set_active(self, qdoc: Optional[QtDocument]) -> None:
         """Hand every view the document (``None``: no file open)."""
+        if qdoc is not self.active:
+            self.statusBar().clearMessage()      # "Opened a.nac …" is about the other file
         self.active = qdoc
         from .peer_views import document_for      # NAC-only panes get no document for a peer-format file
         for name, view in self.views.items():

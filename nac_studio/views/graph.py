@@ -189,6 +189,7 @@ class GraphView(QWidget):
         self._anchor_key = None               # node key to keep in the middle across re-layouts
         self._cache = LayoutCache()
         self._shapes: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # doc -> tick -> label
+        self._search_by_doc: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self._shape_tasks: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
         self.canvas = GraphCanvas(self)
@@ -294,6 +295,17 @@ class GraphView(QWidget):
 
     # ------------------------------------------------------------------ document
     def set_document(self, qdoc) -> None:
+        # the search text belongs to its file: keep it for when the user comes back, and
+        # give the next file its own (empty the first time)
+        if self.qdoc is not None and self.qdoc is not qdoc:
+            self._search_by_doc[self.qdoc.doc] = self.search.text()
+        if qdoc is not self.qdoc:
+            self.search.blockSignals(True)
+            self.search.setText(self._search_by_doc.get(qdoc.doc, "") if qdoc is not None else "")
+            self.search.blockSignals(False)
+            self._matches, self._hidden_hits, self._match_pos = [], [], -1
+            self.match_label.setText("")
+            self._reveal_tick = None
         rebind(self.qdoc, qdoc, selection=self._on_selection, tick=self._on_tick)
         self._cancel_task()
         self._remember_view()

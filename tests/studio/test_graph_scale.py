@@ -171,3 +171,27 @@ def test_a_value_read_far_down_by_many_nodes_is_one_bundled_edge(qtbot):
         v.set_document(None)
         qd.tasks.shutdown(wait=True)
         qd.close()
+
+
+def test_search_text_stays_with_its_file(qtbot):
+    docs = [QtDocument(Document(gpt2_like(2, d=32, n_head=2, seq=4))) for _ in range(2)]
+    v = GraphView(None)
+    qtbot.addWidget(v)
+    v.resize(800, 600)
+    v.show()
+    try:
+        a, b = docs
+        with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
+            v.set_document(a)
+        v.search.setText("layer_norm")
+        assert "found" in v.match_label.text()
+        with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
+            v.set_document(b)
+        assert v.search.text() == "" and v.match_label.text() == ""
+        v.set_document(a)
+        assert v.search.text() == "layer_norm"
+    finally:
+        v.set_document(None)
+        for d in docs:
+            d.tasks.shutdown(wait=True)
+            d.close()
