@@ -18,6 +18,7 @@ from typing import Optional
 
 import numpy as np
 
+from nac_engine.isa.coerce import InexactCoercion, as_used
 from nac_engine.isa.literals import format_literal
 
 #: ATen argument names by op base name, positional (what NAC's D field keeps). Only ops whose
@@ -98,7 +99,11 @@ def node_attributes(nac, ins, base: Optional[str] = None) -> str:
         name = names[pos] if pos < len(names) else ""
         if (base, name) in _SKIP:
             continue
-        text = _literal(arg.value)
+        try:            # a shared constant (keepdim stored as 1.0) as the op uses it
+            value = as_used(arg.value, arg.code)
+        except InexactCoercion:
+            value = arg.value
+        text = _literal(value)
         if text in _BORING.get((base, name), ()):
             continue
         if len(text) > MAX_VALUE:

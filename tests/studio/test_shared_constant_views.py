@@ -30,3 +30,12 @@ def test_graph_constant_nodes_show_the_used_value(corpus_case):
         g = build_graph(nac, show_consts=True)
         texts = [n.op for n in g.nodes if n.kind == "const" and n.tick == 8]
     assert texts == ["1 (stored 1.0)"]
+
+
+def test_graph_node_attributes_use_the_coerced_values(corpus_case):
+    from nac_engine import read
+    from nac_studio.graph_labels import node_attributes
+    with read(str(corpus_case("consts_mixed"))) as nac:
+        assert node_attributes(nac, nac.instructions[9]) == "dim=[1] · keepdim=True"   # keepdim stored 1.0
+    with read(str(corpus_case("transpose_kw__torch2.13"))) as nac:
+        assert node_attributes(nac, nac.instructions[4]) == "dim0=1 · dim1=0"          # dim1 stored False
