@@ -260,6 +260,9 @@ def main(argv=None) -> int:
     ap.add_argument("--debugger", choices=("yes", "no", "only"), default="yes",
                     help="the debugger's figures (F10, Continue, stall, step back, heatmap): after the open "
                          "figures, not at all, or alone")
+    ap.add_argument("--simulation", choices=("yes", "no", "only"), default="yes",
+                    help="the MMAP timeline (1k/10k/100k ticks) and hardware-pane figures (studio_simulation.py): "
+                         "after the open figures, not at all, or alone")
     args = ap.parse_args(argv)
 
     path, source = get_file(args)
@@ -272,6 +275,8 @@ def main(argv=None) -> int:
 
     app = QApplication.instance() or QApplication([])
     apply_theme(app, "light")
+    if args.simulation == "only":
+        return 0 if run_simulation_figures(path, source, app) else 1
     if args.debugger == "only":
         from studio_debugger import measure_debugger, report
         print(f"file: {path}\n      {source}")
@@ -311,8 +316,17 @@ def main(argv=None) -> int:
     if args.debugger == "yes":
         from studio_debugger import measure_debugger, report
         ok = report(measure_debugger(path, app)) and ok
+    if args.simulation == "yes":
+        ok = run_simulation_figures(path, source, app) and ok
     print("targets met" if ok else "TARGETS MISSED")
     return 0 if ok else 1
+
+
+def run_simulation_figures(path: Path, source: str, app) -> bool:
+    """Issue 11's figures: timeline open/frame time, hardware pane vs nac sim (studio_simulation.py)."""
+    from studio_simulation import measure_hardware, measure_timeline, report
+    print(f"file: {path}\n      {source}")
+    return report(measure_timeline(app), measure_hardware(path, app))
 
 
 if __name__ == "__main__":

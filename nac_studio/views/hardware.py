@@ -506,7 +506,8 @@ class HardwareView(QWidget):
             units.addItem(self.items["stalls"])
             self.items["dma"] = RectBatch(_DMA_COLORS, pad=0.15)
             dma.addItem(self.items["dma"])
-            self.items["sram"] = pg.PlotDataItem(pen=pg.mkPen("#1f77b4", width=1.4), stepMode="right")
+            self.items["sram"] = pg.PlotDataItem(pen=pg.mkPen("#1f77b4", width=1), stepMode="right",
+                                                 skipFiniteCheck=True)
             self.items["sram"].setClipToView(True)
             self.items["sram"].setDownsampling(auto=True, method="peak")
             sram.addItem(self.items["sram"])

@@ -42,6 +42,26 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
+#: Up to this many ticks a per-tick series is drawn as steps; above, as a line through the tick
+#: centres, which pyqtgraph's peak downsampling thins to the pixels in view (it does not thin
+#: step curves: 100k steps cost ~50 ms a frame).
+STEP_MAX = 20000
+
+
+def set_series(item, values: np.ndarray) -> None:
+    n = int(values.size)
+    if n == 0:
+        item.setData([], [])
+    elif n <= STEP_MAX:
+        item.setData(np.arange(n + 1, dtype=np.float64), np.r_[values, values[-1:]].astype(np.float64),
+                     stepMode="right")
+    else:
+        item.setData(np.arange(n, dtype=np.float64) + 0.5, values.astype(np.float64), stepMode=None)
+    # after setData, which resets them
+    item.setClipToView(True)
+    item.setDownsampling(auto=True, method="peak")
+
+
 class TimelineView(QWidget):
     title = "MMAP Timeline"
     object_name = "timeline"
@@ -278,7 +298,9 @@ class TimelineView(QWidget):
                 lanes.addItem(item)
             self.items["buffers"] = RectBatch()
             bufs.addItem(self.items["buffers"])
-            self.items["live"] = pg.PlotDataItem(pen=pg.mkPen("#1f77b4", width=1.5), stepMode="right")
+            # thin (cosmetic) pens: a wide pen costs ~30 ms a frame on a 10k-point step curve
+            self.items["live"] = pg.PlotDataItem(pen=pg.mkPen("#1f77b4", width=1), stepMode="right",
+                                                 skipFiniteCheck=True)
             self.items["live"].setClipToView(True)
             self.items["live"].setDownsampling(auto=True, method="peak")
             live.addItem(self.items["live"])
@@ -297,9 +319,7 @@ class TimelineView(QWidget):
                                        labels=lambda k: f"v{int(b.value[k])} {human_bytes(int(b.nbytes[k]))}",
                                        tooltip=lambda k: self._buffer_tip(tl, k))
         n = tl.n
-        x = np.arange(n + 1, dtype=np.float64)
-        self.items["live"].setData(x, np.r_[tl.live_bytes, tl.live_bytes[-1:] if n else []].astype(np.float64)
-                                   if n else np.zeros(1))
+        set_series(self.items["live"], tl.live_bytes)
         self.items["peak"].setData([tl.peak_tick + 0.5], [tl.peak])
         self.items["peak_text"].setText(f"peak {human_bytes(tl.peak)} @ t{tl.peak_tick}")
         self.items["peak_text"].setPos(tl.peak_tick + 0.5, tl.peak)
@@ -354,13 +374,12 @@ class TimelineView(QWidget):
             n = curve.live_bytes.size
             # added empty, then filled: clip-to-view needs the item inside its view box first
             item = pg.PlotDataItem(stepMode="right", pen=pg.mkPen(_PLANNER_COLORS[k % len(_PLANNER_COLORS)],
-                                                                  width=1.4 if curve.label != "file" else 2.2),
+                                                                  width=1),
                                    name=f"{curve.label}: peak {human_bytes(curve.peak)} @ t{curve.peak_tick}")
             p.addItem(item)
             item.setClipToView(True)
             item.setDownsampling(auto=True, method="peak")
-            item.setData(np.arange(n + 1, dtype=np.float64),
-                         np.r_[curve.live_bytes, curve.live_bytes[-1:]].astype(np.float64))
+            set_series(item, curve.live_bytes)
             self.items["planner_curves"].append(item)
         self._refresh_planner_choice()
 

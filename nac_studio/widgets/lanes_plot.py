@@ -27,7 +27,7 @@ from PySide6.QtWidgets import QToolTip
 RAMP = ("#fde725", "#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e", "#31688e", "#3e4989", "#482878",
         "#440154")
 #: Above this many visible rectangles, bars narrower than a pixel are merged per pixel.
-LOD_THRESHOLD = 4000
+LOD_THRESHOLD = 500
 
 
 def ramp_index(values: np.ndarray, lo: Optional[float] = None, hi: Optional[float] = None) -> np.ndarray:
@@ -55,6 +55,9 @@ class RectBatch(pg.GraphicsObject):
         self.drawn = 0                 # rectangles painted last time (benchmarks, tests)
         self._bounds = QRectF()
         self.setAcceptHoverEvents(True)
+        # Panning only translates the view: Qt scrolls the cached pixels and paints just the
+        # strip that came into view, instead of every rectangle each frame.
+        self.setCacheMode(pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
 
     def set_data(self, x0, x1, row, color=None, *, labels=None, tooltip=None) -> None:
         self.prepareGeometryChange()
@@ -106,12 +109,18 @@ class RectBatch(pg.GraphicsObject):
                 starts = np.nonzero(np.r_[True, key_s[1:] != key_s[:-1]])[0]
                 cell_col = np.maximum.reduceat(col[narrow][order], starts)
                 cell_px = px[order][starts]
+                cell_row = row[narrow][order][starts]
+                # Runs of neighbouring cells on one row with one colour become one rectangle.
+                brk = np.r_[True, (cell_row[1:] != cell_row[:-1]) | (cell_px[1:] != cell_px[:-1] + 1)
+                            | (cell_col[1:] != cell_col[:-1])]
+                run_start = np.nonzero(brk)[0]
+                run_len = np.diff(np.r_[run_start, cell_px.size])
                 wide = ~narrow
-                x0 = np.r_[x0[wide], left + cell_px * pw]
-                width = np.r_[width[wide], np.full(starts.size, pw)]
-                row = np.r_[row[wide], row[narrow][order][starts]]
-                col = np.r_[col[wide], cell_col]
-                idx = np.r_[idx[wide], np.full(starts.size, -1)]
+                x0 = np.r_[x0[wide], left + cell_px[run_start] * pw]
+                width = np.r_[width[wide], run_len * pw]
+                row = np.r_[row[wide], cell_row[run_start]]
+                col = np.r_[col[wide], cell_col[run_start]]
+                idx = np.r_[idx[wide], np.full(run_start.size, -1)]
         p.setPen(Qt.PenStyle.NoPen)
         h = 1.0 - 2 * self.pad
         for c in np.unique(col):
@@ -219,7 +228,6 @@ class LanesPlot(pg.GraphicsLayoutWidget):
         self._row += 1
         plot.hideButtons()
         plot.setMenuEnabled(False)
-        plot.showGrid(x=True, y=False, alpha=0.15)
         plot.getAxis("left").setWidth(92)
         if left_label:
             plot.setLabel("left", left_label)
