@@ -259,6 +259,8 @@ def _broken_lines(rule: str, k: int, draw) -> tuple[list[str], list[str]]:
     if rule == "conv-shape":
         return [inp(k, "x", f(4, 4, d1)), inp(k + 1, "w", f(3, 3, d1, 2)),
                 f"%{k + 2} = Conv2d(%{k}, %{k + 1}, [1, 1], Valid) : {f(2, 2, 2)}"], []
+    if rule == "const-shape":
+        return [f"%{k} = ConstTensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]) : {f(3, 2)}"], []
     if rule == "const-dtype":
         return [f"%{k} = ConstTensor([1.5, 2.0]) : Tensor<i64, [2]>"], []
     if rule == "missing-type":
@@ -270,7 +272,7 @@ BREAKABLE = ("use-before-def", "multiple-definition", "undefined-output", "input
              "reshape-element-count", "transpose-perm", "result-type", "dtype-mismatch", "broadcast",
              "matmul-shape", "reduce-axes", "slice-zero-step", "slice-lengths", "index-length", "squeeze-axes",
              "gather-index-dtype", "conv-channels", "conv-strides", "dtype-kind", "unknown-op", "div-not-core",
-             "operands", "dim-positive", "expand-axes", "reshape-dims", "dot-shape", "conv-shape", "const-dtype",
+             "operands", "dim-positive", "expand-axes", "reshape-dims", "dot-shape", "conv-shape", "const-dtype", "const-shape",
              "missing-type")
 
 

@@ -49,6 +49,7 @@ RULES = {
     "reshape-dims": ("M034", "spec", "Reshape dims positive with at most one -1"),
     "dim-positive": ("M035", "spec", "declared tensor dimensions are positive"),
     "const-dtype": ("M036", "spec", "constant elements are valid values of the dtype"),
+    "const-shape": ("M037", "spec", "ConstTensor data nests like its declared shape"),
     "result-type": ("M040", "ours", "the written result type equals the inferred one"),
     "div-not-core": ("M041", "spec", "BinOp Div is not Core v1 (SHOULD be rejected)"),
     "no-outputs": ("M050", "spec", "the module declares its outputs"),
@@ -130,6 +131,21 @@ def flat_data(data) -> list:
     return out
 
 
+def data_shape(data) -> Optional[tuple]:
+    """The shape a nested literal spells (``None``: ragged), walked level by level."""
+    shape = []
+    level = [data]
+    while level and isinstance(level[0], list):
+        n = len(level[0])
+        if any(not isinstance(x, list) or len(x) != n for x in level):
+            return None
+        shape.append(n)
+        level = [y for x in level for y in x]
+    if any(isinstance(x, list) for x in level):
+        return None
+    return tuple(shape)
+
+
 def slice_len(dim: int, start: int, end: int, step: int) -> int:
     """Python slicing's length, by arithmetic (``len(range(...))`` overflows on hostile dims)."""
     lo, hi, st = slice(start, end, step).indices(dim)
@@ -176,6 +192,10 @@ def infer(ins: Instr, ts: list) -> TensorType:
         if len(vals) != t.numel():
             raise _Fail("const-count", f"ConstTensor has {len(vals)} element(s), its shape {list(t.shape)} "
                                        f"needs {t.numel()}")
+        nested = data_shape(p["data"])
+        if nested != tuple(t.shape) and not (t.rank == 0 and nested == (1,)):
+            raise _Fail("const-shape", f"ConstTensor data nests as {list(nested) if nested is not None else 'ragged'}"
+                                       f", its type says {list(t.shape)}")
         for v in vals:
             if t.dtype in INT_DTYPES:
                 lo, hi = _INT_RANGE[t.dtype]
