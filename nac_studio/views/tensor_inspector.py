@@ -100,8 +100,8 @@ def stats_text(r) -> str:
         return ""
     def f(v):
         return "—" if v is None else f"{v:.6g}"
-    return (f"shape {list(r.shape)}  {r.dtype}  ·  min {f(r.min)}  max {f(r.max)}  mean {f(r.mean)}  std {f(r.std)}"
-            f"  ·  NaN {r.nan_count:,}  Inf {r.inf_count:,}  zero {r.zero_count:,}")
+    return (f"shape {list(r.shape)}  {r.dtype}\nmin {f(r.min)}  max {f(r.max)}  mean {f(r.mean)}  std {f(r.std)}"
+            f"\nNaN {r.nan_count:,}  Inf {r.inf_count:,}  zero {r.zero_count:,}")
 
 
 # --------------------------------------------------------------------------- raw values
@@ -192,7 +192,7 @@ class InspectorPanel(QWidget):
         self.stats.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         # fixed heights: new numbers at every step must not re-lay the panel out (a resize
         # makes pyqtgraph rebuild the colour gradient's lookup table and repaint it all)
-        self.stats.setFixedHeight(self.fontMetrics().lineSpacing() * 3 + 4)
+        self.stats.setFixedHeight(self.fontMetrics().lineSpacing() * 4 + 4)   # 3 lines, one may wrap
         self.title.setFixedHeight(self.fontMetrics().lineSpacing() + 4)
 
         self.tabs = QTabWidget(self)
