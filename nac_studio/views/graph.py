@@ -24,13 +24,14 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from PySide6.QtCore import QPointF, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QAction, QIcon, QPainter, QPalette
+from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPalette
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QProgressBar,
                                QSizePolicy, QToolBar, QToolButton, QVBoxLayout, QWidget)
 
 from ..qt_document import rebind
 from ..document import Selection
 from ..graph_layout import GraphLayout, LayoutCancelled, layout_graph
+from ..graph_problems import problem_ticks
 from ..graph_shapes import file_shapes, node_shape_labels, propagated_shapes
 from ..graph_model import OP_CLASS_TITLES, OP_CLASSES, DataflowGraph, build_graph, detect_block_prefixes
 from ..peer_graph import dataflow_from_peer
@@ -458,11 +459,23 @@ class GraphView(QWidget):
         self.status.setText(f"{st['nodes']:,} nodes · {st['edges']:,} edges · {st['layers']:,} layers · "
                             f"{st['seconds']['total']:.2f} s")
         self._apply_shapes()
+        self._mark_problems()
         self.legend.set_classes([nd.op_class for nd in layout.graph.nodes] +
                                 [c for nd in layout.graph.nodes for c, _n in nd.composition])
         self._update_highlight()
         if self.search.text():
             self._search_changed(self.search.text())
+
+    # ------------------------------------------------------------------ problems
+    def _mark_problems(self) -> None:
+        """Damaged instructions and loads whose tensor is missing: a red outline and a
+        ``!`` badge (overlay layer "problems"), the reason in the tooltip."""
+        self._problem_ticks = problem_ticks(self.qdoc.doc) if self.qdoc is not None else {}
+        if not self._problem_ticks:
+            self.canvas.clear_overlay("problems")
+            return
+        red = QColor("#d0312d")
+        self.canvas.set_node_overlay("problems", {t: (None, red, "!") for t in self._problem_ticks})
 
     # ------------------------------------------------------------------ edge shapes
     def _apply_shapes(self) -> None:
@@ -680,6 +693,9 @@ class GraphView(QWidget):
                 lines.append(_esc(self.qdoc.doc.describe(nd.selection())))
             if nd.detail:
                 lines.append(_esc(nd.detail))
+            reason = getattr(self, "_problem_ticks", {}).get(nd.tick)
+            if reason:
+                lines.append(f"<span style='color:#d0312d'>⚠ {_esc(reason)}</span>")
             if nd.params and self.qdoc is not None:
                 names = [self.qdoc.nac.params[p].name for p in nd.params if p in self.qdoc.nac.params]
                 lines.append("reads " + ", ".join(_esc(n) for n in names))

@@ -195,3 +195,27 @@ def test_search_text_stays_with_its_file(qtbot):
         for d in docs:
             d.tasks.shutdown(wait=True)
             d.close()
+
+
+def test_a_load_whose_tensor_is_missing_is_marked_on_the_graph(qtbot):
+    nac = gpt2_like(1, d=32, n_head=2, seq=4)
+    victim = next(ins for ins in nac.instructions if ins.a == 2 and ins.b == 1)
+    del nac.params[victim.c[1]]
+    qd = QtDocument(Document(nac))
+    v = GraphView(None)
+    qtbot.addWidget(v)
+    v.resize(800, 600)
+    v.show()
+    try:
+        with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
+            v.set_document(qd)
+        node = int(v.shown.node_of_tick[victim.index])
+        styles = v.canvas.overlay_styles()
+        assert node in styles and styles[node][0][2] == "!"
+        assert "no tensor record" in v._tooltip(node)
+        marked = {i for i in styles}
+        assert len(marked) == 1
+    finally:
+        v.set_document(None)
+        qd.tasks.shutdown(wait=True)
+        qd.close()
