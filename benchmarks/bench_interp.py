@@ -400,6 +400,31 @@ def report(res: dict) -> None:
         print(f"  median run under the load: torch's default pool ({os.cpu_count()} threads) "
               f"{ld['default_pool_run_median_s'] * 1e3:.2f} ms, the chosen {e['threads']} thread(s) "
               f"{e['run_median_s'] * 1e3:.2f} ms ({ld['default_pool_run_median_s'] / e['run_median_s']:.1f}x)")
+    closing(res)
+
+
+def closing(res: dict) -> None:
+    """One closing note with the figures the issue asks for."""
+    cold = [r["ratio"] for r in res["cold"] if "error" not in r]
+    eager = [r for r in res["eager"] if "error" not in r]
+    parts = [f"cold incl. load {geomean(cold):.2f}x the reference-style run (geometric mean, {len(cold)} files)"]
+    if eager:
+        parts.append(f"corpus transformers {min(r['ratio'] for r in eager):.2f}-{max(r['ratio'] for r in eager):.2f}x "
+                     f"pre-bound eager")
+    if "gpt2" in res:
+        g = res["gpt2"]
+        parts.append(f"GPT-2 12x768 {g['ratio']:.2f}x eager, peak RSS {g['peak_rss_free'] / 2**20:.0f} MiB "
+                     f"(keeping every value {g['peak_rss_keep'] / 2**20:.0f} MiB)")
+    bt = next((r for r in eager if r["case"] == "bert_tiny"), None)
+    if bt:
+        parts.append(f"stepping {bt['step_us_per_instruction']:.1f} us/instruction on a warm bert_tiny session")
+    if "loaded" in res:
+        ld = res["loaded"]
+        parts.append(f"under a CPU hog: run {ld['eager']['ratio']:.2f}x eager; torch's default pool "
+                     f"{ld['default_pool_run_median_s'] / ld['eager']['run_median_s']:.0f}x slower than the chosen "
+                     f"thread count (median)")
+    print("\nclosing note: " + "; ".join(parts) + f" — load average {res['loadavg_at_start']:.1f} on "
+          f"{res['cpus']} CPUs while measured.")
 
 
 if __name__ == "__main__":
