@@ -179,6 +179,28 @@ def _scales_text(scales) -> str:
     return "[" + ",".join(format_f32(float(x)) for x in arr) + "]"
 
 
+#: Streams up to this many instructions have every line parsed back (exactness, checked).
+EXACT_TEXT_CHECK = 20_000
+
+
+def _text_reads_back(lines: list, instrs: list) -> bool:
+    """Does each ``.mep`` line parse back to its instruction? Parsing costs ~20x decoding, so a
+    huge stream (a hostile 1 MB ORCH is 240k instructions) checks the first line of each
+    (mnemonic, op) pair; the text grammar's inversion for all the rest is what
+    tests/isa/test_mep.py's property tests establish (comments, where pool values go, are ignored)."""
+    if len(lines) <= EXACT_TEXT_CHECK:
+        return all(parse_mep(ln) == ins for ln, ins in zip(lines, instrs))
+    seen: set = set()
+    for ln, ins in zip(lines, instrs):
+        key = (ins.mnemonic, ins.operands[0][1] if ins.operands and ins.operands[0][0] == "op" else None)
+        if key in seen:
+            continue
+        seen.add(key)
+        if parse_mep(ln) != ins:
+            return False
+    return True
+
+
 def _orch_lines(nac: NacFile):
     orch = nac.orch
     yield ".orch"
@@ -188,7 +210,7 @@ def _orch_lines(nac: NacFile):
             pool = {c.id: c.value for c in orch.pool}
             instrs, problems = decode_mep(orch.bytecode)
             lines = [format_mep(i, pool) for i in instrs]
-            if not problems and encode_mep([parse_mep(ln) for ln in lines]) == orch.bytecode:
+            if not problems and encode_mep(instrs) == orch.bytecode and _text_reads_back(lines, instrs):
                 mep_text = lines
         except Exception:   # fall back to hex: exactness matters more than the listing
             mep_text = None
