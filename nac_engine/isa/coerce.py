@@ -21,7 +21,6 @@ from typing import Any, Optional
 # Signature code → the Python type the compiler saw for that argument (codes S, s, c and the
 # tensor codes say nothing about a scalar's type).
 CODE_TYPES = {"i": int, "A": int, "b": bool, "f": float}
-_FLOAT_EXACT_INT = 2 ** 53
 
 
 class InexactCoercion(ValueError):
@@ -60,8 +59,13 @@ def exact(value: Any, wanted: type, where: str = "") -> Any:
     elif wanted is float:
         if isinstance(value, bool):
             return float(value)
-        if isinstance(value, int) and abs(value) <= _FLOAT_EXACT_INT:
-            return float(value)
+        if isinstance(value, int):
+            try:
+                f = float(value)
+            except OverflowError:
+                f = None
+            if f is not None and int(f) == value:      # 2**60 is exact, 2**60 + 1 is not
+                return f
     raise InexactCoercion(value, wanted, where)
 
 

@@ -26,7 +26,7 @@ X = np.arange(8, dtype=np.float32).reshape(2, 4)
 @pytest.mark.parametrize("value, wanted, expect", [
     (1.0, int, 1), (0.0, int, 0), (-2.0, int, -2), (False, int, 0), (True, int, 1),
     (0, bool, False), (1, bool, True), (1.0, bool, True), (0.0, bool, False),
-    (2, float, 2.0), (True, float, 1.0), (7, int, 7), (0.5, float, 0.5),
+    (2, float, 2.0), (True, float, 1.0), (7, int, 7), (0.5, float, 0.5), (2 ** 60, float, 2.0 ** 60),
 ])
 def test_exact_conversions(value, wanted, expect):
     got = exact(value, wanted)
@@ -35,7 +35,7 @@ def test_exact_conversions(value, wanted, expect):
 
 @pytest.mark.parametrize("value, wanted", [
     (1.5, int), (float("nan"), int), (float("inf"), int), (2, bool), (-1, bool), (0.5, bool),
-    (2 ** 60 + 1, float),
+    (2 ** 60 + 1, float), (10 ** 400, float),
 ])
 def test_inexact_conversions_are_refused(value, wanted):
     with pytest.raises(InexactCoercion) as err:
