@@ -81,9 +81,19 @@ def _literal(value) -> str:
         return repr(value)
 
 
-def node_attributes(nac, ins, base: Optional[str] = None) -> str:
+def node_attributes(nac, ins, base: Optional[str] = None, memo: Optional[dict] = None) -> str:
     """``dim=-1 · eps=1e-05``: an instruction's constant arguments, named where known;
-    "" when it has none. ``base``: the op's base name, if the caller has it."""
+    "" when it has none. ``base``: the op's base name, if the caller has it. ``memo``: a
+    dict shared over one file's instructions (a transformer repeats the same op with the
+    same constants in every layer; the text depends only on op, C and where D is 0)."""
+    if not getattr(ins, "const_ids", True):
+        return ""          # no constant arguments: nothing to name (most instructions)
+    if memo is not None:
+        key = (ins.a, ins.b, tuple(ins.c or ()), tuple(v == 0 for v in (ins.d or ())))
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = node_attributes(nac, ins, base)
+        return found
     from .graph_model import op_base_name
     try:
         args = nac.arguments(ins)
