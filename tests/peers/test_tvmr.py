@@ -147,3 +147,12 @@ def test_truncated_and_tiny_inputs():
         f = tvmr.decode(data)
         assert f.problems
         assert covers_exactly_once(f) or f.size == 0
+
+
+@needs_corpus
+def test_details_and_machine_accessor():
+    f = tvmr.decode(SAMPLES[0].read_bytes())
+    ck, blocks = f.details()
+    assert any("(matches)" in c.value for c in ck.children) and blocks.value == 1
+    m = f.machine(seed=2)
+    assert m.step().mnemonic == "LOAD_INPUT"

@@ -185,6 +185,23 @@ class TvmrFile(PeerFile):
         from .dataflow import build_graph
         return build_graph(self)
 
+    def details(self):
+        from ..base import DetailItem
+        from .dataflow import basic_blocks
+        ck = DetailItem("checksum", f"{self.header.checksum:016x}",
+                        [DetailItem(k, f"{v:016x}" + ("  (matches)" if k == self.checksum_kind else ""))
+                         for k, v in self.checksums.items()], span=(32, 8) if not self.legacy else (20, 8))
+        blocks = DetailItem("basic blocks", len(basic_blocks(self)) if self.instructions else 0,
+                            [DetailItem(f"block {b}", f"instructions {s}..{e}",
+                                        span=(self.instructions[s].offset, 8 * (e - s + 1)))
+                             for b, (s, e) in enumerate(basic_blocks(self))] if self.instructions else [])
+        return [ck, blocks]
+
+    def machine(self, inputs=None, weights=None, seed: int = 0):
+        """A stepping interpreter over this program (``step()``, ``registers_at(tick)``) for a debugger."""
+        from .interp import TvmrMachine
+        return TvmrMachine(self, inputs=inputs, weights=weights, seed=seed)
+
     def register(self, reg: int) -> Optional[RegDef]:
         for r in self.registers:
             if r.reg == reg:
