@@ -263,6 +263,9 @@ def main(argv=None) -> int:
     ap.add_argument("--simulation", choices=("yes", "no", "only"), default="yes",
                     help="the MMAP timeline (1k/10k/100k ticks) and hardware-pane figures (studio_simulation.py): "
                          "after the open figures, not at all, or alone")
+    ap.add_argument("--stalls", choices=("yes", "no", "only"), default="yes",
+                    help="the longest UI stall per action (open, selection, layout, blocks, statistics, theme, "
+                         "reload; studio_stalls.py): after the open figures, not at all, or alone")
     args = ap.parse_args(argv)
 
     path, source = get_file(args)
@@ -277,6 +280,10 @@ def main(argv=None) -> int:
     apply_theme(app, "light")
     if args.simulation == "only":
         return 0 if run_simulation_figures(path, source, app) else 1
+    if args.stalls == "only":
+        import studio_stalls
+        print(f"file: {path}\n      {source}")
+        return 0 if studio_stalls.run([path], app) else 1
     if args.debugger == "only":
         from studio_debugger import measure_debugger, report
         print(f"file: {path}\n      {source}")
@@ -316,6 +323,9 @@ def main(argv=None) -> int:
     if args.debugger == "yes":
         from studio_debugger import measure_debugger, report
         ok = report(measure_debugger(path, app)) and ok
+    if args.stalls == "yes":
+        import studio_stalls
+        ok = studio_stalls.run([path], app) and ok
     if args.simulation == "yes":
         ok = run_simulation_figures(path, source, app) and ok
     print("targets met" if ok else "TARGETS MISSED")
