@@ -9,9 +9,16 @@ class NacFormatError(ValueError):
     ``reason`` says what is wrong in words a user can act on.
     """
 
+    #: A reason longer than this is cut: a hostile file can put megabytes of text into one
+    #: (a constant's value, a name), and every tool prints reasons on one line.
+    MAX_REASON = 1000
+
     def __init__(self, section: str, offset: int, reason: str):
         self.section = section
         self.offset = int(offset)
+        reason = str(reason)
+        if len(reason) > self.MAX_REASON:
+            reason = reason[:self.MAX_REASON] + f"… ({len(reason):,} characters)"
         self.reason = reason
         super().__init__(f"{section} @ {self.offset:#x} ({self.offset}): {reason}")
 

@@ -211,3 +211,8 @@ def test_file_truncated_while_open_is_an_error_not_sigbus(tmp_path):
     assert r.returncode == 0, (r.returncode, r.stderr)
     count, reason = r.stdout.split(" ", 1)
     assert int(count) == 2 and "changed on disk" in reason
+
+
+def test_error_reasons_are_capped():
+    e = NacFormatError("CNST", 4, "x" * 200_000)
+    assert len(e.reason) < 1100 and "200,000 characters" in e.reason and len(str(e)) < 1200
