@@ -22,6 +22,10 @@ Measured, each the median of ``--repeat`` runs in one fresh main window per run:
   tasks, with the longest UI stall while they run.
 
 Ratios are printed against the targets and against the baseline of this run.
+
+``--debugger yes|no|only`` adds (or runs alone) the debugger's figures on the same file: F10
+with every view updating, Continue vs ``Session.run``, the longest stall during Continue,
+step back and a 4096×4096 heatmap (see ``benchmarks/studio_debugger.py``).
 """
 from __future__ import annotations
 
