@@ -116,13 +116,29 @@ def test_extension_instructions_decode_with_names():
     assert any("not declared" in p.reason for p in g.verify())
 
 
+def legacy_writer_file() -> bytes:
+    """The legacy writer's layout (to_binary): three bank counts, instr_count at 11, no checksum."""
+    regs = bytes([0x00, 1, 1]) + struct.pack("<H", 4) + b"\0" + bytes([0x40, 2, 2]) + struct.pack("<HH", 2, 4) + b"\x03abc"
+    hdr = b"TERN" + struct.pack("<HH", 1, 0) + bytes([1, 1, 0]) + struct.pack("<II", 2, 0)
+    return hdr + b"\0" * (32 - len(hdr)) + regs + bytes.fromhex("0000100700ff000000000001ffff0000")
+
+
 def test_legacy_tern_is_detected_and_reported():
     hdr = b"TERN" + struct.pack("<HHBBBBIIQ", 1, 0, 1, 0, 0, 0, 1, 0, 0) + b"\0" * 4
     data = hdr + bytes.fromhex("00000001ffff0000")
     assert detect(data[:4]) == "tvmr"
     f = tvmr.decode(data)
-    assert f.legacy and any("legacy TERN" in p.reason for p in f.problems)
+    assert f.legacy and any("legacy reader" in p.reason for p in f.problems)
     assert f.summary()["legacy_tern"] is True and covers_exactly_once(f)
+    # the legacy writer's layout, which the real reader cannot load, is tried too
+    f = tvmr.decode(legacy_writer_file())
+    assert any("legacy writer" in p.reason for p in f.problems) and covers_exactly_once(f)
+    assert [(r.name, r.dims, r.key_text, r.type_id) for r in f.registers] == [("H0", [4], "", 7),
+                                                                               ("C0", [2, 4], "abc", 0x100)]
+    assert [i.mnemonic for i in f.instructions] == ["LOAD_INPUT", "HALT"]
+    from nac_engine.peers.tvmr.asm import assemble
+    g = tvmr.decode(assemble(f.disassemble()), strict=True)        # its text assembles to TVMR v1
+    assert [r.name for r in g.registers] == ["H0", "C0"] and g.instructions[-1].mnemonic == "HALT"
 
 
 @pytest.mark.parametrize("patch", [

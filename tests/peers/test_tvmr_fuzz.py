@@ -13,14 +13,14 @@ from nac_engine.errors import NacFormatError
 from nac_engine.peers import tvmr
 from nac_engine.peers.tvmr.asm import assemble
 from nac_engine.peers.tvmr.interp import TvmrMachine, TvmrRuntimeError
-from tests.peers.test_tvmr import SAMPLES
+from tests.peers.test_tvmr import SAMPLES, legacy_writer_file
 from tests.peers.test_tvmr_asm import SOURCE
 
 _FIELDS = (8, 12, 16, 20, 24, 28)
 
 
 def _bases() -> list[bytes]:
-    return [p.read_bytes() for p in SAMPLES] + [assemble(SOURCE)]
+    return [p.read_bytes() for p in SAMPLES] + [assemble(SOURCE), legacy_writer_file()]
 
 
 def _mutants(base: bytes, n: int, seed: int):

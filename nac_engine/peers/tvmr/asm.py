@@ -450,7 +450,7 @@ def _reg_line(r) -> str:
 def disassemble(f: TvmrFile) -> str:
     """The seed's assembly source form of a decoded file (assembles back with ``assemble``)."""
     h = f.header
-    out = [f"; TVMR v{h.version} program{' (legacy TERN header: instructions only)' if f.legacy else ''}"
+    out = [f"; TVMR v{h.version} program{' read from a legacy TERN file' if f.legacy else ''}"
            + (f" from {f.path}" if f.path else ""),
            f"; {len(f.registers)} registers, {len(f.instructions)} instructions"]
     notes = []

@@ -368,33 +368,71 @@ def _instr_spans(f: TvmrFile, span) -> None:
 
 
 def _decode_legacy(f: TvmrFile) -> None:
-    """Legacy ``TERN`` container: detected and reported. The reader's layout (deserialize_legacy: four
-    bank counts at 8, instr_count u32 at 12, reg_def_size at 16, checksum u64 at 20) is shown as spans;
-    the legacy writer's different layout is named in the problem when the reader's does not fit."""
+    """Legacy ``TERN`` container, detected and reported. Two layouts exist and both are tried:
+    the reader's (``deserialize_legacy``: four bank counts at 8, instr_count u32 at 12, reg_def_size u32
+    at 16, checksum u64 at 20) and the legacy writer's (``to_binary``: three bank counts at 8,
+    instr_count u32 at 11, init_count u32 at 15, no checksum), which the reader cannot load. Register
+    definitions are ``[reg][dtype u8][ndims][dims u16...][key_len][key]`` with the 1-byte legacy dtypes."""
     d = f.data
     n = len(d)
     f.legacy = True
-    f.problems.append(PeerWarning("header/magic", 0, "legacy TERN format (32-byte header, 1-byte dtypes): "
-                                                     "detected, shown as header fields only"))
     if n < LEGACY_HEADER_SIZE:
         raise NacFormatError("header", 0, f"{n} bytes is shorter than the 32-byte legacy TERN header")
     ver, flags, hot, cold, par, shp, ic, rsz, ck = struct.unpack_from("<HHBBBBIIQ", d, 4)
-    f.header = Header(version=ver, flags=flags, instr_count=ic, checksum=ck)
-    hs = f.root.add(0, LEGACY_HEADER_SIZE, "legacy_header", "TernHeader")
-    for off, size, name, typ, val in ((0, 4, "magic", "char[4]", "TERN"), (4, 2, "version", "u16", ver),
-                                      (6, 2, "flags", "u16", flags), (8, 1, "hot_count", "u8", hot),
-                                      (9, 1, "cold_count", "u8", cold), (10, 1, "param_count", "u8", par),
-                                      (11, 1, "shape_count", "u8", shp), (12, 4, "instr_count", "u32", ic),
-                                      (16, 4, "reg_def_size", "u32", rsz), (20, 8, "checksum", "u64", f"{ck:016x}"),
-                                      (28, 4, "reserved", "u8[4]", d[28:32].hex())):
-        hs.add(off, size, name, typ, val)
-    if rsz > n - LEGACY_HEADER_SIZE or ic > (n - LEGACY_HEADER_SIZE - rsz) // 8:
-        raise NacFormatError("legacy_header", 12, f"{rsz}-byte register definitions and {ic} instructions do not "
-                                                  f"fit the {n}-byte file (a file from the legacy writer has "
-                                                  "instr_count at offset 11 and no checksum)")
-    if rsz:
-        f.root.add(LEGACY_HEADER_SIZE, rsz, "legacy_registers", "unparsed")
-    io = LEGACY_HEADER_SIZE + rsz
+    reader_fits = rsz <= n - LEGACY_HEADER_SIZE and ic <= (n - LEGACY_HEADER_SIZE - rsz) // 8 and \
+        LEGACY_HEADER_SIZE + rsz + 8 * ic == n
+    w_ic, w_init = struct.unpack_from("<II", d, 11)
+    writer_regs = None
+    if not reader_fits:
+        try:
+            writer_regs, w_end = _legacy_regs(d, LEGACY_HEADER_SIZE, hot + cold + par, n)
+        except NacFormatError:
+            writer_regs = None
+        if writer_regs is not None and w_end + 8 * w_ic != n:
+            writer_regs = None
+    if writer_regs is not None:
+        layout = "legacy writer (to_binary: instr_count at 11, no checksum; the ternsig reader rejects it)"
+        f.header = Header(version=ver, flags=flags, instr_count=w_ic, checksum=0)
+        hs = f.root.add(0, LEGACY_HEADER_SIZE, "legacy_header", "TernHeader(writer)")
+        for off, size, name, typ, val in ((0, 4, "magic", "char[4]", "TERN"), (4, 2, "version", "u16", ver),
+                                          (6, 2, "flags", "u16", flags), (8, 1, "hot_count", "u8", hot),
+                                          (9, 1, "cold_count", "u8", cold), (10, 1, "param_count", "u8", par),
+                                          (11, 4, "instr_count", "u32", w_ic), (15, 4, "init_count", "u32", w_init),
+                                          (19, 13, "padding", "u8[13]", d[19:32].hex())):
+            hs.add(off, size, name, typ, val)
+        io, ic = w_end, w_ic
+    else:
+        layout = "legacy reader (deserialize_legacy: instr_count at 12, reg_def_size at 16, checksum at 20)"
+        f.header = Header(version=ver, flags=flags, instr_count=ic, checksum=ck)
+        hs = f.root.add(0, LEGACY_HEADER_SIZE, "legacy_header", "TernHeader(reader)")
+        for off, size, name, typ, val in ((0, 4, "magic", "char[4]", "TERN"), (4, 2, "version", "u16", ver),
+                                          (6, 2, "flags", "u16", flags), (8, 1, "hot_count", "u8", hot),
+                                          (9, 1, "cold_count", "u8", cold), (10, 1, "param_count", "u8", par),
+                                          (11, 1, "shape_count", "u8", shp), (12, 4, "instr_count", "u32", ic),
+                                          (16, 4, "reg_def_size", "u32", rsz),
+                                          (20, 8, "checksum", "u64", f"{ck:016x}"),
+                                          (28, 4, "reserved", "u8[4]", d[28:32].hex())):
+            hs.add(off, size, name, typ, val)
+        if rsz > n - LEGACY_HEADER_SIZE or ic > (n - LEGACY_HEADER_SIZE - rsz) // 8:
+            raise NacFormatError("legacy_header", 12, f"{rsz}-byte register definitions and {ic} instructions do "
+                                                      f"not fit the {n}-byte file in either legacy layout")
+        io = LEGACY_HEADER_SIZE + rsz
+        try:
+            writer_regs, end = _legacy_regs(d, LEGACY_HEADER_SIZE, hot + cold + par + shp, io)
+            if end != io:
+                writer_regs = None
+        except NacFormatError:
+            writer_regs = None
+        if writer_regs is None and rsz:
+            f.root.add(LEGACY_HEADER_SIZE, rsz, "legacy_registers", "unparsed")
+    f.problems.append(PeerWarning("header/magic", 0, f"legacy TERN format, {layout}: detected and shown; "
+                                                     "assembling its text writes TVMR v1"))
+    if writer_regs:
+        rs = f.root.add(LEGACY_HEADER_SIZE, io - LEGACY_HEADER_SIZE, "registers", f"LegacyRegDef[{len(writer_regs)}]")
+        for r, dt in writer_regs:
+            f.registers.append(r)
+            rs.add(r.offset, r.size, f"{r.name}: {isa.LEGACY_DTYPES.get(dt, f'dtype{dt}')}{r.dims}", "LegacyRegDef",
+                   r.key_text or None)
     if ic:
         ins = f.root.add(io, 8 * ic, "instructions", f"Instr[{ic}]")
         for k in range(ic):
@@ -402,3 +440,26 @@ def _decode_legacy(f: TvmrFile) -> None:
             ext_id, opc = struct.unpack_from(">HH", d, off)
             f.instructions.append(Instr(k, off, ext_id, opc, d[off + 4:off + 8]))
         ins.set_builder(lambda span, f=f: _instr_spans(f, span))
+
+
+def _legacy_regs(d: bytes, pos: int, count: int, limit: int) -> tuple[list, int]:
+    out = []
+    for k in range(count):
+        start = pos
+        if pos + 3 > limit:
+            raise NacFormatError(f"registers[{k}]", pos, "legacy register definition runs past its section")
+        reg, dt, nd = d[pos], d[pos + 1], d[pos + 2]
+        pos += 3
+        if pos + 2 * nd + 1 > limit:
+            raise NacFormatError(f"registers[{k}]", start, "legacy dims run past the section")
+        dims = list(struct.unpack_from(f"<{nd}H", d, pos))
+        pos += 2 * nd
+        kl = d[pos]
+        pos += 1
+        if pos + kl > limit:
+            raise NacFormatError(f"registers[{k}]", start, "legacy thermogram key runs past the section")
+        key = d[pos:pos + kl]
+        pos += kl
+        tid = isa.ASM_TYPES.get(isa.LEGACY_DTYPES.get(dt, ""), 0)
+        out.append((RegDef(reg, tid, 1, dims, key, start, pos - start), dt))
+    return out, pos
