@@ -24,6 +24,7 @@ Inputs (seed 000 §7.1):
 from __future__ import annotations
 
 import mmap
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
@@ -417,9 +418,15 @@ class Session:
         if not (arr.flags.owndata and arr.flags.writeable):
             # a view of the read-only mapping (or of caller bytes): in-place ops must not reach
             # it. Dequantised arrays are already this session's own, and are not copied again.
-            arr = np.array(arr, copy=True)
+            # torch copies with the GIL released (numpy's copy holds it: loading GPT-2's 150 MB
+            # embedding in the Studio's debugger thread froze the UI for ~100 ms).
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)   # read-only source, cloned at once
+                t = torch.from_numpy(arr).clone()
+        else:
+            t = torch.from_numpy(arr)
         _release_mapped(self.nac, p)
-        t = torch.from_numpy(arr).to(self.device)
+        t = t.to(self.device)
         return t.to(native) if native is not None and t.dtype != native else t
 
     def load_state(self, ins: Instruction) -> Any:
