@@ -99,9 +99,10 @@ def convert_module(module: Module, *, version: str = "1.6", mmap: str = "min-pea
         p = ins.params
         made: list = []
 
-        def op(target, *a, shape=None, dtype=None, **kw):
+        def op(target, *a, out_shape=None, out_dtype=None, **kw):
+            """Append ``target(*a, **kw)``; its result is ``out_shape``/``out_dtype`` (default: the IR type)."""
             n = g.new_node("op", f"v{ins.vid}_{len(made)}", target=target, args=a, kwargs=kw,
-                           spec=TensorSpec(tuple(t.shape if shape is None else shape), dtype or dt))
+                           spec=TensorSpec(tuple(t.shape if out_shape is None else out_shape), out_dtype or dt))
             g.append(n)
             made.append(n)
             return n
@@ -140,7 +141,7 @@ def convert_module(module: Module, *, version: str = "1.6", mmap: str = "min-pea
             shape = list(in_types[0].shape)
             for k in p["indices"]:
                 shape = shape[1:]
-                x = op(aten.select.int, x, 0, int(k), shape=tuple(shape))
+                x = op(aten.select.int, x, 0, int(k), out_shape=tuple(shape))
         elif ins.opcode == "Slice":
             if any(s < 0 for s in p["steps"]):
                 raise _refuse(ins, "negative Slice steps (torch slices forward only)")
@@ -151,7 +152,7 @@ def convert_module(module: Module, *, version: str = "1.6", mmap: str = "min-pea
                 if slice_len(shape[dim], s, e, k) == shape[dim] and k == 1 and s in (0, None):
                     continue
                 shape[dim] = slice_len(shape[dim], s, e, k)
-                x = op(aten.slice.Tensor, x, dim, int(s), int(e), int(k), shape=tuple(shape))
+                x = op(aten.slice.Tensor, x, dim, int(s), int(e), int(k), out_shape=tuple(shape))
             if not made:
                 op(aten.clone.default, x)
         elif ins.opcode == "Gather":
@@ -159,8 +160,8 @@ def convert_module(module: Module, *, version: str = "1.6", mmap: str = "min-pea
             it = in_types[1]
             flat = idx
             if it.rank != 1:
-                flat = op(aten.reshape.default, idx, [-1], shape=(it.numel(),), dtype=dtype_of(ins, it))
-            sel = op(aten.index_select.default, x, 0, flat, shape=(it.numel(),) + tuple(in_types[0].shape[1:]))
+                flat = op(aten.reshape.default, idx, [-1], out_shape=(it.numel(),), out_dtype=dtype_of(ins, it))
+            sel = op(aten.index_select.default, x, 0, flat, out_shape=(it.numel(),) + tuple(in_types[0].shape[1:]))
             if it.rank != 1:
                 op(aten.reshape.default, sel, list(t.shape))
         elif ins.opcode in ("Dot", "MatMul"):
@@ -170,14 +171,14 @@ def convert_module(module: Module, *, version: str = "1.6", mmap: str = "min-pea
             (pt, pb), (pl, pr) = conv_pads(xt.shape, ft.shape, p["strides"], p["padding"])
             n, h, w, c = xt.shape
             kh, kw_, _, co = ft.shape
-            x = op(aten.permute.default, args[0], [0, 3, 1, 2], shape=(n, c, h, w))
+            x = op(aten.permute.default, args[0], [0, 3, 1, 2], out_shape=(n, c, h, w))
             if pt or pb or pl or pr:
                 h, w = h + pt + pb, w + pl + pr
-                x = op(aten.constant_pad_nd.default, x, [pl, pr, pt, pb], 0.0, shape=(n, c, h, w))
-            f = op(aten.permute.default, args[1], [3, 2, 0, 1], shape=(co, c, kh, kw_))
+                x = op(aten.constant_pad_nd.default, x, [pl, pr, pt, pb], 0.0, out_shape=(n, c, h, w))
+            f = op(aten.permute.default, args[1], [3, 2, 0, 1], out_shape=(co, c, kh, kw_))
             ho, wo = t.shape[1], t.shape[2]
             y = op(aten.convolution.default, x, f, None, list(p["strides"]), [0, 0], [1, 1], False, [0, 0], 1,
-                   shape=(n, co, ho, wo))
+                   out_shape=(n, co, ho, wo))
             op(aten.permute.default, y, [0, 2, 3, 1])
         elif ins.opcode in ("Relu", "Neg", "Exp", "Log"):
             op({"Relu": aten.relu.default, "Neg": aten.neg.default, "Exp": aten.exp.default,
