@@ -109,6 +109,7 @@ class GraphCanvas(QWidget):
         self._overlay_nodes: Optional[dict[int, list[OverlayStyle]]] = None   # resolved, per layout
         self._overlay_version = 0
         self.frames: list[Frame] = []         # expanded blocks, drawn as titled frames
+        self._auto_view = False               # the view is reset_view's: follow resizes
         self.bundles: dict[int, tuple[int, list[int]]] = {}    # fan-out source -> (kept edge, stubbed edges)
         self.edge_labels: dict[int, str] = {}                  # node -> shape of what it produces
         self._base: Optional[QPixmap] = None  # everything but selection marks, for the current view
@@ -232,19 +233,29 @@ class GraphCanvas(QWidget):
         self.offset = QPointF(x, y)
         self._changed()
 
+    def resizeEvent(self, event) -> None:
+        """Until the user pans or zooms, the opening view follows the widget's size (the
+        window's first layout pass resizes the canvas after the graph arrives)."""
+        super().resizeEvent(event)
+        if self._auto_view and self.layout_ is not None:
+            self.reset_view()
+            self._auto_view = True
+
     def reset_view(self) -> None:
         """Readable zoom at the top of the graph (a tall graph fitted whole is a thin sliver)."""
         lay = self.layout_
         if lay is None:
             return
+        self._auto_view = True
         fit_w = (self.width() - 48) / lay.width if lay.width > 0 else 1.0
         self.scale = max(FIT_MIN_SCALE, min(1.0, fit_w, ZOOM_MAX))
         if lay.height * self.scale <= self.height():
             self.fit()
+            self._auto_view = True
             return
         x = (self.width() - lay.width * self.scale) / 2 if lay.width * self.scale <= self.width() else 24.0
         self.offset = QPointF(x, 16.0)
-        self._changed()
+        self._changed(auto=True)
 
     def center_on(self, node: int, zoom: Optional[float] = None) -> None:
         lay = self.layout_
@@ -297,7 +308,8 @@ class GraphCanvas(QWidget):
         self.offset = QPointF(x, y)
         self._changed()
 
-    def _changed(self) -> None:
+    def _changed(self, auto: bool = False) -> None:
+        self._auto_view = auto
         self._clamp(min(self.width(), self.height()) / 2)
         # no "view changed" signal per pan step: nothing listens, and on PySide6 6.12 with
         # CPython 3.11 every emit() also drops a reference to True
@@ -832,21 +844,41 @@ class GraphCanvas(QWidget):
 
     # ------------------------------------------------------------------ export
     def render_image(self, max_side: int = 12000, scale: float = 1.0) -> QImage:
-        """The whole graph at full detail (scaled down to fit ``max_side`` pixels)."""
+        """The whole graph at full detail, both sides at most ``max_side``. A tall graph is
+        cut into vertical strips laid side by side (top to bottom, then left to right, like
+        newspaper columns), so it keeps a legible scale instead of shrinking to a sliver."""
         lay = self.layout_
         if lay is None:
             return QImage()
         margin = 20.0
         w, h = lay.width + 2 * margin, lay.height + 2 * margin
-        s = min(scale, max_side / max(w, h))
-        img = QImage(max(1, int(w * s)), max(1, int(h * s)), QImage.Format.Format_ARGB32_Premultiplied)
+        gap = 24.0
+        s = min(scale, max_side / max(w, h))      # one column: the whole graph shrunk to fit
+        cols = 1
+        # columns use the square: the largest scale whose columns fit max_side both ways
+        t = min(scale, max_side / math.sqrt(w * h))
+        while t > s:
+            c = int(math.ceil(h * t / max_side))
+            if (w * c + gap * (c - 1)) * t <= max_side:
+                s, cols = t, c
+                break
+            t *= 0.92
+        strip_h = h / cols              # scene height per column
+        self.last_export = (s, cols)    # what the export chose (tests, status messages)
+        img = QImage(max(1, int((w * cols + gap * (cols - 1)) * s)), max(1, int(min(h, strip_h) * s)),
+                     QImage.Format.Format_ARGB32_Premultiplied)
         img.fill(self.palette().color(QPalette.ColorRole.Base))
         p = QPainter(img)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         p.setRenderHint(QPainter.RenderHint.TextAntialiasing)
-        p.scale(s, s)
-        p.translate(margin, margin)
-        self.paint_scene(p, QRectF(-margin, -margin, w, h), max(s, LOD_DETAIL), self.palette(), full_detail=True)
+        for c in range(cols):
+            p.save()
+            p.setClipRect(QRectF((w + gap) * c * s, 0, w * s, strip_h * s))
+            p.scale(s, s)
+            p.translate((w + gap) * c + margin, margin - strip_h * c)
+            self.paint_scene(p, QRectF(-margin, strip_h * c - margin, w, strip_h), max(s, LOD_DETAIL),
+                             self.palette(), full_detail=True)
+            p.restore()
         p.end()
         return img
 

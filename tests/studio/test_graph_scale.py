@@ -219,3 +219,35 @@ def test_a_load_whose_tensor_is_missing_is_marked_on_the_graph(qtbot):
         v.set_document(None)
         qd.tasks.shutdown(wait=True)
         qd.close()
+
+
+def test_png_of_a_tall_graph_stays_legible(gpt2_view):
+    v = gpt2_view
+    lay = v.layout_
+    w, h = lay.width + 40, lay.height + 40
+    assert h > 8 * w                              # tall: one column would be a sliver
+    img = v.canvas.render_image(max_side=4000)
+    assert max(img.width(), img.height()) <= 4000
+    scale, cols = v.canvas.last_export
+    assert cols > 1 and scale > 2 * (4000 / h)    # columns side by side, each much larger
+    assert img.width() >= cols * w * scale - 1
+    # not blank at the end: the last strip holds the end of the graph
+    tail = img.copy(img.width() - int(w * scale), 0, int(w * scale), img.height())
+    assert len({tail.pixel(x, y) for x in range(0, tail.width(), 5) for y in range(0, tail.height(), 5)}) > 2
+
+
+def test_opening_view_follows_resizes_until_the_user_moves_it(qtbot, gpt2_view):
+    v = gpt2_view
+    c = v.canvas
+    c.reset_view()
+    v.resize(500, 700)
+    qtbot.wait(20)
+    small = c.scale
+    v.resize(1200, 700)
+    qtbot.wait(20)
+    assert c.scale != small or c.scale == 1.0
+    c.zoom_by(1.5)
+    zoomed = c.scale
+    v.resize(700, 700)
+    qtbot.wait(20)
+    assert c.scale == zoomed
