@@ -51,7 +51,7 @@ def test_canonicalise_is_idempotent_and_keeps_values(mod):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(valid_modules(dtypes=("f32", "i64", "i32")), st.integers(0, 2 ** 16))
+@given(valid_modules(dtypes=("f32", "i64", "i32", "f64")), st.integers(0, 2 ** 16))
 def test_convert_and_run_equal_to_evaluator(mod, seed):
     import nac_engine
     from nac_engine.peers.mind.convert import convert_module
@@ -79,6 +79,6 @@ def test_one_broken_rule_gives_its_code(case):
 
 @pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(valid_modules(max_ops=12, dtypes=("f32", "i64", "i32")), st.integers(0, 2 ** 16))
+@given(valid_modules(max_ops=12, dtypes=("f32", "i64", "i32", "f64")), st.integers(0, 2 ** 16))
 def test_convert_and_run_equal_to_evaluator_long(mod, seed):
     test_convert_and_run_equal_to_evaluator.hypothesis.inner_test(mod, seed)
