@@ -275,6 +275,7 @@ class DebugSession:
         self._stats: dict[int, Any] = {}      # tick -> TickResult (values are fixed per run)
         self._resident: Optional[list] = None
         self._tokenizer: Any = False
+        self._late_watches: list[str] = []
 
     # -- inputs -------------------------------------------------------------------------
     def choice(self, slot: InputSlotInfo) -> InputChoice:
@@ -568,6 +569,10 @@ class DebugSession:
         return ""
 
     def _sync_hits(self) -> None:
+        for text in self._late_watches:
+            if text in self.watches:
+                self.debugger.add_watch(text)
+        self._late_watches.clear()
         for spec_id, bp in self._bp_map.items():
             spec = self.breakpoint(spec_id)
             if spec is not None:
@@ -583,6 +588,8 @@ class DebugSession:
         self.watches.append(text)
         if self.debugger is not None and not self.running:
             self.debugger.add_watch(text)
+        elif self.debugger is not None:
+            self._late_watches.append(text)     # handed over when the running action returns
         self.notify()
 
     def remove_watch(self, text: str) -> None:
