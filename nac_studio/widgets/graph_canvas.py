@@ -405,9 +405,12 @@ class GraphCanvas(QWidget):
             name = lay.graph.nodes[src].label
             x, y, w, h = lay.rect(src)
             if rect.intersects(QRectF(x, y, w, h + 40)):
-                p = self.scene_to_screen(x + w, y + h)
+                # above the box's right end, in the gap between rows: beside it, it would
+                # cover the node next to the source
+                p = self.scene_to_screen(x + w, y)
                 count = f"×{int((edges[:, 0] == src).sum())}"      # every reader, near ones too
-                r = QRectF(p.x() + 3, p.y() - fm.height(), fm.horizontalAdvance(count) + 4, fm.height())
+                tw = fm.horizontalAdvance(count) + 4
+                r = QRectF(p.x() - tw, p.y() - fm.height(), tw, fm.height())
                 painter.setPen(ink)
                 painter.drawText(r, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, count)
                 texts.append((count, r))
