@@ -512,6 +512,7 @@ class DisassemblyView(QWidget):
         self.delegate.linkActivated.connect(self._on_link)
         self.table.setItemDelegateForColumn(COL_ARGS, self.delegate)
         self.table.selectionModel().currentRowChanged.connect(self._on_current_row)
+        self.table.viewport().installEventFilter(self)    # a click in the tick column's gutter: breakpoint
 
         self.filter = QLineEdit(self)
         self.filter.setPlaceholderText("Filter by op, parameter, input, MMAP action or v<tick>…")
@@ -658,6 +659,19 @@ class DisassemblyView(QWidget):
         if self._syncing or self.qdoc is None or not current.isValid():
             return
         self.qdoc.select(Selection("instruction", self.model.tick_at(current.row())), source=self)
+
+    GUTTER = 18   # pixels at the left of the tick column where a click toggles a breakpoint
+
+    def eventFilter(self, obj, event) -> bool:
+        if (obj is self.table.viewport() and event.type() == QEvent.Type.MouseButtonPress
+                and event.button() == Qt.MouseButton.LeftButton and self.qdoc is not None
+                and getattr(self.qdoc.doc, "debug", None) is not None):
+            pos = event.position().toPoint()
+            idx = self.table.indexAt(pos)
+            if idx.isValid() and idx.column() == COL_TICK and pos.x() - self.table.visualRect(idx).left() < self.GUTTER:
+                self.qdoc.doc.debug.toggle_tick_breakpoint(self.model.tick_at(idx.row()))
+                return True
+        return super().eventFilter(obj, event)
 
     def _on_link(self, sel: Selection) -> None:
         if self.qdoc is None or sel is None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 
 from nac_engine.runtime.debugger import Debugger
 from nac_studio.document import Selection
@@ -195,3 +195,17 @@ def test_cli_run_to_inspect_screenshot(tmp_path):
     proc = subprocess.run(cmd[:6] + ["--screenshot", str(tmp_path / "x.png")], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 1 and "--input NAME=FILE.npy" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_gutter_click_toggles_a_breakpoint(window, qtbot):
+    needs_corpus()
+    qdoc = window.open_and_wait(MLP)
+    view = window.disassembly_view
+    rect = view.table.visualRect(view.model.index(view.model.row_of_tick(4), 0))
+    qtbot.mouseClick(view.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.topLeft() + QPoint(5, 4))
+    assert [(b.kind, b.value) for b in qdoc.doc.debug.breakpoints] == [("tick", "4")]
+    assert view.model.breakpoints == {4: True}
+    icon = view.model.data(view.model.index(view.model.row_of_tick(4), 0), Qt.ItemDataRole.DecorationRole)
+    assert icon is not None and not icon.isNull()
+    qtbot.mouseClick(view.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.topLeft() + QPoint(5, 4))
+    assert qdoc.doc.debug.breakpoints == [] and view.model.breakpoints == {}
