@@ -488,26 +488,32 @@ def disassemble(f: TvmrFile) -> str:
             t = int.from_bytes(i.operands[2:4], "big")
             if t <= n:
                 labels[t] = f"L{t}"
+    by_label = {v: k for k, v in labels.items()}
+    memo: dict[bytes, str] = {}          # instructions repeat: a line depends only on its bytes (and labels)
     for i in f.instructions:
         if i.index in labels:
             out.append(f"{labels[i.index]}:")
-        text = None
-        if i.ext_id == 0:
-            text = _core_text(i, labels)
-        elif isa.EXT_BY_NAME.get(isa.ext_name(i.ext_id)) == i.ext_id:
-            text = _ext_text(i)
-        if text is not None and _reencodes(text, i, labels):
-            out.append(f"    {text}")
-        else:
-            out.append(f"    {_insn_text(i)}" + (f"    ; {i.mnemonic}" if i.op else ""))
+        line = memo.get(i.raw)
+        if line is None:
+            text = None
+            if i.ext_id == 0:
+                text = _core_text(i, labels)
+            elif isa.EXT_BY_NAME.get(isa.ext_name(i.ext_id)) == i.ext_id:
+                text = _ext_text(i)
+            if text is not None and _reencodes(text, i, by_label):
+                line = f"    {text}"
+            else:
+                line = f"    {_insn_text(i)}" + (f"    ; {i.mnemonic}" if i.op else "")
+            memo[i.raw] = line
+        out.append(line)
     if n in labels:
         out.append(f"{labels[n]}:")
     return "\n".join(out) + "\n"
 
 
-def _reencodes(text: str, i, labels: dict[int, str]) -> bool:
+def _reencodes(text: str, i, by_label: dict[str, int]) -> bool:
     p = _Program()
-    p.labels = {v: k for k, v in labels.items()}
+    p.labels = by_label
     try:
         _parse_instruction(p, text, 0)
     except TvmrAsmError:

@@ -25,6 +25,7 @@ _ENDS_BLOCK = {LOOP, END_LOOP, BREAK, CALL, RETURN, JUMP, IF_ZERO, IF_NONZERO, S
 _RECEIVES = ("READ", "RECV", "PEEK", "POP", "STATUS", "FIRE", "COLLECT", "EXEC", "QUERY", "COUNT", "LOAD",
              "TRAVERSE", "SCORE")
 MAX_CFG_INSTRUCTIONS = 50_000
+MAX_PHI_EDGES = 16
 
 
 def _kind(i) -> str:
@@ -155,7 +156,8 @@ def build_graph(f) -> Optional[PeerGraph]:
     if not ins:
         return PeerGraph()
     g = PeerGraph()
-    straight = all(not (i.ext_id == 0 and i.opcode in _ENDS_BLOCK - {HALT}) for i in ins)
+    control = _ENDS_BLOCK - {HALT}
+    straight = not any(i.ext_id == 0 and i.opcode in control for i in ins)
     blocks = basic_blocks(f)
     block_of = {}
     for b, (s, e) in enumerate(blocks):
@@ -213,6 +215,9 @@ def build_graph(f) -> Optional[PeerGraph]:
         for r in dict.fromkeys(reads):
             defs = reach_at[i.index].get(r)
             srcs = sorted(defs) if defs else [-1]
+            if len(srcs) > MAX_PHI_EDGES:        # a read reached by very many writes: draw the nearest few
+                node.attrs.setdefault("phi_sources_not_drawn", {})[isa.reg_name(r)] = len(srcs) - MAX_PHI_EDGES
+                srcs = sorted(srcs, key=lambda d: (d > i.index, abs(i.index - d)))[:MAX_PHI_EDGES]
             for d in srcs:
                 if d == -1:
                     g.edges.append(PeerEdge(reg_def_node(r), node.id, isa.reg_name(r)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Optional
 
 #: operand pattern -> kinds of the four bytes (R register, I immediate, _ unused)
@@ -31,7 +32,7 @@ class Op:
     pattern: str           # a PATTERNS key or "Custom(...)"
     domain: bool = False   # yields a DomainOp to the host (not computed by the VM)
 
-    @property
+    @cached_property
     def kinds(self) -> str:
         """Four characters: R / I / _ for operand bytes A..D."""
         if self.pattern in PATTERNS:
