@@ -181,18 +181,7 @@ class MainWindow(QMainWindow):
         self.views: dict[str, QWidget] = {GraphView.object_name: self.graph}
         self.docks: dict[str, QDockWidget] = {}
         for cls in VIEW_CLASSES:
-            view = cls(None, self)
-            dock = QDockWidget(cls.title, self)
-            dock.setObjectName(f"dock.{cls.object_name}")
-            dock.setWidget(view)
-            dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                             | QDockWidget.DockWidgetFeature.DockWidgetFloatable
-                             | QDockWidget.DockWidgetFeature.DockWidgetClosable)
-            self.views[cls.object_name] = view
-            self.docks[cls.object_name] = dock
-            if hasattr(view, "message"):
-                view.message.connect(self.show_message)
-            dock.visibilityChanged.connect(lambda _v: self.commands.refresh())
+            self.add_view(cls)
         self.problems_view.countChanged.connect(self._on_problem_count)
         if persist:   # bookmarks per file, next to the layout and recent files
             self.hex_view.set_settings(self.settings)
@@ -216,6 +205,23 @@ class MainWindow(QMainWindow):
             hints.colorSchemeChanged.connect(self._on_scheme_changed)
 
     # -- views ----------------------------------------------------------------------------
+    def add_view(self, cls) -> tuple[QWidget, QDockWidget]:
+        """Build pane ``cls`` in its own dock and register both (by ``cls.object_name``); the
+        default layout places docks it does not know by their ``dock_area``."""
+        view = cls(None, self)
+        dock = QDockWidget(cls.title, self)
+        dock.setObjectName(f"dock.{cls.object_name}")
+        dock.setWidget(view)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                         | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        self.views[cls.object_name] = view
+        self.docks[cls.object_name] = dock
+        if hasattr(view, "message"):
+            view.message.connect(self.show_message)
+        dock.visibilityChanged.connect(lambda _v: self.commands.refresh())
+        return view, dock
+
     @property
     def structure_view(self) -> StructureView:
         return self.views["structure"]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtWidgets import QDockWidget, QLabel, QWidget
+from PySide6.QtWidgets import QLabel, QWidget
 
 from nac_engine.peers import FORMATS, _module
 
@@ -109,24 +109,9 @@ class PeerSupport(QObject):
     def __init__(self, window):
         super().__init__(window)
         self.window = window
-        view = IrTextView(None, window)
-        dock = QDockWidget(IrTextView.title, window)
-        dock.setObjectName(f"dock.{IrTextView.object_name}")
-        dock.setWidget(view)
-        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable
-                         | QDockWidget.DockWidgetFeature.DockWidgetClosable)
-        window.views[IrTextView.object_name] = view
-        window.docks[IrTextView.object_name] = dock
-        self.view, self.dock = view, dock
+        self.view, self.dock = window.add_view(IrTextView)
         # the binary formats' logical structure (archive members, registers, tables)
-        self.details = PeerDetailsView(None, window)
-        self.details_dock = QDockWidget(PeerDetailsView.title, window)
-        self.details_dock.setObjectName(f"dock.{PeerDetailsView.object_name}")
-        self.details_dock.setWidget(self.details)
-        self.details_dock.setFeatures(dock.features())
-        window.views[PeerDetailsView.object_name] = self.details
-        window.docks[PeerDetailsView.object_name] = self.details_dock
+        self.details, self.details_dock = window.add_view(PeerDetailsView)
         window.documentChanged.connect(self._on_document_changed)
         window.commands.add("peer.convertOpen", "Convert to NAC and Open", self.convert_and_open, menu="Debug",
                             group="z", enabled=self._can_convert,

@@ -118,6 +118,24 @@ class PeerFile:
         return None
 
 
+def decode_into(f: PeerFile, body, strict: bool) -> PeerFile:
+    """Run ``body(f)``, the format's decoding: lenient, a :class:`NacFormatError` it raises is kept
+    on ``f.problems`` with what decoded before it; strict, the first problem that is not a
+    warning is raised. Unclaimed bytes are marked (zero padding or unparsed) either way."""
+    try:
+        body(f)
+    except NacFormatError as e:
+        if strict:
+            raise
+        f.problems.append(e)
+    mark_gaps(f.root, f.size, f.data)
+    if strict:
+        hard = [p for p in f.problems if not is_warning(p)]
+        if hard:
+            raise hard[0]
+    return f
+
+
 def mark_gaps(root: Span, size: int, data: Optional[bytes] = None) -> None:
     """Fill every byte of ``[0, size)`` no child of ``root`` claims: with a ``padding`` span where
     ``data`` shows the gap is all zero bytes (alignment, not something left undecoded), else with

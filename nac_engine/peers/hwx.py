@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..errors import NacFormatError
-from .base import DetailItem, PeerEdge, PeerFile, PeerGraph, PeerNode, PeerWarning, mark_gaps
+from .base import DetailItem, PeerEdge, PeerFile, PeerGraph, PeerNode, PeerWarning, decode_into
 
 FORMAT = "hwx"
 EXTENSIONS = (".hwx",)
@@ -209,19 +209,7 @@ def _shape_label(shape: dict, side: str) -> str:
 
 # ------------------------------------------------------------------------------ decoding
 def decode(data: bytes, path: Optional[str] = None, strict: bool = False) -> HwxFile:
-    f = HwxFile(bytes(data), path)
-    try:
-        _decode(f)
-    except NacFormatError as e:
-        if strict:
-            raise
-        f.problems.append(e)
-    mark_gaps(f.root, f.size, f.data)
-    if strict:
-        hard = [p for p in f.problems if not isinstance(p, PeerWarning)]
-        if hard:
-            raise hard[0]
-    return f
+    return decode_into(HwxFile(bytes(data), path), _decode, strict)
 
 
 def _u32(d: bytes, off: int, section: str) -> int:

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import NacFormatError
 from ..format.spans import Span
-from .base import DetailItem, PeerEdge, PeerFile, PeerGraph, PeerNode, PeerWarning, mark_gaps
+from .base import DetailItem, PeerEdge, PeerFile, PeerGraph, PeerNode, PeerWarning, decode_into
 from .safe_json import load_json
 
 FORMAT = "neff"
@@ -307,19 +307,7 @@ def load_npy(data: bytes, section: str) -> np.ndarray:
 
 # ------------------------------------------------------------------------------ decoding
 def decode(data: bytes, path: Optional[str] = None, strict: bool = False) -> NeffFile:
-    f = NeffFile(bytes(data), path)
-    try:
-        _decode(f)
-    except NacFormatError as e:
-        if strict:
-            raise
-        f.problems.append(e)
-    mark_gaps(f.root, f.size, f.data)
-    if strict:
-        hard = [p for p in f.problems if not isinstance(p, PeerWarning)]
-        if hard:
-            raise hard[0]
-    return f
+    return decode_into(NeffFile(bytes(data), path), _decode, strict)
 
 
 def _decode(f: NeffFile) -> None:
