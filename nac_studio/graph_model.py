@@ -424,6 +424,16 @@ def build_graph(nac: NacFile, *, show_params: bool = True, show_consts: bool = F
     edges.update(const_edges)
     for k, pids in reads.items():
         nodes[k].params = tuple(sorted(pids))
+        # weights folded into their consumer (Netron style): their names and shapes become
+        # attributes on its detail line
+        folded = []
+        for pid in nodes[k].params:
+            p = nac.params.get(pid)
+            if p is not None:
+                shape = "×".join(str(d) for d in p.shape) if p.shape is not None else "?"
+                folded.append(f"{p.name.rsplit('.', 1)[-1]}[{shape}]")
+        if folded and nodes[k].kind != "group":
+            nodes[k].detail = " · ".join([nodes[k].detail] + folded) if nodes[k].detail else " · ".join(folded)
     arr = np.array(sorted(edges), dtype=np.int32).reshape(-1, 2)
     return DataflowGraph(nodes, arr, node_of_tick, blocks, tuple(b.prefix for b in collapsed_blocks),
                          problems, show_params, show_consts)

@@ -72,3 +72,17 @@ def test_view_shows_shapes_under_nodes(qtbot, qdoc_for, demo_path):
     v.canvas.center_on(node, zoom=1.0)
     v.canvas.repaint()
     assert any(t == v.canvas.edge_labels[node] for t, _r in v.canvas.text_items())
+
+
+def test_hidden_weights_fold_into_their_consumer_as_attributes(demo_path):
+    import nac_engine
+    nac = nac_engine.read(str(demo_path))
+    g = build_graph(nac, show_params=False)
+    readers = [nd for nd in g.nodes if nd.params]
+    assert readers
+    for nd in readers:
+        for pid in nd.params:
+            p = nac.params[pid]
+            assert f"{p.name.rsplit('.', 1)[-1]}[{'×'.join(str(d) for d in p.shape)}]" in nd.detail
+    shown = build_graph(nac, show_params=True)
+    assert not any(nd.params for nd in shown.nodes)
