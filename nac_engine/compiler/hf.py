@@ -149,6 +149,10 @@ def example_inputs(model: Any, *, batch: int = 1, seq_len: Optional[int] = None,
             size = size[0]
         channels = int(getattr(config, "num_channels", 3) or 3)
         return {"pixel_values": torch.randn(batch, channels, int(size), int(size), generator=gen)}
+    if main == "input_values" and isinstance(getattr(config, "num_mel_bins", None), int) \
+            and isinstance(getattr(config, "max_length", None), int):
+        # spectrogram transformers (AST): a fixed (frames, mel bins) patch grid, not raw samples
+        return {"input_values": torch.randn(batch, config.max_length, config.num_mel_bins, generator=gen)}
     if main == "input_values":
         need = audio_min_samples(config)
         if explicit and need is not None and seq_len < need:

@@ -146,6 +146,18 @@ def test_whisper_config_gets_its_mel_frames_and_decoder_ids(tmp_path):
     assert max(c.rel_errors) <= 1e-4
 
 
+AST = {"model_type": "audio-spectrogram-transformer", "hidden_size": 16, "num_hidden_layers": 1,
+       "num_attention_heads": 2, "intermediate_size": 32, "patch_size": 16, "max_length": 32, "num_mel_bins": 32,
+       "frequency_stride": 16, "time_stride": 16}
+
+
+def test_spectrogram_audio_model_gets_its_frames_by_mel_bins(tmp_path):
+    m = hf.build(_config(tmp_path, "ast", AST))
+    assert m.kwargs["input_values"].shape == (1, 32, 32)         # max_length x num_mel_bins
+    c = compile_and_check(m.model, (), m.kwargs)
+    assert max(c.rel_errors) <= 1e-4
+
+
 def test_generated_code_is_never_the_users_line():
     from nac_engine.compiler.export import _is_internal
     assert _is_internal("<eval_with_key>.5") and _is_internal("<string>")
