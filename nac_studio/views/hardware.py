@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSize, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtWidgets import (QSizePolicy, QAbstractItemView, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel,
-                               QMenu, QSpinBox, QSplitter, QTableView, QTabWidget, QTextBrowser, QToolButton,
+                               QMenu, QSpinBox, QSplitter, QTableView, QTabWidget, QTextBrowser, QToolBar, QToolButton,
                                QVBoxLayout, QWidget)
 
 from ..document import Selection
@@ -153,12 +153,13 @@ class HardwareView(QWidget):
         toml.setToolTip("Load a hardware description from a TOML file")
         toml.clicked.connect(lambda _c=False: self.toml_dialog())
         self.fields: dict[str, QWidget] = {}
-        bar = QHBoxLayout()
-        bar.setContentsMargins(4, 2, 4, 2)
+        # tool bars: when the dock is narrow their overflow goes behind a » button instead of
+        # forcing the dock (and the window) wider
+        bar = QToolBar(self)
+        bar.setIconSize(QSize(16, 16))
         bar.addWidget(self.preset)
         bar.addWidget(toml)
-        form = QHBoxLayout()
-        form.setContentsMargins(4, 0, 4, 2)
+        form: list = []            # added after the run controls: on a narrow dock the keys overflow behind »
         for key, label, kind, lo, hi in FORM_KEYS:
             if kind == "enum":
                 w = QComboBox(self)
@@ -172,9 +173,8 @@ class HardwareView(QWidget):
                 w.setRange(lo, hi)
             w.setToolTip(key)
             self.fields[key] = w
-            form.addWidget(QLabel(label, self))
-            form.addWidget(w)
-        form.addStretch(1)
+            form += [QLabel(label, self), w]
+
         self.simulate_button = QToolButton(self)
         self.simulate_button.setText("Simulate")
         self.simulate_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
@@ -205,7 +205,9 @@ class HardwareView(QWidget):
         export.setMenu(menu)
         for w in (self.simulate_button, self.cancel_button, self.axis, self.compare, export):
             bar.addWidget(w)
-        bar.addStretch(1)
+        bar.addSeparator()
+        for w in form:
+            bar.addWidget(w)
         self.status = QLabel("", self)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)   # long text never widens the dock
@@ -239,6 +241,8 @@ class HardwareView(QWidget):
         self.table.clicked.connect(self._row_clicked)
         self.roof_host = QWidget(self.tabs)
         QVBoxLayout(self.roof_host).setContentsMargins(0, 0, 0, 0)
+        for w in (self.totals, self.table, self.roof_host):
+            w.setMinimumHeight(24)      # the dock may be short; the window must not grow for it
         self.tabs.addTab(self.totals, "Totals")
         self.tabs.addTab(self.table, "Instructions")
         self.tabs.addTab(self.roof_host, "Roofline")
@@ -247,8 +251,7 @@ class HardwareView(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
-        lay.addLayout(bar)
-        lay.addLayout(form)
+        lay.addWidget(bar)
         row = QHBoxLayout()
         row.setContentsMargins(6, 0, 6, 0)
         row.addWidget(self.status, 1)

@@ -17,7 +17,7 @@ from typing import Optional
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QSizePolicy, QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QSplitter,
-                               QTableWidget, QTableWidgetItem, QToolButton, QVBoxLayout, QWidget)
+                               QTableWidget, QTableWidgetItem, QToolBar, QToolButton, QVBoxLayout, QWidget)
 
 from ..qt_document import rebind
 
@@ -76,12 +76,10 @@ class SweepView(QWidget):
         self.x_key = QComboBox(self)
         self.x_key.setToolTip("The scatter's x axis")
         self.x_key.activated.connect(lambda _i: self._draw())
-        bar = QHBoxLayout()
-        bar.setContentsMargins(4, 2, 4, 2)
-        bar.addWidget(self.preset)
-        bar.addWidget(self.axes, 3)
-        bar.addWidget(self.scheduler, 1)
-        for w in (self.run_button, load, QLabel("x:", self), self.x_key):
+        self.axes.setMinimumWidth(260)
+        self.scheduler.setMinimumWidth(160)
+        bar = QToolBar(self)       # overflow behind » when narrow, never a wider window
+        for w in (self.preset, self.axes, self.scheduler, self.run_button, load, QLabel(" x:", self), self.x_key):
             bar.addWidget(w)
         self.status = QLabel("", self)
         self.status.setWordWrap(True)
@@ -101,7 +99,7 @@ class SweepView(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
-        lay.addLayout(bar)
+        lay.addWidget(bar)
         lay.addWidget(self.status)
         lay.addWidget(self.split, 1)
         self.set_document(qdoc)

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QSizePolicy, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QLabel, QSpinBox, QToolButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtWidgets import (QSizePolicy, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QLabel, QSpinBox, QToolBar,
+                               QToolButton, QVBoxLayout, QWidget)
 
 from ..document import Selection
 from ..icons import icon
@@ -105,9 +105,10 @@ class TimelineView(QWidget):
         export.setIcon(icon("image"))
         export.setToolTip("Export the plots as PNG or SVG")
         export.clicked.connect(lambda _c=False: self.export_dialog())
-        top = QHBoxLayout()
-        top.setContentsMargins(4, 2, 4, 2)
-        top.addWidget(self.status, 1)
+        # a tool bar: when the dock is narrow its overflow goes behind a » button instead of
+        # forcing the dock (and the window) wider
+        top = QToolBar(self)
+        top.setIconSize(QSize(16, 16))
         for w in (self.planners_box, self.lookahead, self.save_choice, save, fit, export):
             top.addWidget(w)
         self.body = QVBoxLayout()
@@ -115,7 +116,11 @@ class TimelineView(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
-        lay.addLayout(top)
+        head = QHBoxLayout()
+        head.setContentsMargins(4, 0, 0, 0)
+        head.addWidget(self.status, 1)
+        head.addWidget(top, 0)
+        lay.addLayout(head)
         lay.addLayout(self.body, 1)
         lay.addWidget(self.summary)
         self._refresh_planner_choice()

@@ -38,7 +38,7 @@ def _simulate(window, qtbot, path, feeds, preset="edge-32x32", timeout=60000):
     qtbot.waitUntil(task.done, timeout=timeout)
     assert task.error is None, task.error
     wait_idle(qtbot, window)
-    qtbot.waitUntil(lambda: qdoc.doc.simulation.run is not None, timeout=5000)
+    qtbot.waitUntil(lambda: qdoc.doc.simulation.run is not None, timeout=30000)
     return qdoc, view
 
 
@@ -126,7 +126,7 @@ def test_form_overrides_rows_and_axis_select_ticks(window, qtbot):
     task = view.simulate()
     qtbot.waitUntil(task.done, timeout=60000)
     assert task.error is None, task.error
-    qtbot.waitUntil(lambda: qdoc.doc.simulation.run is not None, timeout=5000)
+    qtbot.waitUntil(lambda: qdoc.doc.simulation.run is not None, timeout=30000)
     run = qdoc.doc.simulation.run
     assert run.overrides == {"array.rows": 8, "sram.bytes": 65536} and "array.rows=8" in run.label
     from nac_engine.sim import simulate
@@ -154,7 +154,7 @@ def test_form_overrides_rows_and_axis_select_ticks(window, qtbot):
     assert task is not None, view.error.text()
     qtbot.waitUntil(task.done, timeout=60000)
     assert task.error is None, task.error
-    qtbot.waitUntil(lambda: len(qdoc.doc.simulation.runs) == 2, timeout=5000)
+    qtbot.waitUntil(lambda: len(qdoc.doc.simulation.runs) == 2, timeout=30000)
     st = qdoc.doc.simulation
     st.set_current(st.current, 0)
     from PySide6.QtCore import Qt
