@@ -353,6 +353,10 @@ async def run_to_from_cli(window, tick: int, inspect: Optional[str] = None, inpu
     from .debug_session import InputChoice, Subject
     qdoc = window.active
     s = window.debug.attach(qdoc)
+    if s is None:            # a peer-format file: its program is the converted NAC (Convert to NAC and Open)
+        print("nac-studio: --run-to: this file is not a NAC program; convert it first (nac convert FILE -o OUT.nac)",
+              file=sys.stderr)
+        return False
     if inputs:
         choices = {}
         for item in inputs:
