@@ -454,7 +454,15 @@ class GraphView(QWidget):
         self.layout_ = layout
         self.progress.hide()
         self.canvas.set_message("")
-        self.canvas.set_graph_layout(layout, keep_view=keep_view, batches=batches)
+        if not layout.graph.nodes and self.qdoc is not None:
+            # nothing decoded to draw (an unreadable file): say why where the graph would be
+            problems = self.qdoc.doc.problems
+            why = str(getattr(problems[0], "reason", problems[0])) if problems else "the file has no instructions"
+            self.canvas.set_graph_layout(None)
+            self.canvas.set_message(f"No graph to draw: {why}"
+                                    + (f"\n({len(problems)} problems, see Problems)" if len(problems) > 1 else ""))
+        else:
+            self.canvas.set_graph_layout(layout, keep_view=keep_view, batches=batches)
         st = layout.stats
         self.status.setText(f"{st['nodes']:,} nodes · {st['edges']:,} edges · {st['layers']:,} layers · "
                             f"{st['seconds']['total']:.2f} s")

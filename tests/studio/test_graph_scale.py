@@ -251,3 +251,13 @@ def test_opening_view_follows_resizes_until_the_user_moves_it(qtbot, gpt2_view):
     v.resize(700, 700)
     qtbot.wait(20)
     assert c.scale == zoomed
+
+
+def test_an_unreadable_file_says_why_in_the_graph_area(window, tmp_path):
+    bad = tmp_path / "cut.nac"
+    bad.write_bytes(b"NAC\x01" + bytes(30))
+    window.open_and_wait(bad)
+    canvas = window.graph_view.canvas
+    assert window.stack.currentWidget() is window.graph_view
+    assert canvas.layout_ is None and canvas.message.startswith("No graph to draw: ")
+    assert len(canvas.message) > len("No graph to draw: ") + 5
