@@ -11,6 +11,7 @@ broken files this way).
 """
 from __future__ import annotations
 
+import functools
 import math
 import mmap
 import os
@@ -401,11 +402,17 @@ class _Reader:
     def _sec_CNST(self, cur: Cursor, sp: Span) -> None:
         n = cur.scalar("u32", "count")
         cur.check_count(n, 5, "CNST record")
-        for i in range(n):
-            const = read_constant(cur, sp, f"const[{i}]")
-            if const.id in self.nac.constants:
-                self.p.add(NacFormatError("CNST", cur.pos, f"constant id {const.id} is defined twice"))
-            self.nac.constants[const.id] = const
+        first, attempted = cur.pos, 0
+        sink = _NoSpans()      # record spans are built on first access: 65k constants made 5 spans each
+        try:
+            for i in range(n):
+                attempted = i + 1
+                const = read_constant(cur, sink, "")
+                if const.id in self.nac.constants:
+                    self.p.add(NacFormatError("CNST", cur.pos, f"constant id {const.id} is defined twice"))
+                self.nac.constants[const.id] = const
+        finally:   # a record that fails (lenient read) still gets the spans of the fields it read
+            sp.set_builder(functools.partial(_constant_spans, self.nac, first, cur.limit, attempted))
 
     # DATA ---------------------------------------------------------------------------
     def _sec_DATA(self, cur: Cursor, sp: Span) -> None:
@@ -636,6 +643,23 @@ def read_tensor_meta(cur: Cursor) -> TensorMeta:
 
 
 # --------------------------------------------------------------------------- lazy span builders
+class _NoSpans:
+    """Stands in for a Span while a section is first decoded: records nothing."""
+    __slots__ = ("length", "value")
+
+    def add(self, *_args, **_kw) -> "_NoSpans":
+        return self
+
+
+def _constant_spans(nac: NacFile, start: int, end: int, count: int, section: Span) -> None:
+    """CNST record spans, read again from the bytes the first pass already validated."""
+    cur = Cursor(nac._buf, start, end, "CNST", section)
+    try:
+        for i in range(count):
+            read_constant(cur, section, f"const[{i}]")
+    except NacFormatError:
+        pass          # the first pass reported it; the fields read before it have their spans
+
 def _mmap_spans(records: list):
     def build(section: Span) -> None:
         for rec in records:
