@@ -6,7 +6,9 @@
   items, paint), next to ``build_timeline`` alone (the Qt-free part, the baseline). Target: < 1 s
   at 100k.
 * **Frame time**: the median and worst repaint after an A/D pan step, with the whole program in
-  view (level of detail) and zoomed to 1% of it. Target: a 60 Hz frame (16.7 ms) or less.
+  view (level of detail) and zoomed to 1% of it, next to the same widget's frame with nothing in
+  it (baseline, same run). Target: a 60 Hz frame (16.7 ms), or at most twice the empty widget's
+  frame where the widget alone is slower than that (a loaded or software-rendered machine).
 * **Hardware pane end to end** on the benchmark's GPT-2 (12 × 768 by default): from Simulate
   until the run is drawn (totals, table, lanes, roofline), next to ``nac_engine.sim.simulate`` on
   the same file and inputs in this process and ``nac sim FILE`` as a fresh process, in the same run.
@@ -31,6 +33,30 @@ def _pump(app, done, timeout: float = 600.0) -> None:
         if time.perf_counter() > end:
             raise TimeoutError("benchmark step did not finish")
     app.processEvents()
+
+
+def empty_frame_ms(app, frames: int = 24) -> float:
+    """Baseline: a pan frame of the same three-plot lanes widget with nothing in it (axes, view
+    boxes and the widget's own paint), at the same size, in the same run."""
+    from nac_studio.widgets.lanes_plot import LanesPlot
+    plot = LanesPlot()
+    plot.resize(1500, 480)
+    for key in ("lanes", "buffers", "live"):
+        plot.add_plot(key)
+    plot.set_x_limits(0, 1000)
+    plot.show()
+    plot.show_all()
+    app.processEvents()
+    out = []
+    for k in range(frames):
+        t = time.perf_counter()
+        plot.pan(0.05 if k % 2 == 0 else -0.05)
+        plot.repaint()
+        app.processEvents()
+        out.append((time.perf_counter() - t) * 1000)
+    plot.close()
+    plot.deleteLater()
+    return statistics.median(out)
 
 
 def measure_timeline(app, sizes=(1000, 10000, 100000), repeat: int = 3) -> list[dict]:
@@ -85,7 +111,7 @@ def measure_timeline(app, sizes=(1000, 10000, 100000), repeat: int = 3) -> list[
             qdoc.tasks.shutdown(wait=True)
             qdoc.close()
             app.processEvents()
-        out.append({"n": n, "made_s": made, "baseline_s": statistics.median(base), "open_s": statistics.median(opened),
+        out.append({"n": n, "made_s": made, "empty_frame_ms": empty_frame_ms(app), "baseline_s": statistics.median(base), "open_s": statistics.median(opened),
                     "frame_all_ms": statistics.median(frames_all), "frame_all_max_ms": max(frames_all),
                     "frame_zoom_ms": statistics.median(frames_zoom), "frame_zoom_max_ms": max(frames_zoom),
                     "buffers": len(tl.buffers), "drawn_zoomed": drawn})
@@ -153,8 +179,12 @@ def report(timeline: list[dict], hardware: dict | None) -> bool:
               f"{r['baseline_s'] * 1000:.1f} ms = {r['open_s'] / max(r['baseline_s'], 1e-9):.1f}x baseline)")
         print(f"         pan frame, all in view {r['frame_all_ms']:6.1f} ms median, {r['frame_all_max_ms']:6.1f} worst; "
               f"1% in view {r['frame_zoom_ms']:6.1f} ms median, {r['frame_zoom_max_ms']:6.1f} worst "
-              f"(60 Hz = {TARGET_FRAME_MS:.1f} ms)")
-        ok = ok and r["frame_all_ms"] <= TARGET_FRAME_MS * 2 and r["frame_zoom_ms"] <= TARGET_FRAME_MS
+              f"(60 Hz = {TARGET_FRAME_MS:.1f} ms; the empty widget's frame {r['empty_frame_ms']:.1f} ms, "
+              f"{r['frame_all_ms'] / r['empty_frame_ms']:.1f}x / {r['frame_zoom_ms'] / r['empty_frame_ms']:.1f}x)")
+        # the widget alone (axes, view boxes) may already miss 60 Hz on a loaded machine: the
+        # frame must then stay within twice that empty frame
+        limit = max(TARGET_FRAME_MS, 2 * r["empty_frame_ms"])
+        ok = ok and r["frame_all_ms"] <= limit and r["frame_zoom_ms"] <= limit
     if hardware:
         h = hardware
         print(f"hardware pane, {h['instructions']:,} instructions, {h['cycles']:,} cycles: Simulate -> drawn "
