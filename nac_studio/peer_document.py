@@ -104,6 +104,11 @@ class PeerDocument(Document):
         leaf = root.span_at(offset)
         if leaf is None or leaf.parent is None:
             return Selection("offset", offset)
+        if getattr(self.peer, "instruction_at", None) is not None and self.peer.instruction_at(offset) is not None:
+            while leaf.parent is not None and leaf.length < 8:     # a TVMR byte: its whole instruction
+                leaf = leaf.parent
+            if leaf.length == 8:
+                return Selection("span", leaf.path)
         return Selection("span", record_of(leaf).path)
 
     def span_of(self, sel: Optional[Selection]) -> Optional[Span]:
@@ -126,7 +131,22 @@ class PeerDocument(Document):
         return Selection("span", record_of(span).path)
 
     def tick_of(self, sel: Optional[Selection]) -> Optional[int]:
-        return None
+        """For a steppable peer (TVMR: ``instruction_at``), the instruction a selection inside one
+        instruction's 8 bytes belongs to, so the tick follows the selection as for NAC."""
+        find = getattr(self.peer, "instruction_at", None)
+        span = self.span_of(sel) if find is not None else None
+        if span is None or span.length > 8:
+            return None
+        return find(span.offset)
+
+    def set_tick(self, tick: Optional[int], source: Any = None) -> None:
+        """Ticks index the peer's instructions (a TVMR machine's execution point); the shell has none."""
+        n = len(getattr(self.peer, "instructions", ())) if hasattr(self.peer, "instruction_at") else 0
+        if tick is not None and not (0 <= tick < n):
+            raise IndexError(f"tick {tick} outside 0..{n - 1}")
+        if tick != self.tick:
+            self.tick = tick
+            self._notify("tick", source)
 
     def prepare(self) -> None:
         pass

@@ -26,9 +26,10 @@ from nac_engine.peers import FORMATS, _module
 
 from .views.ir_text import IrTextView
 from .views.peer_details import PeerDetailsView
+from .views.tvmr_machine import TvmrMachineView, register_tvmr_commands
 
 #: panes that show a peer file (span tree, bytes, problems, graph); every other pane is NAC-only
-PEER_PANES = frozenset({"structure", "hex", "problems", "graph", "ir_text", "peer_details"})
+PEER_PANES = frozenset({"structure", "hex", "problems", "graph", "ir_text", "peer_details", "tvmr_machine"})
 _TITLES = {"mind": "MIND Core IR"}
 
 
@@ -112,6 +113,9 @@ class PeerSupport(QObject):
         self.view, self.dock = window.add_view(IrTextView)
         # the binary formats' logical structure (archive members, registers, tables)
         self.details, self.details_dock = window.add_view(PeerDetailsView)
+        # TVMR programs step in the engine's interpreter (own Debug entries: F5/F10 are the NAC debugger's)
+        self.machine, self.machine_dock = window.add_view(TvmrMachineView)
+        register_tvmr_commands(window, self.machine, self.machine_dock)
         window.documentChanged.connect(self._on_document_changed)
         window.commands.add("peer.convertOpen", "Convert to NAC and Open", self.convert_and_open, menu="Debug",
                             group="z", enabled=self._can_convert,
@@ -135,6 +139,12 @@ class PeerSupport(QObject):
         if peer is not None and peer.format != "mind":
             self.details_dock.show()
             self.details_dock.raise_()
+            if self.view.mode == "peer_text":      # a binary peer's text form (TVMR assembly, hwx, NEFF)
+                self.dock.show()
+                self.dock.raise_()
+        if peer is not None and peer.format == "tvmr":
+            self.machine_dock.show()
+            self.machine_dock.raise_()
         if peer is not None and hasattr(self.window, "doc_label"):
             self.window.doc_label.setText(f"  {peer_status(peer)}  ")
 

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout, QW
 from ..document import Selection
 from ..qt_document import rebind
 from ..theme import is_dark, mono_font
+from . import peer_text
 
 IR_SUFFIXES = (".ir", ".mic", ".mic2")
 MAX_SHOWN_BYTES = 8 << 20
@@ -84,6 +85,7 @@ class IrTextView(QWidget):
         self.editor.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
                                             | Qt.TextInteractionFlag.TextSelectableByKeyboard)
         self.highlighter = IrHighlighter(self.editor.document(), is_dark(self.palette()))
+        self.tvmr_highlighter = peer_text.TvmrHighlighter(None, is_dark(self.palette()))
         self.info = QLabel(self)
         self.info.setWordWrap(True)
         lay = QVBoxLayout(self)
@@ -107,7 +109,8 @@ class IrTextView(QWidget):
 
     @property
     def mode(self) -> str:
-        """``"peer"`` (a MIND document), ``"source"`` (a NAC program's IR source) or ``""``."""
+        """``"peer"`` (a MIND document), ``"peer_text"`` (a binary peer's text form, :mod:`.peer_text`),
+        ``"source"`` (a NAC program's IR source) or ``""``."""
         return self._mode
 
     _mode = ""
@@ -123,6 +126,13 @@ class IrTextView(QWidget):
             peer = getattr(qdoc.doc, "peer", None)
             if peer is not None and peer.format == "mind":
                 data, note, self._mode = peer.data, "", "peer"
+            elif peer is not None:
+                text = peer_text.text_form(peer)
+                title = getattr(peer, "title", peer.format)
+                if text is not None:
+                    data, note, self._mode = text.encode("utf-8"), f"{title}: text form (nac dis)", "peer_text"
+                else:
+                    note = f"{title} files have no text form."
             elif peer is None:
                 data, note = self._source_of_program(qdoc)
         self._data = data[:MAX_SHOWN_BYTES]
@@ -131,9 +141,11 @@ class IrTextView(QWidget):
         try:
             coloured = len(self._data) <= MAX_COLOURED_BYTES
             self.highlighter.setDocument(None)
+            self.tvmr_highlighter.setDocument(None)
             self.editor.setPlainText(self._data.decode("utf-8", "replace"))
-            if coloured:
-                self.highlighter.setDocument(self.editor.document())
+            tvmr = self._mode == "peer_text" and qdoc.doc.peer.format == "tvmr"
+            if coloured and (self._mode != "peer_text" or tvmr):
+                (self.tvmr_highlighter if tvmr else self.highlighter).setDocument(self.editor.document())
             elif self._data:
                 note = (note + " " if note else "") + f"Not coloured: larger than {MAX_COLOURED_BYTES >> 10} KB."
         finally:
@@ -215,6 +227,8 @@ class IrTextView(QWidget):
         return [(s.cursor.selectionStart(), s.cursor.selectionEnd()) for s in self._problem_sel]
 
     def _on_selection(self, source) -> None:
+        if self._mode == "peer_text" and source is not self:
+            self._mark_peer_text()
         if source is self or self.qdoc is None or self._mode != "peer":
             return
         span = self.qdoc.doc.span_of(self.qdoc.selection) if self.qdoc.selection is not None else None
@@ -225,6 +239,8 @@ class IrTextView(QWidget):
 
     def _on_tick(self, _source) -> None:
         self.exec_line = None
+        if self._mode == "peer_text":
+            self._mark_peer_text()
         if self.qdoc is None or self._mode != "source":
             return
         self.exec_line = self.line_of_tick(self._exec_tick())
@@ -238,6 +254,20 @@ class IrTextView(QWidget):
             return s.tick if s is not None and s.active else None
         except AttributeError:
             return None
+
+    def _mark_peer_text(self) -> None:
+        """A binary peer's text form: the selection's line and, once a TVMR machine has stepped, the line
+        of its execution point (the instruction about to run)."""
+        doc, peer = self.qdoc.doc, self.qdoc.doc.peer
+        span = doc.span_of(self.qdoc.selection) if self.qdoc.selection is not None else None
+        selected = peer_text.line_of_offset(peer, span.offset) if span is not None else None
+        machine = getattr(doc, "tvmr_session", None)          # the TVMR Machine pane's stepping state
+        tick = machine.exec_index if machine is not None and machine.position > 0 else None
+        ins = getattr(peer, "instructions", ())
+        self.exec_line = (peer_text.line_of_offset(peer, ins[tick].offset)
+                          if tick is not None and 0 <= tick < len(ins) else None)
+        lines = [selected] if selected is not None and selected != self.exec_line else []
+        self._mark_lines(lines, "#fff3bf", "#4a4426", exec_line=self.exec_line)
 
     def _line_at(self, offset: int) -> int:
         return self._data.count(b"\n", 0, offset) + 1
@@ -288,6 +318,10 @@ class IrTextView(QWidget):
             off = min(len(self._data) - 1, line_start + (m.end() if m else 0))
             if off >= 0:
                 self.qdoc.select(Selection("offset", off), source=self)
+        elif self._mode == "peer_text":
+            off = peer_text.offset_of_line(self.qdoc.doc.peer, cur.blockNumber() + 1)
+            if off is not None:
+                self.qdoc.select(Selection("offset", off), source=self)
         elif self._mode == "source":
             line = cur.blockNumber() + 1
             ticks = sorted(t for t, l in self._tick_lines.items() if l == line)
@@ -296,4 +330,5 @@ class IrTextView(QWidget):
 
     def retint(self) -> None:
         self.highlighter.set_dark(is_dark(self.palette()))
+        self.tvmr_highlighter.set_dark(is_dark(self.palette()))
         self._on_problems(None)

@@ -511,6 +511,23 @@ def disassemble(f: TvmrFile) -> str:
     return "\n".join(out) + "\n"
 
 
+def instruction_lines(text: str, count: int) -> list[int]:
+    """The 1-based line of each of ``count`` instructions in :func:`disassemble`'s ``text``: the
+    indented lines after ``.program`` (labels are unindented, blank lines and comments skipped)."""
+    out: list[int] = []
+    in_program = False
+    for n, line in enumerate(text.splitlines(), 1):
+        if not in_program:
+            in_program = line.strip() == ".program"
+            continue
+        if len(out) >= count:
+            break
+        body = line.strip()
+        if line[:1] in (" ", "\t") and body and not body.startswith(";"):
+            out.append(n)
+    return out
+
+
 def _reencodes(text: str, i, by_label: dict[str, int]) -> bool:
     p = _Program()
     p.labels = by_label

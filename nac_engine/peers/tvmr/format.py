@@ -181,6 +181,38 @@ class TvmrFile(PeerFile):
         from .asm import disassemble
         return disassemble(self)
 
+    # -- instruction <-> byte offset <-> line of the text form (a debugger's and an editor's map) ---
+    def instruction_at(self, offset: int) -> Optional[int]:
+        """Index of the instruction whose 8 bytes hold ``offset`` (``None``: not in the instructions)."""
+        if not self.instructions:
+            return None
+        first = self.instructions[0].offset
+        k = (offset - first) // 8
+        if offset < first or k >= len(self.instructions) or self.instructions[k].offset != first + 8 * k:
+            return None
+        return k
+
+    def _text_lines(self) -> tuple[list[int], dict[int, int]]:
+        """1-based line of each instruction in :meth:`disassemble`'s text, and its inverse (memoised:
+        the text depends only on the decoded file)."""
+        cached = getattr(self, "_line_map", None)
+        if cached is None:
+            from .asm import instruction_lines
+            by_index = instruction_lines(self.disassemble(), len(self.instructions))
+            cached = self._line_map = (by_index, {line: k for k, line in enumerate(by_index)})
+        return cached
+
+    def line_of_offset(self, offset: int) -> Optional[int]:
+        """The text form's line (1-based) of the instruction holding byte ``offset``."""
+        k = self.instruction_at(offset)
+        lines = self._text_lines()[0] if k is not None else []
+        return lines[k] if k is not None and k < len(lines) else None
+
+    def offset_of_line(self, line: int) -> Optional[int]:
+        """The byte offset of the instruction printed on ``line`` (1-based) of the text form."""
+        k = self._text_lines()[1].get(line)
+        return self.instructions[k].offset if k is not None else None
+
     def graph(self):
         from .dataflow import build_graph
         return build_graph(self)
