@@ -149,3 +149,21 @@ def test_long_run_goes_to_a_worker_and_host_ops_are_listed(window, qtbot, tmp_pa
     np.testing.assert_array_equal(view.session.machine.output, ref.output)
     assert "[2] neuro.CHEM_READ" in view.host.text() and view.host.isVisible()
     assert qdoc.tick == len(qdoc.doc.peer.instructions) - 1
+
+
+def test_cancelled_run_keeps_its_steps_and_the_pane_steps_on(window, qtbot, tmp_path):
+    path = tmp_path / "endless.tvmr"
+    path.write_bytes(assemble(LONG.replace("loop 600", "loop 60000")))
+    qdoc = window.open_and_wait(path)
+    view, c = window.views["tvmr_machine"], window.commands
+    task = c.run("tvmr.run")
+    assert task is not None and view.running and not c.get("tvmr.reset").is_enabled()
+    qtbot.waitUntil(lambda: view.session.position > 2000, timeout=20000)
+    task.cancel()
+    qtbot.waitUntil(lambda: not view.running, timeout=20000)
+    s = view.session
+    assert not s.at_end and s.position == len(s.steps) and s.position < 3 * 60000
+    assert c.get("tvmr.step").is_enabled() and qdoc.tick == s.exec_index
+    before = s.position
+    c.run("tvmr.step")
+    assert s.position == before + 1
