@@ -89,7 +89,7 @@ class InputChoice:
 
 def input_slots(nac: NacFile) -> list[InputSlotInfo]:
     """Every value a run needs, named and typed from the file's input signature when present."""
-    from nac_engine.runtime.kernels import is_tensor_placeholder
+    from nac_engine.format.model import is_tensor_placeholder
     names = nac.input_name_map
     slots: list[InputSlotInfo] = []
     for ins in nac.instructions:

@@ -22,3 +22,13 @@ def test_codec_import_does_not_load_torch():
     code = "import sys, nac_engine, nac_engine.cli; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_studio_input_slots_do_not_load_torch():
+    """Opening a file asks for its input slots on the UI thread: that must not import torch (an
+    import there waits for a worker's torch import to finish: seconds of frozen UI)."""
+    code = ("import sys; from nac_engine import read; from nac_studio.debug_session import input_slots; "
+            f"input_slots(read({str(Path(__file__).resolve().parents[1] / 'resources/models/demo_bert_tiny.nac')!r}));"
+            " print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -54,6 +54,13 @@ class Constant:
         return L.CONST_TYPE_NAMES.get(self.type, f"type{self.type}")
 
 
+
+def is_tensor_placeholder(v: Any) -> bool:
+    """The compiler's stand-in for a tensor it did not store, e.g.
+    ``"Tensor_torch.Size([])_torch.int32"`` (research §6.2, §8.3). Here, not in the runtime, so
+    readers of a file's constants (the Studio's Inputs) need no torch."""
+    return isinstance(v, str) and v.startswith("Tensor_torch.Size(")
+
 @dataclass(slots=True)      # a big MMAP holds millions: no per-object __dict__
 class MmapCommand:
     action: int

@@ -32,6 +32,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from ..isa.coerce import InexactCoercion, exact, is_scalar, try_exact
+from ..format.model import is_tensor_placeholder  # noqa: F401  (re-exported: session reads it from here)
 from .errors import NotSupported
 
 # --------------------------------------------------------------------------- string constants
@@ -81,12 +82,6 @@ def is_device_string(v: Any) -> bool:
     if not isinstance(v, str):
         return False
     return v.split(":", 1)[0] in _DEVICE_TYPES
-
-
-def is_tensor_placeholder(v: Any) -> bool:
-    """The compiler's stand-in for a tensor it did not store, e.g.
-    ``"Tensor_torch.Size([])_torch.int32"`` (research §6.2, §8.3)."""
-    return isinstance(v, str) and v.startswith("Tensor_torch.Size(")
 
 
 # --------------------------------------------------------------------------- scalar helpers
