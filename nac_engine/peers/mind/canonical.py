@@ -23,7 +23,7 @@ import numpy as np
 from .errors import MindError
 from .ir import ALIAS, COMMUTATIVE, CONST_OPS, Instr, Module, TensorType, literal_text
 from .parser import escape
-from .verifier import flat_data, verify_module
+from .verifier import _fits_float, flat_data, verify_module
 
 FOLD_LIMIT = 4096
 _SCALAR_CONST = {"i64": "ConstI64", "f32": "ConstF32", "f64": "ConstF64"}
@@ -146,10 +146,8 @@ def _data_text(data, dtype: str) -> str:
 
 
 def _float_text(x: float, dtype: str) -> str:
-    if dtype == "f32":
-        x = float(np.float32(x))
-    elif dtype == "f16":
-        x = float(np.float16(x))
+    if dtype in ("f32", "f16") and _fits_float(x, dtype):   # out of range (an invalid module): as written
+        x = float(np.float32(x) if dtype == "f32" else np.float16(x))
     if x != x:
         return "nan"
     if x in (float("inf"), float("-inf")):
