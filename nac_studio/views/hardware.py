@@ -364,10 +364,13 @@ class HardwareView(QWidget):
         self.status.setText(f"Simulating on {label}…")
         self.cancel_button.setEnabled(True)
         self.simulate_button.setEnabled(False)
-        task = qdoc.tasks.submit(f"Simulating on {label}", run_simulation, qdoc.nac, hardware, overrides, feeds)
-        task.finished.connect(lambda r, d=qdoc, t=task, lb=label, ov=overrides, hw=hardware:
-                              self._done(d, t, r, lb, hw, ov))
-        task.failed.connect(lambda e, d=qdoc, t=task: self._failed(d, t, e))
+        # the callbacks go in with the submission: connected afterwards, a quick run could end first
+        holder: list = []
+        task = qdoc.tasks.submit(f"Simulating on {label}", run_simulation, qdoc.nac, hardware, overrides, feeds,
+                                 on_done=lambda r, d=qdoc, lb=label, ov=overrides, hw=hardware:
+                                 self._done(d, holder[0], r, lb, hw, ov),
+                                 on_error=lambda e, d=qdoc: self._failed(d, holder[0], e))
+        holder.append(task)
         self.task = task
         return task
 
