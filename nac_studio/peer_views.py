@@ -2,7 +2,9 @@
 
 ``register_peer_support(window)`` adds, without the window knowing the formats:
 
-* the IR Text pane (:mod:`.views.ir_text`), raised when a MIND file becomes active;
+* the IR Text pane (:mod:`.views.ir_text`), raised when a MIND file becomes active, and for a binary
+  peer with a text form (TVMR assembly, hwx register listing, NEFF engine slots: :mod:`.views.peer_text`);
+* the TVMR Machine pane (:mod:`.views.tvmr_machine`) and its Debug commands, raised for a TVMR file;
 * a "not available for this format" cover over every pane that only makes sense for NAC
   (disassembly, properties, debugger panes, timeline…) while a peer file is active; panes that
   read the span tree, bytes, problems or graph (structure, hex, problems, graph, IR text) work;

@@ -15,8 +15,8 @@ from typing import Optional
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QToolBar,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSpinBox, QTableWidget, QTableWidgetItem,
+                               QToolBar, QVBoxLayout, QWidget)
 
 from ..document import Selection
 from ..qt_document import rebind
@@ -40,6 +40,12 @@ class TvmrMachineView(QWidget):
         self.run_task = None
         self.toolbar = QToolBar(self)
         self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+        self.seed_box = QSpinBox(self)
+        self.seed_box.setRange(0, 2**31 - 1)
+        self.seed_box.setPrefix("seed ")
+        self.seed_box.setToolTip("Seed of the synthetic weights and input: a new seed resets the machine")
+        self.seed_box.valueChanged.connect(self.set_seed)
+        self._seed_action = None        # added after the command buttons (register_tvmr_commands)
         self.status = QLabel(self)
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -68,6 +74,11 @@ class TvmrMachineView(QWidget):
         rebind(self.qdoc, qdoc)
         self.qdoc = qdoc
         self.session = tvmr_session_of(qdoc.doc) if qdoc is not None else None
+        if self.session is not None:
+            self.seed_box.blockSignals(True)
+            self.seed_box.setValue(self.session.seed)
+            self.seed_box.blockSignals(False)
+        self.seed_box.setEnabled(self.can_reset())
         self.refresh()
 
     @property
@@ -100,6 +111,13 @@ class TvmrMachineView(QWidget):
         self.session.reset()
         self._moved()
 
+    def set_seed(self, seed: int) -> None:
+        """New synthetic weights and input: a fresh machine from ``seed``."""
+        if not self.can_reset() or seed == self.session.seed:
+            return
+        self.session.seed = seed
+        self.reset()
+
     def run(self):
         """Run to the end: a short program here, a longer one on in a TaskRunner worker (returns the
         Task then, else ``None``)."""
@@ -111,6 +129,7 @@ class TvmrMachineView(QWidget):
             return None
         s.busy = True
         self.refresh()
+        self.changed.emit()
 
         def work(ctx):
             return s.run(check=ctx.check, progress=lambda n: ctx.progress(0, 0, f"{s.position:,} steps"))
@@ -141,6 +160,9 @@ class TvmrMachineView(QWidget):
             qdoc.doc.debug_changed(source=self)     # the text form repaints its execution line
         self.refresh()
         self.changed.emit()
+
+    def _enable_seed(self) -> None:
+        self.seed_box.setEnabled(self.can_reset())
 
     def refresh(self) -> None:
         s = self.session
@@ -197,4 +219,6 @@ def register_tvmr_commands(window, view: TvmrMachineView, dock) -> None:
           enabled=view.can_reset, tip="A fresh machine before the first instruction (same seeded weights)")
     for cid in ("tvmr.reset", "tvmr.stepBack", "tvmr.step", "tvmr.run"):
         view.toolbar.addAction(c.action(cid))
+    view.toolbar.addWidget(view.seed_box)
     view.changed.connect(c.refresh)
+    view.changed.connect(view._enable_seed)

@@ -167,3 +167,18 @@ def test_cancelled_run_keeps_its_steps_and_the_pane_steps_on(window, qtbot, tmp_
     before = s.position
     c.run("tvmr.step")
     assert s.position == before + 1
+
+
+@needs_corpus
+def test_seed_gives_new_synthetic_weights_and_resets(window, qtbot):
+    from nac_engine.peers.tvmr.interp import synthetic_weights
+    window.open_and_wait(CLASSIFIER)
+    view, c = window.views["tvmr_machine"], window.commands
+    c.run("tvmr.step")
+    c0 = {r[0]: r for r in view.register_rows()}["C0"][3]
+    view.seed_box.setValue(7)
+    assert view.session.seed == 7 and view.session.position == 0
+    pol, mag = synthetic_weights([24, 32], 7 * 64 + 0)           # the engine's per-register seeding
+    expect = "weights " + value_summary(pol.astype(np.int64) * mag.astype(np.int64))
+    rows = {r[0]: r for r in view.register_rows()}
+    assert rows["C0"][3] == expect != c0
