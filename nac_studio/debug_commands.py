@@ -173,6 +173,10 @@ class DebugController(QObject):
             return None
         return self._launch("run_to", tick, True)
 
+    def run_to(self, tick: int, breakpoints: bool = False) -> Optional[Future]:
+        """Run (or go back) to ``tick`` of the active file; ``breakpoints``: stop at one on the way."""
+        return self._launch("run_to", tick, breakpoints)
+
     def restart(self) -> Optional[Future]:
         s = self.session
         if s is None:

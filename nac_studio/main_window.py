@@ -45,7 +45,8 @@ from .views.watches import WatchesView
 from .views.timeline import TimelineView
 from .views.hardware import HardwareView
 from .views.sweep import SweepView
-from .views.diff import DiffView, register_diff_commands
+from .diff_commands import register_diff_commands
+from .views.diff import DiffView
 from .views.source import SourceView
 from .widgets.command_palette import CommandPalette
 from .widgets.task_indicator import TaskIndicator
@@ -351,7 +352,7 @@ class MainWindow(QMainWindow):
         from .peer_views import register_peer_support
         register_peer_support(self)      # peer-format files: IR Text pane, NAC-only panes covered, Convert to NAC
         register_debug_commands(self)    # Debug menu, keys and toolbar, the debug controller (self.debug)
-        register_diff_commands(self, self.views[DiffView.object_name])     # Debug › First Divergence
+        register_diff_commands(self, self.views[DiffView.object_name])  # First Divergence, graph error overlay
         register_simulation_commands(self)   # Simulate menu, graph overlay from the hardware run (self.simulation)
         # Help
         c.add("help.shortcuts", "Keyboard Shortcuts", self.show_shortcuts, menu="Help", group="a")

@@ -65,6 +65,9 @@ class DiffResult:
     notes: list[str] = field(default_factory=list)
     a_name: str = "A"
     b_name: str = "B"
+    #: (value in A, value in B) of the first divergence only, keyed by ``id`` of its pair (the Studio
+    #: shows both side by side; keeping every pair's values would hold two whole runs)
+    kept_values: dict[int, tuple] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def first_divergence(self) -> Optional[PairError]:
@@ -77,6 +80,15 @@ class DiffResult:
 
     def pair_at(self, tick_a: int) -> Optional[PairError]:
         return next((p for p in self.pairs if p.tick_a == tick_a), None)
+
+    def values_of(self, pair: PairError) -> Optional[tuple]:
+        """(value in A, value in B) of ``pair`` as the runs produced them (tensors in their own dtype),
+        kept for the first divergence only (``None`` for any other pair)."""
+        return self.kept_values.get(id(pair))
+
+    def _keep_first(self, pair: PairError, va: Any, vb: Any) -> None:
+        if pair.diverges and not self.kept_values:
+            self.kept_values[id(pair)] = (va, vb)
 
     def to_json(self) -> dict:
         first = self.first_divergence
@@ -254,9 +266,11 @@ def diff_files(a, b, inputs: Optional[Mapping[str, Any]] = None, feeds: Optional
         for ta, tb, label in pairs:
             if ta not in va or tb not in vb:
                 continue
+            value_a = va.pop(ta)
             result.pairs.append(_pair(ta, tb, label, na.instruction_name(na.instructions[ta]),
-                                      nb.instruction_name(nb.instructions[tb]), va.pop(ta), vb[tb],
+                                      nb.instruction_name(nb.instructions[tb]), value_a, vb[tb],
                                       metric, tolerance))
+            result._keep_first(result.pairs[-1], value_a, vb[tb])
         _outputs(result, na, outs_a, outs_b, metric, tolerance)
         if not result.pairs:
             result.notes.append("no intermediate values matched (different op sequences and no common source "
@@ -295,8 +309,10 @@ def diff_eager(a, factory: str, inputs: Optional[Mapping[str, Any]] = None, *, t
             if node in eager_values and tick in va:
                 op = na.instruction_name(na.instructions[tick])
                 label = (module + " / " if module else "") + node
-                result.pairs.append(_pair(tick, None, label, op, "eager", va.pop(tick), eager_values[node],
+                value_a = va.pop(tick)
+                result.pairs.append(_pair(tick, None, label, op, "eager", value_a, eager_values[node],
                                           metric, tolerance))
+                result._keep_first(result.pairs[-1], value_a, eager_values[node])
         _outputs(result, na, outs_a, [t.detach().numpy() for t in eager_outputs if isinstance(t, torch.Tensor)],
                  metric, tolerance)
         if not result.pairs:
@@ -355,6 +371,8 @@ def _outputs(result: DiffResult, na: NacFile, outs_a, outs_b, metric, tolerance)
                             f"are compared")
     for k, (x, y) in enumerate(zip(outs_a, outs_b)):
         result.outputs.append(_pair(out_tick, None, f"output {k}", "output", "output", x, y, metric, tolerance))
+        if not any(p.diverges for p in result.pairs):
+            result._keep_first(result.outputs[-1], x, y)
 
 
 def _check_metric(metric: str, tolerance: float) -> None:
