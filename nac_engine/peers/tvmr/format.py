@@ -178,8 +178,11 @@ class TvmrFile(PeerFile):
         return list(self.problems) + semantic_checks(self)
 
     def disassemble(self) -> Optional[str]:
-        from .asm import disassemble
-        return disassemble(self)
+        text = getattr(self, "_text", None)       # memoised: the Studio's text pane and line map both read it
+        if text is None:
+            from .asm import disassemble
+            text = self._text = disassemble(self)
+        return text
 
     # -- instruction <-> byte offset <-> line of the text form (a debugger's and an editor's map) ---
     def instruction_at(self, offset: int) -> Optional[int]:
