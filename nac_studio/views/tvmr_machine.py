@@ -18,7 +18,6 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSpinBox, QTableWidget, QTableWidgetItem,
                                QToolBar, QVBoxLayout, QWidget)
 
-from ..document import Selection
 from ..qt_document import rebind
 from ..tvmr_session import INLINE_STEPS, TvmrSession, tvmr_session_of
 
