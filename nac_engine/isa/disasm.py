@@ -183,20 +183,21 @@ def _scales_text(scales) -> str:
 EXACT_TEXT_CHECK = 20_000
 
 
-def _text_reads_back(lines: list, instrs: list) -> bool:
+def _text_reads_back(instrs: list, pool: dict) -> bool:
     """Does each ``.mep`` line parse back to its instruction? Parsing costs ~20x decoding, so a
     huge stream (a hostile 1 MB ORCH is 240k instructions) checks the first line of each
     (mnemonic, op) pair; the text grammar's inversion for all the rest is what
-    tests/isa/test_mep.py's property tests establish (comments, where pool values go, are ignored)."""
-    if len(lines) <= EXACT_TEXT_CHECK:
-        return all(parse_mep(ln) == ins for ln, ins in zip(lines, instrs))
+    tests/isa/test_mep.py's property tests establish (comments, where pool values go, are ignored).
+    Lines are formatted here and again when written: holding 240k of them would cost far more."""
+    exact = len(instrs) <= EXACT_TEXT_CHECK
     seen: set = set()
-    for ln, ins in zip(lines, instrs):
-        key = (ins.mnemonic, ins.operands[0][1] if ins.operands and ins.operands[0][0] == "op" else None)
-        if key in seen:
-            continue
-        seen.add(key)
-        if parse_mep(ln) != ins:
+    for ins in instrs:
+        if not exact:
+            key = (ins.mnemonic, ins.operands[0][1] if ins.operands and ins.operands[0][0] == "op" else None)
+            if key in seen:
+                continue
+            seen.add(key)
+        if parse_mep(format_mep(ins, pool)) != ins:
             return False
     return True
 
@@ -204,21 +205,23 @@ def _text_reads_back(lines: list, instrs: list) -> bool:
 def _orch_lines(nac: NacFile):
     orch = nac.orch
     yield ".orch"
-    mep_text = None
+    readable = False
     if orch.bytecode:
         try:
             pool = {c.id: c.value for c in orch.pool}
-            instrs, problems = decode_mep(orch.bytecode)
-            lines = [format_mep(i, pool) for i in instrs]
-            if not problems and encode_mep(instrs) == orch.bytecode and _text_reads_back(lines, instrs):
-                mep_text = lines
+            if orch.instructions:     # decoded by the reader from these bytes: not a second copy
+                instrs = orch.instructions
+                problems = [i for i in instrs if i.opcode is None]    # an undecodable tail is raw
+            else:
+                instrs, problems = decode_mep(orch.bytecode)
+            readable = not problems and encode_mep(instrs) == orch.bytecode and _text_reads_back(instrs, pool)
         except Exception:   # fall back to hex: exactness matters more than the listing
-            mep_text = None
-        if mep_text is None:
+            readable = False
+        if not readable:
             yield from _hex_lines(".bytecode", orch.bytecode)
         else:
-            for ln in mep_text:
-                yield ".mep " + ln
+            for ins in instrs:
+                yield ".mep " + format_mep(ins, pool)
     for c in orch.pool:
         yield ".pool " + _const_directive(c)
 
