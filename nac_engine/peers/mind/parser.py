@@ -38,7 +38,7 @@ _TOKEN = re.compile(rb"""
 |(?P<float>[-+]?(?:[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+|\.[0-9]+(?:[eE][-+]?[0-9]+)?))
 |(?P<int>[-+]?[0-9]+)
 |(?P<sign>[/+\-])
-|(?P<string>"(?:[^"\\\n]|\\.)*")
+|(?P<string>"[^"\\\n]*(?:\\.[^"\\\n]*)*")
 |(?P<bad>.)
 """, re.VERBOSE | re.DOTALL)  # most frequent first; numbers before the sign so "-1" is one token
 

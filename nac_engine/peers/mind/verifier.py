@@ -417,10 +417,15 @@ def verify_module(mod: Module) -> Verified:
             types[ins.vid] = None
             continue
         types[ins.vid] = ins.type if ins.type is not None and ins.type.static else inferred
+    undefined: dict[int, list] = {}            # one problem per undefined value, at its first mention
     for k, v in enumerate(mod.outputs):
         if v not in types:
-            line, col, off = mod.output_cols[k] if k < len(mod.output_cols) else (mod.outputs_line, 1, mod.outputs_offset)
-            problems.append(problem("undefined-output", f"output %{v} is not defined", line, col, off, len(f"%{v}")))
+            undefined.setdefault(v, []).append(k)
+    for v, ks in undefined.items():
+        k = ks[0]
+        line, col, off = mod.output_cols[k] if k < len(mod.output_cols) else (mod.outputs_line, 1, mod.outputs_offset)
+        times = f" (listed {len(ks):,} times)" if len(ks) > 1 else ""
+        problems.append(problem("undefined-output", f"output %{v} is not defined{times}", line, col, off, len(f"%{v}")))
     if not mod.outputs:
         last = mod.instrs[-1] if mod.instrs else None
         problems.append(problem("no-outputs", "the module declares no outputs (an 'outputs: %…' line)",
