@@ -96,9 +96,9 @@ class DiffView(QWidget):
         self.tolerance = QLineEdit("1e-3", self)
         self.tolerance.setMaximumWidth(self.fontMetrics().horizontalAdvance("0") * 9)
         self.tolerance.setToolTip("Divergence tolerance")
-        self.metric = QComboBox(self)
-        self.metric.addItems(["max_abs", "relative", "cosine"])
-        self.metric.setToolTip("What the tolerance applies to (cosine: 1 − cosine similarity)")
+        self.metric_box = QComboBox(self)         # not "metric": QWidget.metric() is a virtual Qt calls
+        self.metric_box.addItems(["max_abs", "relative", "cosine"])
+        self.metric_box.setToolTip("What the tolerance applies to (cosine: 1 − cosine similarity)")
         self.run_button = QPushButton("Compare", self)
         self.run_button.clicked.connect(lambda _c=False: self.run())
         self.cancel_button = QPushButton("Cancel", self)
@@ -162,6 +162,7 @@ class DiffView(QWidget):
         self.legend = QLabel("  ".join(f"<span style='color:{c}'>━</span>&nbsp;{label}" for _k, label, c in _CURVES)
                              + "  <span style='color:#888'>╌</span>&nbsp;tolerance", self)
         self.legend.setObjectName("diffPlotLegend")
+        self.legend.setWordWrap(True)     # wraps in a narrow pane instead of holding the window wide
         self.legend.setContentsMargins(6, 0, 6, 0)
         small = self.legend.font()
         small.setPointSizeF(max(7.0, small.pointSizeF() * 0.9))
@@ -197,6 +198,9 @@ class DiffView(QWidget):
         lay.addWidget(self.compare_note)
         lay.addWidget(self.compare_table)
         lay.addWidget(split, 1)
+        # an explicit minimum: the one-row controls' sum must not hold the pane (and the window) wide;
+        # below it resizeEvent moves them onto two rows
+        self.setMinimumWidth(320)
         self.set_document(qdoc)
 
     # -- controls ---------------------------------------------------------------------------
@@ -205,13 +209,13 @@ class DiffView(QWidget):
         if wide == self._wide:
             return
         self._wide = wide
-        for w in (self.other, self._browse, self._tol_label, self.tolerance, self.metric, self.run_button,
+        for w in (self.other, self._browse, self._tol_label, self.tolerance, self.metric_box, self.run_button,
                   self.cancel_button, self.clear_button):
             self.top.removeWidget(w)
         for col in range(9):
             self.top.setColumnStretch(col, 0)
         if wide:
-            row = [(self.other, 1), (self._browse, 0), (self._tol_label, 0), (self.tolerance, 0), (self.metric, 0),
+            row = [(self.other, 1), (self._browse, 0), (self._tol_label, 0), (self.tolerance, 0), (self.metric_box, 0),
                    (self.run_button, 0), (self.cancel_button, 0), (self.clear_button, 0)]
             for col, (w, stretch) in enumerate(row):
                 self.top.addWidget(w, 0, col)
@@ -219,13 +223,13 @@ class DiffView(QWidget):
         else:
             self.top.addWidget(self.other, 0, 0, 1, 6)
             self.top.addWidget(self._browse, 0, 6)
-            for col, w in enumerate((self._tol_label, self.tolerance, self.metric, self.run_button,
+            for col, w in enumerate((self._tol_label, self.tolerance, self.metric_box, self.run_button,
                                      self.cancel_button, self.clear_button)):
                 self.top.addWidget(w, 1, col)
             self.top.setColumnStretch(5, 1)
 
     def controls_wide_enough(self, width: int) -> bool:
-        need = 180 + sum(w.sizeHint().width() + 4 for w in (self._browse, self._tol_label, self.tolerance, self.metric,
+        need = 180 + sum(w.sizeHint().width() + 4 for w in (self._browse, self._tol_label, self.tolerance, self.metric_box,
                                                              self.run_button, self.cancel_button, self.clear_button))
         return width >= need
 
@@ -307,7 +311,7 @@ class DiffView(QWidget):
         self.run_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         task = qdoc.tasks.submit(f"Diff with {os.path.basename(target)}", run_diff, qdoc.doc.path, target, feeds,
-                                 tolerance, self.metric.currentText())
+                                 tolerance, self.metric_box.currentText())
         self.task = task
         task.finished.connect(lambda r, d=qdoc, t=task, u=used: self._done(d, t, r, u))
         task.failed.connect(lambda e, d=qdoc, t=task: self._failed(d, t, e))

@@ -219,6 +219,7 @@ class HardwareView(QWidget):
         self.legend = QLabel("  ".join(f"<span style='color:{c}'>■</span> {k}" for k, c in STALL_COLORS.items()),
                              self)
         self.legend.setToolTip("Stall causes")
+        self.legend.setWordWrap(True)     # wraps in a narrow pane instead of holding the window wide
         # -- results
         self.split = QSplitter(Qt.Orientation.Horizontal, self)
         self.left = QWidget(self.split)
