@@ -31,6 +31,7 @@ class SimulationController(QObject):
         super().__init__(window)
         self.window = window
         self.qdoc = None
+        self.legend = None      # the overlay's colour scale on the graph canvas (simulation_overlay_legend)
         window.documentChanged.connect(self._active_changed)
 
     def _active_changed(self, qdoc) -> None:
@@ -63,10 +64,15 @@ class SimulationController(QObject):
             return
         st = self.qdoc.doc.simulation if self.qdoc is not None else None
         values = st.overlay_values() if st is not None else {}
+        from .simulation_overlay_legend import OverlayScaleLegend, overlay_scale
+        if self.legend is None or self.legend.parentWidget() is not canvas:
+            self.legend = OverlayScaleLegend(canvas)
         if not values:
             canvas.clear_overlay(LAYER)
+            self.legend.set_scale(None)
             return
         canvas.set_node_overlay(LAYER, {t: (scale_color(v), None, f"{v:.0%}") for t, v in values.items()})
+        self.legend.set_scale(overlay_scale(st))
 
     def set_overlay(self, metric: Optional[str]) -> None:
         if self.qdoc is None:
