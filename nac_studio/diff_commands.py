@@ -130,11 +130,13 @@ class DiffController(QObject):
             b = TickResult(first.tick_b if first.tick_b is not None else first.tick_a, first.op_b, values[1]) \
                 if values is not None else None
             return a, b
-        task = qdoc.tasks.submit("Divergence statistics", work)
         view = self.view
-        task.finished.connect(lambda ab, q=qdoc: view.show_comparison(ab[0], ab[1], first, "", label_b)
-                              if view.result_for(q) is result else None)
-        task.failed.connect(lambda e: view.show_comparison(None, None, first, str(e)))
+        # handlers given to submit: connected before the worker can finish (a quick task would beat a
+        # connect() made after it)
+        qdoc.tasks.submit("Divergence statistics", work,
+                          on_done=lambda ab, q=qdoc: view.show_comparison(ab[0], ab[1], first, "", label_b)
+                          if view.result_for(q) is result else None,
+                          on_error=lambda e: view.show_comparison(None, None, first, str(e) or type(e).__name__))
 
 
 def register_diff_commands(window, view) -> DiffController:
