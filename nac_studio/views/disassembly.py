@@ -30,6 +30,7 @@ from .. import debug_marks
 from ..qt_document import rebind
 from ..document import Selection
 from ..graph_model import op_class
+from ..graph_problems import problem_ticks
 
 COL_TICK, COL_OP, COL_ARGS, COL_SIG, COL_OFFSET, COL_MMAP = range(6)
 HEADERS = ("Tick", "Op", "Arguments", "Signature", "Offset", "MMAP")
@@ -162,6 +163,7 @@ class DisassemblyModel(QAbstractTableModel):
         self.error_tick: Optional[int] = None       # where the run failed
         self.breakpoints: dict[int, bool] = {}      # tick -> enabled
         self.error_text = ""                        # why the run failed at error_tick
+        self.problem_ticks: dict[int, str] = {}     # damaged tick -> reason (graph_problems, as the graph)
         self._cache: OrderedDict[int, Row] = OrderedDict()
         self._ops: Optional[np.ndarray] = None      # (a << 16 | b) per instruction, built on first filter
         self._mono = None
@@ -174,6 +176,7 @@ class DisassemblyModel(QAbstractTableModel):
         self.rows = np.arange(len(nac.instructions), dtype=np.int64) if nac is not None else np.zeros(0, np.int64)
         self.filter_text = ""
         self.current_tick = None
+        self.problem_ticks = {}
         self._cache.clear()
         self._ops = None
         self.endResetModel()
@@ -284,6 +287,15 @@ class DisassemblyModel(QAbstractTableModel):
             if r is not None:
                 self.dataChanged.emit(self.index(r, 0), self.index(r, len(HEADERS) - 1))
 
+    def set_problem_ticks(self, ticks: dict[int, str]) -> None:
+        """Damaged instructions (decode problem or missing tensor): red tint, reason as tooltip."""
+        changed = set(self.problem_ticks) | set(ticks)
+        self.problem_ticks = dict(ticks)
+        for t in changed:
+            r = self.row_of_tick(t)
+            if r is not None:
+                self.dataChanged.emit(self.index(r, 0), self.index(r, len(HEADERS) - 1))
+
     # -- Qt model interface ----------------------------------------------------------------
     def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
@@ -317,6 +329,9 @@ class DisassemblyModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if self.error_tick is not None and self.tick_at(index.row()) == self.error_tick:
                 return f"The run stopped here: {self.error_text}"
+            damaged = self.problem_ticks.get(self.tick_at(index.row()))
+            if damaged is not None:
+                return f"Damaged instruction: {damaged}"
             r = self.row_data(index.row())
             if col == COL_ARGS and r.args:
                 return f"{r.op}({r.args})"
@@ -339,6 +354,8 @@ class DisassemblyModel(QAbstractTableModel):
                 return debug_marks.exec_row_color(self._dark)
             if self.current_tick is not None and self.tick_at(index.row()) == self.current_tick:
                 return _tick_color(self._dark)
+            if t in self.problem_ticks:
+                return _damaged_color(self._dark)
             return None
         if role == Qt.ItemDataRole.DecorationRole and col == COL_TICK and (self.breakpoints or self.exec_tick is not None
                                                                            or self.error_tick is not None):
@@ -352,6 +369,13 @@ class DisassemblyModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ForegroundRole and col in (COL_TICK, COL_OFFSET, COL_SIG):
             return QGuiApplication.palette().color(QPalette.ColorRole.PlaceholderText)
         return None
+
+
+def _damaged_color(dark: bool) -> QColor:
+    # the graph's problem outline red (#d0312d), as a row tint
+    c = QColor("#d0312d")
+    c.setAlphaF(0.30 if dark else 0.18)
+    return c
 
 
 def _tick_color(dark: bool) -> QColor:
@@ -568,7 +592,8 @@ class DisassemblyView(QWidget):
 
     # -- document -------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
-        rebind(self.qdoc, qdoc, selection=self._on_selection, tick=self._on_tick, debug=self._on_debug)
+        rebind(self.qdoc, qdoc, selection=self._on_selection, tick=self._on_tick, debug=self._on_debug,
+               problems=self._on_problems)
         self.qdoc = qdoc
         self.model.set_dark(self.palette().color(QPalette.ColorRole.Base).lightness() < 128)
         self.filter.blockSignals(True)
@@ -581,6 +606,11 @@ class DisassemblyView(QWidget):
         self._on_tick(None)
         self._on_selection(None)
         self._on_debug(None)
+        self._on_problems(None)
+
+    def _on_problems(self, _source) -> None:
+        self.model.set_problem_ticks(problem_ticks(self.qdoc.doc) if self.qdoc is not None
+                                     and self.qdoc.doc.nac is not None else {})
 
     def _on_debug(self, _source) -> None:
         self.model.set_debug_marks(debug_marks.DebugMarks(self.qdoc.doc.debug if self.qdoc is not None else None))
