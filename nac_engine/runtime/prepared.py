@@ -26,6 +26,7 @@ from typing import Any, Optional
 
 import torch
 
+from .fastcall import plain_call, recipe_call
 from .kernels import _SchemaKernel, bind
 
 
@@ -57,14 +58,19 @@ def _frozen(v):
 
 
 class _Recipe:
-    """``op(*pos, **kw)`` with the referenced values substituted by position."""
+    """``op(*pos, **kw)`` with the referenced values substituted by position.
 
-    __slots__ = ("op", "pos", "kw", "pos_slots", "kw_slots", "list_slots", "zero_dim")
+    ``identity``: the binding is the argument list itself (every value at its own position,
+    constants passed through unchanged, keywords constant), so a call is ``op(*args, **kw)``
+    with nothing to copy or fill: the common case (``linear(x, w, b)``, ``slice(x, 0, 0, 8)``)."""
 
-    def __init__(self, op, pos, kw, pos_slots, kw_slots, list_slots, zero_dim):
+    __slots__ = ("op", "pos", "kw", "pos_slots", "kw_slots", "list_slots", "zero_dim", "identity")
+
+    def __init__(self, op, pos, kw, pos_slots, kw_slots, list_slots, zero_dim, identity=False):
         self.op, self.pos, self.kw = op, pos, kw
         self.pos_slots, self.kw_slots, self.list_slots = pos_slots, kw_slots, list_slots
         self.zero_dim = zero_dim          # (arg index, was 0-d) per referenced value
+        self.identity = identity
 
     def fits(self, args: list) -> bool:
         for i, was0d in self.zero_dim:
@@ -74,6 +80,8 @@ class _Recipe:
         return True
 
     def __call__(self, args: list) -> Any:
+        if self.identity:
+            return self.op(*args, **self.kw)
         pos = self.pos.copy() if self.pos_slots or self.list_slots else self.pos
         kw = self.kw.copy() if self.kw_slots else self.kw
         for k, i in self.pos_slots:
@@ -127,6 +135,9 @@ def _recipe(op, args: list, refs: tuple, pos: list, kw: dict) -> Optional[_Recip
     # not stand for two references (then the positions are ambiguous).
     if used != set(refs) or len(by_id) != len(refs):
         return None
+    # the binding is the argument list itself: nothing to fill per call
+    identity = (not kw_slots and not list_slots and len(pos) == len(args)
+                and all(k == i for k, i in pos_slots) and all(pos[k] is args[k] for k in range(len(pos))))
     # the slots are filled per call: the recipe (shared across sessions) must not keep this
     # call's tensors alive
     pos, kw = list(pos), dict(kw)
@@ -140,22 +151,43 @@ def _recipe(op, args: list, refs: tuple, pos: list, kw: dict) -> Optional[_Recip
         else:
             pos[k] = None
     return _Recipe(op, pos, kw, tuple(pos_slots), tuple(kw_slots), tuple(list_slots),
-                   tuple((i, args[i].ndim == 0) for i in refs))
+                   tuple((i, args[i].ndim == 0) for i in refs), identity)
 
 
 class PreparedCall:
-    """The kernel, argument template and (once known) binding recipe of one instruction."""
+    """The kernel, argument template and (once known) binding recipe of one instruction.
 
-    __slots__ = ("name", "fn", "template", "refs", "keep_tuples", "recipe", "_tried")
+    For the run loop: ``producers`` are the ticks of the referenced values in argument order,
+    ``base`` the argument list with the constants in place (``None`` when every argument is a
+    reference), ``plain`` the kernel when it takes the arguments as they are (a hand-written
+    standard op: no schema binding, so no recipe), ``fast`` the whole call as one function of
+    the results (:mod:`.fastcall`; ``None`` until a schema-bound op has its recipe)."""
+
+    __slots__ = ("name", "fn", "template", "refs", "producers", "base", "plain", "keep_tuples", "recipe",
+                 "fast", "_tried")
 
     def __init__(self, name: str, fn, template: list, keep_tuples: bool):
         self.name = name
         self.fn = fn
         self.template = template          # per argument: (True, producer) or (False, value)
         self.refs = tuple(k for k, (is_ref, _) in enumerate(template) if is_ref)
+        self.producers = tuple(x for is_ref, x in template if is_ref)
+        self.base = None if len(self.refs) == len(template) else \
+            [None if is_ref else x for is_ref, x in template]
         self.keep_tuples = keep_tuples
         self.recipe: Optional[_Recipe] = None
         self._tried = not isinstance(fn, _SchemaKernel)
+        self.plain = fn if self._tried else None
+        self.fast = plain_call(fn, self.producers, self.refs, self.base, keep_tuples) if self._tried else None
+
+    def gather(self, results: dict) -> list:
+        """The arguments from ``results`` (tick → value); KeyError when a value is missing."""
+        if self.base is None:
+            return [results[p] for p in self.producers]
+        args = self.base.copy()
+        for k, p in zip(self.refs, self.producers):
+            args[k] = results[p]
+        return args
 
     def __call__(self, args: list) -> Any:
         recipe = self.recipe
@@ -168,19 +200,24 @@ class PreparedCall:
         key = self._shared_key(op, device, args)
         shared = _SHARED.get(key) if key is not None else None
         if shared is not None and shared.fits(args):
-            self.recipe = shared
+            self._use(shared)
             return shared(args)
         try:
             pos, kw = bind(op, tuple(args), device)
         except TypeError:
             return op(*args)        # as call_bound: torch's own message is the better one
         result = op(*pos, **kw)
-        self.recipe = _recipe(op, args, self.refs, pos, kw)
+        self._use(_recipe(op, args, self.refs, pos, kw))
         if self.recipe is not None and key is not None:
             if len(_SHARED) >= _SHARED_MAX:
                 _SHARED.clear()
             _SHARED[key] = self.recipe
         return result
+
+    def _use(self, recipe: Optional[_Recipe]) -> None:
+        self.recipe = recipe
+        if recipe is not None:
+            self.fast = recipe_call(recipe, self.producers, self.refs, self.base)
 
     def _shared_key(self, op, device, args: list):
         parts = [op, device]

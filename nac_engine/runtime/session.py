@@ -33,12 +33,13 @@ import numpy as np
 import torch
 
 from ..format.layout import QUANT_NONE
-from ..format.model import Instruction, NacFile
+from ..format.model import Argument, Instruction, NacFile
 from ..isa.optable import OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
-from ..isa.coerce import InexactCoercion, as_used
+from ..isa.coerce import CODE_TYPES, InexactCoercion, as_used
 from .errors import CoercionError, KernelError, MissingInputError, NacRuntimeError, NotSupported
 from .. import threads
 from .kernels import Kernels, describe_args, first_of_multi, is_tensor_placeholder
+from .fastcall import SLOW
 from .prepared import PreparedCall
 
 _INPUT_KINDS = {0: "user input", 1: "parameter", 2: "state", 3: "lifted constant"}
@@ -244,6 +245,8 @@ class Session:
                 self.run_instruction(self.tick)
             return self.outputs
         dead = self._dead_values()
+        if not self._gates and _plain_kinds(type(self)):
+            return self._run_direct(dead)
         results = self.results
         instructions = self.instructions
         n = len(instructions)
@@ -265,6 +268,64 @@ class Session:
             if drop is not None:
                 for v in drop:
                     results.pop(v, None)
+        return self.outputs
+
+    def _run_direct(self, dead: dict) -> list:
+        """:meth:`run` for a branch-free stream and a session whose instruction kinds are
+        Session's own: what run_instruction/call_op do, in one loop with the lookups bound
+        once (the interpreter's cost per instruction is what a small model's run is made of).
+        Parameters load through load_param, the other system instructions through
+        run_instruction; a regular op calls its prepared binding directly."""
+        results = self.results
+        instructions = self.instructions
+        prepared = self._prepared
+        prepare = self.prepare
+        load_param = self.load_param
+        n = len(instructions)
+        i = 0
+        try:
+            while i < n:
+                ins = instructions[i]
+                if ins.a >= 10:
+                    call = prepared.get(i)
+                    if call is None:
+                        call = prepare(ins)
+                    fast = call.fast
+                    try:
+                        value = fast(results) if fast is not None else SLOW
+                        if value is SLOW:
+                            value = call(self._prepared_arguments(ins, call))
+                    except NacRuntimeError:
+                        raise
+                    except Exception as e:
+                        # a value missing raises here (before the kernel ran) with its precise
+                        # error; the arguments are still in results to describe the failure
+                        args = self._prepared_arguments(ins, call)
+                        raise self._kernel_failure(ins, call.name, args, e) from \
+                            (None if isinstance(e, InexactCoercion) else e)
+                    results[i] = value
+                elif ins.a == OP_INPUT and ins.b == 1:
+                    results[i] = load_param(ins)
+                else:
+                    self.run_instruction(i)
+                    if self.finished:
+                        break
+                drop = dead.get(i)
+                if drop is not None:
+                    for v in drop:
+                        results.pop(v, None)
+                i += 1
+        except BaseException:
+            self.tick = i
+            raise
+        if self.finished:
+            drop = dead.get(i)
+            if drop is not None:
+                for v in drop:
+                    results.pop(v, None)
+        else:
+            self.tick = n
+            self._finish([])
         return self.outputs
 
     def _dead_values(self) -> dict[int, tuple]:
@@ -536,12 +597,28 @@ class Session:
         if len(d) != len(sig):
             raise NacRuntimeError(f"instruction {ins.index}: signature {sig!r} has {len(sig)} "
                                   f"arguments but D has {len(d)}")
+        # The template straight from D and C (what NacFile.arguments resolves, without an
+        # Argument object per value): a constant already of the type its code wants is taken
+        # as it is; anything else goes through the checks and exact coercion.
         template = []
-        for arg in self.nac.arguments(ins):
-            if arg.kind == "ref":
-                template.append((True, arg.producer))
-            else:
-                template.append((False, self._constant_argument(ins, len(template), arg)))
+        i = ins.index
+        cids = ins.c[1:] if ins.c else ()
+        constants = self.nac.constants
+        k = 0
+        for code, dv in zip(sig, d):
+            if dv:
+                template.append((True, i + dv))
+                continue
+            cid = cids[k] if k < len(cids) else None
+            k += 1
+            const = constants.get(cid) if cid is not None else None
+            value = const.value if const is not None else None
+            wanted = CODE_TYPES.get(code)
+            if const is None or (type(value) is not wanted if wanted is not None else
+                                 isinstance(value, str) and is_tensor_placeholder(value)):
+                value = self._constant_argument(ins, len(template), Argument(code, "const", const_id=cid,
+                                                                              value=value))
+            template.append((False, value))
         try:
             fn = self.kernels(name)
         except NotSupported as e:
@@ -572,10 +649,18 @@ class Session:
         except NacRuntimeError:
             raise
         except InexactCoercion as e:
-            raise CoercionError(ins.index, name, e.where, e.value, e.wanted.__name__) from None
+            raise self._kernel_failure(ins, name, args, e) from None
         except Exception as e:
-            raise KernelError(f"instruction {ins.index}: {name}({describe_args(args)}) failed: "
-                              f"{type(e).__name__}: {e}", ins.index, name) from e
+            raise self._kernel_failure(ins, name, args, e) from e
+
+    @staticmethod
+    def _kernel_failure(ins: Instruction, name: str, args: list, e: Exception) -> NacRuntimeError:
+        """The error a kernel's exception becomes: an inexact constant names the argument and
+        both types; anything else is the op's failure with its arguments described."""
+        if isinstance(e, InexactCoercion):
+            return CoercionError(ins.index, name, e.where, e.value, e.wanted.__name__)
+        return KernelError(f"instruction {ins.index}: {name}({describe_args(args)}) failed: "
+                           f"{type(e).__name__}: {e}", ins.index, name)
 
 
 def _release_mapped(nac: NacFile, p) -> None:
@@ -593,6 +678,19 @@ def _release_mapped(nac: NacFile, p) -> None:
     except (AttributeError, ValueError, OSError):
         pass
 
+
+def _plain_kinds(cls: type) -> bool:
+    """Whether ``cls`` runs every instruction kind as Session does (then :meth:`Session.run`
+    may take its direct loop; a subclass that overrides one gets every call through it)."""
+    ok = _PLAIN_KINDS.get(cls)
+    if ok is None:
+        ok = _PLAIN_KINDS[cls] = all(getattr(cls, m) is getattr(Session, m) for m in _KIND_METHODS)
+    return ok
+
+
+_KIND_METHODS = ("run_instruction", "call_op", "prepare", "load_param", "load_input", "load_lifted",
+                 "load_state", "emit_output", "_prepared_arguments")
+_PLAIN_KINDS: dict = {}
 
 _KERNELS: dict[torch.device, Kernels] = {}
 # <INPUT B=...> -> the Session method that loads it

@@ -1,0 +1,232 @@
+"""One instruction's call as a single small function of the results: what the run loop calls.
+
+A prepared call (:mod:`.prepared`) knows where its arguments come from (producer ticks, the
+constants in place) and, for a schema-bound ATen op, how they bind (a recipe). Executing that
+generically takes a handful of Python calls per instruction — gather the arguments, check the
+recipe still fits, fill the binding's slots, call the ``torch.ops`` overload — which on a small
+model costs as much as the kernels. :func:`recipe_call` and :func:`plain_call` build one
+closure per instruction that does all of it at once::
+
+    value = fast(results)     # the op's result, or SLOW
+
+``SLOW`` means "take the general path": a value is not a plain tensor (a multi-output op's
+tuple, which the general path reduces to its first element; a Python number from symbolic
+shape arithmetic; a tensor subclass), or its 0-d-ness differs from when the recipe was made
+(the binding could differ). A missing value raises ``KeyError`` before the kernel runs; the
+caller turns that into its precise error.
+
+An overload is called through its C++ handle (``OpOverload._op``, which is all
+``OpOverload.__call__`` does): one Python frame fewer per call, same dispatch.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import torch
+
+_Tensor = torch.Tensor
+
+
+class _Slow:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<take the general path>"
+
+
+SLOW: Any = _Slow()
+
+
+def op_handle(op) -> Callable:
+    """The callable behind a ``torch.ops`` overload (the overload itself if it has none)."""
+    return getattr(op, "_op", op)
+
+
+def recipe_call(recipe, producers: tuple, refs: tuple, base: Optional[list]) -> Callable:
+    """``fast(results)`` for a schema-bound op with a binding recipe (:class:`.prepared._Recipe`):
+    ``producers`` the ticks of the referenced values, ``refs`` their argument positions,
+    ``base`` the argument list with the constants in place (None: all arguments are references)."""
+    op = op_handle(recipe.op)
+    kw = recipe.kw
+    zero = tuple(was0d for _, was0d in recipe.zero_dim)      # per reference, in ``refs`` order
+    if recipe.identity and base is None and not kw:
+        if len(producers) == 1:
+            (p0,), (z0,) = producers, zero
+
+            def fast(results):
+                a = results[p0]
+                if a.__class__ is _Tensor and (a.ndim == 0) is z0:
+                    return op(a)
+                return SLOW
+            return fast
+        if len(producers) == 2:
+            (p0, p1), (z0, z1) = producers, zero
+
+            def fast(results):
+                a = results[p0]
+                b = results[p1]
+                if a.__class__ is _Tensor and b.__class__ is _Tensor and (a.ndim == 0) is z0 \
+                        and (b.ndim == 0) is z1:
+                    return op(a, b)
+                return SLOW
+            return fast
+        if len(producers) == 3:
+            (p0, p1, p2), (z0, z1, z2) = producers, zero
+
+            def fast(results):
+                a = results[p0]
+                b = results[p1]
+                c = results[p2]
+                if a.__class__ is _Tensor and b.__class__ is _Tensor and c.__class__ is _Tensor \
+                        and (a.ndim == 0) is z0 and (b.ndim == 0) is z1 and (c.ndim == 0) is z2:
+                    return op(a, b, c)
+                return SLOW
+            return fast
+    if recipe.identity:
+        slots = tuple(zip(refs, producers, zero))
+        template = base if base is not None else [None] * len(refs)
+
+        def fast(results):
+            args = template.copy()
+            for k, p, z in slots:
+                v = results[p]
+                if v.__class__ is not _Tensor or (v.ndim == 0) is not z:
+                    return SLOW
+                args[k] = v
+            return op(*args, **kw)
+        return fast
+    # a binding that moves values: fill the recipe's own positional/keyword slots
+    ordinal = {arg: n for n, arg in enumerate(refs)}
+    pos_slots = tuple((k, ordinal[i]) for k, i in recipe.pos_slots)
+    kw_slots = tuple((k, ordinal[i]) for k, i in recipe.kw_slots)
+    list_slots = tuple((where, k, tuple(ordinal[i] for i in idx)) for where, k, idx in recipe.list_slots)
+    pos0 = recipe.pos
+    checks = tuple(zip(producers, zero))
+
+    def fast(results):
+        vals = []
+        for p, z in checks:
+            v = results[p]
+            if v.__class__ is not _Tensor or (v.ndim == 0) is not z:
+                return SLOW
+            vals.append(v)
+        pos = pos0.copy()
+        for k, n in pos_slots:
+            pos[k] = vals[n]
+        if kw_slots or list_slots:
+            kwargs = kw.copy()
+            for k, n in kw_slots:
+                kwargs[k] = vals[n]
+            for where, k, idx in list_slots:
+                items = [vals[n] for n in idx]
+                if where:
+                    kwargs[k] = items
+                else:
+                    pos[k] = items
+            return op(*pos, **kwargs)
+        return op(*pos, **kw)
+    return fast
+
+
+def plain_call(fn: Callable, producers: tuple, refs: tuple, base: Optional[list], keep_tuples: bool) -> Callable:
+    """``fast(results)`` for a kernel that takes the arguments as they are (the hand-written
+    standard ops, ``getitem``, Python operators). A tuple argument takes the general path
+    (which passes only its first element) unless the op keeps tuples (``getitem``).
+
+    A standard op whose constants settle what it does is called as that: ``nac.view(x,
+    (1, 8, 64))`` is ``x.reshape([1, 8, 64])``, ``nac.transpose(x, 1, 2)`` is
+    ``x.transpose(1, 2)``, a two-argument ``nac.add`` is ``a + b`` (the kernel's own first
+    line), its constants converted once here instead of on every call."""
+    special = _SPECIAL.get(fn)
+    if special is not None:
+        fast = special(producers, refs, base)
+        if fast is not None:
+            return fast
+    n_args = len(base) if base is not None else len(producers)
+    if n_args == 2 and fn in _BINARY:
+        fn = _BINARY[fn]
+    if base is None and len(producers) == 1:
+        (p0,) = producers
+
+        def fast(results):
+            a = results[p0]
+            if not keep_tuples and isinstance(a, tuple):
+                return SLOW
+            return fn(a)
+        return fast
+    if base is None and len(producers) == 2:
+        p0, p1 = producers
+
+        def fast(results):
+            a = results[p0]
+            b = results[p1]
+            if not keep_tuples and (isinstance(a, tuple) or isinstance(b, tuple)):
+                return SLOW
+            return fn(a, b)
+        return fast
+    slots = tuple(zip(refs, producers))
+    template = base if base is not None else [None] * len(refs)
+
+    def fast(results):
+        args = template.copy()
+        for k, p in slots:
+            v = results[p]
+            if not keep_tuples and isinstance(v, tuple):
+                return SLOW
+            args[k] = v
+        return fn(*args)
+    return fast
+
+
+# --------------------------------------------------------------------------- standard ops
+def _tensor_method_call(method: Callable, producers: tuple, refs: tuple, args: tuple) -> Optional[Callable]:
+    """``x.method(*args)`` for a call whose only reference is its first argument."""
+    if len(producers) != 1 or refs != (0,):
+        return None
+    (p0,) = producers
+
+    def fast(results):
+        a = results[p0]
+        if a.__class__ is _Tensor:
+            return method(a, *args)
+        return SLOW
+    return fast
+
+
+def _view_call(producers, refs, base):
+    # nac.view(x, shape) with a constant shape list: the kernel's reshape (a single bare int is a
+    # squeeze dim decided by value, so it stays with the kernel)
+    if base is None or len(base) != 2 or not isinstance(base[1], (tuple, list)):
+        return None
+    dims = kernels._as_int_list(base[1])
+    if dims is None:
+        return None
+    return _tensor_method_call(_Tensor.reshape, producers, refs, (dims,))
+
+
+def _transpose_call(producers, refs, base):
+    if base is None or len(base) != 3:
+        return None
+    try:
+        dims = tuple(kernels._dim(d, n) for n, d in enumerate(base[1:], start=1))
+    except (ValueError, TypeError):       # an inexact dim: the kernel raises it, naming the argument
+        return None
+    if not all(type(d) is int for d in dims):
+        return None
+    return _tensor_method_call(_Tensor.transpose, producers, refs, dims)
+
+
+def _clone_call(producers, refs, base):
+    if base is not None:
+        return None
+    return _tensor_method_call(_Tensor.clone, producers, refs, ())
+
+
+# The hand-written kernels whose two-argument form is a Python operator (each kernel's own
+# first line when alpha/rounding_mode are absent), and those with a constant-argument form.
+from . import kernels  # noqa: E402  (kernels imports nothing from here)
+import operator  # noqa: E402
+
+_BINARY = {kernels.nac_add: operator.add, kernels.nac_sub: operator.sub, kernels.nac_mul: operator.mul,
+           kernels.nac_div: operator.truediv, kernels.nac_matmul: torch.matmul}
+_SPECIAL = {kernels.nac_view: _view_call, kernels.nac_transpose: _transpose_call, kernels.nac_clone: _clone_call}
