@@ -15,8 +15,8 @@ from typing import Optional
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QFontMetrics, QGuiApplication, QPalette
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QToolButton,
-                               QTreeView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QSizePolicy,
+                               QToolButton, QTreeView, QVBoxLayout, QWidget)
 
 from ..document import selection_for_problem, severity_of
 from ..icons import icon
@@ -76,7 +76,7 @@ class ProblemsModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ForegroundRole and severity == "warning":
             return QGuiApplication.palette().color(QPalette.ColorRole.PlaceholderText)
         if role == Qt.ItemDataRole.ToolTipRole:
-            where = f" at offset {offset} (0x{offset:X})" if isinstance(offset, int) else ""
+            where = f" at offset 0x{offset:08X} ({offset})" if isinstance(offset, int) else ""
             return f"{_SEVERITY_WORDS[severity]} — {section}{where}:\n{reason}"
         if role == Qt.ItemDataRole.FontRole and col == 1:
             return mono_font(-0.5)
@@ -153,6 +153,15 @@ class ProblemsView(QWidget):
         self.table.setColumnWidth(1, QFontMetrics(mono_font(-0.5)).horizontalAdvance("0x00000000") + 16)
         self.table.activated.connect(self._go)
         self.table.clicked.connect(self._go)
+        # the selected problem in full, wrapped: the table's Problem column elides long reasons
+        self.details = QLabel(self)
+        self.details.setObjectName("problemDetails")
+        self.details.setWordWrap(True)
+        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.details.setContentsMargins(6, 3, 6, 3)
+        self.details.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.details.hide()
+        self.table.selectionModel().currentChanged.connect(self._show_details)
         top = QHBoxLayout()
         top.setContentsMargins(4, 2, 4, 2)
         top.addWidget(self.filter, 1)
@@ -163,6 +172,7 @@ class ProblemsView(QWidget):
         lay.setSpacing(0)
         lay.addLayout(top)
         lay.addWidget(self.table, 1)
+        lay.addWidget(self.details)
         self.set_document(qdoc)
 
     def set_document(self, qdoc) -> None:
@@ -183,6 +193,7 @@ class ProblemsView(QWidget):
         qdoc = self.qdoc
         problems = list(qdoc.doc.problems) if qdoc is not None else []
         self.model.set_problems(problems)
+        self._show_details(QModelIndex())
         n = len(problems)
         warnings = sum(1 for p in problems if severity_of(p) == "warning")
         errors = n - warnings
@@ -200,6 +211,15 @@ class ProblemsView(QWidget):
 
     def count(self) -> int:
         return self.model.rowCount()
+
+    def _show_details(self, current: QModelIndex, _previous: QModelIndex = QModelIndex()) -> None:
+        p = self.model.problem(self.proxy.mapToSource(current).row()) if current.isValid() else None
+        if p is None:
+            self.details.clear()
+            self.details.hide()
+            return
+        self.details.setText(self.model.data(self.model.index(self.model.row_of(p), 2), Qt.ItemDataRole.ToolTipRole))
+        self.details.show()
 
     def _go(self, proxy_index: QModelIndex) -> None:
         if self.qdoc is None or not proxy_index.isValid():

@@ -112,8 +112,8 @@ class PropertyModel(QAbstractItemModel):
         name, value = self._groups[index.internalId() - 1][1][index.row()]
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
             return name if index.column() == 0 else value
-        if role == Qt.ItemDataRole.ToolTipRole and index.column() == 1 and len(value) > 40:
-            return value[:2000]
+        if role == Qt.ItemDataRole.ToolTipRole:   # a narrow dock elides both columns: the full row
+            return f"{name}\n{value[:2000]}" if value else name
         if role == Qt.ItemDataRole.FontRole and index.column() == 1:
             return mono_font(-0.5)
         return None
@@ -222,6 +222,7 @@ class PropertiesView(QWidget):
         hf.setBold(True)
         self.heading.setFont(hf)
         self.heading.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.heading.setWordWrap(True)   # a long parameter name wraps instead of widening the dock
         self.subheading = QLabel(self)
         self.subheading.setWordWrap(True)
         self.subheading.setEnabled(False)
@@ -316,6 +317,7 @@ class PropertiesView(QWidget):
 
     def _show(self, heading: str, sub: str, icon_name: Optional[str], groups) -> None:
         self.heading.setText(heading)
+        self.heading.setToolTip(heading)
         self.subheading.setText(sub)
         self.subheading.setVisible(bool(sub))
         self.icon_label.setPixmap(icon(icon_name).pixmap(20, 20) if icon_name else QPixmap())

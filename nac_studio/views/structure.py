@@ -222,7 +222,9 @@ class SpanTreeModel(QAbstractItemModel):
                 return icon("record")
             return icon("field")
         if role == Qt.ItemDataRole.ToolTipRole:
-            lines = [span.path or "<file>", f"offset {span.offset} (0x{span.offset:X}), {span.length:,} bytes"]
+            lines = [span.path or "<file>", f"offset 0x{span.offset:X} ({span.offset}), {span.length:,} bytes"]
+            full = _value_text(span.value, limit=2000)
+            lines.append(f"{span.type}: {full}" if full else span.type)   # the Value column elides at 120
             if unparsed:
                 lines.append("Bytes no decoded field explains.")
             if problem is not None:
