@@ -20,6 +20,7 @@ import asyncio
 import json
 import os
 import time
+import weakref
 from concurrent.futures import Future
 from typing import Optional
 
@@ -55,6 +56,7 @@ class DebugController(QObject):
         self._refresh_timer.setSingleShot(True)
         self._refresh_timer.setInterval(0)
         self._refresh_timer.timeout.connect(lambda: self.window.commands.refresh())
+        self._graph_marks: Optional[tuple] = None    # (canvas, session ref, DebugMarks) the graph shows
         self.label = QLabel(window)
         self.label.setObjectName("debugStatus")
         self.label.setToolTip("Debugger: state, why it stopped, time of the last action")
@@ -129,11 +131,20 @@ class DebugController(QObject):
         if s is not None and s.running:
             return
         marks = debug_marks.DebugMarks(s)
-        for layer, styles in debug_marks.graph_overlays(marks).items():
-            if styles:
-                canvas.set_node_overlay(layer, styles)
-            else:
-                canvas.clear_overlay(layer)
+        prev = self._graph_marks
+        if prev is not None and prev[0] is canvas and prev[1]() is s and hasattr(canvas, "update_node_overlay"):
+            # the canvas shows this session's last stop: move what moved (a step: two or three
+            # nodes repainted, not the whole view)
+            for layer, changes in debug_marks.graph_overlay_changes(prev[2], marks).items():
+                if changes:
+                    canvas.update_node_overlay(layer, changes)
+        else:
+            for layer, styles in debug_marks.graph_overlays(marks).items():
+                if styles:
+                    canvas.set_node_overlay(layer, styles)
+                else:
+                    canvas.clear_overlay(layer)
+        self._graph_marks = (canvas, weakref.ref(s) if s is not None else (lambda: None), marks)
         # reveal the execution point (a pan only when its node is off screen)
         tick = marks.error_tick if marks.error_tick is not None else marks.exec_tick
         graph = self.window.graph_view.shown

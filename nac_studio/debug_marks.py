@@ -92,18 +92,50 @@ GRAPH_LAYERS = ("debug.executed", "debug.breakpoints", "debug.current")
 def graph_overlays(marks: DebugMarks) -> dict[str, dict]:
     """Overlay layers for the graph canvas: executed ticks shaded, breakpoint dots as badges,
     the current tick framed in the execution colour (red where the run failed)."""
-    out: dict[str, dict] = {name: {} for name in GRAPH_LAYERS}
     if marks is None:
-        return out
-    cur = marks.error_tick if marks.error_tick is not None else marks.exec_tick
-    if cur is not None and cur >= 0:
-        shade = QColor("#cfe8d3")
-        out["debug.executed"] = {t: (shade, None, None) for t in range(cur)}
-        frame = ERROR_COLOR if marks.error_tick is not None else EXEC_COLOR
-        out["debug.current"] = {cur: (QColor("#f6e7a6") if marks.error_tick is None else QColor("#f5c6c2"), frame,
-                                      "✖" if marks.error_tick is not None else "▶")}
-    out["debug.breakpoints"] = {t: (None, None, "●" if enabled else "○") for t, enabled in marks.breakpoints.items()}
+        return {name: {} for name in GRAPH_LAYERS}
+    return {"debug.executed": {t: EXECUTED_STYLE for t in range(_executed_end(marks))},
+            "debug.breakpoints": _breakpoint_layer(marks), "debug.current": _current_layer(marks)}
+
+
+def graph_overlay_changes(old: DebugMarks, new: DebugMarks) -> dict[str, dict]:
+    """From the layers :func:`graph_overlays` gives for ``old`` to those for ``new``, as
+    ``GraphCanvas.update_node_overlay`` changes (tick -> style, or ``None`` to remove). Costs what
+    moved — a step shades one more tick and moves the current mark — not the length of the file."""
+    out: dict[str, dict] = {}
+    lo, hi = _executed_end(old), _executed_end(new)
+    out["debug.executed"] = {t: EXECUTED_STYLE for t in range(lo, hi)} if hi >= lo else \
+        {t: None for t in range(hi, lo)}
+    for name, layer in (("debug.breakpoints", _breakpoint_layer), ("debug.current", _current_layer)):
+        a, b = layer(old), layer(new)
+        out[name] = {t: b.get(t) for t in a.keys() | b.keys() if a.get(t) != b.get(t)}
     return out
+
+
+EXECUTED_STYLE = (QColor("#cfe8d3"), None, None)
+
+
+def _current_tick(marks: DebugMarks) -> Optional[int]:
+    cur = marks.error_tick if marks.error_tick is not None else marks.exec_tick
+    return cur if cur is not None and cur >= 0 else None
+
+
+def _executed_end(marks: DebugMarks) -> int:
+    """Ticks ``0 .. end-1`` are shaded as executed (those before the current one)."""
+    return _current_tick(marks) or 0
+
+
+def _current_layer(marks: DebugMarks) -> dict:
+    cur = _current_tick(marks)
+    if cur is None:
+        return {}
+    failed = marks.error_tick is not None
+    return {cur: (QColor("#f5c6c2") if failed else QColor("#f6e7a6"), ERROR_COLOR if failed else EXEC_COLOR,
+                  "✖" if failed else "▶")}
+
+
+def _breakpoint_layer(marks: DebugMarks) -> dict:
+    return {t: (None, None, "●" if enabled else "○") for t, enabled in marks.breakpoints.items()}
 
 
 def hex_ranges(doc, marks: DebugMarks) -> list[tuple[int, int]]:

@@ -276,6 +276,7 @@ class DebugSession:
         self._resident: Optional[list] = None
         self._tokenizer: Any = False
         self._late_watches: list[str] = []
+        self._bp_ticks: Optional[tuple] = None   # (what the breakpoints were, their ticks): one glob match per edit
 
     # -- inputs -------------------------------------------------------------------------
     def choice(self, slot: InputSlotInfo) -> InputChoice:
@@ -500,12 +501,17 @@ class DebugSession:
 
     def breakpoint_ticks(self) -> dict[int, bool]:
         """tick -> enabled, for every instruction a tick/op/param breakpoint sits on (the
-        gutter and graph dots); computed from the file, so it works before any run."""
-        out: dict[int, bool] = {}
-        for spec in self.breakpoints:
-            for t in self.ticks_of(spec):
-                out[t] = out.get(t, False) or spec.enabled
-        return out
+        gutter and graph dots); computed from the file, so it works before any run. Every stop
+        asks, so an op or parameter glob is matched against the file once per change of the
+        breakpoints, not once per step."""
+        key = tuple((spec.kind, spec.value, spec.enabled) for spec in self.breakpoints)
+        if self._bp_ticks is None or self._bp_ticks[0] != key:
+            out: dict[int, bool] = {}
+            for spec in self.breakpoints:
+                for t in self.ticks_of(spec):
+                    out[t] = out.get(t, False) or spec.enabled
+            self._bp_ticks = (key, out)
+        return dict(self._bp_ticks[1])
 
     def ticks_of(self, spec: BreakpointSpec) -> list[int]:
         from fnmatch import fnmatchcase

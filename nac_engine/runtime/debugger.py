@@ -26,9 +26,12 @@ returns a ``concurrent.futures.Future``; ``cancel()`` (from any thread) stops th
 two instructions with stop reason ``"cancelled"``. Observers (plain callables in ``on_tick``,
 ``on_stopped``, ``on_output``) run on the thread that executes — a GUI marshals them itself.
 ``on_tick`` fires for every executed instruction, so a GUI should throttle what it draws.
+Actions run in order on one worker thread per debugger, kept for :data:`WORKER_IDLE_S` after the
+last one: a GUI's F10 queues a call instead of starting (and waiting for) a new thread.
 """
 from __future__ import annotations
 
+import queue
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -37,6 +40,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import numpy as np
+
+#: How long the action thread waits for the next action before it ends (a new one starts on demand).
+WORKER_IDLE_S = 5.0
 
 from ..format.model import NacFile
 from ..isa.optable import OP_INPUT
@@ -149,6 +155,9 @@ class Debugger:
         self._param_name_set: Optional[frozenset] = None
         self._lock = threading.RLock()
         self._cancel = threading.Event()
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._worker_lock = threading.Lock()
+        self._worker_alive = False
         self.session.reset()
 
     # -- state ------------------------------------------------------------------------------
@@ -215,8 +224,25 @@ class Debugger:
             except BaseException as e:    # handed to the caller through the Future
                 future.set_exception(e)
 
-        threading.Thread(target=work, name="nac-debugger", daemon=True).start()
+        with self._worker_lock:
+            self._jobs.put(work)
+            if not self._worker_alive:
+                self._worker_alive = True
+                threading.Thread(target=self._work_loop, name="nac-debugger", daemon=True).start()
         return future
+
+    def _work_loop(self) -> None:
+        """The action thread: queued actions in order; ends after WORKER_IDLE_S without one."""
+        while True:
+            try:
+                job = self._jobs.get(timeout=WORKER_IDLE_S)
+            except queue.Empty:
+                with self._worker_lock:     # an action queued meanwhile is run, not stranded
+                    if self._jobs.empty():
+                        self._worker_alive = False
+                        return
+                continue
+            job()
 
     def _step(self) -> StopReason:
         with self._lock:

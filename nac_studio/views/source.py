@@ -6,6 +6,11 @@ node; below, the whole source file scrolled to the recorded line, which is highl
 when the file cannot be found on this machine, the line text recorded at compile time. Paths
 are resolved by :func:`nac_engine.format.source_map.locate_source` (next to the .nac, the
 working directory, the interpreter's libraries).
+
+A debugger step must not cost work proportional to the source file: each file is loaded and
+highlighted once into its own text document (kept per path; the editor switches documents
+when the tick's file changes), and a refresh whose entry, file and header are unchanged does
+nothing; one whose line changed only moves the highlight and the cursor.
 """
 from __future__ import annotations
 
@@ -16,8 +21,9 @@ import weakref
 from typing import Optional
 
 from PySide6.QtCore import QRegularExpression, Qt, QTimer
-from PySide6.QtGui import QColor, QFont, QFontDatabase, QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextFormat
-from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
+from PySide6.QtGui import (QColor, QFont, QFontDatabase, QSyntaxHighlighter, QTextCharFormat, QTextCursor,
+                           QTextDocument, QTextFormat)
+from PySide6.QtWidgets import QLabel, QPlainTextDocumentLayout, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
 
 from nac_engine.errors import NacFormatError
 from nac_engine.format.source_map import SourceEntry, locate_source, read_source_map
@@ -79,6 +85,8 @@ class SourceView(QWidget):
         self.qdoc = None
         self._maps = weakref.WeakKeyDictionary()  # document -> SourceMap | None | str (error)
         self._texts: dict[str, Optional[str]] = {}
+        self._documents: dict[str, tuple[QTextDocument, PythonHighlighter]] = {}   # path -> loaded, highlighted
+        self._shown_key: Optional[tuple] = None   # what is on screen: (entry, path, header), to skip repeats
         self._located: dict[tuple, Optional[str]] = {}      # (recorded file, .nac path) -> local path
         self.shown_path: Optional[str] = None    # the file on screen (None: recorded line only)
         self.shown_entry: Optional[SourceEntry] = None
@@ -90,7 +98,13 @@ class SourceView(QWidget):
         self.editor.setReadOnly(True)
         self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.editor.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.highlighter = PythonHighlighter(self.editor.document())
+        # messages and recorded lines; owned here, since the editor deletes a document it owns
+        # when it is given another one
+        self._scratch = QTextDocument(self)
+        self._scratch.setDocumentLayout(QPlainTextDocumentLayout(self._scratch))
+        self._scratch.setDefaultFont(self.editor.font())
+        self.highlighter = PythonHighlighter(self._scratch)
+        self.editor.setDocument(self._scratch)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
@@ -145,10 +159,13 @@ class SourceView(QWidget):
         self._show_entry(tick, entry)
 
     def _show_message(self, text: str) -> None:
+        if self._shown_key == ("message", text):
+            return
+        self._shown_key = ("message", text)
         self.shown_entry, self.shown_path = None, None
         self.header.setText(text)
-        self.editor.setExtraSelections([])
-        self.editor.setPlainText("")
+        self._show_text(None, "")
+        self._highlight(None)
 
     def _show_entry(self, tick: int, entry: SourceEntry) -> None:
         self.shown_entry = entry
@@ -159,10 +176,14 @@ class SourceView(QWidget):
         parts = [f"<b>{_esc(module)}</b> &nbsp;·&nbsp; node <code>{_esc(entry.node_name)}</code>"
                  f" &nbsp;·&nbsp; {where} {tick}"]
         if entry.file is None:
-            self.header.setText(parts[0] + "<br>no source line recorded (a parameter, an input or an output)")
+            header = parts[0] + "<br>no source line recorded (a parameter, an input or an output)"
+            if self._shown_key == (entry, None, header):
+                return
+            self._shown_key = (entry, None, header)
+            self.header.setText(header)
             self.shown_path = None
-            self.editor.setExtraSelections([])
-            self.editor.setPlainText("")
+            self._show_text(None, "")
+            self._highlight(None)
             return
         key = (entry.file, getattr(self.qdoc.doc, "path", None))
         if key not in self._located:          # a few dozen stats: once per file, not per F10
@@ -171,27 +192,52 @@ class SourceView(QWidget):
         text = self._read(path) if path else None
         location = f"{entry.file}:{entry.line}" if entry.line else entry.file
         if text is None:
-            self.shown_path = None
             parts.append(f"{_esc(location)} — file not found here; the line as recorded at compile time:")
-            self.editor.setPlainText(entry.code or "")
+        else:
+            parts.append(_esc(location))
+        header = "<br>".join(parts)
+        key = (entry, path if text is not None else None, header)
+        if self._shown_key == key:           # the same stop shown again (a second event of one step)
+            return
+        self._shown_key = key
+        if text is None:
+            self.shown_path = None
+            self._show_text(None, entry.code or "")
             line = 1 if entry.code else None
         else:
             self.shown_path = path
-            parts.append(_esc(location))
-            if self.editor.property("path") != path:
-                self.editor.setPlainText(text)
-                self.editor.setProperty("path", path)
+            self._show_text(path, text)
             line = entry.line
-        self.header.setText("<br>".join(parts))
+        self.header.setText(header)
         self.header.setToolTip(path or entry.file)
-        if text is None:
-            self.editor.setProperty("path", None)
         self._highlight(line)
+
+    def _show_text(self, path: Optional[str], text: str) -> None:
+        """Put a file's text in the editor: its own document, loaded and highlighted on first use
+        and kept (switching back is a pointer swap), or the scratch document for other text."""
+        if path is None:
+            doc = self._scratch
+            if doc.toPlainText() != text:
+                doc.setPlainText(text)
+        else:
+            cached = self._documents.get(path)
+            if cached is None:
+                doc = QTextDocument(self)
+                doc.setDocumentLayout(QPlainTextDocumentLayout(doc))
+                doc.setDefaultFont(self.editor.font())
+                doc.setPlainText(text)
+                cached = self._documents[path] = (doc, PythonHighlighter(doc))
+            doc = cached[0]
+        if self.editor.document() is not doc:
+            self.editor.setExtraSelections([])
+            self.editor.setDocument(doc)
+            self.editor.setProperty("path", path)
 
     def _highlight(self, line: Optional[int]) -> None:
         doc = self.editor.document()
         if line is None or not 1 <= line <= doc.blockCount():
-            self.editor.setExtraSelections([])
+            if self.editor.extraSelections():
+                self.editor.setExtraSelections([])
             return
         cursor = QTextCursor(doc.findBlockByNumber(line - 1))
         sel = QTextEdit.ExtraSelection()

@@ -17,6 +17,11 @@ timeline colours). A layer is a name and a mapping from node to a style::
     canvas.set_node_overlay("executed", {("ins", 12): (QColor("#ccc"), None, None),
                                          40: (None, QColor("red"), "●")})
     canvas.clear_overlay("executed")
+    canvas.update_node_overlay("executed", {13: (QColor("#ccc"), None, None), 40: None})
+
+``update_node_overlay`` changes single entries (``None`` removes one) at the cost of the nodes
+it touches: the cached picture is repainted only under them (a debugger step moves two or three
+marks; replacing the whole layer would redraw the whole view).
 
 Keys are node keys (``Node.key``: ``("ins", tick)``, ``("group", prefix)``...) or plain
 ints, read as ticks and drawn on the node standing for that tick (a collapsed block
@@ -35,7 +40,7 @@ from typing import Mapping, Optional, Union
 import numpy as np
 from PySide6.QtCore import QPointF, QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QImage, QMouseEvent, QPainter, QPainterPath,
-                           QPalette, QPen, QPixmap, QPolygonF, QWheelEvent)
+                           QPalette, QPen, QPixmap, QPolygonF, QRegion, QWheelEvent)
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from ..graph_labels import FRAME_TITLE, Frame, block_frames, fanout_bundles, spread_titles, visible_labels
@@ -58,6 +63,7 @@ TITLE_PX = 11.0        # block / frame titles, the same size at every zoom
 STUB_LENGTH = 22.0     # a bundled fan-out edge ends in a stub this long into its reader
 EDGE_LABEL_MIN_SCALE = 0.5   # below this the gap between rows is too small for a shape label
 MINIMAP_MAX = QSize(140, 180)
+PATCH_MAX_NODES = 64   # update_node_overlay repaints up to this many nodes in place; more: the whole view
 
 #: (fill, outline, badge) of one node in an overlay layer; ``None`` leaves that part as is.
 OverlayStyle = tuple[Optional[QColor], Optional[QColor], Optional[str]]
@@ -108,6 +114,8 @@ class GraphCanvas(QWidget):
         self._overlays: dict[str, dict] = {}          # layer -> {key: OverlayStyle}, insertion order kept
         self._overlay_nodes: Optional[dict[int, list[OverlayStyle]]] = None   # resolved, per layout
         self._overlay_version = 0
+        self._key_index: Optional[tuple] = None       # (layout, node key -> index, ticks sorted by node)
+        self._stale = QRegion()                       # parts of the cached picture to draw again
         self.frames: list[Frame] = []         # expanded blocks, drawn as titled frames
         self._auto_view = False               # the view is reset_view's: follow resizes
         self.bundles: dict[int, tuple[int, list[int]]] = {}    # fan-out source -> (kept edge, stubbed edges)
@@ -166,6 +174,97 @@ class GraphCanvas(QWidget):
             self._overlay_nodes = None
             self._overlay_version += 1
             self.update()
+
+    def update_node_overlay(self, layer: str, changes: Mapping[OverlayKey, Optional[OverlayStyle]]) -> None:
+        """Set (a style) or remove (``None``) single entries of overlay ``layer``. Costs what the
+        touched nodes cost: their resolved styles are recomputed and the cached picture is
+        repainted under them only (more than :data:`PATCH_MAX_NODES`: the whole view)."""
+        styles = self._overlays.setdefault(layer, {})
+        for key, style in changes.items():
+            if style is None:
+                styles.pop(key, None)
+            else:
+                styles[key] = style
+        if self.layout_ is None or not changes:
+            return
+        nodes = {i for i in (self._node_of_key(k) for k in changes) if i >= 0}
+        if self._overlay_nodes is not None:
+            for i in nodes:
+                self._resolve_node(i)
+        if len(nodes) > PATCH_MAX_NODES or not self._mark_stale(nodes):
+            self._overlay_version += 1        # the next paint draws the whole view again
+            self.update()
+
+    def _node_index(self) -> tuple[dict, np.ndarray, np.ndarray]:
+        """(node key -> index, ticks ordered by their node, those nodes): built once per layout."""
+        lay = self.layout_
+        if self._key_index is None or self._key_index[0] is not lay:
+            by_node = np.asarray(lay.graph.node_of_tick, dtype=np.int64)
+            order = np.argsort(by_node, kind="stable")
+            self._key_index = (lay, {nd.key: i for i, nd in enumerate(lay.graph.nodes)}, order, by_node[order])
+        return self._key_index[1:]
+
+    def _node_of_key(self, key: OverlayKey) -> int:
+        index, _order, _nodes = self._node_index()
+        n_ticks = len(self.layout_.graph.node_of_tick)
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            return int(self.layout_.graph.node_of_tick[key]) if 0 <= key < n_ticks else -1
+        return index.get(key, -1)
+
+    def _resolve_node(self, i: int) -> None:
+        """Recompute node ``i``'s entry of the resolved styles (its ticks and its key, per layer)."""
+        _index, order, nodes = self._node_index()
+        keys = [*order[np.searchsorted(nodes, i, "left"):np.searchsorted(nodes, i, "right")].tolist(),
+                self.layout_.graph.nodes[i].key]
+        found = [styles[k] for styles in self._overlays.values() for k in keys if k in styles]
+        if found:
+            self._overlay_nodes[i] = found
+        else:
+            self._overlay_nodes.pop(i, None)
+
+    def _mark_stale(self, nodes: set[int]) -> bool:
+        """Queue the screen area of ``nodes`` (with room for outlines and badges) to be drawn
+        again in the cached picture at the next paint: the changes of several layers in one
+        stop cost one partial redraw. False when there is no valid picture to patch."""
+        if self._base is None or self._base_key != self._base_cache_key(self.palette()):
+            return False
+        lay = self.layout_
+        badge_h = QFontMetricsF(self._small).height() + 2       # scene units: badges rise this much
+        pad = (badge_h / 2 + 4) * self.scale + 10               # screen pixels around the box
+        region = QRegion()
+        for i in nodes:
+            x, y, w, h = lay.rect(i)
+            p0 = self.scene_to_screen(x, y)
+            region = region.united(QRect(int(p0.x() - pad), int(p0.y() - pad), int(w * self.scale + 2 * pad) + 1,
+                                         int(h * self.scale + 2 * pad) + 1))
+        region = region.intersected(QRegion(self.rect()))
+        if not region.isEmpty():              # else nothing that changed is on screen
+            self._stale = self._stale.united(region)
+            self.update(region)
+        return True
+
+    def _redraw_stale(self, pal: QPalette) -> None:
+        """Draw the stale area of the cached picture again: the same drawing as a whole
+        picture, clipped to it (nodes just outside whose outline or badge reaches in included)."""
+        region, self._stale = self._stale, QRegion()
+        bounds = region.boundingRect()
+        px = 1.0 / max(self.scale, 1e-6)
+        x0, y0 = self.screen_to_scene(QPointF(bounds.left(), bounds.top()))
+        x1, y1 = self.screen_to_scene(QPointF(bounds.right() + 1, bounds.bottom() + 1))
+        margin = 16 * px + QFontMetricsF(self._small).height() + 2
+        cull = QRectF(x0 - margin, y0 - margin, x1 - x0 + 2 * margin, y1 - y0 + 2 * margin)
+        bp = QPainter(self._base)
+        bp.setClipRegion(region)
+        bp.fillRect(bounds, pal.color(QPalette.ColorRole.Base))
+        bp.setRenderHint(QPainter.RenderHint.Antialiasing, self.scale > LOD_BOXES)
+        bp.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+        bp.save()
+        bp.translate(self.offset)
+        bp.scale(self.scale, self.scale)
+        self.paint_scene(bp, cull.intersected(self.visible_scene_rect()), self.scale, pal, marks=False)
+        bp.restore()
+        self._paint_screen_text(bp, pal, clip=QRectF(bounds))
+        bp.end()
 
     def set_edge_labels(self, labels: dict[int, str]) -> None:
         """Node index -> the shape/dtype of the value it produces, written under the node
@@ -329,10 +428,11 @@ class GraphCanvas(QWidget):
             return
         # the graph itself is cached per view: a selection or hover repaints only the marks
         dpr = self.devicePixelRatioF()
-        key = (id(self.layout_), self.scale, self.offset.x(), self.offset.y(), self.width(), self.height(), dpr,
-               pal.color(QPalette.ColorRole.Base).rgba(), pal.color(QPalette.ColorRole.Text).rgba(),
-               self._overlay_version, len(self._edge_batches))
+        key = self._base_cache_key(pal)
+        if self._base is not None and self._base_key == key and not self._stale.isEmpty():
+            self._redraw_stale(pal)
         if self._base is None or self._base_key != key:
+            self._stale = QRegion()
             self._base = QPixmap(int(math.ceil(self.width() * dpr)), int(math.ceil(self.height() * dpr)))
             self._base.setDevicePixelRatio(dpr)
             self._base.fill(pal.color(QPalette.ColorRole.Base))
@@ -362,6 +462,12 @@ class GraphCanvas(QWidget):
             painter.drawText(self.rect().adjusted(8, 6, -8, -6),
                              Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft, self.message)
         painter.end()
+
+    def _base_cache_key(self, pal: QPalette) -> tuple:
+        """What the cached picture depends on: when any of it changes, it is drawn again whole."""
+        return (id(self.layout_), self.scale, self.offset.x(), self.offset.y(), self.width(), self.height(),
+                self.devicePixelRatioF(), pal.color(QPalette.ColorRole.Base).rgba(),
+                pal.color(QPalette.ColorRole.Text).rgba(), self._overlay_version, len(self._edge_batches))
 
     def _paint_edge_labels(self, painter: QPainter, pal: QPalette, idx: np.ndarray, texts: list) -> None:
         """Shapes under the nodes that produce them, where the rows leave room (the layer
@@ -447,13 +553,17 @@ class GraphCanvas(QWidget):
 
     _texts: list = []
 
-    def _paint_screen_text(self, painter: QPainter, pal: QPalette) -> None:
+    def _paint_screen_text(self, painter: QPainter, pal: QPalette, clip: Optional[QRectF] = None) -> None:
         """Labels in screen space: the same legible size whatever the zoom, drawn on the
         boxes they fit in; block and frame titles at every zoom, thinned where they would
-        overlap."""
+        overlap. ``clip``: a repaint of that screen rectangle only (node labels outside it are
+        skipped; what is drawn and where is decided over the whole view, as for a full paint)."""
         lay = self.layout_
         texts: list[tuple[str, QRectF]] = []
-        self._texts = texts
+        if clip is None:
+            self._texts = texts
+        else:
+            painter = _ClipSkippingPainter(painter, clip)
         rect = self.visible_scene_rect()
         nodes = lay.graph.nodes
         dark = pal.color(QPalette.ColorRole.Window).lightness() < 128
@@ -510,6 +620,9 @@ class GraphCanvas(QWidget):
         small = self._font_px(max(TEXT_PX_MIN, px * 0.84))
         fm, sm = QFontMetricsF(font), QFontMetricsF(small)
         fit = visible_labels(lay.size, idx, self.scale, fm.height(), char_px=fm.averageCharWidth())
+        if clip is not None:           # a label stays inside its box: only boxes meeting the clip
+            (cx0, cy0), (cx1, cy1) = self.screen_to_scene(clip.topLeft()), self.screen_to_scene(clip.bottomRight())
+            fit = np.intersect1d(fit, lay.nodes_in(cx0, cy0, cx1, cy1))
         for i in fit.tolist():
             nd = nodes[i]
             x, y, w, h = lay.rect(i)
@@ -1034,6 +1147,26 @@ class GraphCanvas(QWidget):
 
     def sizeHint(self) -> QSize:
         return QSize(640, 480)
+
+
+class _ClipSkippingPainter:
+    """A QPainter stand-in for a partial repaint: texts and pills wholly outside ``clip`` are not
+    drawn at all (text layout is the expensive part; Qt would clip them away anyway), the rest
+    goes to the painter unchanged, so what lands inside ``clip`` is what a whole paint draws."""
+
+    def __init__(self, painter: QPainter, clip: QRectF):
+        self._painter, self._clip = painter, clip
+
+    def __getattr__(self, name):
+        return getattr(self._painter, name)
+
+    def drawText(self, rect, *args):
+        if not isinstance(rect, QRectF) or rect.intersects(self._clip):
+            self._painter.drawText(rect, *args)
+
+    def drawRoundedRect(self, rect, *args):
+        if not isinstance(rect, QRectF) or rect.intersects(self._clip):
+            self._painter.drawRoundedRect(rect, *args)
 
 
 def _overlay_fill(styles: Optional[list]) -> Optional[QColor]:
