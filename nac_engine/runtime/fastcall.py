@@ -48,7 +48,7 @@ def recipe_call(recipe, producers: tuple, refs: tuple, base: Optional[list]) -> 
     ``base`` the argument list with the constants in place (None: all arguments are references)."""
     op = op_handle(recipe.op)
     kw = recipe.kw
-    zero = tuple(was0d for _, was0d in recipe.zero_dim)      # per reference, in ``refs`` order
+    zero = recipe.zero          # was each reference 0-d when the binding was made (``refs`` order)
     if recipe.identity and base is None and not kw:
         if len(producers) == 1:
             (p0,), (z0,) = producers, zero
@@ -95,11 +95,16 @@ def recipe_call(recipe, producers: tuple, refs: tuple, base: Optional[list]) -> 
                 args[k] = v
             return op(*args, **kw)
         return fast
-    # a binding that moves values: fill the recipe's own positional/keyword slots
-    ordinal = {arg: n for n, arg in enumerate(refs)}
-    pos_slots = tuple((k, ordinal[i]) for k, i in recipe.pos_slots)
-    kw_slots = tuple((k, ordinal[i]) for k, i in recipe.kw_slots)
-    list_slots = tuple((where, k, tuple(ordinal[i] for i in idx)) for where, k, idx in recipe.list_slots)
+    # a binding that moves values: fill the recipe's own positional/keyword slots, numbered by
+    # reference (the same for every call sharing the recipe: its key fixes where references are)
+    slots = recipe.by_reference
+    if slots is None:
+        ordinal = {arg: n for n, arg in enumerate(refs)}
+        slots = recipe.by_reference = (
+            tuple((k, ordinal[i]) for k, i in recipe.pos_slots),
+            tuple((k, ordinal[i]) for k, i in recipe.kw_slots),
+            tuple((where, k, tuple(ordinal[i] for i in idx)) for where, k, idx in recipe.list_slots))
+    pos_slots, kw_slots, list_slots = slots
     pos0 = recipe.pos
     checks = tuple(zip(producers, zero))
 

@@ -64,13 +64,16 @@ class _Recipe:
     constants passed through unchanged, keywords constant), so a call is ``op(*args, **kw)``
     with nothing to copy or fill: the common case (``linear(x, w, b)``, ``slice(x, 0, 0, 8)``)."""
 
-    __slots__ = ("op", "pos", "kw", "pos_slots", "kw_slots", "list_slots", "zero_dim", "identity")
+    __slots__ = ("op", "pos", "kw", "pos_slots", "kw_slots", "list_slots", "zero_dim", "zero", "identity",
+                 "by_reference")
 
     def __init__(self, op, pos, kw, pos_slots, kw_slots, list_slots, zero_dim, identity=False):
         self.op, self.pos, self.kw = op, pos, kw
         self.pos_slots, self.kw_slots, self.list_slots = pos_slots, kw_slots, list_slots
         self.zero_dim = zero_dim          # (arg index, was 0-d) per referenced value
+        self.zero = tuple(z for _, z in zero_dim)
         self.identity = identity
+        self.by_reference = None          # the slots numbered by reference (fastcall, on first use)
 
     def fits(self, args: list) -> bool:
         for i, was0d in self.zero_dim:
@@ -170,10 +173,17 @@ class PreparedCall:
         self.name = name
         self.fn = fn
         self.template = template          # per argument: (True, producer) or (False, value)
-        self.refs = tuple(k for k, (is_ref, _) in enumerate(template) if is_ref)
-        self.producers = tuple(x for is_ref, x in template if is_ref)
-        self.base = None if len(self.refs) == len(template) else \
-            [None if is_ref else x for is_ref, x in template]
+        refs, producers, base = [], [], []
+        for k, (is_ref, x) in enumerate(template):
+            if is_ref:
+                refs.append(k)
+                producers.append(x)
+                base.append(None)
+            else:
+                base.append(x)
+        self.refs = tuple(refs)
+        self.producers = tuple(producers)
+        self.base = None if len(refs) == len(template) else base
         self.keep_tuples = keep_tuples
         self.recipe: Optional[_Recipe] = None
         self._tried = not isinstance(fn, _SchemaKernel)

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from ..format.layout import QUANT_NONE
+from ..format.weights import dequantized_tensor, raw_tensor
 from ..format.model import Argument, Instruction, NacFile
 from ..isa.optable import OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
 from ..isa.coerce import CODE_TYPES, InexactCoercion, as_used
@@ -473,21 +474,27 @@ class Session:
         if self.nac.header.quant_method == QUANT_NONE and meta is not None and meta.quant == QUANT_NONE:
             native = _NATIVE_FLOAT.get(meta.dtype)
         if native in (torch.float64, torch.float16):
-            arr = p.raw()           # the stored values, not the float32 widening
+            arr = raw_tensor(p)     # the stored values, not the float32 widening
         else:
-            arr = p.array()
+            arr = dequantized_tensor(p)
         if not (arr.flags.owndata and arr.flags.writeable):
             # a view of the read-only mapping (or of caller bytes): in-place ops must not reach
             # it. Dequantised arrays are already this session's own, and are not copied again.
-            # torch copies with the GIL released (numpy's copy holds it: loading GPT-2's 150 MB
-            # embedding in the Studio's debugger thread froze the UI for ~100 ms).
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)   # read-only source, cloned at once
-                t = torch.from_numpy(arr).clone()
+            # A big tensor is copied by torch with the GIL released (numpy's copy holds it:
+            # loading GPT-2's 150 MB embedding in the Studio's debugger thread froze the UI for
+            # ~100 ms); a small one by numpy, without torch's read-only warning to silence
+            # (catching warnings costs more than copying a small tensor).
+            if arr.nbytes <= _NUMPY_COPY_MAX:
+                t = torch.from_numpy(arr.copy())
+            else:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)   # read-only source, cloned at once
+                    t = torch.from_numpy(arr).clone()
         else:
             t = torch.from_numpy(arr)
         _release_mapped(self.nac, p)
-        t = t.to(self.device)
+        if self.device.type != "cpu":
+            t = t.to(self.device)
         return t.to(native) if native is not None and t.dtype != native else t
 
     def load_state(self, ins: Instruction) -> Any:
@@ -691,6 +698,10 @@ def _plain_kinds(cls: type) -> bool:
 _KIND_METHODS = ("run_instruction", "call_op", "prepare", "load_param", "load_input", "load_lifted",
                  "load_state", "emit_output", "_prepared_arguments")
 _PLAIN_KINDS: dict = {}
+
+#: Parameters up to this size are copied out of the mapping by numpy (the GIL held for at
+#: most ~100 µs), bigger ones by torch with the GIL released.
+_NUMPY_COPY_MAX = 1 << 20
 
 _KERNELS: dict[torch.device, Kernels] = {}
 # <INPUT B=...> -> the Session method that loads it
