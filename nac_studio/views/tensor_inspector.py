@@ -467,8 +467,12 @@ class InspectorPanel(QWidget):
         lo, hi = (r.min, r.max) if r is not None and r.min is not None else (0.0, 1.0)
         if hi <= lo:
             lo, hi = lo - 0.5, hi + 0.5
-        # pyqtgraph's ImageItem is column-major (x first): hand it columns × rows
-        self._image.setImage(img.T, autoRange=True, autoLevels=False, levels=(lo, hi), autoHistogramRange=False)
+        # pyqtgraph's ImageItem is column-major (x first): hand it columns × rows. The view's
+        # range is fitted again only when the slice's shape changes (each step's result of the
+        # same shape keeps the zoom the user chose, and skips a relayout of the view box)
+        fit = img.shape != getattr(self, "_fitted_shape", None)
+        self._fitted_shape = img.shape
+        self._image.setImage(img.T, autoRange=fit, autoLevels=False, levels=(lo, hi), autoHistogramRange=False)
         self._image.ui.histogram.setHistogramRange(lo, hi)
 
     def _show_histogram(self) -> None:
