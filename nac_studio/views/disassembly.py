@@ -42,6 +42,11 @@ TickRole = Qt.ItemDataRole.UserRole + 2
 
 _MMAP_SHORT = {"SAVE_RESULT": "SAVE", "SAVE_FOR_GRAD": "SAVE_GRAD", "FREE_AFTER_TRNG": "FREE_TRNG"}
 _TICK_QUERY = re.compile(r"^[vt@]?(\d+)$")
+# Qt enum flags combined once: `a | b` on PySide6 enums runs Python's enum machinery, and
+# data()/flags() are called thousands of times per repaint
+_ITEM_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+_ALIGN_LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+_ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
 
 class Segment(NamedTuple):
@@ -307,13 +312,13 @@ class DisassemblyModel(QAbstractTableModel):
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return HEADERS[section] if 0 <= section < len(HEADERS) else None
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.TextAlignmentRole:
-            return int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+            return _ALIGN_LEFT
         return None
 
     def flags(self, index: QModelIndex) -> Qt.ItemFlag:
         if not index.isValid():
             return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return _ITEM_FLAGS
 
     def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or self.fmt is None or not (0 <= index.row() < len(self.rows)):
@@ -343,9 +348,7 @@ class DisassemblyModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.FontRole:
             return self._mono
         if role == Qt.ItemDataRole.TextAlignmentRole:
-            if col in (COL_TICK, COL_OFFSET):
-                return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            return int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+            return _ALIGN_RIGHT if col in (COL_TICK, COL_OFFSET) else _ALIGN_LEFT
         if role == Qt.ItemDataRole.BackgroundRole:
             t = self.tick_at(index.row())
             if t == self.error_tick:
@@ -437,7 +440,7 @@ class ArgumentsDelegate(QStyledItemDelegate):
             painter.setPen(color)
             text = seg.text if x + w <= right else fm.elidedText(seg.text, Qt.TextElideMode.ElideRight, right - x)
             painter.drawText(QRect(x, rect.top(), right - x, rect.height()),
-                             int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), text)
+                             _ALIGN_LEFT, text)
             if f is not font:
                 painter.setFont(font)
             x += w

@@ -37,6 +37,10 @@ _SIG_MEANING = {"Q": "query", "K": "key", "V": "value", "M": "mask", "B": "bias"
 
 
 # --------------------------------------------------------------------------- model
+# combined once: `a | b` on PySide6 enums is Python enum machinery, and flags() runs per cell per repaint
+_ITEM_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+
 class PropertyModel(QAbstractItemModel):
     """Two-level tree: group rows, each with (name, value) rows. Internal id 0 = a group,
     otherwise 1 + group row."""
@@ -96,7 +100,7 @@ class PropertyModel(QAbstractItemModel):
     def flags(self, index):
         if not index.isValid():
             return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return _ITEM_FLAGS
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():

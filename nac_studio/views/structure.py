@@ -25,6 +25,9 @@ from ..icons import icon
 COLUMNS = ("Name", "Offset", "Size", "Type", "Value")
 COL_NAME, COL_OFFSET, COL_SIZE, COL_TYPE, COL_VALUE = range(5)
 ROLE_SPAN = Qt.ItemDataRole.UserRole + 1
+# combined once: `a | b` on PySide6 enums is Python enum machinery, and flags()/data() run per cell per repaint
+_ITEM_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+_ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
 _RECORD_TYPES = {"instruction", "mmap_record", "cmap", "perm", "const", "param", "input", "tensor",
                  "resource", "array", "mmap_command"}
@@ -188,7 +191,7 @@ class SpanTreeModel(QAbstractItemModel):
     def flags(self, index):
         if not index.isValid():
             return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return _ITEM_FLAGS
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
@@ -241,7 +244,7 @@ class SpanTreeModel(QAbstractItemModel):
             c.setAlpha(40)
             return c
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (COL_OFFSET, COL_SIZE):
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            return _ALIGN_RIGHT
         if role == Qt.ItemDataRole.FontRole and col in (COL_OFFSET, COL_SIZE):
             return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         return None
