@@ -60,6 +60,7 @@ class SimulationState:
     sweep: Optional[SweepTable] = None
     requested: Optional[tuple] = None              # (hardware, overrides) a sweep point asked to open
     overlay: Optional[str] = None                  # graph overlay metric (OVERLAY_METRICS) or None
+    file_comparison: Any = None                    # file_comparison.FileComparison the Hardware pane shows
 
     def _changed(self, what: str, source: Any = None) -> None:
         if self.doc is not None:

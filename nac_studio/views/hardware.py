@@ -193,6 +193,11 @@ class HardwareView(QWidget):
         self.compare.setMinimumContentsLength(14)
         self.compare.setToolTip("Compare with an earlier run: per-instruction deltas")
         self.compare.activated.connect(lambda _i: self._compare_chosen())
+        self.compare_file_button = QToolButton(self)
+        self.compare_file_button.setText("File…")
+        self.compare_file_button.setToolTip("Compare with another .nac simulated on this configuration")
+        self.compare_file_button.clicked.connect(lambda _c=False: self.compare_file_dialog())
+        self.file_task = None
         export = QToolButton(self)
         export.setIcon(icon("image"))
         export.setToolTip("Export")
@@ -203,7 +208,7 @@ class HardwareView(QWidget):
         menu.addAction("Lanes as PNG/SVG…", lambda: self._export_dialog("lanes"))
         menu.addAction("Roofline as PNG/SVG…", lambda: self._export_dialog("roofline"))
         export.setMenu(menu)
-        for w in (self.simulate_button, self.cancel_button, self.axis, self.compare, export):
+        for w in (self.simulate_button, self.cancel_button, self.axis, self.compare, self.compare_file_button, export):
             bar.addWidget(w)
         bar.addSeparator()
         for w in form:
@@ -427,6 +432,10 @@ class HardwareView(QWidget):
         self.compare.blockSignals(True)
         self.compare.clear()
         self.compare.addItem("compare: none", None)
+        cmp = self._file_comparison()
+        if cmp is not None:
+            self.compare.addItem(f"compare: {cmp.name}", "file")
+            self.compare.setCurrentIndex(1)
         if st is not None:
             for k, run in enumerate(st.runs):
                 if k != st.current:
@@ -440,7 +449,9 @@ class HardwareView(QWidget):
     def _compare_chosen(self) -> None:
         st = self.state
         if st is not None:
-            st.set_current(st.current, self.compare.currentData(), self)
+            st.file_comparison = None      # choosing anything else drops the file comparison
+            data = self.compare.currentData()
+            st.set_current(st.current, None if data == "file" else data, self)
 
     def _show_run(self) -> None:
         st = self.state
@@ -455,13 +466,77 @@ class HardwareView(QWidget):
         other = st.other
         other_cycles = ({r.tick: r.end_cycle - r.issue_cycle for r in other.result.instructions}
                         if other is not None else None)
+        cmp = self._file_comparison()
+        if cmp is not None:
+            from ..file_comparison import totals_side_by_side_html
+            other_cycles = cmp.other_cycles()
         self.table_model.set_rows(res.instructions, other_cycles)
-        self.totals.setHtml(self.totals_html(run, other))
+        self.totals.setHtml(self.totals_html(run, other) if cmp is None else
+                            totals_side_by_side_html(Path(self.qdoc.doc.path or "this file").name, run, cmp))
         self.status.setText(f"{run.label}: {res.total_cycles:,} cycles = {res.time_s * 1e6:,.2f} µs at "
                             f"{res.clock_hz / 1e6:g} MHz · simulated in {run.seconds:.2f} s")
         self._draw(res)
         self._draw_roofline(run)
         self._on_tick(None)
+
+    # -- comparing with another file -----------------------------------------------------------
+    def _file_comparison(self):
+        """The document's file comparison when it was matched against the run shown now."""
+        st = self.state
+        cmp = st.file_comparison if st is not None else None
+        return cmp if cmp is not None and st.run is not None and cmp.against is st.run else None
+
+    def compare_file_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Compare with a NAC file", "", "NAC (*.nac);;All files (*)")
+        if path:
+            self.compare_file(path)
+
+    def compare_file(self, path: str):
+        """Simulate ``path`` in the background on the configuration of the run shown (this file is
+        simulated first) and show it against that run; returns the task."""
+        st = self.state
+        if st is None or st.run is None:
+            self.show_error("Simulate this file first; the other file runs on the same configuration")
+            return None
+        from ..file_comparison import simulate_other_file
+        from ..simulation_state import InputsUnknown
+        run = st.run
+        try:
+            feeds = st.sim_feeds()
+        except InputsUnknown as exc:
+            self.show_error(str(exc))
+            return None
+        if self.file_task is not None:
+            self.file_task.cancel()
+        self.show_error("")
+        qdoc = self.qdoc
+        config = run.label
+        self.status.setText(f"Simulating {Path(path).name} on {config}…")
+        holder: list = []
+        task = qdoc.tasks.submit(f"Simulating {Path(path).name} on {config}", simulate_other_file, str(path),
+                                 run.hardware, run.overrides, config, feeds, run.result, len(qdoc.nac.instructions),
+                                 on_done=lambda c, d=qdoc, r=run: self._file_done(d, holder[0], c, r),
+                                 on_error=lambda e, d=qdoc: self._file_failed(d, holder[0], e))
+        holder.append(task)
+        self.file_task = task
+        return task
+
+    def _file_done(self, qdoc, task, cmp, against) -> None:
+        if task is self.file_task:
+            self.file_task = None
+        cmp.against = against
+        st = qdoc.doc.simulation
+        st.file_comparison = cmp
+        st.set_current(st.current, None, self)      # "run" changed: every view of it redraws
+
+    def _file_failed(self, qdoc, task, exc) -> None:
+        from ..tasks import Cancelled
+        if task is self.file_task:
+            self.file_task = None
+        if qdoc is self.qdoc:
+            self.status.setText("")
+            self.show_error("Comparison cancelled" if isinstance(exc, Cancelled) else
+                            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
 
     def _ticks_of_cycles(self, res):
         recs = [r for r in res.instructions]
