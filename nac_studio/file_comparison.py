@@ -117,7 +117,7 @@ def totals_side_by_side_html(name_a: str, run_a, cmp: FileComparison) -> str:
     head = (f"<tr><th></th><th align=right>{name_a}</th><th align=right>{cmp.name}</th>"
             f"<th align=right>Δ</th></tr>")
     return (f"<p>{cmp.describe()}; inputs: {cmp.inputs}; configuration {cmp.run.label.split(' on ', 1)[-1]}</p>"
-            f"<table cellspacing=2>{head}{''.join(rows)}</table>")
+            f"<table cellspacing=0 cellpadding=3>{head}{''.join(rows)}</table>")
 
 
 __all__ = ["FileComparison", "match_instructions", "simulate_other_file", "totals_side_by_side_html"]

@@ -224,7 +224,9 @@ class HardwareView(QWidget):
         self.legend = QLabel("  ".join(f"<span style='color:{c}'>■</span> {k}" for k, c in STALL_COLORS.items()),
                              self)
         self.legend.setToolTip("Stall causes")
-        self.legend.setWordWrap(True)     # wraps in a narrow pane instead of holding the window wide
+        # one line at its natural width when there is room; clipped (whole on hover) in a narrow pane
+        # instead of holding the dock (and the window) wide
+        self.legend.setMinimumWidth(1)
         # -- results
         self.split = QSplitter(Qt.Orientation.Horizontal, self)
         self.left = QWidget(self.split)
