@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtCore import QAbstractItemModel, QModelIndex, Qt
+from PySide6.QtCore import QAbstractItemModel, QEvent, QModelIndex, Qt, QTimer
 from PySide6.QtGui import QColor, QFontDatabase, QGuiApplication, QPalette
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLineEdit, QTreeView, QVBoxLayout, QWidget
 
@@ -294,6 +294,8 @@ class StructureView(QWidget):
         lay.addWidget(self.filter)
         lay.addWidget(self.tree)
         self._syncing = False
+        self._reveal_pending = False
+        self.tree.viewport().installEventFilter(self)
         self.set_document(qdoc)
 
     # -- document -------------------------------------------------------------------------
@@ -315,6 +317,27 @@ class StructureView(QWidget):
 
     def _on_selection(self, source) -> None:
         if source is self or self.qdoc is None:
+            return
+        if self.tree.viewport().visibleRegion().isEmpty():
+            # hidden or a tab behind another pane: revealing expands the record's section and
+            # lays out every row in it (O(records) on a large model), for nothing on screen;
+            # done when the tree next paints
+            self._reveal_pending = True
+            return
+        self._reveal_selection()
+
+    def eventFilter(self, obj, event) -> bool:
+        if self._reveal_pending and obj is self.tree.viewport() and event.type() == QEvent.Type.Paint:
+            QTimer.singleShot(0, self._reveal_if_pending)    # not inside the paint itself
+        return False
+
+    def _reveal_if_pending(self) -> None:
+        if self._reveal_pending:
+            self._reveal_selection()
+
+    def _reveal_selection(self) -> None:
+        self._reveal_pending = False
+        if self.qdoc is None:
             return
         sel = self.qdoc.selection
         spans = self.qdoc.doc.spans_of(sel) if sel is not None else []
@@ -341,6 +364,8 @@ class StructureView(QWidget):
             self._syncing = False
 
     def current_span(self) -> Optional[Span]:
+        if self._reveal_pending:      # asked while hidden: what the tree shows once it is shown
+            self._reveal_selection()
         idx = self.tree.currentIndex()
         return self.model.span_for(idx) if idx.isValid() else None
 
