@@ -188,11 +188,16 @@ class GraphCanvas(QWidget):
         if self.layout_ is None or not changes:
             return
         nodes = {i for i in (self._node_of_key(k) for k in changes) if i >= 0}
+        if len(nodes) > PATCH_MAX_NODES:      # e.g. a Continue's executed range: resolve and draw all once
+            self._overlay_nodes = None
+            self._overlay_version += 1
+            self.update()
+            return
         if self._overlay_nodes is not None:
             for i in nodes:
                 self._resolve_node(i)
-        if len(nodes) > PATCH_MAX_NODES or not self._mark_stale(nodes):
-            self._overlay_version += 1        # the next paint draws the whole view again
+        if not self._mark_stale(nodes):
+            self._overlay_version += 1        # no valid picture: the next paint draws the whole view
             self.update()
 
     def _node_index(self) -> tuple[dict, np.ndarray, np.ndarray]:
