@@ -310,11 +310,15 @@ class DiffView(QWidget):
         self.status.setText(f"Comparing with {os.path.basename(target)}…")
         self.run_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
+        # the handlers go to submit, connected before the worker starts: a quick diff (a small model, torch
+        # warm) could otherwise finish before a connect() made afterwards, and its result would be lost
+        cell: list = []
         task = qdoc.tasks.submit(f"Diff with {os.path.basename(target)}", run_diff, qdoc.doc.path, target, feeds,
-                                 tolerance, self.metric_box.currentText())
+                                 tolerance, self.metric_box.currentText(),
+                                 on_done=lambda r, d=qdoc, u=used: self._done(d, cell[0], r, u),
+                                 on_error=lambda e, d=qdoc: self._failed(d, cell[0], e))
+        cell.append(task)
         self.task = task
-        task.finished.connect(lambda r, d=qdoc, t=task, u=used: self._done(d, t, r, u))
-        task.failed.connect(lambda e, d=qdoc, t=task: self._failed(d, t, e))
         return task
 
     def cancel(self) -> None:
