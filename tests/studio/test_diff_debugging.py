@@ -107,6 +107,18 @@ def test_overlay_toggle_clear_and_document_switch(window, qtbot, diffed):
     assert not window.commands.get("debug.firstDivergence").is_enabled()
 
 
+def test_reload_drops_the_overlay(window, qtbot, diffed):
+    """File › Reload opens the file again as a new document: the old diff no longer describes it."""
+    _qdoc, view, _ = diffed
+    canvas = window.graph_view.canvas
+    assert diff_overlay.LAYER in canvas.overlay_layers()
+    with qtbot.waitSignal(window.documentOpened, timeout=20000):
+        window.reload_active()
+    wait_idle(qtbot, window)
+    assert view.result is None
+    assert diff_overlay.LAYER not in canvas.overlay_layers() and not window.diff.legend.isVisible()
+
+
 def test_first_divergence_stops_the_debugger_and_shows_both_values(window, qtbot, diffed):
     qdoc, view, expected = diffed
     first = expected.first_divergence
