@@ -155,12 +155,13 @@ class DiffView(QWidget):
         self.plot.setBackground(None)
         self.plot.setLogMode(y=True)
         self.plot.showGrid(x=True, y=True, alpha=0.25)
-        self.plot.getPlotItem().setContentsMargins(0, 0, 2, 0)   # no "tick" axis title: the legend line says it
+        self.plot.getPlotItem().setContentsMargins(0, 0, 2, 0)   # no "tick" axis title: room for the curves
         self.plot.getPlotItem().getAxis("left").setWidth(self.fontMetrics().horizontalAdvance("10⁻¹⁰") + 8)
         # the legend is a line of text above the plot: pyqtgraph's in-plot legend covers the curves in a
         # short pane
         self.legend = QLabel("  ".join(f"<span style='color:{c}'>━</span>&nbsp;{label}" for _k, label, c in _CURVES)
-                             + "  <span style='color:#888'>╌</span>&nbsp;tolerance  (per tick, log scale)", self)
+                             + "  <span style='color:#888'>╌</span>&nbsp;tolerance", self)
+        self.legend.setToolTip("Errors per tick (x: tick of this file), log scale")
         self.legend.setObjectName("diffPlotLegend")
         self.legend.setWordWrap(True)     # wraps in a narrow pane instead of holding the window wide
         self.legend.setContentsMargins(6, 0, 6, 0)
