@@ -12,13 +12,14 @@ import os
 import re
 from typing import Optional
 
-from PySide6.QtCore import QRegularExpression, Qt
-from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextFormat
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
 
 from ..document import Selection
 from ..qt_document import rebind
 from ..theme import is_dark, mono_font
+from ..widgets.rule_highlighter import RuleHighlighter
 from . import peer_text
 
 IR_SUFFIXES = (".ir", ".mic", ".mic2")
@@ -27,16 +28,7 @@ MAX_SHOWN_BYTES = 8 << 20
 MAX_COLOURED_BYTES = 256 << 10
 
 
-def _fmt(color: str, bold: bool = False, italic: bool = False) -> QTextCharFormat:
-    f = QTextCharFormat()
-    f.setForeground(QColor(color))
-    if bold:
-        f.setFontWeight(QFont.Weight.Bold)
-    f.setFontItalic(italic)
-    return f
-
-
-class IrHighlighter(QSyntaxHighlighter):
+class IrHighlighter(RuleHighlighter):
     """Token classes of every MIND dialect: values, opcodes, types, numbers, strings, comments."""
 
     RULES = (
@@ -52,22 +44,6 @@ class IrHighlighter(QSyntaxHighlighter):
              "keyword": ("#9a3a3a", True), "string": ("#2f7d32",), "comment": ("#7c7c7c", False, True)}
     DARK = {"number": ("#f0a45d",), "value": ("#79a9ff",), "opcode": ("#d29bff", True), "type": ("#5fd0bd",),
             "keyword": ("#ff8f8f", True), "string": ("#8fd18f",), "comment": ("#8a8a8a", False, True)}
-
-    def __init__(self, document, dark: bool = False):
-        super().__init__(document)
-        self.set_dark(dark)
-
-    def set_dark(self, dark: bool) -> None:
-        colors = self.DARK if dark else self.LIGHT
-        self._rules = [(QRegularExpression(rx), _fmt(*colors[name])) for name, rx in self.RULES]
-        self.rehighlight()
-
-    def highlightBlock(self, text: str) -> None:
-        for rx, fmt in self._rules:       # later rules (strings, comments) paint over earlier ones
-            it = rx.globalMatch(text)
-            while it.hasNext():
-                m = it.next()
-                self.setFormat(m.capturedStart(), m.capturedLength(), fmt)
 
 
 class IrTextView(QWidget):

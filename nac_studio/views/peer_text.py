@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtCore import QRegularExpression
-from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat
+from ..widgets.rule_highlighter import RuleHighlighter
 
 
 def text_form(peer) -> Optional[str]:
@@ -32,16 +31,7 @@ def offset_of_line(peer, line: int) -> Optional[int]:
     return fn(line) if fn is not None else None
 
 
-def _fmt(color: str, bold: bool = False, italic: bool = False) -> QTextCharFormat:
-    f = QTextCharFormat()
-    f.setForeground(QColor(color))
-    if bold:
-        f.setFontWeight(QFont.Weight.Bold)
-    f.setFontItalic(italic)
-    return f
-
-
-class TvmrHighlighter(QSyntaxHighlighter):
+class TvmrHighlighter(RuleHighlighter):
     """TVMR assembly: directives, labels, mnemonics, H/C registers, numbers, strings, comments."""
 
     RULES = (
@@ -59,19 +49,3 @@ class TvmrHighlighter(QSyntaxHighlighter):
     DARK = {"number": ("#f0a45d",), "register": ("#79a9ff",), "mnemonic": ("#d29bff", True),
             "directive": ("#ff8f8f", True), "label": ("#5fd0bd", True), "string": ("#8fd18f",),
             "comment": ("#8a8a8a", False, True)}
-
-    def __init__(self, document, dark: bool = False):
-        super().__init__(document)
-        self.set_dark(dark)
-
-    def set_dark(self, dark: bool) -> None:
-        colors = self.DARK if dark else self.LIGHT
-        self._rules = [(QRegularExpression(rx), _fmt(*colors[name])) for name, rx in self.RULES]
-        self.rehighlight()
-
-    def highlightBlock(self, text: str) -> None:
-        for rx, fmt in self._rules:       # later rules (strings, comments) paint over earlier ones
-            it = rx.globalMatch(text)
-            while it.hasNext():
-                m = it.next()
-                self.setFormat(m.capturedStart(), m.capturedLength(), fmt)
