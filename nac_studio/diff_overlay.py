@@ -13,9 +13,11 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QLinearGradient, QPainter, QPalette, QPen
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QBrush, QColor, QLinearGradient, QPainter, QPen
 from PySide6.QtWidgets import QWidget
+
+from .widgets.canvas_legend import CanvasLegend
 
 LAYER = "diff.error"
 #: log10 of the error at the two ends of the scale.
@@ -65,23 +67,14 @@ def overlay_styles(result) -> dict:
     return out
 
 
-class ErrorScaleLegend(QWidget):
-    """The colour bar, drawn in a corner of the graph canvas (a child widget, so the canvas's own
-    painting is untouched): title, gradient, decade labels and the tolerance mark."""
-
-    MARGIN = 8
+class ErrorScaleLegend(CanvasLegend):
+    """The colour bar, bottom left of the graph canvas: title, gradient, decade labels and the
+    tolerance mark."""
 
     def __init__(self, canvas: QWidget):
-        super().__init__(canvas)
-        self.setObjectName("diffErrorLegend")
-        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
         self.metric_name = "relative"     # not "metric": QPaintDevice.metric() is what QPainter calls
         self.tolerance: Optional[float] = None
-        fm = self.fontMetrics()
-        self.setFixedSize(max(190, fm.horizontalAdvance("log10 max abs error  (tol 1e-03)") + 16),
-                          fm.height() * 2 + 22)
-        canvas.installEventFilter(self)
-        self.hide()
+        super().__init__(canvas, "diffErrorLegend", 190, "log10 max abs error  (tol 1e-03)")
 
     def set_scale(self, metric: str, tolerance: Optional[float]) -> None:
         self.metric_name, self.tolerance = metric, tolerance
@@ -99,29 +92,9 @@ class ErrorScaleLegend(QWidget):
         if parent is not None:
             self.move(self.MARGIN, parent.height() - self.height() - self.MARGIN)
 
-    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
-        if obj is self.parentWidget() and event.type() == QEvent.Type.Resize:
-            self.place()
-        return False
-
-    def showEvent(self, event) -> None:
-        self.place()
-        super().showEvent(event)
-
     def paintEvent(self, _event) -> None:
         p = QPainter(self)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        pal = self.palette()
-        back = QColor(pal.color(QPalette.ColorRole.Base))
-        back.setAlpha(225)
-        p.setPen(QPen(pal.color(QPalette.ColorRole.Mid), 1))
-        p.setBrush(back)
-        p.drawRoundedRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
-        fm = self.fontMetrics()
-        text = pal.color(QPalette.ColorRole.WindowText)
-        p.setPen(text)
-        p.drawText(QRectF(8, 3, self.width() - 16, fm.height()), Qt.AlignmentFlag.AlignLeft, self.title())
-        bar = QRectF(8, 5 + fm.height(), self.width() - 16, 10)
+        bar, fm, text = self.paint_card(p)
         grad = QLinearGradient(bar.topLeft(), bar.topRight())
         for k, c in enumerate(STOPS):
             grad.setColorAt(k / (len(STOPS) - 1), QColor(c))

@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QLinearGradient, QPainter, QPalette, QPen
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QBrush, QColor, QLinearGradient, QPainter, QPen
 from PySide6.QtWidgets import QWidget
+
+from .widgets.canvas_legend import CanvasLegend
 
 from .simulation_commands import SCALE
 
@@ -58,22 +60,13 @@ def overlay_scale(state) -> Optional[OverlayScale]:
     return OverlayScale("utilisation", "MAC/cycle", 0.0, max(vals) or 1.0, min(vals), max(vals))
 
 
-class OverlayScaleLegend(QWidget):
+class OverlayScaleLegend(CanvasLegend):
     """Title, gradient bar, end labels; top-left corner of the canvas (the Diff overlay's colour bar
     takes the bottom left and the minimap the bottom right)."""
 
-    MARGIN = 8
-
     def __init__(self, canvas: QWidget):
-        super().__init__(canvas)
-        self.setObjectName("hardwareOverlayLegend")
-        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
         self.scale: Optional[OverlayScale] = None
-        fm = self.fontMetrics()
-        self.setFixedSize(max(220, fm.horizontalAdvance("utilisation  min 0.000 · max 1,000 MAC/cycle") + 16),
-                          fm.height() * 2 + 22)
-        canvas.installEventFilter(self)
-        self.hide()
+        super().__init__(canvas, "hardwareOverlayLegend", 220, "utilisation  min 0.000 · max 1,000 MAC/cycle")
 
     def set_scale(self, scale: Optional[OverlayScale]) -> None:
         self.scale = scale
@@ -96,35 +89,11 @@ class OverlayScaleLegend(QWidget):
         s = self.scale
         return ("", "") if s is None else (s.format(s.zero), s.format(s.full))
 
-    def place(self) -> None:
-        self.move(self.MARGIN, self.MARGIN)
-
-    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
-        if obj is self.parentWidget() and event.type() == QEvent.Type.Resize:
-            self.place()
-        return False
-
-    def showEvent(self, event) -> None:
-        self.place()
-        super().showEvent(event)
-
     def paintEvent(self, _event) -> None:
         if self.scale is None:
             return
         p = QPainter(self)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        pal = self.palette()
-        back = QColor(pal.color(QPalette.ColorRole.Base))
-        back.setAlpha(225)
-        p.setPen(QPen(pal.color(QPalette.ColorRole.Mid), 1))
-        p.setBrush(back)
-        p.drawRoundedRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
-        fm = self.fontMetrics()
-        text = pal.color(QPalette.ColorRole.WindowText)
-        p.setPen(text)
-        p.drawText(QRectF(8, 3, self.width() - 16, fm.height()), Qt.AlignmentFlag.AlignLeft,
-                   fm.elidedText(self.title(), Qt.TextElideMode.ElideRight, self.width() - 16))
-        bar = QRectF(8, 5 + fm.height(), self.width() - 16, 10)
+        bar, fm, text = self.paint_card(p)
         # the overlay rounds a value to the nearest of SCALE's steps (scale_color): the bar shows the
         # same steps over the same intervals
         grad = QLinearGradient(bar.topLeft(), bar.topRight())
