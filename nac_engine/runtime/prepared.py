@@ -13,6 +13,13 @@ run. A :class:`PreparedCall` keeps
   arguments ``bind`` produced, with each slot that held a referenced value remembered by
   position. Later calls put the new values in those slots and call the op directly.
 
+What does not depend on where an instruction's values come from — the kernel, the constants in
+place, and the recipes with their closure makers (:mod:`.fastcall`) — is a :class:`CallPlan`,
+shared process-wide by every instruction with the same key: the kernel table, the op name, the
+signature, the D field and the constants by type and value (built by ``Session.prepare``; a
+file's ids never enter it). A new session of a file (or of another file with the same calls) then prepares an
+instruction with one dictionary lookup and one closure, and its first call is already bound.
+
 The recipe is only kept when it cannot differ from a fresh binding: every referenced
 value was a tensor passed through unchanged (a 0-d tensor that binding turned into an int,
 or a Python number from ``sym_size``, depends on its value, so such calls are bound every
@@ -22,11 +29,13 @@ still tensors with the same "is 0-d" flag, else it binds afresh.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Optional
 
 import torch
 
-from .fastcall import plain_call, recipe_call
+from ..format import layout as L
+from .fastcall import plain_call_maker, recipe_call_maker
 from .kernels import _SchemaKernel, bind
 
 
@@ -41,20 +50,33 @@ def _writes_an_argument(op) -> bool:
     return cached
 
 
-# Recipes shared by every session in the process, keyed by the op, the device, and the
-# argument template (constants by type and value, references by their 0-d-ness): the same
-# call in a new session of the same (or another) file is not bound again. Bounded: cleared
-# when full, which only costs a re-binding.
-_SHARED: dict = {}
-_SHARED_MAX = 8192
+def constant_key(const) -> tuple:
+    """A constant for a plan key: its stored type and value, with the sign of each float (0.0 and
+    -0.0 are equal in Python but not as an op's argument). A NaN never equals another NaN, so a
+    call with one simply gets its own plan each time."""
+    t, v = const.type, const.value
+    if t == L.CONST_FLOAT64:
+        return (t, v, math.copysign(1.0, v))
+    if t == L.CONST_LIST_F32:
+        return (t, v, tuple(math.copysign(1.0, x) for x in v))
+    return (t, v)
 
 
-def _frozen(v):
-    """A hashable stand-in for a constant that keeps its type (1, 1.0 and True differ)."""
-    if isinstance(v, (list, tuple)):
-        return (type(v).__name__, tuple(_frozen(x) for x in v))
-    hash(v)
-    return (type(v).__name__, v)
+# Plans shared by every session in the process (see the module docstring). Bounded: cleared
+# when full, which only costs preparing again.
+_PLANS: dict = {}
+_PLANS_MAX = 8192
+_RECIPES_PER_PLAN = 8
+
+
+def shared_plan(key):
+    return _PLANS.get(key)
+
+
+def keep_plan(key, plan: "CallPlan") -> None:
+    if len(_PLANS) >= _PLANS_MAX:
+        _PLANS.clear()
+    _PLANS[key] = plan
 
 
 class _Recipe:
@@ -157,22 +179,46 @@ def _recipe(op, args: list, refs: tuple, pos: list, kw: dict) -> Optional[_Recip
                    tuple((i, args[i].ndim == 0) for i in refs), identity)
 
 
+class CallPlan:
+    """An instruction's call apart from where its referenced values come from (shared; see the
+    module docstring): ``name``, the kernel ``fn``, ``base`` the argument list with the constants
+    in place (``None`` when every argument is a reference), ``refs`` the positions of the
+    references, and for a schema-bound op ``recipes``: 0-d pattern of the references →
+    (recipe, closure maker), ``recent`` the last one found. A plain kernel's closure maker is
+    ``plain_maker``."""
+
+    __slots__ = ("name", "fn", "base", "refs", "keep_tuples", "schema", "recipes", "recent", "plain_maker")
+
+    def __init__(self, name: str, fn, base: Optional[list], refs: tuple, keep_tuples: bool):
+        self.name, self.fn, self.base, self.refs, self.keep_tuples = name, fn, base, refs, keep_tuples
+        self.schema = isinstance(fn, _SchemaKernel)
+        self.recipes: dict = {}
+        self.recent = None
+        self.plain_maker = None if self.schema else plain_call_maker(fn, refs, base, keep_tuples)
+
+    def add_recipe(self, zero: tuple, recipe: "_Recipe") -> tuple:
+        found = (recipe, recipe_call_maker(recipe, self.refs, self.base))
+        if len(self.recipes) < _RECIPES_PER_PLAN:
+            self.recipes[zero] = found
+            self.recent = found
+        return found
+
+
 class PreparedCall:
-    """The kernel, argument template and (once known) binding recipe of one instruction.
+    """The kernel, argument template and (once known) binding recipe of one instruction: its
+    plan (:class:`CallPlan`) and the ticks its referenced values come from.
 
     For the run loop: ``producers`` are the ticks of the referenced values in argument order,
     ``base`` the argument list with the constants in place (``None`` when every argument is a
     reference), ``plain`` the kernel when it takes the arguments as they are (a hand-written
     standard op: no schema binding, so no recipe), ``fast`` the whole call as one function of
-    the results (:mod:`.fastcall`; ``None`` until a schema-bound op has its recipe)."""
+    the results (:mod:`.fastcall`; ``None`` until a schema-bound op has a recipe: from its plan
+    when another instruction with the same plan was bound already, else after its first call)."""
 
-    __slots__ = ("name", "fn", "template", "refs", "producers", "base", "plain", "keep_tuples", "recipe",
+    __slots__ = ("plan", "name", "fn", "refs", "producers", "base", "plain", "keep_tuples", "recipe",
                  "fast", "_tried")
 
     def __init__(self, name: str, fn, template: list, keep_tuples: bool):
-        self.name = name
-        self.fn = fn
-        self.template = template          # per argument: (True, producer) or (False, value)
         refs, producers, base = [], [], []
         for k, (is_ref, x) in enumerate(template):
             if is_ref:
@@ -181,14 +227,40 @@ class PreparedCall:
                 base.append(None)
             else:
                 base.append(x)
-        self.refs = tuple(refs)
-        self.producers = tuple(producers)
-        self.base = None if len(refs) == len(template) else base
-        self.keep_tuples = keep_tuples
-        self.recipe: Optional[_Recipe] = None
-        self._tried = not isinstance(fn, _SchemaKernel)
-        self.plain = fn if self._tried else None
-        self.fast = plain_call(fn, self.producers, self.refs, self.base, keep_tuples) if self._tried else None
+        plan = CallPlan(name, fn, None if len(refs) == len(template) else base, tuple(refs), keep_tuples)
+        self._start(plan, tuple(producers))
+
+    @classmethod
+    def of_plan(cls, plan: CallPlan, producers: tuple) -> "PreparedCall":
+        call = cls.__new__(cls)
+        call._start(plan, producers)
+        return call
+
+    def _start(self, plan: CallPlan, producers: tuple) -> None:
+        self.plan = plan
+        self.name, self.fn, self.refs, self.base, self.keep_tuples = \
+            plan.name, plan.fn, plan.refs, plan.base, plan.keep_tuples
+        self.producers = producers
+        self.recipe = None
+        if plan.schema:
+            self._tried = False
+            self.plain = None
+            self.fast = None
+            if plan.recent is not None:          # bound before: its closure checks it still fits
+                self.recipe = plan.recent[0]
+                self.fast = plan.recent[1](producers)
+        else:
+            self._tried = True
+            self.plain = plan.fn
+            self.fast = plan.plain_maker(producers)
+
+    @property
+    def template(self) -> list:
+        """Per argument: ``(True, producer tick)`` or ``(False, constant)``."""
+        out = [(False, x) for x in self.base] if self.base is not None else [None] * len(self.refs)
+        for k, p in zip(self.refs, self.producers):
+            out[k] = (True, p)
+        return out
 
     def gather(self, results: dict) -> list:
         """The arguments from ``results`` (tick → value); KeyError when a value is missing."""
@@ -206,39 +278,34 @@ class PreparedCall:
         if self._tried:
             return self.fn(*args)
         self._tried = True
+        plan = self.plan
+        zero = _zero_pattern(args, self.refs)
+        found = plan.recipes.get(zero) if zero is not None else None
+        if found is not None:
+            self._use(found)
+            return found[0](args)
         op, device = self.fn.op, self.fn.kernels.device
-        key = self._shared_key(op, device, args)
-        shared = _SHARED.get(key) if key is not None else None
-        if shared is not None and shared.fits(args):
-            self._use(shared)
-            return shared(args)
         try:
             pos, kw = bind(op, tuple(args), device)
         except TypeError:
             return op(*args)        # as call_bound: torch's own message is the better one
         result = op(*pos, **kw)
-        self._use(_recipe(op, args, self.refs, pos, kw))
-        if self.recipe is not None and key is not None:
-            if len(_SHARED) >= _SHARED_MAX:
-                _SHARED.clear()
-            _SHARED[key] = self.recipe
+        recipe = _recipe(op, args, self.refs, pos, kw)
+        if recipe is not None:
+            self._use(plan.add_recipe(zero, recipe))
         return result
 
-    def _use(self, recipe: Optional[_Recipe]) -> None:
-        self.recipe = recipe
-        if recipe is not None:
-            self.fast = recipe_call(recipe, self.producers, self.refs, self.base)
+    def _use(self, found: tuple) -> None:
+        self.recipe = found[0]
+        self.fast = found[1](self.producers)
 
-    def _shared_key(self, op, device, args: list):
-        parts = [op, device]
-        try:
-            for (is_ref, x), v in zip(self.template, args):
-                if is_ref:
-                    if not isinstance(v, torch.Tensor):
-                        return None
-                    parts.append(v.ndim == 0)
-                else:
-                    parts.append(_frozen(x))
-            return tuple(parts)
-        except TypeError:            # an unhashable constant: this call is not shared
+
+def _zero_pattern(args: list, refs: tuple) -> Optional[tuple]:
+    """Whether each referenced value is 0-d (None when one is not a plain tensor: no recipe)."""
+    out = []
+    for i in refs:
+        v = args[i]
+        if not isinstance(v, torch.Tensor):
             return None
+        out.append(v.ndim == 0)
+    return tuple(out)

@@ -35,13 +35,15 @@ import torch
 from ..format.layout import QUANT_NONE
 from ..format.weights import dequantized_tensor, raw_tensor
 from ..format.model import Argument, Instruction, NacFile
+from ..format.run_read import read_for_run
 from ..isa.optable import OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
 from ..isa.coerce import CODE_TYPES, InexactCoercion, as_used
 from .errors import CoercionError, KernelError, MissingInputError, NacRuntimeError, NotSupported
 from .. import threads
 from .kernels import Kernels, describe_args, first_of_multi, is_tensor_placeholder
 from .fastcall import SLOW
-from .prepared import PreparedCall
+from .prepared import PreparedCall, constant_key, keep_plan, shared_plan
+from .stored_weights import stored_tensor, used_as_stored
 
 _INPUT_KINDS = {0: "user input", 1: "parameter", 2: "state", 3: "lifted constant"}
 # Unquantised files keep these dtypes as PyTorch would compute in them (the codec widens
@@ -127,8 +129,8 @@ class Session:
                  keep_results: Optional[bool] = None, manage_threads: Optional[bool] = None):
         self._owns_file = not isinstance(nacfile, NacFile)
         if self._owns_file:
-            from ..format import read
-            nacfile = read(str(nacfile))
+            # the run's read: only the sections running needs, the rest on first access
+            nacfile = read_for_run(str(nacfile))
         self.nac = nacfile
         self.device = torch.device(device)
         self.kernels = kernels or _shared_kernels(self.device)
@@ -161,6 +163,10 @@ class Session:
         if manage_threads is not None:
             self.manage_threads = manage_threads
         self._prepared: dict[int, PreparedCall] = {}
+        self._const_keys: dict[int, tuple] = {}
+        # the file's bytes are this session's own copy (it opened the file, read whole): weights
+        # may be used where they lie (runtime/stored_weights.py)
+        self._own_bytes = self._owns_file and getattr(nacfile, "private_buffer", False)
         self._dead_after: Optional[dict[int, tuple]] = None
         if self.manage_threads:
             threads.apply()     # stepping (the debugger) runs kernels without run()
@@ -169,6 +175,16 @@ class Session:
         """Close the file if this session opened it from a path."""
         if self._owns_file:
             self.nac.close()
+
+    def share_loaded(self, other: "Session") -> None:
+        """Use ``other``'s loaded weights and prepared calls from now on (one store for both):
+        a session for new inputs of the same file need not read and dequantise the weights
+        again (the Studio's debugger, when the user changes the inputs). Neither depends on the
+        inputs: a prepared call re-checks its arguments on every call."""
+        if other.nac is not self.nac or other.device != self.device or other.kernels is not self.kernels:
+            raise ValueError("share_loaded: the sessions run different files, devices or kernels")
+        self._params = other._params
+        self._prepared = other._prepared
 
     def __enter__(self) -> "Session":
         return self
@@ -473,6 +489,10 @@ class Session:
         native = None
         if self.nac.header.quant_method == QUANT_NONE and meta is not None and meta.quant == QUANT_NONE:
             native = _NATIVE_FLOAT.get(meta.dtype)
+        if self._own_bytes and meta is not None and p._payload is None and p.data_offset >= 0 \
+                and used_as_stored(meta, native):
+            t = stored_tensor(p, self.nac._buf, native)
+            return t if self.device.type == "cpu" else t.to(self.device)
         if native in (torch.float64, torch.float16):
             arr = raw_tensor(p)     # the stored values, not the float32 widening
         else:
@@ -598,6 +618,18 @@ class Session:
             return call
         name = self.nac.op_name(ins.a)
         sig = self.nac.signature(ins)
+        # the call's plan (kernel, constants in place, binding recipes) is shared by every
+        # instruction with the same op, signature, D and constant values, in any session
+        key = None
+        if sig is not None and ins.d is not None and len(ins.d) == len(sig):
+            consts = self._constant_keys(ins)
+            if consts is not None:
+                key = (self.kernels, name, sig, ins.d, consts)
+                plan = shared_plan(key)
+                if plan is not None:
+                    i = ins.index
+                    call = self._prepared[i] = PreparedCall.of_plan(plan, tuple(i + dv for dv in ins.d if dv))
+                    return call
         if sig is None:
             raise NacRuntimeError(f"instruction {ins.index}: PERM has no signature {ins.b}")
         d = ins.d or ()
@@ -632,19 +664,37 @@ class Session:
             raise NotSupported(str(e), ins.index) from None
         call = self._prepared[ins.index] = PreparedCall(
             name, fn, template, name in ("getitem", "operator.getitem"))
+        if key is not None:
+            keep_plan(key, call.plan)
         return call
+
+    def _constant_keys(self, ins: Instruction) -> Optional[tuple]:
+        """The constants of C by type and value (None when one is not in CNST: the general path
+        reports it)."""
+        if not ins.c:
+            return ()
+        known = self._const_keys
+        constants = self.nac.constants
+        out = []
+        for cid in ins.c[1:]:
+            k = known.get(cid)
+            if k is None:
+                const = constants.get(cid)
+                if const is None:
+                    return None
+                k = known[cid] = constant_key(const)
+            out.append(k)
+        return tuple(out)
 
     def _prepared_arguments(self, ins: Instruction, call: PreparedCall) -> list:
         results = self.results
-        out = []
-        for is_ref, x in call.template:
-            if is_ref:
-                v = results.get(x, _MISSING)
-                if v is _MISSING or isinstance(v, NotTaken):
-                    v = self._read(ins, x)          # raises the precise error
-                out.append(v if call.keep_tuples else first_of_multi(v))
-            else:
-                out.append(x)
+        out = call.base.copy() if call.base is not None else [None] * len(call.refs)
+        keep = call.keep_tuples
+        for k, x in zip(call.refs, call.producers):
+            v = results.get(x, _MISSING)
+            if v is _MISSING or isinstance(v, NotTaken):
+                v = self._read(ins, x)          # raises the precise error
+            out[k] = v if keep else first_of_multi(v)
         return out
 
     def call_op(self, ins: Instruction) -> Any:

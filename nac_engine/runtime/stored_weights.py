@@ -1,0 +1,57 @@
+"""A weight as a tensor over its stored bytes, for a session that holds its own copy of the file.
+
+A session that opened the file itself reads it with the run read (``format/run_read.py``): the
+whole file in one private buffer whose first byte is 64-byte aligned. An unquantised weight
+whose stored dtype is the one the kernels compute in then needs no dequantising and no trip
+through numpy: a tensor over its bytes is the weight. It is used in place when its record lies
+on a 64-byte boundary (as a copy made by torch's allocator would), and copied once otherwise, so
+that kernels see the same alignment, and take the same code paths, wherever a record lies.
+
+The metadata rules (``format/tensor_rules.py``) are checked before the bytes are touched, as on
+every lazy path, and raise the one error type naming the tensor.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import torch
+
+from ..errors import NacFormatError
+from ..format import layout as L
+from ..format.tensor_rules import tensor_problems
+
+_NUMPY_DTYPES = {code: L.storage_dtype(code) for code in L.NUMPY_STORAGE}   # bfloat16: its 16 bits
+
+# Stored dtypes an unquantised weight is used in as it is, whatever the header's quantisation
+# (float32, the integers, bool: dequantising returns them unchanged); float64/float16/bfloat16
+# only in an unquantised file, where they stay native (the caller's ``native``).
+_AS_STORED = frozenset((0, 4, 5, 6, 7, 8, 9))
+_LITTLE = sys.byteorder == "little"      # files are little-endian
+_ALIGN = 64
+
+
+def used_as_stored(meta, native) -> bool:
+    """Whether the weight of this record is its stored values in their stored dtype (then
+    :func:`stored_tensor` gives it; else it goes through dequantising)."""
+    return _LITTLE and meta.quant == 0 and (native is not None or meta.dtype in _AS_STORED)
+
+
+def stored_tensor(p, buf, native) -> torch.Tensor:
+    """Parameter ``p`` of an unquantised record as a tensor over ``buf`` (the file's bytes, which
+    the caller owns, starting on a 64-byte boundary). ``native``: the float dtype an unquantised file keeps (None otherwise)."""
+    meta = p.meta
+    problems = tensor_problems(meta, p.data_length)
+    if problems:
+        raise NacFormatError("DATA/tensors", p.data_offset, f"tensor {p.name!r}: {problems[0]}")
+    off, n = p.data_offset, p.data_length
+    if off + n > len(buf):
+        raise NacFormatError("DATA/tensors", off, f"tensor {p.name!r}: bytes {off}..{off + n} lie past the end "
+                                                  f"of the {len(buf)}-byte file")
+    # numpy makes the view and the copy (a torch.frombuffer + clone costs twice as much per
+    # weight, and a small model is mostly per-weight overhead)
+    arr = np.ndarray(meta.shape, _NUMPY_DTYPES[meta.dtype], buf, off)
+    if off % _ALIGN:          # the buffer itself starts on a 64-byte boundary (run_read)
+        arr = arr.copy()
+    t = torch.from_numpy(arr)
+    return t.view(torch.bfloat16) if meta.dtype == 3 else t
