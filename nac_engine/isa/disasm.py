@@ -24,7 +24,8 @@ import numpy as np
 from ..format import layout as L
 from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
-from .mep import decode_mep, encode_mep, format_mep, parse_mep
+from .mep import (OP_SELECTOR_OPCODES, MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks,
+                  parse_mep)
 from .tisa import format_tisa
 from .textops import Tables, format_instruction
 
@@ -179,25 +180,34 @@ def _scales_text(scales) -> str:
     return "[" + ",".join(format_f32(float(x)) for x in arr) + "]"
 
 
-#: Streams up to this many instructions have every line parsed back (exactness, checked).
+#: Up to this many distinct instruction encodings are each checked (re-encoded, and their line
+#: parsed back); a stream with more (only a crafted one) checks one per (opcode, op) after that.
 EXACT_TEXT_CHECK = 20_000
 
 
-def _text_reads_back(instrs: list, pool: dict) -> bool:
-    """Does each ``.mep`` line parse back to its instruction? Parsing costs ~20x decoding, so a
-    huge stream (a hostile 1 MB ORCH is 240k instructions) checks the first line of each
-    (mnemonic, op) pair; the text grammar's inversion for all the rest is what
-    tests/isa/test_mep.py's property tests establish (comments, where pool values go, are ignored).
-    Lines are formatted here and again when written: holding 240k of them would cost far more."""
-    exact = len(instrs) <= EXACT_TEXT_CHECK
-    seen: set = set()
-    for ins in instrs:
-        if not exact:
-            key = (ins.mnemonic, ins.operands[0][1] if ins.operands and ins.operands[0][0] == "op" else None)
-            if key in seen:
-                continue
-            seen.add(key)
-        if parse_mep(format_mep(ins, pool)) != ins:
+def _text_reads_back(instrs: MepStream, pool: dict) -> bool:
+    """Does each ``.mep`` line parse back to its instruction, and each instruction re-encode to
+    its bytes? An instruction's text is a function of its bytes (pool values go into comments,
+    which parsing ignores; a jump's absolute target is converted back with the ip, so checking
+    it at ip 0 checks it anywhere), so each distinct encoding is checked once: a 1 MB stream
+    repeating a program costs a set insertion per instruction. Past ``EXACT_TEXT_CHECK``
+    distinct encodings (a crafted stream), one per (opcode, op) pair; the grammar's inversion
+    for all the rest is what tests/isa/test_mep.py's property tests establish."""
+    encodings, complete = instrs.distinct_encodings(EXACT_TEXT_CHECK)
+    if not complete:       # the first instruction of each (opcode, op) kind, found with numpy
+        buf = np.frombuffer(instrs.bytecode, dtype=np.uint8)
+        starts = np.frombuffer(instrs.starts, dtype=np.uint32).astype(np.int64)
+        opcode = buf[starts].astype(np.int64)
+        has_op = np.isin(opcode, sorted(OP_SELECTOR_OPCODES))   # such an instruction has an op byte
+        kind = opcode * 512 + np.where(has_op, 256 + buf[np.minimum(starts + 1, buf.size - 1)].astype(np.int64), 0)
+        first = starts[np.unique(kind, return_index=True)[1]].tolist()
+        encodings = [instrs.bytecode[ip:ip + instrs.decode_at(ip).length] for ip in first]
+    for key in encodings:
+        ins, problems = decode_mep(key)
+        if problems or len(ins) != 1:
+            return False
+        ins = ins[0]
+        if encode_instruction(ins) != key or parse_mep(format_mep(ins, pool)) != ins:
             return False
     return True
 
@@ -209,19 +219,19 @@ def _orch_lines(nac: NacFile):
     if orch.bytecode:
         try:
             pool = {c.id: c.value for c in orch.pool}
-            if orch.instructions:     # decoded by the reader from these bytes: not a second copy
-                instrs = orch.instructions
-                problems = [i for i in instrs if i.opcode is None]    # an undecodable tail is raw
-            else:
-                instrs, problems = decode_mep(orch.bytecode)
-            readable = not problems and encode_mep(instrs) == orch.bytecode and _text_reads_back(instrs, pool)
+            instrs = orch.instructions      # decoded by the reader from these bytes: not a second copy
+            if not (isinstance(instrs, MepStream) and instrs.bytecode == orch.bytecode):
+                instrs, _ = decode_mep(orch.bytecode)
+            # a stream's instructions are its bytes cut at its starts (each distinct one is
+            # re-encoded below); an undecodable tail makes the listing raw hex
+            readable = instrs.tail is None
+            readable = readable and _text_reads_back(instrs, pool)
         except Exception:   # fall back to hex: exactness matters more than the listing
             readable = False
         if not readable:
             yield from _hex_lines(".bytecode", orch.bytecode)
         else:
-            for ins in instrs:
-                yield ".mep " + format_mep(ins, pool)
+            yield from format_mep_blocks(instrs, pool, ".mep ")
     for c in orch.pool:
         yield ".pool " + _const_directive(c)
 

@@ -41,11 +41,16 @@ into a relative jump). ``.bytes`` takes a single ``data=x"..."`` operand.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 import struct
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Union
+
+import numpy as np
 
 from ..errors import NacFormatError
 from ..format.spans import Span
@@ -233,32 +238,257 @@ def _decode_one(buf: bytes, ip: int, want_leaves: bool = True) -> tuple[MepInstr
 
 
 def decode_mep(bytecode: bytes, base_offset: int = 0, span: Optional[Span] = None
-               ) -> tuple[list[MepInstruction], list[NacFormatError]]:
+               ) -> tuple["MepStream", list[NacFormatError]]:
     """Decode a whole bytecode stream; never raises on bad bytes (see module docstring).
 
     ``base_offset`` is the absolute file offset of ``bytecode[0]``; it places problems and
     spans. With ``span``, each instruction becomes a child ``insn[i]`` whose leaves cover
     its bytes exactly once (opcode, each operand field, each count byte and list element).
+
+    The result is a :class:`MepStream`: the bytes plus one start offset per instruction,
+    found by a length-only pass (one table look-up per fixed-length instruction), so a 1 MB
+    stream costs ~4 bytes per instruction instead of a Python object per instruction and
+    per operand; instructions are decoded when they are read.
     """
     buf = bytes(bytecode)
-    instructions: list[MepInstruction] = []
+    ips = array("I")
+    append = ips.append
     problems: list[NacFormatError] = []
-    ip = 0
-    while ip < len(buf):
+    tail = None
+    ip, end = 0, len(buf)
+    while ip < end:
+        # Each window's "where does an instruction starting here end" is computed for every
+        # byte at once (numpy); the walk from instruction to instruction is then one array
+        # look-up per instruction. 0 marks a byte where no instruction decodes.
+        window = _next_starts(buf, ip, min(end, ip + _WINDOW))
+        w0, w1 = ip, ip + len(window)
+        while w0 <= ip < w1:
+            n = window[ip - w0]
+            if n == 0:
+                break
+            append(ip)
+            ip = n
+        else:
+            continue
+        # unknown opcode, unknown op selector or cut off: the full decoder says which
         try:
-            instr, leaves = _decode_one(buf, ip, want_leaves=False)
+            n = _decode_one(buf, ip, want_leaves=False)[0].length
         except _Undecodable as e:
             problems.append(NacFormatError(SECTION, base_offset + ip, e.args[0]))
             rest = buf[ip:]
-            instr = MepInstruction(ip, None, RAW_MNEMONIC, [("data", rest)], len(rest))
-            leaves = [(ip, len(rest), "data", "bytes", rest)]
-        instructions.append(instr)
-        ip += instr.length
+            tail = MepInstruction(ip, None, RAW_MNEMONIC, [("data", rest)], len(rest))
+            break
+        append(ip)      # pragma: no cover - the length tables and the decoder disagree
+        ip += n
+    instructions = MepStream(buf, ips, tail)
     if span is not None:
         # Spans are built when first asked for (the structure view, `nac span`), not at read:
         # eagerly they were most of a big stream's decode time and memory.
         span.set_builder(functools.partial(_instruction_spans, buf, base_offset, instructions))
     return instructions, problems
+
+
+class MepStream(Sequence):
+    """A decoded stream, held compactly: the bytecode, each instruction's start (u32), and
+    the undecodable ``.bytes`` tail if any. Indexing and iteration decode an instruction
+    from its bytes (decoding is deterministic, so equal reads give equal instructions);
+    the tail is one kept object. Compares equal to a list of the same instructions."""
+
+    __slots__ = ("bytecode", "starts", "tail")
+
+    def __init__(self, bytecode: bytes, starts: array, tail: Optional[MepInstruction] = None):
+        self.bytecode = bytecode
+        self.starts = starts
+        self.tail = tail
+
+    def __len__(self) -> int:
+        return len(self.starts) + (self.tail is not None)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        n = len(self)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("MEP instruction index out of range")
+        if index == len(self.starts):
+            return self.tail
+        return _decode_one(self.bytecode, self.starts[index], want_leaves=False)[0]
+
+    def __iter__(self):
+        buf = self.bytecode
+        for ip in self.starts:
+            yield _decode_one(buf, ip, want_leaves=False)[0]
+        if self.tail is not None:
+            yield self.tail
+
+    def __eq__(self, other):
+        if isinstance(other, MepStream):
+            return (self.bytecode == other.bytecode and self.starts == other.starts
+                    and self.tail == other.tail)
+        if isinstance(other, (list, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None   # type: ignore[assignment]
+
+    def decode_at(self, ip: int) -> MepInstruction:
+        """The instruction starting at byte ``ip`` (one of ``starts``, or the tail's)."""
+        if self.tail is not None and ip == self.tail.ip:
+            return self.tail
+        return _decode_one(self.bytecode, ip, want_leaves=False)[0]
+
+    def spans(self):
+        """(start, end) of each decoded instruction (the tail excluded), without decoding."""
+        starts = self.starts
+        limit = self.tail.ip if self.tail is not None else len(self.bytecode)
+        return zip(starts, itertools.chain(itertools.islice(starts, 1, None), (limit,)))
+
+    def ends(self, i0: int, i1: int) -> np.ndarray:
+        """End offsets of instructions ``i0 .. i1 - 1`` (the tail excluded)."""
+        ends = np.frombuffer(self.starts, dtype=np.uint32)[i0 + 1:i1 + 1].astype(np.int64)
+        if i1 >= len(self.starts):
+            ends = np.append(ends, self.tail.ip if self.tail is not None else len(self.bytecode))
+        return ends
+
+    def encoding_keys(self, i0: int, i1: int) -> np.ndarray:
+        """One uint64 per instruction ``i0 .. i1 - 1`` that identifies its bytes: the bytes
+        themselves, little-endian, for an instruction of up to 8 bytes (a decodable instruction
+        is never a prefix of another, so zero padding cannot collide), 0 for a longer one
+        (no instruction's key is 0: opcode 0x00 does not exist)."""
+        b = np.frombuffer(self.bytecode, dtype=np.uint8)
+        starts = np.frombuffer(self.starts, dtype=np.uint32)[i0:i1].astype(np.int64)
+        length = self.ends(i0, i1) - starts
+        lane = np.arange(8)
+        raw = b[np.minimum(starts[:, None] + lane, b.size - 1)]
+        raw[lane >= length[:, None]] = 0
+        keys = raw.view("<u8").ravel()
+        keys[length > 8] = 0
+        return keys
+
+    def distinct_encodings(self, limit: int) -> tuple[set, bool]:
+        """The distinct byte strings of the decoded instructions (the tail excluded), up to
+        about ``limit`` of them; the flag says whether that is all of them."""
+        buf, starts = self.bytecode, self.starts
+        seen: set = set()
+        short: set = set()
+        for i in range(0, len(starts), _BLOCK):
+            i1 = min(i + _BLOCK, len(starts))
+            keys = self.encoding_keys(i, i1)
+            ends = self.ends(i, i1).tolist()
+            uniq, first = np.unique(keys, return_index=True)
+            for key, j in zip(uniq.tolist(), first.tolist()):
+                if key and key not in short:
+                    short.add(key)
+                    seen.add(buf[starts[i + j]:ends[j]])
+            for j in np.flatnonzero(keys == 0).tolist():
+                seen.add(buf[starts[i + j]:ends[j]])
+            if len(seen) > limit:
+                return seen, False
+        return seen, True
+
+    def __repr__(self) -> str:
+        return f"MepStream({len(self)} instructions, {len(self.bytecode)} bytes)"
+
+
+# Length-only decoding: per opcode, its total length when fixed (> 0), 0 when unknown, -1 when
+# it needs a plan: the steps of its layout, each a fixed byte count (> 0), _KEYS (a count byte
+# and that many keys) or (_TAIL, at, {op: tail bytes}, default bytes or None) with the op
+# selector at ``ip + at``.
+_KEYS = -1
+_TAIL = -2
+
+
+def _plan_of(layout: tuple) -> tuple:
+    steps: list = []
+    fixed_prefix: Optional[int] = 1    # bytes from ip while every field so far is fixed
+    op_at = None
+    for f in layout:
+        if isinstance(f, OpTail):
+            def tail_len(fields):
+                if fields is None or any(g.kind == "keys" for g in fields):
+                    return None
+                return sum(g.size if g.kind == "raw" else _FIXED_SIZE[g.kind] for g in fields)
+            by_op = {op: tail_len(fs) for op, fs in f.by_op.items()}
+            if op_at is None or None in by_op.values():
+                raise ValueError("op-dependent tail without a fixed op selector")   # table bug
+            steps.append((_TAIL, op_at, by_op, tail_len(f.default)))
+            fixed_prefix = None
+        elif f.kind == "keys":
+            steps.append(_KEYS)
+            fixed_prefix = None
+        else:
+            size = f.size if f.kind == "raw" else _FIXED_SIZE[f.kind]
+            if f.name == "op" and fixed_prefix is not None:
+                op_at = fixed_prefix
+            if steps and isinstance(steps[-1], int) and steps[-1] > 0:
+                steps[-1] += size
+            else:
+                steps.append(size)
+            if fixed_prefix is not None:
+                fixed_prefix += size
+    return tuple(steps)
+
+
+_WINDOW = 1 << 16     # bytes whose next-instruction offsets are computed at once
+
+
+def _next_starts(buf: bytes, w0: int, w1: int) -> array:
+    """For each byte offset p in [w0, w1): where the next instruction starts if one starts at
+    p, or 0 if none decodes there (unknown opcode or op selector, or cut off by the end)."""
+    end = len(buf)
+    b = np.frombuffer(buf, dtype=np.uint8)
+    pos = np.arange(w0, w1, dtype=np.int64)
+    length = _LENGTH_NP[b[w0:w1]]
+    for opcode, plan in _VARIABLE_PLANS:
+        at = np.flatnonzero(b[w0:w1] == opcode) + w0
+        if not at.size:
+            continue
+        p = at + 1
+        ok = np.ones(at.size, dtype=bool)
+        for step in plan:
+            if step == _KEYS:
+                ok &= p < end
+                p = p + 1 + b[np.minimum(p, end - 1)]
+            elif type(step) is int:
+                p = p + step
+            else:
+                sel = at + step[1]
+                ok &= sel < end
+                n = step[2][b[np.minimum(sel, end - 1)]]
+                ok &= n >= 0
+                p = p + n
+        length[at - w0] = np.where(ok, p - at, 0)
+    nxt = pos + length
+    nxt[(length == 0) | (nxt > end)] = 0
+    return array("I", nxt.astype(np.uint32).tobytes())
+
+
+def _length_tables() -> tuple[np.ndarray, list]:
+    """Per opcode: its length when fixed, 0 when unknown, -1 when it needs a plan; and the
+    (opcode, plan) pairs, whose op-dependent tail lengths become 256-entry arrays (-1: none)."""
+    fixed = np.zeros(256, dtype=np.int64)
+    plans: list = []
+    for opcode, (_, layout) in sorted(MEP_OPCODES.items()):
+        plan = _plan_of(layout)
+        if all(type(s) is int and s > 0 for s in plan):
+            fixed[opcode] = 1 + sum(plan)
+            continue
+        fixed[opcode] = -1
+        steps = []
+        for step in plan:
+            if isinstance(step, tuple):
+                tail = np.full(256, -1 if step[3] is None else step[3], dtype=np.int64)
+                for op, n in step[2].items():
+                    tail[op] = n
+                step = (_TAIL, step[1], tail)
+            steps.append(step)
+        plans.append((opcode, tuple(steps)))
+    return fixed, plans
+
+
+_LENGTH_NP, _VARIABLE_PLANS = _length_tables()
 
 
 def _instruction_spans(buf: bytes, base_offset: int, instructions: list, section: Span) -> None:
@@ -378,6 +608,60 @@ def format_mep(instr: MepInstruction, pool: Optional[Mapping[int, Any]] = None, 
     if comments:
         line += " ; " + ", ".join(comments)
     return f"{instr.ip}: {line}" if address else line
+
+
+#: Distinct instruction encodings whose text :func:`format_mep_blocks` keeps for reuse.
+TEXT_CACHE_LIMIT = 1 << 14
+_BLOCK = 4096        # instructions per block of text
+
+
+def format_mep_lines(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None):
+    """``format_mep(i, pool)`` for each instruction, in order, as a generator."""
+    for block in format_mep_blocks(instrs, pool):
+        yield from block.split("\n")
+
+
+def format_mep_blocks(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None, prefix: str = ""):
+    """The lines of :func:`format_mep_lines`, each after ``prefix``, in blocks of up to 4096
+    lines joined by newlines. A :class:`MepStream` is formatted from its bytes: an
+    instruction's text after the address is a function of its bytes (and ``pool``), except a
+    jump's absolute target, so it is computed once per distinct encoding (up to
+    ``TEXT_CACHE_LIMIT`` of them) and a repeated program costs a few C-level calls per line
+    instead of a decode and a format in Python."""
+    if not isinstance(instrs, MepStream):
+        instrs = list(instrs)
+        for i in range(0, len(instrs), _BLOCK):
+            yield "\n".join(prefix + format_mep(ins, pool) for ins in instrs[i:i + _BLOCK])
+        return
+    buf, starts = instrs.bytecode, instrs.starts
+    cache: dict = {}          # encoding key -> ": " + text after the address + newline + prefix
+    tail = "\n" + prefix
+    for i in range(0, len(starts), _BLOCK):
+        block = starts[i:i + _BLOCK].tolist()
+        keys = instrs.encoding_keys(i, i + len(block)).tolist()
+        texts = list(map(cache.get, keys))
+        if None in texts:      # new encodings, jumps (their text names the absolute target), long ones
+            for j, text in enumerate(texts):
+                if text is None and (text := cache.get(keys[j])) is not None:   # filled earlier in this block
+                    texts[j] = text
+                elif text is None:
+                    ip = block[j]
+                    texts[j] = text = ": " + format_mep(instrs.decode_at(ip), pool, address=False) + tail
+                    if keys[j] and buf[ip] not in _JUMP_OPCODES and len(cache) < TEXT_CACHE_LIMIT:
+                        cache[keys[j]] = text
+        parts = [prefix] * (2 * len(block) + 1)     # prefix, ip, text, ip, text ... (no per-line concat)
+        parts[1::2] = map(str, block)
+        parts[2::2] = texts
+        yield "".join(parts)[:-len(tail)]
+    if instrs.tail is not None:
+        yield prefix + format_mep(instrs.tail, pool)
+
+
+#: Opcodes whose first operand is an ``op`` selector (their layout may depend on it).
+OP_SELECTOR_OPCODES = frozenset(op for op, (_, layout) in MEP_OPCODES.items()
+                                if layout and isinstance(layout[0], Field) and layout[0].name == "op")
+_JUMP_OPCODES = frozenset(op for op, (_, layout) in MEP_OPCODES.items()
+                          if any(isinstance(f, Field) and f.kind == "i16" for f in layout))
 
 
 _LINE = re.compile(r"\s*(?:(\d+)\s*:)?\s*(\S+)(.*)", re.S)
