@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional, Sequence
 
-from ..isa.optable import OP_INPUT, OP_OUTPUT
+from ..isa.optable import OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
 
 #: Instruction kinds, as the schedule check and planners use them.
 KIND_PARAM = "param"        # <INPUT B=1>: a weight
@@ -55,19 +55,23 @@ class DefUse:
         self.n = len(instructions)
         users: dict[int, list[int]] = {}
         kinds: list[str] = []
+        # one pass, inlined (kind_of and Instruction.producers, per instruction): a cold run of a
+        # small model builds this index once per file, and it showed in its time
         for ins in instructions:
-            kinds.append(kind_of(ins.a, ins.b))
-            ps = ins.producers()
-            if not ps:
+            a = ins.a
+            kinds.append(KIND_COMPUTE if a > OP_OUTPUT or a < OP_INPUT else KIND_OUTPUT if a == OP_OUTPUT
+                         else KIND_PARAM if ins.b == 1 else KIND_INPUT)
+            d = ins.d
+            if not d or a == OP_CONVERGENCE:     # <CONVERGENCE>'s D is not a list of producers
                 continue
-            if len(ps) > 1:
-                ps = sorted(set(ps))
-            for p in ps:
-                lst = users.get(p)
-                if lst is None:
-                    users[p] = [ins.index]
-                elif lst[-1] != ins.index:
-                    lst.append(ins.index)
+            i = ins.index
+            for x in d:
+                if x:
+                    lst = users.get(i + x)
+                    if lst is None:
+                        users[i + x] = [i]
+                    elif lst[-1] != i:           # read twice by one instruction: one user
+                        lst.append(i)
         self._users = {p: tuple(u) for p, u in users.items()}
         self._kinds = kinds
         self.outputs = frozenset(outputs)

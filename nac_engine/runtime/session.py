@@ -168,8 +168,9 @@ class Session:
         # may be used where they lie (runtime/stored_weights.py)
         self._own_bytes = self._owns_file and getattr(nacfile, "private_buffer", False)
         self._dead_after: Optional[dict[int, tuple]] = None
-        if self.manage_threads:
-            threads.apply()     # stepping (the debugger) runs kernels without run()
+        # the kernels' thread count (threads.py) is chosen when kernels are about to run: by run(),
+        # or by the first run_instruction of a session that is stepped (the debugger)
+        self._threads_chosen = not self.manage_threads
 
     def close(self) -> None:
         """Close the file if this session opened it from a path."""
@@ -257,6 +258,7 @@ class Session:
         self.reset()
         if self.manage_threads:
             threads.apply()
+            self._threads_chosen = True
         if self.keep_results:
             while not self.finished:
                 self.run_instruction(self.tick)
@@ -351,17 +353,22 @@ class Session:
         Graph outputs that nobody reads stay (``output_values`` holds them anyway)."""
         if self._dead_after is None:
             du = self.nac.def_use()
-            dead: dict[int, list[int]] = {}
-            for u, vs in du.last_uses().items():
-                dead.setdefault(u, []).extend(v for v in vs if 0 <= v < du.n)
-            for v in range(du.n):
-                if not du.users(v) and v not in du.outputs:
-                    dead.setdefault(v, []).append(v)
+            n = du.n
+            dead: dict[int, list[int]] = {u: [v for v in vs if 0 <= v < n] for u, vs in du.last_uses().items()}
+            for v in set(range(n)).difference(du.read_values(), du.outputs):
+                vs = dead.get(v)
+                if vs is None:
+                    dead[v] = [v]
+                else:
+                    vs.append(v)
             self._dead_after = {t: tuple(vs) for t, vs in dead.items() if vs}
         return self._dead_after
 
     def run_instruction(self, i: int) -> Any:
         """Execute instruction ``i``, store and return its result, advance ``tick``."""
+        if not self._threads_chosen:
+            self._threads_chosen = True
+            threads.apply()
         if i >= len(self.instructions):
             self._finish([])
             return None

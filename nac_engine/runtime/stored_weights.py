@@ -12,6 +12,7 @@ every lazy path, and raise the one error type naming the tensor.
 """
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -19,9 +20,10 @@ import torch
 
 from ..errors import NacFormatError
 from ..format import layout as L
-from ..format.tensor_rules import tensor_problems
+from ..format.tensor_rules import MAX_RANK, tensor_problems
 
 _NUMPY_DTYPES = {code: L.storage_dtype(code) for code in L.NUMPY_STORAGE}   # bfloat16: its 16 bits
+_ITEMSIZE = {code: dt.itemsize for code, dt in _NUMPY_DTYPES.items()}
 
 # Stored dtypes an unquantised weight is used in as it is, whatever the header's quantisation
 # (float32, the integers, bool: dequantising returns them unchanged); float64/float16/bfloat16
@@ -39,18 +41,21 @@ def used_as_stored(meta, native) -> bool:
 
 def stored_tensor(p, buf, native) -> torch.Tensor:
     """Parameter ``p`` of an unquantised record as a tensor over ``buf`` (the file's bytes, which
-    the caller owns, starting on a 64-byte boundary). ``native``: the float dtype an unquantised file keeps (None otherwise)."""
+    the caller owns, starting on a 64-byte boundary). ``native``: the float dtype an unquantised
+    file keeps (None otherwise)."""
     meta = p.meta
-    problems = tensor_problems(meta, p.data_length)
-    if problems:
-        raise NacFormatError("DATA/tensors", p.data_offset, f"tensor {p.name!r}: {problems[0]}")
     off, n = p.data_offset, p.data_length
+    shape = meta.shape
+    # what tensor_rules checks of an unquantised record, inline (it is per weight)
+    if len(shape) > MAX_RANK or math.prod(shape) * _ITEMSIZE[meta.dtype] != n:
+        problems = tensor_problems(meta, n)
+        raise NacFormatError("DATA/tensors", off, f"tensor {p.name!r}: {problems[0] if problems else 'unreadable'}")
     if off + n > len(buf):
         raise NacFormatError("DATA/tensors", off, f"tensor {p.name!r}: bytes {off}..{off + n} lie past the end "
                                                   f"of the {len(buf)}-byte file")
     # numpy makes the view and the copy (a torch.frombuffer + clone costs twice as much per
     # weight, and a small model is mostly per-weight overhead)
-    arr = np.ndarray(meta.shape, _NUMPY_DTYPES[meta.dtype], buf, off)
+    arr = np.ndarray(shape, _NUMPY_DTYPES[meta.dtype], buf, off)
     if off % _ALIGN:          # the buffer itself starts on a 64-byte boundary (run_read)
         arr = arr.copy()
     t = torch.from_numpy(arr)

@@ -157,7 +157,16 @@ def test_session_run_applies_the_choice_unless_told_not_to(monkeypatch, tmp_path
                   perms={1: "T"}, names={0: "x"}, outputs=1)
     calls = []
     monkeypatch.setattr(threads, "apply", lambda n=None: calls.append(n) or 1)
-    Session(nac, inputs={"x": np.ones(2, np.float32)}).run()
+    s = Session(nac, inputs={"x": np.ones(2, np.float32)})
+    assert calls == []                    # nothing at set-up: a run chooses when it starts
+    s.run()
+    assert calls == [None]
+    stepped = Session(nac, inputs={"x": np.ones(2, np.float32)})
+    stepped.run_instruction(0)            # stepping (the debugger): before its first instruction
+    stepped.run_instruction(1)
+    assert calls == [None, None]
     Session(nac, inputs={"x": np.ones(2, np.float32)}, manage_threads=False).run()
-    assert calls == [None, None]          # at set-up (stepping) and when the run starts
+    quiet = Session(nac, inputs={"x": np.ones(2, np.float32)}, manage_threads=False)
+    quiet.run_instruction(0)
+    assert calls == [None, None]
     nac.close()
