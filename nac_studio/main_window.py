@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QDockWidget, QF
                                QProgressBar, QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
                                QToolBar, QToolButton, QVBoxLayout, QWidget)
 
-from . import dock_layout, icons, preload, schedule_problems
+from . import dock_layout, gil_policy, icons, preload, schedule_problems
 from .commands import CommandRegistry
 from .debug_commands import register_debug_commands
 from .simulation_commands import register_simulation_commands
@@ -131,7 +131,8 @@ class MainWindow(QMainWindow):
     def __init__(self, settings: Optional[QSettings] = None, *, restore: bool = True, persist: bool = True,
                  theme: str = "system"):
         guard_singleton_refcounts()
-        preload.start_background_imports()    # pyqtgraph off the UI thread, before a plot needs it
+        gil_policy.configure_for_ui()          # busy workers hand the GIL to the UI thread sooner
+        preload.start_background_imports()    # pyqtgraph and torch off the UI thread, before they are needed
         super().__init__()
         self.setObjectName("nacStudioMain")
         self.setWindowTitle("NAC Studio")

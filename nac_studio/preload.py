@@ -5,14 +5,32 @@ most of it enum copying in ``pyqtgraph.Qt``. Imported on first use, that froze t
 the first statistics histogram. Importing a module is thread-safe (the import lock makes
 a UI-thread ``import pyqtgraph`` wait for the background one instead of starting again),
 and pyqtgraph creates no ``QObject`` at import time, so it can load while the window opens.
+
+torch (the meta-shape pass of every opened file, the debugger, the simulator) is imported
+here too, in two steps, because importing it holds the GIL — which stalls the UI thread
+as surely as running on it. Its native libraries are loaded first through libc's
+``dlopen`` called with the GIL released (their static initialisers alone held it 0.2–0.45 s
+inside ``import torch._C``); the Python part then runs with the cyclic collector paused
+(a full collection walks every object, ~0.2 s once torch's 140,000 are alive, and the
+import would trigger several). When the imports are done everything alive is frozen
+(``gc.freeze``): modules, classes and the window live as long as the process, and later
+full collections walk only what files and views create afterwards. The price: a cycle of
+objects frozen then (a document opened in that second) is never collected.
 """
 from __future__ import annotations
 
+import ctypes
+import gc
 import importlib
+import importlib.util
+import os
+import sys
 import threading
 
 #: Modules imported in the background, in order.
-BACKGROUND_IMPORTS = ("pyqtgraph",)
+BACKGROUND_IMPORTS = ("pyqtgraph", "torch")
+#: Native libraries loaded (GIL released) before a module's import, relative to its package.
+NATIVE_LIBRARIES = {"torch": ("lib/libtorch.so",)}
 
 _started = False
 _thread: threading.Thread | None = None
@@ -26,13 +44,49 @@ def start_background_imports() -> None:
     _started = True
 
     def work() -> None:
-        for name in BACKGROUND_IMPORTS:
-            try:
-                importlib.import_module(name)
-            except Exception:   # noqa: BLE001 - the UI-thread import will report it where it is used
-                pass
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for name in BACKGROUND_IMPORTS:
+                if name not in sys.modules:
+                    load_native_libraries(name)
+                try:
+                    importlib.import_module(name)
+                except Exception:   # noqa: BLE001 - the UI-thread import will report it where it is used
+                    pass
+        finally:
+            if collecting:
+                gc.enable()
+            gc.freeze()
     _thread = threading.Thread(target=work, name="nac-studio-preload", daemon=True)
     _thread.start()
+
+
+def load_native_libraries(module: str) -> int:
+    """``dlopen`` :data:`NATIVE_LIBRARIES` of ``module`` with the GIL released (a ctypes call
+    into libc releases it; ``ctypes.CDLL`` itself and Python's extension import do not), so
+    the module's import finds them loaded. Linux only; how many were loaded."""
+    paths = NATIVE_LIBRARIES.get(module, ())
+    if not paths or not sys.platform.startswith("linux"):
+        return 0
+    try:
+        spec = importlib.util.find_spec(module)
+        libc = ctypes.CDLL(None)
+    except (ImportError, ValueError, OSError):
+        return 0
+    if spec is None or not spec.origin:
+        return 0
+    dlopen = libc.dlopen
+    dlopen.restype = ctypes.c_void_p
+    dlopen.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    root = os.path.dirname(spec.origin)
+    loaded = 0
+    for rel in paths:
+        path = os.path.join(root, rel)
+        # RTLD_LOCAL, as the extension's own import would load it; the handle stays open
+        if os.path.isfile(path) and dlopen(os.fsencode(path), os.RTLD_LAZY | os.RTLD_LOCAL):
+            loaded += 1
+    return loaded
 
 
 def wait(timeout: float | None = None) -> bool:

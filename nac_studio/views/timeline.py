@@ -12,7 +12,9 @@ Keys as in Perfetto (W/S zoom at the mouse, A/D pan, drag selects a range and th
 shows its commands, bytes moved, peak and buffers alive); a click selects that tick in the
 whole Studio, and the view follows the document's tick and the debugger's execution point.
 Sizes come from shape propagation on torch's meta device, in the background; the view asks
-for it only once it is shown.
+for it only once it is on screen (a dock tabbed behind another counts as visible to Qt but is
+never painted: its first paint starts the work), and builds its three plots one per event-loop
+turn meanwhile (a pyqtgraph plot costs ~50 ms to make; three at once stalled the window).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QSizePolicy, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QLabel, QSpinBox, QToolBar,
                                QToolButton, QVBoxLayout, QWidget)
 
@@ -41,6 +43,10 @@ def human_bytes(n: float) -> str:
         n /= 1024
     return f"{n:.1f} GiB"
 
+
+#: The plots of the timeline, in order: (key, add_plot options); built one per event-loop turn.
+_PLOTS = (("lanes", {"stretch": 2}), ("buffers", {"stretch": 5, "y_mouse": True, "left_label": "buffers"}),
+          ("live", {"stretch": 3}))
 
 #: Up to this many ticks a per-tick series is drawn as steps; above, as a line through the tick
 #: centres, which pyqtgraph's peak downsampling thins to the pixels in view (it does not thin
@@ -73,6 +79,8 @@ class TimelineView(QWidget):
         self.setObjectName(self.object_name)
         self.qdoc = None
         self.plot = None                  # LanesPlot, made on first use (pyqtgraph import)
+        self._plot_slices = False         # the next plot slice is queued
+        self._compute_on_paint = False    # set while off screen: the first paint starts the computation
         self.task = None                  # the running timeline computation
         self.planner_task = None
         self.items: dict = {}
@@ -137,18 +145,36 @@ class TimelineView(QWidget):
         self.qdoc = qdoc
         self.summary.setText("")
         self._redraw()
-        if qdoc is not None and self.isVisible():
+        self._compute_when_on_screen()
+
+    def on_screen(self) -> bool:
+        """Shown and not covered (a dock tabbed behind another is "visible" to Qt)."""
+        return self.isVisible() and not self.visibleRegion().isEmpty()
+
+    def _compute_when_on_screen(self) -> None:
+        if self.qdoc is None:
+            return
+        if self.on_screen():
             self.ensure_computed()
+        else:
+            self._compute_on_paint = True
 
     def showEvent(self, ev) -> None:
         super().showEvent(ev)
-        self.ensure_computed()
+        self._compute_when_on_screen()
+
+    def paintEvent(self, ev) -> None:
+        super().paintEvent(ev)
+        if self._compute_on_paint:
+            self._compute_on_paint = False
+            QTimer.singleShot(0, self.ensure_computed)      # not inside the paint itself
 
     def ensure_computed(self) -> None:
         """Start the timeline computation for the document unless it is done or running."""
         st = self.state
         if st is None or st.timeline is not None or st.timeline_error or self.task is not None:
             return
+        self._compute_on_paint = False
         from ..simulation_state import InputsUnknown, compute_timeline
         try:
             feeds = st.sim_feeds()
@@ -161,6 +187,7 @@ class TimelineView(QWidget):
         self.task = qdoc.tasks.submit(f"MMAP timeline of {name}", compute_timeline, qdoc.nac, feeds,
                                       on_done=lambda r, d=qdoc: self._computed(d, r),
                                       on_error=lambda e, d=qdoc: self._failed(d, e))
+        self._queue_plot_slice()       # the plots are made while the worker computes
 
     def _computed(self, qdoc, result) -> None:
         self.task = None
@@ -184,8 +211,7 @@ class TimelineView(QWidget):
             self._redraw()
         elif what == "inputs":
             self._redraw()
-            if self.isVisible():
-                self.ensure_computed()
+            self._compute_when_on_screen()
 
     def _on_problems(self, _source) -> None:
         st = self.state
@@ -239,22 +265,43 @@ class TimelineView(QWidget):
             self.plot.ensure_visible(t + 0.5)
 
     # -- drawing --------------------------------------------------------------------------
-    def _ensure_plot(self):
-        if self.plot is not None:
-            return self.plot
+    def plot_complete(self) -> bool:
+        return self.plot is not None and all(key in self.plot.plots for key, _ in _PLOTS)
+
+    def _queue_plot_slice(self) -> None:
+        if not self._plot_slices and not self.plot_complete():
+            self._plot_slices = True
+            QTimer.singleShot(0, self._plot_slice)
+
+    def _plot_slice(self) -> None:
+        self._plot_slices = False
+        if not self.plot_complete():
+            self._add_next_plot()
+            self._queue_plot_slice()
+
+    def _add_next_plot(self) -> None:
+        """One more of :data:`_PLOTS` (the widget itself first)."""
         from ..memory_timeline import LANES
         from ..widgets.lanes_plot import LanesPlot
-        plot = LanesPlot(self)
-        plot.add_plot("lanes", stretch=2, lanes=("lint",) + LANES)
-        plot.add_plot("buffers", stretch=5, y_mouse=True, left_label="buffers")
-        plot.plots["buffers"].getViewBox().invertY(True)
-        plot.add_plot("live", stretch=3)
-        plot.plots["live"].setLabel("left", "live", units="B")
-        plot.clicked.connect(self._clicked)
-        plot.rangeSelected.connect(self._range_selected)
-        self.body.addWidget(plot)
-        self.plot = plot
-        return plot
+        if self.plot is None:
+            plot = LanesPlot(self)
+            plot.clicked.connect(self._clicked)
+            plot.rangeSelected.connect(self._range_selected)
+            self.body.addWidget(plot)
+            self.plot = plot
+        plot = self.plot
+        key, options = next((k, o) for k, o in _PLOTS if k not in plot.plots)
+        item = plot.add_plot(key, lanes=("lint",) + LANES if key == "lanes" else (), **options)
+        if key == "buffers":
+            item.getViewBox().invertY(True)
+        elif key == "live":
+            item.setLabel("left", "live", units="B")
+
+    def _ensure_plot(self):
+        """Every plot, now (the ones the slices have not made yet)."""
+        while not self.plot_complete():
+            self._add_next_plot()
+        return self.plot
 
     def _redraw(self) -> None:
         st = self.state

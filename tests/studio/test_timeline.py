@@ -226,3 +226,25 @@ def test_batched_drawing_and_level_of_detail(qapp, qtbot):
     view.plot.grab()
     assert item.drawn <= 200                            # zoomed in: only what is in view
     qdoc.tasks.shutdown(wait=True)
+
+
+def test_a_timeline_tabbed_behind_another_pane_does_no_work_until_raised(window, qtbot, mlp_path):
+    """Opening a file with the timeline tabbed behind Disassembly (the default layout) starts no
+    shape pass and builds no pyqtgraph plot; raising the tab does both, the plots one per
+    event-loop turn."""
+    window.resize(1600, 1000)
+    window.apply_default_layout()
+    qtbot.wait(50)
+    view = window.views["timeline"]
+    qdoc = window.open_and_wait(mlp_path)
+    qdoc.doc.simulation.set_feeds(_feeds(mlp_path))      # the corpus file records no input shapes
+    qtbot.wait(100)
+    wait_idle(qtbot, window)
+    assert view.isVisible() and not view.on_screen()        # Qt calls it visible; nothing of it is on screen
+    assert view.plot is None and view.task is None
+    assert qdoc.doc.simulation.timeline is None
+    window.docks["timeline"].raise_()
+    qtbot.waitUntil(lambda: qdoc.doc.simulation.timeline is not None, timeout=60000)
+    qtbot.waitUntil(view.plot_complete, timeout=10000)
+    wait_idle(qtbot, window)
+    assert view.items["live"].yData is not None and len(view.items["live"].yData) == qdoc.doc.simulation.timeline.n + 1
