@@ -42,7 +42,7 @@ class Header:
 
 
 # --------------------------------------------------------------------------- tables
-@dataclass
+@dataclass(slots=True)      # a CNST table holds up to 65,535: no per-object __dict__
 class Constant:
     id: int
     type: int                  # CNST type code; what is stored, not what Python would infer

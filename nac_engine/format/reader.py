@@ -27,6 +27,7 @@ from ..isa.optable import (CONST_CODES, OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPU
                            SYSTEM_OPS)
 from . import layout as L
 from .cursor import Cursor
+from .gc_pause import collector_paused
 from .model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, NacFile,
                     NamedArray, Orch, Parameter, Proc, Resource, TensorMeta)
 from .spans import UNPARSED, Span
@@ -86,7 +87,8 @@ def read(source, *, strict: bool = True, weights: Optional[str] = None) -> NacFi
     nac._closer = closer
     nac.path = path
     try:
-        _Reader(nac, buf, _Problems(strict), fh.fileno() if fh is not None else None).run()
+        with collector_paused():
+            _Reader(nac, buf, _Problems(strict), fh.fileno() if fh is not None else None).run()
     except BaseException:
         nac.close()
         raise
@@ -404,13 +406,46 @@ class _Reader:
         cur.check_count(n, 5, "CNST record")
         first, attempted = cur.pos, 0
         sink = _NoSpans()      # record spans are built on first access: 65k constants made 5 spans each
+        constants = self.nac.constants
+        # The common records (null, bool, int64, float64, string) are read inline; anything else,
+        # or anything wrong, goes through read_constant, which gives the exact value or error.
+        buf, base, limit = cur.buf, cur.base, cur.limit
+        head, scalars = _CONST_HEAD.unpack_from, _CONST_SCALAR
+        STRING, BOOL, NULL = L.CONST_STRING, L.CONST_BOOL, L.CONST_NULL
         try:
             for i in range(n):
                 attempted = i + 1
-                const = read_constant(cur, sink, "")
-                if const.id in self.nac.constants:
+                pos = cur.pos
+                const = None
+                if pos + 5 <= limit:
+                    at = pos - base
+                    cid, typ, ln = head(buf, at)
+                    end = pos + 5
+                    scalar = scalars.get(typ)
+                    if scalar is not None:
+                        if ln == 8 and end + 8 <= limit:
+                            const = Constant(cid, typ, scalar.unpack_from(buf, at + 5)[0])
+                            end += 8
+                    elif typ == STRING:
+                        if end + ln <= limit:
+                            try:
+                                const = Constant(cid, typ, str(buf[at + 5:at + 5 + ln], "utf-8"))
+                                end += ln
+                            except UnicodeDecodeError:
+                                pass
+                    elif typ == BOOL:
+                        if end < limit and buf[at + 5] <= 1:
+                            const = Constant(cid, typ, bool(buf[at + 5]), ln)
+                            end += 1
+                    elif typ == NULL:
+                        const = Constant(cid, typ, None, ln)
+                if const is None:
+                    const = read_constant(cur, sink, "")
+                else:
+                    cur.pos = end
+                if const.id in constants:
                     self.p.add(NacFormatError("CNST", cur.pos, f"constant id {const.id} is defined twice"))
-                self.nac.constants[const.id] = const
+                constants[const.id] = const
         finally:   # a record that fails (lenient read) still gets the spans of the fields it read
             sp.set_builder(functools.partial(_constant_spans, self.nac, first, cur.limit, attempted))
 
@@ -606,6 +641,10 @@ def read_constant(cur: Cursor, parent: Span, label: str) -> Constant:
         raise cur.error(f"constant {cid}: unknown type code {typ}", rs + 2)
     rec.length, rec.value = cur.pos - rs, value
     return Constant(cid, typ, value, length_field)
+
+
+_CONST_HEAD = struct.Struct("<HBH")     # id, type, length
+_CONST_SCALAR = {L.CONST_INT64: struct.Struct("<q"), L.CONST_FLOAT64: struct.Struct("<d")}
 
 
 def read_tensor_meta(cur: Cursor) -> TensorMeta:

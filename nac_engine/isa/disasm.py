@@ -49,8 +49,7 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
         yield f".cmap {oid} {format_name(name)}"
     for sid, sig in nac.perms.items():
         yield f".perm {sid} {json.dumps(sig)}"
-    for c in nac.constants.values():
-        yield ".const " + _const_directive(c)
+    yield from _const_lines(nac.constants.values(), t.const_keys)
     for pid, p in nac.params.items():
         yield f".param {pid} {format_name(p.name)}"
     for pid in nac.tensor_order:
@@ -79,8 +78,7 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
             note.append("in " + modules[ins.index])
         yield line + ("   ; " + "; ".join(note) if note else "")
     yield ".mmap"
-    for rec in nac.mmap:
-        yield f"@{rec.tick}: " + ", ".join(f"{c.name} v{c.target}" for c in rec.commands)
+    yield from _mmap_lines(nac.mmap)
     if nac.orch is not None:
         yield from _orch_lines(nac)
     if nac.proc is not None:
@@ -101,6 +99,24 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
             yield format_instruction(ins, t, {})
     for region, data in nac.trailing.items():
         yield from _hex_lines(f".trailing {region}", data)
+
+
+def _mmap_lines(records: list):
+    """``@TICK: ACTION vT, ...`` per record. The reader shares one object per distinct command,
+    so each command's text is made once and looked up by identity (a 4 MB schedule holds 1.3M
+    commands and a few thousand distinct ones); commands made elsewhere get their text made."""
+    texts: dict = {}       # id(command) -> text, valid while ``records`` holds the commands
+    for rec in records:
+        cmds = rec.commands
+        parts = list(map(texts.get, map(id, cmds)))
+        if None in parts:
+            for j, part in enumerate(parts):
+                if part is None:
+                    c = cmds[j]
+                    parts[j] = texts[id(c)] = f"{c.name} v{c.target}"
+            if len(texts) > 65536:     # commands not shared (built in memory): keep it bounded
+                texts.clear()
+        yield f"@{rec.tick}: " + ", ".join(parts)
 
 
 _SHORT = {"SAVE_RESULT": "SAVE", "PRELOAD": "PRELOAD", "FREE": "FREE", "FORWARD": "FORWARD"}
@@ -142,9 +158,32 @@ def _inputs_derivable(nac: NacFile) -> bool:
     return idx == sorted(set(idx)) and set(idx) <= set(expect)
 
 
-def _const_directive(c: Constant) -> str:
+def _const_lines(constants, literals: dict):
+    """``.const`` lines in blocks of up to 4096; each literal is the one Tables formatted (a
+    65,535-value list is formatted once, and a 65k-entry table costs an f-string per entry)."""
+    names = L.CONST_TYPE_NAMES
+    plain = set(names) - {L.CONST_NULL, L.CONST_BOOL}      # no len= to consider
+    block: list = []
+    for c in constants:
+        literal = literals.get(c.id)
+        if c.type in plain and literal is not None:
+            block.append(f".const {c.id} {names[c.type]} {literal}")
+        else:
+            block.append(".const " + _const_directive(c, literal))
+        if len(block) == 4096:
+            yield "\n".join(block)
+            block = []
+    if block:
+        yield "\n".join(block)
+
+
+def _const_directive(c: Constant, literal: Optional[str] = None) -> str:
+    """``literal``: ``format_literal(c.type, c.value)`` when the caller has it already."""
     s = f"{c.id} {L.CONST_TYPE_NAMES.get(c.type, c.type)} "
-    s += format_literal(c.type, c.value) if c.type in L.CONST_TYPE_NAMES else "None"
+    if c.type not in L.CONST_TYPE_NAMES:
+        s += "None"
+    else:
+        s += literal if literal is not None else format_literal(c.type, c.value)
     if c.type in (L.CONST_NULL, L.CONST_BOOL):
         default = 0 if c.type == L.CONST_NULL else 1
         if c.length_field is not None and c.length_field != default:

@@ -42,7 +42,7 @@ def format_literal(type_code: int, value: Any) -> str:
     if type_code == L.CONST_STRING:
         return json.dumps(value, ensure_ascii=False)
     if type_code == L.CONST_LIST_I32:
-        return "[" + ", ".join(map(str, map(int, value))) + "]"      # C-level loops: lists run to 65,535
+        return str(list(map(int, value)))      # "[1, 2]": C-level loops (lists run to 65,535 values)
     if type_code == L.CONST_LIST_F32:
         return "[" + ", ".join(map(format_f32, value)) + "]f32"
     raise ValueError(f"unknown constant type {type_code}")

@@ -58,7 +58,8 @@ class Tables:
         self.op_names.update(nac.cmap)
         self.op_ids = _reverse(self.op_names)
         self.sig_ids = _reverse(nac.perms)
-        self.const_ids = _reverse({cid: const_key(c) for cid, c in nac.constants.items()})
+        self.const_keys = _const_keys(nac.constants)    # literal text per id
+        self.const_ids = _reverse(self.const_keys)
         self.param_ids = _reverse({pid: p.name for pid, p in nac.params.items()})
         self._used_ids: dict = {}
 
@@ -119,6 +120,16 @@ def const_key(c: Constant) -> str:
         return format_literal(c.type, c.value)
     except ValueError:
         return f"<type {c.type}>"
+
+
+def _const_keys(constants: dict) -> dict:
+    """``const_key`` of every constant; int64 ones (most of a big table) inline."""
+    out = {}
+    int64 = L.CONST_INT64
+    for cid, c in constants.items():
+        v = c.value
+        out[cid] = str(v) if c.type == int64 and type(v) is int else const_key(c)
+    return out
 
 
 def _reverse(d: dict) -> dict:
