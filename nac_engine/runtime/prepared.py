@@ -79,6 +79,12 @@ def keep_plan(key, plan: "CallPlan") -> None:
     _PLANS[key] = plan
 
 
+def forget_plans() -> None:
+    """Drop every shared plan: the next sessions prepare and bind from scratch (what a first
+    session in a new process pays; benchmarks measure it)."""
+    _PLANS.clear()
+
+
 class _Recipe:
     """``op(*pos, **kw)`` with the referenced values substituted by position.
 
