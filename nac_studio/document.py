@@ -309,8 +309,15 @@ class Document:
         return Selection("span", leaf.path)
 
     def prepare(self) -> None:
-        """Build the selection ↔ span lookups now (the Studio calls this off the UI thread)."""
+        """Build the selection ↔ span lookups now (the Studio calls this off the UI thread),
+        and decode the source map the Source, IR Text and graph panes read as the file opens."""
         self._index()
+        from nac_engine.errors import NacFormatError
+        from nac_engine.format.source_map import read_source_map
+        try:
+            read_source_map(self.nac)
+        except NacFormatError:
+            pass    # a damaged map: the panes that read it report it
 
     def _index(self) -> dict[tuple, Span]:
         """(kind, key) → span, built once. Instruction spans come straight from their index."""

@@ -120,6 +120,18 @@ def test_source_map_round_trips_and_groups_modules(tmp_path):
     assert payload["files"] == ["pkg/model.py"]          # a path is stored once
 
 
+def test_source_map_is_decoded_once_per_resource_entry():
+    """Three Studio panes read the map as a file opens: one decode, one shared object; a
+    replaced entry is decoded again."""
+    nac = NacFile()
+    set_source_map(nac, ENTRIES)
+    first = read_source_map(nac)
+    assert read_source_map(nac) is first
+    set_source_map(nac, ENTRIES[:2])
+    again = read_source_map(nac)
+    assert again is not first and again.entries == ENTRIES[:2]
+
+
 @pytest.mark.parametrize("payload, reason", [
     (b'{"version": 1, "files": "x", "entries": []}', "files"),
     (b'{"version": 1, "files": [], "entries": {}}', "entries"),
