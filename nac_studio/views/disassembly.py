@@ -47,6 +47,18 @@ _TICK_QUERY = re.compile(r"^[vt@]?(\d+)$")
 _ITEM_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
 _ALIGN_LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
 _ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+# roles as plain ints: data() runs once per role per cell per repaint (Qt 6's multiData asks
+# for ~10 roles a cell), and each `Qt.ItemDataRole.X` is an attribute lookup through PySide's enums
+_DISPLAY = int(Qt.ItemDataRole.DisplayRole)
+_DECORATION = int(Qt.ItemDataRole.DecorationRole)
+_TOOLTIP = int(Qt.ItemDataRole.ToolTipRole)
+_FONT = int(Qt.ItemDataRole.FontRole)
+_ALIGNMENT = int(Qt.ItemDataRole.TextAlignmentRole)
+_BACKGROUND = int(Qt.ItemDataRole.BackgroundRole)
+_FOREGROUND = int(Qt.ItemDataRole.ForegroundRole)
+_SEGMENTS = int(SegmentsRole)
+_TICK = int(TickRole)
+_ALIGN_OF_COL = tuple(_ALIGN_RIGHT if c in (COL_TICK, COL_OFFSET) else _ALIGN_LEFT for c in range(len(HEADERS)))
 
 
 class Segment(NamedTuple):
@@ -173,6 +185,11 @@ class DisassemblyModel(QAbstractTableModel):
         self._ops: Optional[np.ndarray] = None      # (a << 16 | b) per instruction, built on first filter
         self._mono = None
         self._dark = False
+        self._colors: dict = {}                     # row tints, op-class icons, dim text: per theme
+        self._roles = {_DISPLAY: self._display, _TICK: self._tick_role, _SEGMENTS: self._segments,
+                       _TOOLTIP: self._tooltip, _FONT: self._font, _ALIGNMENT: self._alignment,
+                       _BACKGROUND: self._background, _DECORATION: self._decoration,
+                       _FOREGROUND: self._foreground}
 
     def set_nac(self, nac: Optional[NacFile]) -> None:
         self.beginResetModel()
@@ -190,7 +207,30 @@ class DisassemblyModel(QAbstractTableModel):
         self._mono = font
 
     def set_dark(self, dark: bool) -> None:
+        """The theme: light or dark row tints and icons; the dim text colour is read again."""
         self._dark = dark
+        self._colors = {}
+
+    def _color(self, key: str):
+        c = self._colors.get(key)
+        if c is None:
+            dark = self._dark
+            if key == "tick":
+                c = _tick_color(dark)
+            elif key == "damaged":
+                c = _damaged_color(dark)
+            elif key == "exec":
+                c = debug_marks.exec_row_color(dark)
+            elif key == "error":
+                c = debug_marks.error_row_color(dark)
+            elif key == "dim":
+                c = QGuiApplication.palette().color(QPalette.ColorRole.PlaceholderText)
+            else:     # an op class: its border colour as the Op column's swatch
+                from ..widgets.graph_canvas import class_colors
+                self._colors.update({f"class:{k}": v[1] for k, v in class_colors(dark).items()})
+                c = self._colors.get(key)
+            self._colors[key] = c
+        return c
 
     # -- rows ---------------------------------------------------------------------------
     def row_data(self, row: int) -> Row:
@@ -321,57 +361,70 @@ class DisassemblyModel(QAbstractTableModel):
         return _ITEM_FLAGS
 
     def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid() or self.fmt is None or not (0 <= index.row() < len(self.rows)):
+        handler = self._roles.get(role)
+        if handler is None or self.fmt is None:
             return None
-        col = index.column()
-        if role == Qt.ItemDataRole.DisplayRole:
-            r = self.row_data(index.row())
-            return (r.tick, r.op, r.args, r.signature, r.offset, r.mmap)[col]
-        if role == TickRole:
-            return self.tick_at(index.row())
-        if role == SegmentsRole:
-            return self.row_data(index.row()).segments if col == COL_ARGS else None
-        if role == Qt.ItemDataRole.ToolTipRole:
-            if self.error_tick is not None and self.tick_at(index.row()) == self.error_tick:
-                return f"The run stopped here: {self.error_text}"
-            damaged = self.problem_ticks.get(self.tick_at(index.row()))
-            if damaged is not None:
-                return f"Damaged instruction: {damaged}"
-            r = self.row_data(index.row())
-            if col == COL_ARGS and r.args:
-                return f"{r.op}({r.args})"
-            if col == COL_OP:
-                return f"{r.op} · {r.op_class}"
-            if col == COL_MMAP and r.mmap:
-                return r.mmap
+        row = index.row()
+        if not (0 <= row < len(self.rows)):     # an invalid index has row -1
             return None
-        if role == Qt.ItemDataRole.FontRole:
-            return self._mono
-        if role == Qt.ItemDataRole.TextAlignmentRole:
-            return _ALIGN_RIGHT if col in (COL_TICK, COL_OFFSET) else _ALIGN_LEFT
-        if role == Qt.ItemDataRole.BackgroundRole:
-            t = self.tick_at(index.row())
-            if t == self.error_tick:
-                return debug_marks.error_row_color(self._dark)
-            if t == self.exec_tick:
-                return debug_marks.exec_row_color(self._dark)
-            if self.current_tick is not None and self.tick_at(index.row()) == self.current_tick:
-                return _tick_color(self._dark)
-            if t in self.problem_ticks:
-                return _damaged_color(self._dark)
-            return None
-        if role == Qt.ItemDataRole.DecorationRole and col == COL_TICK and (self.breakpoints or self.exec_tick is not None
-                                                                           or self.error_tick is not None):
-            t = self.tick_at(index.row())
+        return handler(row, index.column())
+
+    # one method per role (see _roles); row is valid here
+    def _display(self, row: int, col: int) -> Any:
+        r = self.row_data(row)
+        return (r.tick, r.op, r.args, r.signature, r.offset, r.mmap)[col]
+
+    def _tick_role(self, row: int, col: int) -> int:
+        return int(self.rows[row])
+
+    def _segments(self, row: int, col: int) -> Any:
+        return self.row_data(row).segments if col == COL_ARGS else None
+
+    def _tooltip(self, row: int, col: int) -> Optional[str]:
+        t = int(self.rows[row])
+        if self.error_tick is not None and t == self.error_tick:
+            return f"The run stopped here: {self.error_text}"
+        damaged = self.problem_ticks.get(t)
+        if damaged is not None:
+            return f"Damaged instruction: {damaged}"
+        r = self.row_data(row)
+        if col == COL_ARGS and r.args:
+            return f"{r.op}({r.args})"
+        if col == COL_OP:
+            return f"{r.op} · {r.op_class}"
+        if col == COL_MMAP and r.mmap:
+            return r.mmap
+        return None
+
+    def _font(self, row: int, col: int) -> Any:
+        return self._mono
+
+    def _alignment(self, row: int, col: int) -> int:
+        return _ALIGN_OF_COL[col]
+
+    def _background(self, row: int, col: int) -> Any:
+        t = int(self.rows[row])
+        if t == self.error_tick:
+            return self._color("error")
+        if t == self.exec_tick:
+            return self._color("exec")
+        if t == self.current_tick:
+            return self._color("tick")
+        if t in self.problem_ticks:
+            return self._color("damaged")
+        return None
+
+    def _decoration(self, row: int, col: int) -> Any:
+        if col == COL_OP:
+            return self._color("class:" + self.row_data(row).op_class)
+        if col == COL_TICK and (self.breakpoints or self.exec_tick is not None or self.error_tick is not None):
+            t = int(self.rows[row])
             if t in self.breakpoints or t == self.exec_tick or t == self.error_tick:
                 return debug_marks.gutter_icon(self.breakpoints.get(t), t == self.exec_tick, t == self.error_tick)
-            return None
-        if role == Qt.ItemDataRole.DecorationRole and col == COL_OP:
-            from ..widgets.graph_canvas import class_colors
-            return class_colors(self._dark)[self.row_data(index.row()).op_class][1]
-        if role == Qt.ItemDataRole.ForegroundRole and col in (COL_TICK, COL_OFFSET, COL_SIG):
-            return QGuiApplication.palette().color(QPalette.ColorRole.PlaceholderText)
         return None
+
+    def _foreground(self, row: int, col: int) -> Any:
+        return self._color("dim") if col in (COL_TICK, COL_OFFSET, COL_SIG) else None
 
 
 def _damaged_color(dark: bool) -> QColor:
@@ -592,6 +645,12 @@ class DisassemblyView(QWidget):
         hh.setSectionResizeMode(COL_ARGS, QHeaderView.ResizeMode.Stretch)
         self.table.setColumnWidth(COL_MMAP, ch * 34)
         self.table.setIconSize(QSize(8, 8))
+
+    def changeEvent(self, event) -> None:
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self.model.set_dark(self.palette().color(QPalette.ColorRole.Base).lightness() < 128)
+            self.table.viewport().update()
+        super().changeEvent(event)
 
     # -- document -------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
