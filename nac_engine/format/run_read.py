@@ -47,6 +47,7 @@ WHOLE_READ_MAX = 256 << 20
 ALIGNMENT = 64
 
 _RUN_SECTIONS = ("CMAP", "CNST", "PERM", "OPS", "DATA")     # read()'s decode order, less MMAP
+_TAGS = {tag: L.tag_bytes(tag) for tag in _RUN_SECTIONS}
 _LAZY_SECTIONS = {"mmap": "MMAP", "proc": "PROC", "orch": "ORCH", "rsrc": "RSRC", "trng": "TRNG",
                   "arrs": "ARRS"}
 _LAZY_DEFAULTS = {"mmap": list, "proc": lambda: None, "orch": lambda: None, "rsrc": lambda: None,
@@ -184,7 +185,7 @@ def _read_whole(fh, size: int) -> memoryview:
     """The file's bytes in a writable buffer whose first byte is 64-byte aligned. A file that
     shrank since its size was asked gives the bytes it still has."""
     raw = np.empty(size + ALIGNMENT, np.uint8)
-    shift = (-raw.ctypes.data) % ALIGNMENT
+    shift = (-raw.__array_interface__["data"][0]) % ALIGNMENT
     view = memoryview(raw[shift:shift + size]).cast("B")
     got = 0
     while got < size:
@@ -219,7 +220,7 @@ def _decode_run_sections(nac: RunFile, buf, fd: Optional[int]) -> None:
             continue
         start, end = bounds
         try:
-            if bytes(buf[start:start + 4]) != L.tag_bytes(tag) or end - start < 4:
+            if end - start < 4 or bytes(buf[start:start + 4]) != _TAGS[tag]:
                 raise _Invalid
             pos = _FAST[tag](nac, buf, start + 4, end, fd)
         except (_Invalid, struct.error, UnicodeDecodeError):

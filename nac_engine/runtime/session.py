@@ -137,12 +137,15 @@ class Session:
         self.instructions = nacfile.instructions
         names = nacfile.input_name_map
         self.slots: list[InputSlot] = []
+        branches = False
         for ins in self.instructions:
             if ins.a == OP_INPUT and ins.b in (0, 3):
                 cid = ins.const_ids[0] if ins.b == 3 and ins.const_ids else None
                 const = nacfile.constants.get(cid) if cid is not None else None
                 self.slots.append(InputSlot(ins.index, ins.b, len(self.slots), names.get(ins.index),
                                             cid, const.value if const else None))
+            elif ins.a == OP_CONTROL_FLOW:
+                branches = True
         self._slot_at = {s.tick: s for s in self.slots}
         self._feeds: dict[int, Any] = {}
         self._named: dict[int, Any] = {}
@@ -154,8 +157,7 @@ class Session:
         self.output_values: list = []
         self.sub_outputs: list[list[Any]] = []
         self.branch_taken: dict[int, bool] = {}
-        self._gates = self._branch_gates(self.instructions) \
-            if any(ins.a == OP_CONTROL_FLOW for ins in self.instructions) else {}
+        self._gates = self._branch_gates(self.instructions) if branches else {}
         self.tick = 0
         self.finished = False
         if keep_results is not None:
