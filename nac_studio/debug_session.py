@@ -277,6 +277,9 @@ class DebugSession:
         self._tokenizer: Any = False
         self._late_watches: list[str] = []
         self._bp_ticks: Optional[tuple] = None   # (what the breakpoints were, their ticks): one glob match per edit
+        self._run_feeds: list = []               # the inputs the current run was started with
+        self._kept: Optional[tuple] = None       # (feeds, engine Session) kept by end() for the next start
+        self._actions = None                     # the ActionThread every Debugger of this file queues on
 
     # -- inputs -------------------------------------------------------------------------
     def choice(self, slot: InputSlotInfo) -> InputChoice:
@@ -345,10 +348,14 @@ class DebugSession:
         return len(self.nac.instructions)
 
     def start(self) -> None:
-        """Make a Debugger for the chosen inputs, with the breakpoints and watches."""
-        from nac_engine.runtime.debugger import Debugger
+        """Make a Debugger for the chosen inputs, with the breakpoints and watches. It runs on
+        the interpreter session kept from this file's last run when there is one (weights
+        loaded, calls prepared): see :meth:`end`."""
+        from nac_engine.runtime.debugger import ActionThread, Debugger
         feeds = self.feeds()
-        self.debugger = Debugger(self.nac, feeds=feeds, history_bytes=HISTORY_BYTES)
+        if self._actions is None:
+            self._actions = ActionThread()   # one worker thread for every run of this file (see ActionThread)
+        self.debugger = Debugger(self._engine_session(feeds), history_bytes=HISTORY_BYTES, actions=self._actions)
         self._bp_map.clear()
         self._stats.clear()
         for spec in self.breakpoints:
@@ -358,15 +365,50 @@ class DebugSession:
         self.state, self.reason, self.error, self.error_tick = STOPPED, None, "", None
 
     def end(self) -> None:
-        """Stop debugging: the run and its values are dropped (breakpoints stay)."""
+        """Stop debugging: the run and its values are dropped (breakpoints stay). The
+        interpreter session is kept with its loaded weights and prepared calls, so the next
+        start (Stop then F5, Restart, new inputs) does not read the weights again; :meth:`close`
+        frees them. A session ended while an action still runs on it is not kept (its worker
+        may still be using it)."""
         if self.debugger is not None:
             self.debugger.cancel()
-            self.debugger.session.close()
+            session = self.debugger.session
+            if self.state != RUNNING:
+                self.debugger.release()     # the run's values go now; weights and prepared calls stay
+                self._kept = (self._run_feeds, session)
+            else:
+                session.close()
         self.debugger = None
         self._bp_map.clear()
         self._stats.clear()
         self.state, self.reason, self.error, self.error_tick = IDLE, None, "", None
         self.notify()
+
+    def close(self) -> None:
+        """End debugging and free the weights kept for the next run (the file is closing)."""
+        self.end()
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept[1].close()
+
+    @property
+    def weights_kept(self) -> bool:
+        """Whether the next start reuses a session whose weights are loaded (after a Stop)."""
+        return self._kept is not None
+
+    def _engine_session(self, feeds: list):
+        """The interpreter session for a run on ``feeds``: the kept one when the inputs are the
+        same, else a new one that shares its loaded weights and prepared calls, else (the
+        file's first run) a new one that loads the weights as it goes."""
+        from nac_engine.runtime.session import Session
+        kept, self._kept = self._kept, None
+        self._run_feeds = feeds
+        if kept is not None and _same_feeds(kept[0], feeds):
+            return kept[1]
+        session = Session(self.nac, feeds=feeds)
+        if kept is not None:
+            session.share_loaded(kept[1])
+        return session
 
     def begin(self, action: str, *args) -> Future:
         """Run a Debugger action (``continue_``, ``step``, ``run_to``, ``step_back``, ``restart``)
@@ -719,6 +761,21 @@ class DebugSession:
             if choices:
                 self.choices = choices
                 self.inputs_confirmed = True
+
+
+def _same_feeds(a: list, b: list) -> bool:
+    """Whether two runs' inputs are the same values (then the kept session is reused as is)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x is None or y is None:
+            if x is not y:
+                return False
+            continue
+        x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape or x.dtype != y.dtype or not np.array_equal(x, y):
+            return False
+    return True
 
 
 def _shape_dtype(v: Any) -> Optional[tuple]:

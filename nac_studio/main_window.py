@@ -609,7 +609,7 @@ class MainWindow(QMainWindow):
         if check is not None:
             check.cancel()
         if getattr(qdoc.doc, "debug", None) is not None:
-            qdoc.doc.debug.end()        # a running debugger stops before its file closes
+            qdoc.doc.debug.close()      # a running debugger stops (and its kept weights go) before its file closes
         self.graph.forget(qdoc)
         i = self.docs.index(qdoc)
         if qdoc is self.active:

@@ -1,0 +1,187 @@
+"""A file's runs after the first start warm: Stop keeps the interpreter session (weights loaded,
+calls prepared) for the next F5, new inputs share those weights, closing the file frees them;
+one worker thread serves every run of a file and lets go of a finished action's debugger at
+once (its run's values are freed when the debugger is, not seconds later)."""
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import weakref
+
+import numpy as np
+import pytest
+import torch
+from PySide6.QtCore import Qt
+
+import nac_engine
+from nac_engine.compiler.external import write_compiled
+from nac_engine.format.reader import read
+from nac_engine.isa.optable import OP_INPUT
+from nac_engine.runtime.debugger import ActionThread, Debugger
+from nac_engine.runtime.session import Session
+from nac_studio.debug_session import FINISHED, DebugSession, InputChoice
+from tests.studio.test_debugger_gui import press, wait_stopped
+
+
+class TwoLayers(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 16)
+        self.fc2 = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+@pytest.fixture
+def model_path(tmp_path):
+    torch.manual_seed(0)
+    nac = nac_engine.compile(TwoLayers().eval(), (torch.randn(2, 8),))
+    path = tmp_path / "two_layers.nac"
+    write_compiled(nac, str(path))
+    return path
+
+
+@pytest.fixture
+def weight_reads(monkeypatch):
+    """How many parameters the interpreter reads out of the file (Session._param_tensor)."""
+    count = {"n": 0}
+    original = Session._param_tensor
+
+    def counted(self, p):
+        count["n"] += 1
+        return original(self, p)
+    monkeypatch.setattr(Session, "_param_tensor", counted)
+    return count
+
+
+def n_params(nac) -> int:
+    return len({ins.c[1] for ins in nac.instructions if ins.a == OP_INPUT and ins.b == 1})
+
+
+def reference(nac, feeds):
+    return Session(nac, feeds=feeds).run()
+
+
+def test_stop_then_start_reuses_the_loaded_weights(model_path, weight_reads):
+    nac = read(str(model_path), strict=False)
+    s = DebugSession(nac)
+    assert not s.weights_kept
+    s.run_now("continue_")
+    assert s.state == FINISHED and weight_reads["n"] == n_params(nac) > 0
+    first = [a.copy() for a in s.debugger.outputs]
+    old = s.debugger
+    s.end()
+    assert s.weights_kept
+    # the ended run's values are gone at once (not when the last reference to it goes)
+    assert len(old.history) == 0 and old.session.results == {}
+    weight_reads["n"] = 0
+    s.run_now("continue_")
+    assert weight_reads["n"] == 0, "the second run read the weights again"
+    assert s.debugger.session is old.session and not s.weights_kept
+    for a, b, c in zip(first, s.debugger.outputs, reference(nac, s.feeds())):
+        assert np.array_equal(a, b) and np.array_equal(b, c)
+    nac.close()
+
+
+def test_new_inputs_share_the_loaded_weights_and_compute_with_the_new_ones(model_path, weight_reads):
+    nac = read(str(model_path), strict=False)
+    s = DebugSession(nac)
+    s.run_now("continue_")
+    before = [a.copy() for a in s.debugger.outputs]
+    kept = s.debugger.session
+    weight_reads["n"] = 0
+    s.set_choices({0: InputChoice(mode="random", seed=7)})        # ends the run, keeps the weights
+    s.run_now("continue_")
+    assert weight_reads["n"] == 0
+    assert s.debugger.session is not kept, "other inputs need their own session"
+    expected = reference(nac, s.feeds())
+    assert not np.array_equal(before[0], expected[0]), "the new seed changes the inputs"
+    assert all(np.array_equal(a, b) for a, b in zip(s.debugger.outputs, expected))
+    nac.close()
+
+
+def test_close_frees_the_kept_weights_and_a_later_start_reads_them_again(model_path, weight_reads):
+    nac = read(str(model_path), strict=False)
+    s = DebugSession(nac)
+    s.run_now("continue_")
+    kept = weakref.ref(s.debugger.session)
+    s.close()
+    assert not s.weights_kept and s.debugger is None
+    gc.collect()
+    assert kept() is None, "the closed file's session (and its weights) is still referenced"
+    weight_reads["n"] = 0
+    s.run_now("continue_")
+    assert weight_reads["n"] == n_params(nac)
+    nac.close()
+
+
+def test_a_session_ended_while_its_action_runs_is_not_kept(tmp_path):
+    from tests.studio.test_debugger_runs import RepeatedMatmul, compiled
+    torch.manual_seed(0)
+    path = compiled(tmp_path, RepeatedMatmul(n=150, d=256), (torch.randn(1, 256),), "long")
+    nac = read(str(path), strict=False)
+    s = DebugSession(nac)
+    future = s.begin("continue_")
+    s.end()                     # e.g. the file closes during a Continue: the worker may still use it
+    assert not s.weights_kept
+    future.exception(timeout=60)     # the cancelled action ends within an instruction
+    nac.close()
+
+
+def test_runs_of_one_file_share_one_worker_thread(model_path):
+    nac = read(str(model_path), strict=False)
+    s = DebugSession(nac)
+    threads = []
+    for _ in range(3):
+        s.start()
+        s.debugger.on_stopped.append(lambda _r, _t: threads.append(threading.get_ident()))
+        s.run_now("continue_")
+        s.end()
+    assert len(threads) == 3 and len(set(threads)) == 1
+    nac.close()
+
+
+def test_the_worker_lets_go_of_a_finished_action_at_once(model_path):
+    nac = read(str(model_path), strict=False)
+    actions = ActionThread()
+    d = Debugger(nac, feeds=DebugSession(nac).feeds(), actions=actions)
+    d.run_in_thread("continue_").result(timeout=60)
+    gone = weakref.ref(d)
+    del d
+    deadline = time.monotonic() + 2.0       # far below the worker's idle time (5 s)
+    while gone() is not None and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.01)
+    assert gone() is None, "the idle worker thread still holds the finished action's debugger"
+    assert actions.submit(lambda: 42).result(timeout=10) == 42       # and it still serves new work
+    nac.close()
+
+
+def test_studio_stop_then_f5_reads_no_weight_and_matches_the_first_run(window, qtbot, model_path, weight_reads):
+    qdoc = window.open_and_wait(model_path)
+    s = qdoc.doc.debug
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    assert s.state == FINISHED
+    first = [a.copy() for a in s.debugger.outputs]
+    press(qtbot, window, Qt.Key.Key_F5, Qt.KeyboardModifier.ShiftModifier)          # Stop
+    qtbot.waitUntil(lambda: not s.active, timeout=10000)
+    assert s.weights_kept
+    weight_reads["n"] = 0
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    assert s.state == FINISHED and weight_reads["n"] == 0
+    assert all(np.array_equal(a, b) for a, b in zip(first, s.debugger.outputs))
+    # Restart (Ctrl+Shift+F5) on the running session reads nothing either, and step back is exact
+    press(qtbot, window, Qt.Key.Key_F5, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    wait_stopped(qtbot, window)
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    end = s.tick
+    press(qtbot, window, Qt.Key.Key_F10, Qt.KeyboardModifier.ShiftModifier)          # Step Back
+    wait_stopped(qtbot, window)
+    assert s.tick == end - 1 and weight_reads["n"] == 0
+    window.close_document(qdoc)
+    assert not s.weights_kept, "closing the file frees the weights the debugger kept"
