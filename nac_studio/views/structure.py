@@ -28,6 +28,17 @@ ROLE_SPAN = Qt.ItemDataRole.UserRole + 1
 # combined once: `a | b` on PySide6 enums is Python enum machinery, and flags()/data() run per cell per repaint
 _ITEM_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
 _ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+# roles as plain ints, read once: data() runs per role per cell per repaint, and each
+# `Qt.ItemDataRole.X` is an attribute lookup through PySide's Python enums
+_DISPLAY = int(Qt.ItemDataRole.DisplayRole)
+_DECORATION = int(Qt.ItemDataRole.DecorationRole)
+_TOOLTIP = int(Qt.ItemDataRole.ToolTipRole)
+_FOREGROUND = int(Qt.ItemDataRole.ForegroundRole)
+_BACKGROUND = int(Qt.ItemDataRole.BackgroundRole)
+_ALIGNMENT = int(Qt.ItemDataRole.TextAlignmentRole)
+_FONT = int(Qt.ItemDataRole.FontRole)
+_SPAN = int(ROLE_SPAN)
+_ROLES = frozenset((_DISPLAY, _DECORATION, _TOOLTIP, _FOREGROUND, _BACKGROUND, _ALIGNMENT, _FONT, _SPAN))
 
 _RECORD_TYPES = {"instruction", "mmap_record", "cmap", "perm", "const", "param", "input", "tensor",
                  "resource", "array", "mmap_command"}
@@ -194,13 +205,11 @@ class SpanTreeModel(QAbstractItemModel):
         return _ITEM_FLAGS
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
+        if role not in _ROLES or not index.isValid():
             return None
         span: Span = index.internalPointer()
         col = index.column()
-        unparsed = span.type == UNPARSED or span.name == UNPARSED
-        severity, problem = self._marked.get(id(span), (None, None))
-        if role == Qt.ItemDataRole.DisplayRole:
+        if role == _DISPLAY:
             if col == COL_NAME:
                 return span.name
             if col == COL_OFFSET:
@@ -212,9 +221,23 @@ class SpanTreeModel(QAbstractItemModel):
             if col == COL_VALUE:
                 return _value_text(span.value)
             return None
-        if role == ROLE_SPAN:
+        if role == _SPAN:
             return span
-        if role == Qt.ItemDataRole.DecorationRole and col == COL_NAME:
+        if role == _ALIGNMENT:
+            return _ALIGN_RIGHT if col in (COL_OFFSET, COL_SIZE) else None
+        if role == _FONT:
+            return self._fixed_font() if col in (COL_OFFSET, COL_SIZE) else None
+        unparsed = span.type == UNPARSED or span.name == UNPARSED
+        if role == _FOREGROUND:
+            if unparsed:
+                return QColor("#d23c3c")
+            if col in (COL_OFFSET, COL_SIZE, COL_TYPE):
+                return QGuiApplication.palette().color(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text)
+            return None
+        severity, problem = self._marked.get(id(span), (None, None))
+        if role == _DECORATION:
+            if col != COL_NAME:
+                return None
             if unparsed:
                 return icon("error")
             if problem is not None:
@@ -224,7 +247,7 @@ class SpanTreeModel(QAbstractItemModel):
             if span.type in _RECORD_TYPES:
                 return icon("record")
             return icon("field")
-        if role == Qt.ItemDataRole.ToolTipRole:
+        if role == _TOOLTIP:
             lines = [span.path or "<file>", f"offset 0x{span.offset:X} ({span.offset}), {span.length:,} bytes"]
             full = _value_text(span.value, limit=2000)
             lines.append(f"{span.type}: {full}" if full else span.type)   # the Value column elides at 120
@@ -233,21 +256,17 @@ class SpanTreeModel(QAbstractItemModel):
             if problem is not None:
                 lines.append(f"{'Problem' if severity == 'error' else 'Warning'}: {problem}")
             return "\n".join(lines)
-        if role == Qt.ItemDataRole.ForegroundRole:
-            if unparsed:
-                return QColor("#d23c3c")
-            if col in (COL_OFFSET, COL_SIZE, COL_TYPE):
-                return QGuiApplication.palette().color(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text)
-            return None
-        if role == Qt.ItemDataRole.BackgroundRole and (unparsed or severity == "error") and col == COL_NAME:
+        if role == _BACKGROUND and (unparsed or severity == "error") and col == COL_NAME:
             c = QColor("#d23c3c" if unparsed else "#e6a01e")
             c.setAlpha(40)
             return c
-        if role == Qt.ItemDataRole.TextAlignmentRole and col in (COL_OFFSET, COL_SIZE):
-            return _ALIGN_RIGHT
-        if role == Qt.ItemDataRole.FontRole and col in (COL_OFFSET, COL_SIZE):
-            return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         return None
+
+    def _fixed_font(self):
+        font = getattr(self, "_fixed", None)
+        if font is None:
+            font = self._fixed = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        return font
 
     def problem_of(self, span: Span) -> Optional[str]:
         mark = self._marked.get(id(span))
