@@ -300,6 +300,10 @@ class Session:
         results = self.results
         instructions = self.instructions
         prepared = self._prepared
+        if not prepared:
+            self._prepare_shared()
+        if not self._params:
+            self._load_params()
         prepare = self.prepare
         load_param = self.load_param
         n = len(instructions)
@@ -676,6 +680,47 @@ class Session:
         if key is not None:
             keep_plan(key, call.plan)
         return call
+
+    def _load_params(self) -> None:
+        """Every weight the stream loads, in one pass before a first run (one loop is markedly
+        cheaper than the same work spread between the kernels). A weight that fails to load is
+        left for :meth:`load_param` at its tick, which raises the error there."""
+        params = self._params
+        by_id = self.nac.params
+        for ins in self.instructions:
+            if ins.a == OP_INPUT and ins.b == 1 and ins.c and len(ins.c) >= 2:
+                pid = ins.c[1]
+                p = by_id.get(pid)
+                if p is not None and pid not in params:
+                    try:
+                        params[pid] = self._param_tensor(p)
+                    except Exception:       # noqa: BLE001 - raised again at its tick, by load_param
+                        pass
+
+    def _prepare_shared(self) -> None:
+        """:meth:`prepare`'s shared-plan path for the whole stream in one pass, before a first run:
+        every regular instruction whose call plan an earlier session made is prepared here (one
+        loop, the lookups bound once); the others are prepared when the run reaches them, so an
+        error there still belongs to its tick."""
+        prepared = self._prepared
+        op_names = self.nac.op_names
+        perms = self.nac.perms
+        kernels = self.kernels
+        constant_keys = self._constant_keys
+        of_plan = PreparedCall.of_plan
+        for ins in self.instructions:
+            if ins.a < 10:
+                continue
+            name = op_names.get(ins.a)
+            b, d = ins.b, ins.d
+            sig = perms.get(b, "" if b == 0 else None)
+            if name is None or sig is None or d is None or len(d) != len(sig):
+                continue
+            consts = constant_keys(ins) if ins.c else ()
+            plan = shared_plan((kernels, name, sig, d, consts)) if consts is not None else None
+            if plan is not None:
+                i = ins.index
+                prepared[i] = of_plan(plan, tuple([i + dv for dv in d if dv]))
 
     def _constant_keys(self, ins: Instruction) -> Optional[tuple]:
         """The constants of C by type and value (None when one is not in CNST: the general path
