@@ -634,22 +634,33 @@ class PropertiesView(QWidget):
         counts, edges = self.stats["hist"]
         plot = self._ensure_plot()
         plot.show()
-        plot.clear()
         pal = self.palette()
-        plot.setBackground(pal.color(pal.ColorRole.Base))
-        fg = pal.color(pal.ColorRole.Text)
-        for axis in ("left", "bottom"):
-            ax = plot.getAxis(axis)
-            ax.setPen(pg.mkPen(fg))
-            ax.setTextPen(pg.mkPen(fg))
+        look = (pal.color(pal.ColorRole.Base).rgba(), pal.color(pal.ColorRole.Text).rgba())
+        brush = pg.mkBrush(80, 140, 220, 200) if not is_dark() else pg.mkBrush(95, 155, 235, 210)
+        if look != getattr(self, "_plot_look", None):
+            # axis pens re-lay the axes out: set them when the theme changed, not per histogram
+            self._plot_look = look
+            plot.setBackground(pal.color(pal.ColorRole.Base))
+            fg = pal.color(pal.ColorRole.Text)
+            for axis in ("left", "bottom"):
+                ax = plot.getAxis(axis)
+                ax.setPen(pg.mkPen(fg))
+                ax.setTextPen(pg.mkPen(fg))
         heights = counts.astype(np.float64)
         if self.log_check.isChecked():
             heights = np.log10(heights + 1)
-        bar = pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=heights,
-                              brush=pg.mkBrush(80, 140, 220, 200) if not is_dark() else pg.mkBrush(95, 155, 235, 210),
-                              pen=pg.mkPen(None))
-        plot.addItem(bar)
-        plot.setLabel("left", "log10(count+1)" if self.log_check.isChecked() else "count")
+        bar = getattr(self, "_bar", None)
+        if bar is None or bar.scene() is None:
+            # one bar item, refilled per histogram (a new item per selection cost a scene rebuild)
+            bar = self._bar = pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=heights, brush=brush,
+                                              pen=pg.mkPen(None))
+            plot.addItem(bar)
+        else:
+            bar.setOpts(x0=edges[:-1], x1=edges[1:], height=heights, brush=brush)
+        label = "log10(count+1)" if self.log_check.isChecked() else "count"
+        if label != getattr(self, "_plot_label", None):
+            self._plot_label = label
+            plot.setLabel("left", label)
         plot.autoRange()
 
 
