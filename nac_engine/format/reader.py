@@ -451,44 +451,74 @@ class _Reader:
 
     # DATA ---------------------------------------------------------------------------
     def _sec_DATA(self, cur: Cursor, sp: Span) -> None:
+        # Record spans are built on first access from what this pass kept (each record's start
+        # and values; a tensor's header and metadata bytes, read by pread): 25k tensors made
+        # 14 spans each. A record that fails gets its spans at once, from a second read.
         nac = self.nac
+        sink = _NoSpans()
         b1 = sp.add(cur.pos, 0, "names", "block1")
         start = cur.pos
         n = cur.scalar("u32", "count", b1)
         cur.check_count(n, 4, "parameter name")
-        for i in range(n):
-            rec = b1.add(cur.pos, 0, f"param[{i}]", "param")
-            rs = cur.pos
-            pid = cur.scalar("u16", "id", rec)
-            ln = cur.scalar("u16", "length", rec)
-            name = cur.text(ln, "name", rec)
-            rec.length, rec.value = cur.pos - rs, f"{pid} = {name}"
-            if pid in nac.params:
-                self.p.add(NacFormatError("DATA/names", rs, f"parameter id {pid} is named twice"))
-            nac.params[pid] = Parameter(pid, name, _file=nac)
-        b1.length = cur.pos - start
+        names: list = []
+        b1.set_builder(functools.partial(_name_spans, names, "param", "id", "{} = {}"))
+        params, rec_head = nac.params, _NAME_HEAD.unpack_from
+        try:
+            for i in range(n):
+                rs = cur.pos
+                cur.need(4, "id")
+                pid, ln = rec_head(cur.buf, rs - cur.base)
+                cur.pos = rs + 4
+                name = cur.text(ln, "name", sink)
+                names.append((rs, pid, ln, name))
+                if pid in params:
+                    self.p.add(NacFormatError("DATA/names", rs, f"parameter id {pid} is named twice"))
+                params[pid] = Parameter(pid, name, _file=nac)
+        except NacFormatError:
+            cur.pos = rs
+            _name_record_spans(cur, b1, len(names), "param", "id", "{} = {}")
+            raise
+        finally:
+            b1.length = cur.pos - start
         b2 = sp.add(cur.pos, 0, "inputs", "block2")
         start = cur.pos
         m = cur.scalar("u32", "count", b2)
         cur.check_count(m, 4, "input name")
-        for i in range(m):
-            rec = b2.add(cur.pos, 0, f"input[{i}]", "input")
-            rs = cur.pos
-            idx = cur.scalar("u16", "index", rec)
-            ln = cur.scalar("u16", "length", rec)
-            name = cur.text(ln, "name", rec)
-            rec.length, rec.value = cur.pos - rs, f"v{idx} = {name}"
-            nac.input_names.append(InputName(idx, name))
-        b2.length = cur.pos - start
+        inputs: list = []
+        b2.set_builder(functools.partial(_name_spans, inputs, "input", "index", "v{} = {}"))
+        try:
+            for i in range(m):
+                rs = cur.pos
+                cur.need(4, "index")
+                idx, ln = rec_head(cur.buf, rs - cur.base)
+                cur.pos = rs + 4
+                name = cur.text(ln, "name", sink)
+                inputs.append((rs, idx, ln, name))
+                nac.input_names.append(InputName(idx, name))
+        except NacFormatError:
+            cur.pos = rs
+            _name_record_spans(cur, b2, len(inputs), "input", "index", "v{} = {}")
+            raise
+        finally:
+            b2.length = cur.pos - start
         if not nac.header.weights_internal:
             return
         b3 = sp.add(cur.pos, 0, "tensors", "block3")
         start = cur.pos
+        kept: list = []          # (start, index, header + metadata bytes) per record read
+        b3.set_builder(functools.partial(_tensor_spans, nac, kept))
+        self._tensor_ids: set = set()
         try:
             t = cur.scalar("u32", "count", b3)
             cur.check_count(t, 14, "tensor record")
             for i in range(t):
-                self._tensor_record(cur, b3, i)
+                rs = cur.pos
+                try:
+                    kept.append((rs, i, self._tensor_record(cur, sink, i)))
+                except NacFormatError:
+                    cur.pos = rs      # again, recording the spans of the fields before the fault
+                    self._tensor_record(cur, b3, i, model=False)
+                    raise
         finally:
             b3.length = cur.pos - start
 
@@ -499,42 +529,45 @@ class _Reader:
             return os.pread(self.fd, n, offset)
         return self.buf
 
-    def _tensor_record(self, cur: Cursor, parent: Span, i: int) -> None:
-        nac = self.nac
+    def _tensor_record(self, cur: Cursor, parent, i: int, model: bool = True) -> bytes:
+        """One block-3 record; returns its header and metadata bytes. ``model=False`` only
+        records spans (the second read of a failing record)."""
         rs = cur.pos
-        rec = parent.add(rs, 0, f"tensor[{i}]", "tensor")
         cur.section = "DATA/tensors"
         cur.need(14, f"tensor {i} record header")
         head = self._window(rs, 14)
-        hc = Cursor(head, rs, rs + 14, "DATA/tensors", rec, base=rs if self.fd is not None else 0)
-        pid = hc.scalar("u16", "param_id")
-        meta_len = hc.scalar("u32", "meta_length")
-        data_len = hc.scalar("u64", "data_length")
+        base = rs if self.fd is not None else 0
+        head = bytes(head[rs - base:rs - base + 14])
+        pid, meta_len, data_len = _TENSOR_HEAD.unpack(head)
         cur.pos = rs + 14
         cur.need(meta_len, f"tensor {i} metadata")
-        meta_sp = rec.add(cur.pos, meta_len, "meta", "meta")
         mbuf = self._window(cur.pos, meta_len)
-        meta = read_tensor_meta(Cursor(mbuf, cur.pos, cur.pos + meta_len, "DATA/meta", meta_sp,
-                                       base=cur.pos if self.fd is not None else 0))
+        base = cur.pos if self.fd is not None else 0
+        blob = head + bytes(mbuf[cur.pos - base:cur.pos - base + meta_len])
+        if not model:
+            _tensor_record_spans(self.nac, parent, rs, i, blob, data_len, complete=False)
+            cur.pos += meta_len
+            cur.need(data_len, f"tensor {i} data ({data_len} bytes)")
+            return blob
+        meta = read_tensor_meta(Cursor(blob, cur.pos, cur.pos + meta_len, "DATA/meta", parent, base=rs))
         cur.pos += meta_len
         cur.need(data_len, f"tensor {i} data ({data_len} bytes)")
+        nac = self.nac
         param = nac.params.get(pid)
         if param is None:
             self.p.add(NacFormatError("DATA/tensors", rs, f"tensor {i} has parameter id {pid}, which block 1 does not name"))
             param = nac.params[pid] = Parameter(pid, f"<unnamed {pid}>", _file=nac)
-        if pid in nac.tensor_order:
+        if pid in self._tensor_ids:
             self.p.add(NacFormatError("DATA/tensors", rs, f"parameter id {pid} has two tensor records"))
+        self._tensor_ids.add(pid)
         param.meta, param.data_offset, param.data_length = meta, cur.pos, data_len
         nac.tensor_order.append(pid)
-        label = f"{meta.dtype_name}{list(meta.shape)}"
-        rec.add(cur.pos, data_len, "data", "tensor_data", label)
         cur.pos += data_len
-        rec.length, rec.value = cur.pos - rs, f"{param.name}: {label}"
-        meta_sp.value = label
         expect = meta.stored_nbytes
         if meta.dtype in L.NUMPY_STORAGE and expect != data_len:
             self.p.add(NacFormatError("DATA/tensors", rs, f"tensor {param.name}: shape {list(meta.shape)} of "
                                       f"{meta.dtype_name} needs {expect} bytes, record holds {data_len}"))
+        return blob
 
     # PROC / ORCH / RSRC / ARRS --------------------------------------------------------
     def _sec_PROC(self, cur: Cursor, sp: Span) -> None:
@@ -688,6 +721,59 @@ class _NoSpans:
 
     def add(self, *_args, **_kw) -> "_NoSpans":
         return self
+
+    @property
+    def children(self) -> list:
+        return [self]
+
+
+_NAME_HEAD = struct.Struct("<HH")          # DATA name record: id (or index), name length
+_TENSOR_HEAD = struct.Struct("<HIQ")       # DATA tensor record: param id, meta length, data length
+
+
+def _name_spans(records: list, kind: str, key: str, value: str, block: Span) -> None:
+    """DATA block 1/2 record spans from the (start, id, length, name) the reader kept."""
+    for i, (rs, ident, ln, name) in enumerate(records):
+        rec = block.add(rs, 4 + ln, f"{kind}[{i}]", kind, value.format(ident, name))
+        rec.add(rs, 2, key, "u16", ident)
+        rec.add(rs + 2, 2, "length", "u16", ln)
+        rec.add(rs + 4, ln, "name", "utf8", name)
+
+
+def _name_record_spans(cur: Cursor, block: Span, i: int, kind: str, key: str, value: str) -> None:
+    """The spans of a failing name record's fields, read again up to the fault."""
+    rec = block.add(cur.pos, 0, f"{kind}[{i}]", kind)
+    rs = cur.pos
+    ident = cur.scalar("u16", key, rec)
+    ln = cur.scalar("u16", "length", rec)
+    name = cur.text(ln, "name", rec)
+    rec.length, rec.value = cur.pos - rs, value.format(ident, name)
+
+
+def _tensor_spans(nac: NacFile, kept: list, block: Span) -> None:
+    for rs, i, blob in kept:
+        param = nac.params.get(_TENSOR_HEAD.unpack_from(blob)[0])
+        _tensor_record_spans(nac, block, rs, i, blob, param.data_length if param is not None else 0)
+
+
+def _tensor_record_spans(nac: NacFile, block: Span, rs: int, i: int, blob: bytes, data_len: int,
+                         complete: bool = True) -> None:
+    """One tensor record's spans from its header and metadata bytes (``blob``, starting at file
+    offset ``rs``); for a record that failed (``complete=False``), the fields before the fault."""
+    rec = block.add(rs, 0, f"tensor[{i}]", "tensor")
+    hc = Cursor(blob, rs, rs + 14, "DATA/tensors", rec, base=rs)
+    pid = hc.scalar("u16", "param_id")
+    meta_len = hc.scalar("u32", "meta_length")
+    hc.scalar("u64", "data_length")
+    meta_sp = rec.add(rs + 14, meta_len, "meta", "meta")
+    meta = read_tensor_meta(Cursor(blob, rs + 14, rs + 14 + meta_len, "DATA/meta", meta_sp, base=rs))
+    if not complete:
+        return
+    label = f"{meta.dtype_name}{list(meta.shape)}"
+    meta_sp.value = label
+    rec.add(rs + 14 + meta_len, data_len, "data", "tensor_data", label)
+    param = nac.params.get(pid)
+    rec.length, rec.value = 14 + meta_len + data_len, f"{param.name if param is not None else pid}: {label}"
 
 
 def _constant_spans(nac: NacFile, start: int, end: int, count: int, section: Span) -> None:
