@@ -118,6 +118,35 @@ def _external(nac: NacFile, p: Parameter):
     return arr, p.meta
 
 
+def external_raw_tensors(nac: NacFile, params) -> dict:
+    """id -> (``raw_tensor``, TensorMeta) of each of ``params`` that the external .safetensors
+    holds, reading the file once (a session loads every weight: one open and one header parse
+    instead of one per tensor). ``p.meta`` is left for the caller to set, as ``raw_tensor`` would.
+    A parameter ``raw_tensor`` would refuse is left out: ``raw_tensor`` raises its error."""
+    path = nac.weights_path
+    if not path or external_problem(path):
+        return {}
+    from safetensors import safe_open
+    out = {}
+    try:
+        with safe_open(path, framework="numpy") as f:
+            names = set(f.keys())
+            md = f.metadata() or {}
+            for p in params:
+                if p.name not in names:
+                    continue
+                arr = f.get_tensor(p.name)
+                meta = p.meta
+                if meta is None:
+                    meta = external_meta(arr, _quant_entry(md, p.name), p.name)
+                    if tensor_problems(meta, None, stored_count=arr.size):
+                        continue
+                out[p.id] = (arr, meta)
+    except Exception:   # noqa: BLE001 - each parameter left out gets raw_tensor's precise error
+        pass
+    return out
+
+
 @functools.lru_cache(maxsize=8)
 def _parse_quant_json(text):
     """One parse per metadata blob, not one per tensor (a blob for every tensor is read N times)."""

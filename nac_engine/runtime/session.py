@@ -33,7 +33,8 @@ import numpy as np
 import torch
 
 from ..format.layout import QUANT_NONE
-from ..format.weights import dequantized_tensor, raw_tensor
+from ..format.quant import dequantize
+from ..format.weights import external_raw_tensors, raw_tensor
 from ..format.model import Argument, Instruction, NacFile
 from ..format.run_read import read_for_run
 from ..isa.optable import OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
@@ -497,7 +498,9 @@ class Session:
             t = self._params[pid] = self._param_tensor(p)
         return t
 
-    def _param_tensor(self, p) -> torch.Tensor:
+    def _param_tensor(self, p, stored: Optional[tuple] = None) -> torch.Tensor:
+        """``p``'s weight as the kernels use it; ``stored``: (its raw_tensor(), its metadata) when
+        already read from external weights."""
         meta = p.meta
         native = None
         if self.nac.header.quant_method == QUANT_NONE and meta is not None and meta.quant == QUANT_NONE:
@@ -506,10 +509,12 @@ class Session:
                 and used_as_stored(meta, native):
             t = stored_tensor(p, self.nac._buf, native)
             return t if self.device.type == "cpu" else t.to(self.device)
-        if native in (torch.float64, torch.float16):
-            arr = raw_tensor(p)     # the stored values, not the float32 widening
+        if stored is None:
+            arr = raw_tensor(p)     # an external weight's read sets p.meta
         else:
-            arr = dequantized_tensor(p)
+            arr, p.meta = stored
+        if native not in (torch.float64, torch.float16) and p.meta is not None:
+            arr = dequantize(arr, p.meta)   # else the stored values, not the float32 widening
         if not (arr.flags.owndata and arr.flags.writeable):
             # a view of the read-only mapping (or of caller bytes): in-place ops must not reach
             # it. Dequantised arrays are already this session's own, and are not copied again.
@@ -687,15 +692,16 @@ class Session:
         left for :meth:`load_param` at its tick, which raises the error there."""
         params = self._params
         by_id = self.nac.params
-        for ins in self.instructions:
-            if ins.a == OP_INPUT and ins.b == 1 and ins.c and len(ins.c) >= 2:
-                pid = ins.c[1]
-                p = by_id.get(pid)
-                if p is not None and pid not in params:
-                    try:
-                        params[pid] = self._param_tensor(p)
-                    except Exception:       # noqa: BLE001 - raised again at its tick, by load_param
-                        pass
+        wanted = [by_id[ins.c[1]] for ins in self.instructions
+                  if ins.a == OP_INPUT and ins.b == 1 and ins.c and len(ins.c) >= 2 and ins.c[1] in by_id]
+        external = [p for p in wanted if p._payload is None and (p.meta is None or p.data_offset < 0)]
+        stored = external_raw_tensors(self.nac, external) if external and self.nac.weights_path else {}
+        for p in wanted:
+            if p.id not in params:
+                try:
+                    params[p.id] = self._param_tensor(p, stored.get(p.id))
+                except Exception:       # noqa: BLE001 - raised again at its tick, by load_param
+                    pass
 
     def _prepare_shared(self) -> None:
         """:meth:`prepare`'s shared-plan path for the whole stream in one pass, before a first run:
