@@ -78,7 +78,21 @@ def window(qtbot, studio_settings):
     win.set_active(None)
     for qd in list(win.docs):
         win.close_document(qd)
-    win.tasks.shutdown(wait=True)
+    _end_tasks(qtbot, win.tasks)
+
+
+def _end_tasks(qtbot, runner, timeout_ms: int = 30000) -> None:
+    """Cancel what still runs and wait for it with the event loop turning, as the Studio
+    itself does: a blocking join on the UI thread could wait forever on a task whose last
+    step is handed to that very thread. A task that outlives the bound fails the test by name."""
+    runner.cancel_all()
+    try:
+        qtbot.waitUntil(lambda: not any(not t.done() for t in runner.active), timeout=timeout_ms)
+    except Exception:
+        stuck = [t.title for t in runner.active if not t.done()]
+        runner.shutdown(wait=False)
+        raise AssertionError(f"background tasks still running {timeout_ms} ms after the window closed: {stuck}")
+    runner.shutdown(wait=False)
 
 
 def wait_idle(qtbot, win, timeout=20000) -> None:
