@@ -478,8 +478,7 @@ class _Reader:
             cur.pos = rs
             _name_record_spans(cur, b1, len(names), "param", "id", "{} = {}")
             raise
-        finally:
-            b1.length = cur.pos - start
+        b1.length = cur.pos - start
         b2 = sp.add(cur.pos, 0, "inputs", "block2")
         start = cur.pos
         m = cur.scalar("u32", "count", b2)
@@ -499,8 +498,7 @@ class _Reader:
             cur.pos = rs
             _name_record_spans(cur, b2, len(inputs), "input", "index", "v{} = {}")
             raise
-        finally:
-            b2.length = cur.pos - start
+        b2.length = cur.pos - start
         if not nac.header.weights_internal:
             return
         b3 = sp.add(cur.pos, 0, "tensors", "block3")
@@ -534,18 +532,22 @@ class _Reader:
         records spans (the second read of a failing record)."""
         rs = cur.pos
         cur.section = "DATA/tensors"
+        if not model:
+            rec = parent.add(rs, 0, f"tensor[{i}]", "tensor")
         cur.need(14, f"tensor {i} record header")
         head = self._window(rs, 14)
         base = rs if self.fd is not None else 0
         head = bytes(head[rs - base:rs - base + 14])
         pid, meta_len, data_len = _TENSOR_HEAD.unpack(head)
         cur.pos = rs + 14
+        if not model and meta_len > cur.remaining:
+            _tensor_record_spans(self.nac, rec, rs, i, head, data_len, complete=False)
         cur.need(meta_len, f"tensor {i} metadata")
         mbuf = self._window(cur.pos, meta_len)
         base = cur.pos if self.fd is not None else 0
         blob = head + bytes(mbuf[cur.pos - base:cur.pos - base + meta_len])
         if not model:
-            _tensor_record_spans(self.nac, parent, rs, i, blob, data_len, complete=False)
+            _tensor_record_spans(self.nac, rec, rs, i, blob, data_len, complete=False)
             cur.pos += meta_len
             cur.need(data_len, f"tensor {i} data ({data_len} bytes)")
             return blob
@@ -609,17 +611,28 @@ class _Reader:
         n = cur.scalar("u32", "count")
         cur.check_count(n, 6, "RSRC file")
         self.nac.rsrc = []
+        # record spans built on first access from what this read kept; a failing record gets
+        # its spans at once, from a second read
+        kept: list = []
+        sp.set_builder(functools.partial(_resource_spans, kept))
+        sink = _NoSpans()
         for i in range(n):
             rs = cur.pos
-            rec = sp.add(rs, 0, f"file[{i}]", "resource")
-            ln = cur.scalar("u16", "name_length", rec)
-            name = cur.text(ln, "name", rec)
-            dl = cur.scalar("u32", "data_length", rec)
-            cur.need(dl, f"resource {name!r} data")
-            rec.add(cur.pos, dl, "data", "bytes", f"{dl} bytes")
+            try:
+                ln = cur.scalar("u16")
+                name = cur.text(ln, "name", sink)
+                dl = cur.scalar("u32")
+                cur.need(dl, f"resource {name!r} data")
+            except NacFormatError:
+                cur.pos = rs
+                rec = sp.add(rs, 0, f"file[{i}]", "resource")
+                ln = cur.scalar("u16", "name_length", rec)
+                name = cur.text(ln, "name", rec)
+                cur.scalar("u32", "data_length", rec)
+                raise      # pragma: no cover - the second read fails where the first did
+            kept.append((rs, ln, name, dl))
             self.nac.rsrc.append(Resource(name, cur.pos, dl, _file=self.nac))
             cur.pos += dl
-            rec.length, rec.value = cur.pos - rs, name
 
     def _sec_ARRS(self, cur: Cursor, sp: Span) -> None:
         n = cur.scalar("u32", "count")
@@ -750,21 +763,33 @@ def _name_record_spans(cur: Cursor, block: Span, i: int, kind: str, key: str, va
     rec.length, rec.value = cur.pos - rs, value.format(ident, name)
 
 
+def _resource_spans(records: list, section: Span) -> None:
+    """RSRC record spans from the (start, name length, name, data length) the reader kept."""
+    for i, (rs, ln, name, dl) in enumerate(records):
+        rec = section.add(rs, 6 + ln + dl, f"file[{i}]", "resource", name)
+        rec.add(rs, 2, "name_length", "u16", ln)
+        rec.add(rs + 2, ln, "name", "utf8", name)
+        rec.add(rs + 2 + ln, 4, "data_length", "u32", dl)
+        rec.add(rs + 6 + ln, dl, "data", "bytes", f"{dl} bytes")
+
+
 def _tensor_spans(nac: NacFile, kept: list, block: Span) -> None:
     for rs, i, blob in kept:
-        param = nac.params.get(_TENSOR_HEAD.unpack_from(blob)[0])
-        _tensor_record_spans(nac, block, rs, i, blob, param.data_length if param is not None else 0)
+        rec = block.add(rs, 0, f"tensor[{i}]", "tensor")
+        _tensor_record_spans(nac, rec, rs, i, blob, _TENSOR_HEAD.unpack_from(blob)[2])
 
 
-def _tensor_record_spans(nac: NacFile, block: Span, rs: int, i: int, blob: bytes, data_len: int,
+def _tensor_record_spans(nac: NacFile, rec: Span, rs: int, i: int, blob: bytes, data_len: int,
                          complete: bool = True) -> None:
-    """One tensor record's spans from its header and metadata bytes (``blob``, starting at file
-    offset ``rs``); for a record that failed (``complete=False``), the fields before the fault."""
-    rec = block.add(rs, 0, f"tensor[{i}]", "tensor")
+    """One tensor record's field spans under ``rec`` from its header and metadata bytes (``blob``,
+    starting at file offset ``rs``); for a record that failed (``complete=False``), the fields
+    before the fault (the header alone when ``blob`` holds no more)."""
     hc = Cursor(blob, rs, rs + 14, "DATA/tensors", rec, base=rs)
     pid = hc.scalar("u16", "param_id")
     meta_len = hc.scalar("u32", "meta_length")
     hc.scalar("u64", "data_length")
+    if len(blob) == 14 and meta_len:
+        return
     meta_sp = rec.add(rs + 14, meta_len, "meta", "meta")
     meta = read_tensor_meta(Cursor(blob, rs + 14, rs + 14 + meta_len, "DATA/meta", meta_sp, base=rs))
     if not complete:
