@@ -33,6 +33,8 @@ from .document import Problem, Selection
 
 #: Problems-list check name for a run's kernel error.
 CHECK = "debug"
+#: The debug status label grows to fit its text up to this many pixels and does not shrink back.
+STATUS_MIN_WIDTH_MAX = 420
 SETTINGS_GROUP = "debug"
 
 
@@ -297,10 +299,11 @@ class DebugController(QObject):
 
     def show_debug_panes(self) -> None:
         """When a run starts: bring Variables and the Tensor Inspector to the front of their
-        tab groups (the disassembly stays where it is)."""
+        tab groups (the disassembly stays where it is). One already on screen is left alone
+        (raising it again would repaint its tab group at every start)."""
         for name in ("variables", "tensor_inspector"):
             dock = self.window.docks.get(name)
-            if dock is not None and not dock.isFloating():
+            if dock is not None and not dock.isFloating() and dock.visibleRegion().isEmpty():
                 dock.show()
                 dock.raise_()
 
@@ -344,9 +347,21 @@ class DebugController(QObject):
             qdoc.doc.set_problems(CHECK, [])
 
     def _update_status(self) -> None:
+        """The status-bar text. Set only when it changed, shown from the first run of a file on
+        ("Not running" after Stop), and never narrower than it has been (up to
+        STATUS_MIN_WIDTH_MAX): a Continue's tick counter and a Stop then F5 change the text,
+        not the status bar's layout, so they repaint the label alone, not the status bar and
+        the window behind it."""
         s = self.session
-        self.label.setText(f"  {s.describe()}  " if s is not None and s.active else "")
-        self.label.setVisible(s is not None and s.active)
+        shown = s is not None and (s.active or s.weights_kept)
+        text = f"  {s.describe()}  " if shown else ""
+        if text != self.label.text():
+            self.label.setText(text)
+            width = min(self.label.sizeHint().width(), STATUS_MIN_WIDTH_MAX)
+            if width > self.label.minimumWidth():
+                self.label.setMinimumWidth(width)
+        if self.label.isHidden() == shown:
+            self.label.setVisible(shown)
 
     async def wait(self, timeout: float = 60.0) -> bool:
         """Until no debug action runs (for coroutines on the qasync loop: --run-to, benchmarks)."""

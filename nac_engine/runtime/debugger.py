@@ -333,7 +333,7 @@ class Debugger:
                 raise s._missing_error(missing)
         n_sub = len(s.sub_outputs)
         try:
-            value = s.run_instruction(i)
+            value = s.execute(i)          # run_instruction at run()'s cost (the prepared fast call)
         except Exception as e:
             self._stop("error", message=str(e))
             raise
@@ -384,7 +384,7 @@ class Debugger:
             for j in range(start, stop):
                 if self._cancel.is_set():
                     raise Cancelled(f"cancelled while recomputing tick {stop - 1}")
-                value = s.run_instruction(j)
+                value = s.execute(j)
                 self.history.put(j, value, focus=self.tick)
                 for p in self._dies_at.get(j, ()):
                     env.pop(p, None)

@@ -354,6 +354,35 @@ class Session:
             self._finish([])
         return self.outputs
 
+    def execute(self, i: int) -> Any:
+        """Execute instruction ``i`` at run()'s cost and return its result: a regular op of a
+        branch-free stream through its prepared call (what :meth:`run`'s direct loop does),
+        anything else, and everything for a subclass that overrides an instruction kind,
+        through :meth:`run_instruction`. For steppers (the debugger's Continue): ``results``,
+        ``tick`` and ``finished`` end as run_instruction leaves them; errors are its errors."""
+        ins = self.instructions[i] if i < len(self.instructions) else None
+        if ins is None or ins.a < 10 or self._gates or not _plain_kinds(type(self)):
+            return self.run_instruction(i)
+        call = self._prepared.get(i)
+        if call is None:
+            call = self.prepare(ins)
+        fast = call.fast
+        try:
+            value = fast(self.results) if fast is not None else SLOW
+            if value is SLOW:
+                value = call(self._prepared_arguments(ins, call))
+        except NacRuntimeError:
+            raise
+        except Exception as e:      # as in _run_direct: a missing value raises its precise error here
+            args = self._prepared_arguments(ins, call)
+            raise self._kernel_failure(ins, call.name, args, e) from \
+                (None if isinstance(e, InexactCoercion) else e)
+        self.results[i] = value
+        self.tick = i + 1
+        if self.tick >= len(self.instructions) and not self.finished:
+            self._finish([])
+        return value
+
     def _dead_values(self) -> dict[int, tuple]:
         """tick → values nothing reads after that tick (from the file's def-use index):
         a value goes after its last reader, an unread value right after it is computed.
