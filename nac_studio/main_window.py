@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QDockWidget, QF
                                QProgressBar, QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
                                QToolBar, QToolButton, QVBoxLayout, QWidget)
 
-from . import dock_layout, gil_policy, icons, preload, schedule_problems
+from . import dock_layout, gil_policy, icons, preload, schedule_problems, ui_gc
 from .commands import CommandRegistry
 from .debug_commands import register_debug_commands
 from .simulation_commands import register_simulation_commands
@@ -132,6 +132,7 @@ class MainWindow(QMainWindow):
                  theme: str = "system"):
         guard_singleton_refcounts()
         gil_policy.configure_for_ui()          # busy workers hand the GIL to the UI thread sooner
+        ui_gc.collect_on_ui_thread()           # Qt objects in cyclic garbage die on their own thread
         preload.start_background_imports()    # pyqtgraph and torch off the UI thread, before they are needed
         super().__init__()
         self.setObjectName("nacStudioMain")
@@ -592,11 +593,32 @@ class MainWindow(QMainWindow):
         self.openFailed.emit(path, str(exc))
 
     def reload_active(self) -> None:
-        if self.active is None or not self.active.doc.path:
+        """Read the active file again. The old version stays on screen while the new one is
+        parsed in the background, then the new document takes its tab in one swap (closing
+        first cleared every view and showed the welcome page in between: two full rounds of
+        view updates and a window relayout); a file that no longer reads keeps the old one."""
+        old = self.active
+        if old is None or not old.doc.path:
             return
-        path = self.active.doc.path
-        self.close_document(self.active)
-        self.open_path(path)
+        path = os.path.abspath(old.doc.path)
+        if path in self._opening:
+            return
+        started = time.perf_counter()
+        task = self.tasks.submit(f"Reloading {Path(path).name}", open_document, path,
+                                 on_done=lambda doc, o=old, p=path, t=started: self._reloaded(o, p, doc, t),
+                                 on_error=lambda exc, p=path: self._open_failed(p, exc))
+        self._opening[path] = task
+        self.show_message(f"Reloading {path}…")
+
+    def _reloaded(self, old: QtDocument, path: str, doc: Document, started: float) -> None:
+        index = self.docs.index(old) if old in self.docs else None
+        self._opened(path, doc, started)          # a new tab, made active
+        if index is None:
+            return                                 # the old version was closed meanwhile
+        self.close_document(old)                   # not active any more: the views stay on the new one
+        new = self.active
+        if new is not None and new in self.docs and self.docs.index(new) != index:
+            self.tabs.moveTab(self.docs.index(new), index)      # tabMoved keeps self.docs in step
 
     def close_active(self) -> None:
         if self.active is not None:

@@ -25,7 +25,9 @@ from tests.resources_path import DEMO  # noqa: E402
 def _studio_theme(qapp):
     """Fusion + the light palette: the same pixels on every machine."""
     from nac_studio.theme import apply_theme
+    from nac_studio.ui_gc import collect_on_ui_thread
     apply_theme(qapp, "light")
+    collect_on_ui_thread()     # as the Studio does: no Qt object is collected on a worker thread
     yield
 
 

@@ -1,0 +1,82 @@
+"""Python's cyclic garbage collector runs on the UI thread only.
+
+CPython collects on whichever thread happens to allocate past the threshold. In the Studio
+that is usually a worker (graph layout, the interpreter, statistics), and the garbage it
+finds can hold Qt objects: a closed document's views, a dialog, a signal connection's
+closure. Destroying a ``QObject`` from a thread that does not own it is undefined in Qt;
+the suite saw it as a segmentation fault of the UI thread inside the event loop while a
+layout worker ran, and a CI run hung at the same kind of moment. So automatic collection
+is turned off and a timer on the UI thread collects instead.
+
+pyqtgraph ships the same idea (``pyqtgraph.util.garbage_collector.GarbageCollector``); it is
+not used because it runs a full (generation 2) collection whenever the generation-2 count
+passes its threshold, ignoring CPython's rule that a full collection waits until the
+long-lived objects grew by a quarter. With a GPT-2-sized document alive, a full collection
+walks millions of objects, so here it runs at most every :data:`FULL_EVERY_S` seconds.
+"""
+from __future__ import annotations
+
+import gc
+import time
+from typing import Optional
+
+from PySide6.QtCore import QCoreApplication, QObject, QTimer
+
+#: How often the UI thread looks at the allocation counts (milliseconds). Short, so each
+#: young-generation collection has little to walk.
+INTERVAL_MS = 100
+#: A full collection at most this often (seconds).
+FULL_EVERY_S = 30.0
+
+_collector: Optional["UiThreadCollector"] = None
+
+
+class UiThreadCollector(QObject):
+    """Collects generation 0/1 when CPython would, from a timer on the UI thread, and a full
+    collection when generation 2 is due and :data:`FULL_EVERY_S` has passed."""
+
+    def __init__(self, parent: Optional[QObject] = None, interval_ms: int = INTERVAL_MS,
+                 full_every_s: float = FULL_EVERY_S):
+        super().__init__(parent)
+        self.threshold = gc.get_threshold()
+        self.full_every_s = full_every_s
+        self._last_full = time.monotonic()
+        self.collections = [0, 0, 0]
+        gc.disable()
+        self.timer = QTimer(self)
+        self.timer.setInterval(interval_ms)
+        self.timer.timeout.connect(self.check)
+        self.timer.start()
+
+    def due(self) -> Optional[int]:
+        """The generation to collect now, or None."""
+        c0, c1, c2 = gc.get_count()
+        t0, t1, t2 = self.threshold
+        if c0 <= t0:
+            return None
+        if c1 <= t1:
+            return 0
+        if c2 > t2 and time.monotonic() - self._last_full >= self.full_every_s:
+            return 2
+        return 1
+
+    def check(self) -> None:
+        gen = self.due()
+        if gen is None:
+            return
+        gc.collect(gen)
+        self.collections[gen] += 1
+        if gen == 2:
+            self._last_full = time.monotonic()
+
+
+def collect_on_ui_thread() -> Optional[UiThreadCollector]:
+    """Install the collector once per process (needs a QCoreApplication; call it on the UI
+    thread). Returns it, or None when there is no application yet."""
+    global _collector
+    app = QCoreApplication.instance()
+    if app is None:
+        return None
+    if _collector is None:
+        _collector = UiThreadCollector(app)
+    return _collector

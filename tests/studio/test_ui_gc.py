@@ -1,0 +1,64 @@
+"""Cyclic garbage is collected on the UI thread, never on a worker (nac_studio/ui_gc.py)."""
+from __future__ import annotations
+
+import gc
+import threading
+
+from nac_studio import preload, ui_gc
+
+
+class _Cycle:
+    """A reference cycle whose finaliser records the thread that collected it."""
+    seen: list = []
+
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        _Cycle.seen.append(threading.current_thread())
+
+
+def test_the_window_turns_automatic_collection_off_and_keeps_it_off(window):
+    assert ui_gc.collect_on_ui_thread() is not None
+    assert preload.wait(60)            # the background imports re-enable nothing
+    assert not gc.isenabled()
+
+
+def test_garbage_made_while_a_worker_allocates_is_collected_on_the_ui_thread(window, qtbot):
+    _Cycle.seen.clear()
+    for _ in range(50):
+        _Cycle()                        # unreachable at once: only the cyclic collector frees them
+
+    keep = []
+
+    def allocate():                     # a layout-like worker: far past generation 0's threshold
+        for i in range(200_000):
+            keep.append([i])
+    t = threading.Thread(target=allocate)
+    t.start()
+    t.join(60)
+    assert not _Cycle.seen, "collected on the worker thread"
+    qtbot.waitUntil(lambda: len(_Cycle.seen) == 50, timeout=5000)
+    assert all(th is threading.main_thread() for th in _Cycle.seen)
+    keep.clear()
+
+
+def test_full_collections_are_rate_limited(qapp, monkeypatch):
+    c = ui_gc.UiThreadCollector(full_every_s=3600)
+    try:
+        c.timer.stop()
+        c.threshold = (700, 10, 10)
+        counts = {"now": (10, 0, 0)}
+        monkeypatch.setattr(ui_gc.gc, "get_count", lambda: counts["now"])
+        assert c.due() is None                      # under generation 0's threshold
+        counts["now"] = (800, 3, 0)
+        assert c.due() == 0
+        counts["now"] = (800, 11, 11)
+        assert c.due() == 1                         # generation 2 is due, but a full one ran < 1 h ago
+        c._last_full -= 7200
+        assert c.due() == 2
+        c.check()                                   # a real full collection
+        assert c.collections == [0, 0, 1]
+        assert c.due() == 1                         # and the clock starts again
+    finally:
+        c.deleteLater()
