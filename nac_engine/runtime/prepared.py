@@ -50,6 +50,17 @@ def _writes_an_argument(op) -> bool:
     return cached
 
 
+def _returns_an_alias(op) -> bool:
+    cached = getattr(op, "_nac_returns_alias", None)
+    if cached is None:
+        cached = any(r.alias_info is not None for r in op._schema.returns)
+        try:
+            op._nac_returns_alias = cached
+        except AttributeError:     # pragma: no cover - OpOverload normally takes attributes
+            pass
+    return cached
+
+
 def constant_key(const) -> tuple:
     """A constant for a plan key: its stored type and value, with the sign of each float (0.0 and
     -0.0 are equal in Python but not as an op's argument). A NaN never equals another NaN, so a
@@ -130,8 +141,15 @@ class _Recipe:
 
 def _recipe(op, args: list, refs: tuple, pos: list, kw: dict) -> Optional[_Recipe]:
     """The binding of this call as a recipe, or None when it must be bound each time."""
-    if not refs or _writes_an_argument(op):
+    if _writes_an_argument(op):
         return None
+    if not refs:
+        # constants only (ones/full/zeros with a constant shape): the binding never changes; kept
+        # unless the result may alias an argument (a tensor made once from a constant would then
+        # be handed out by every call)
+        if _returns_an_alias(op):
+            return None
+        return _Recipe(op, list(pos), dict(kw), (), (), (), ())
     by_id = {}
     for i in refs:
         v = args[i]

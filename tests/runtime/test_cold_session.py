@@ -85,3 +85,20 @@ def test_constants_differing_only_in_sign_of_zero_get_their_own_plans(tmp_path):
         outs.append(Session(nac, inputs={"x": np.ones(2, np.float32)}).run()[0])
         nac.close()
     assert not np.signbit(outs[0]).any() and np.signbit(outs[1]).all()
+
+
+def test_a_constants_only_call_keeps_its_binding_and_returns_fresh_tensors():
+    """nac.ones((2, 3), 'float32') binds once (a recipe), and every call still makes a new tensor;
+    a constants-only op that could return an alias of an argument is bound every time."""
+    from nac_engine.runtime.kernels import Kernels
+    from nac_engine.runtime.prepared import PreparedCall
+    k = Kernels()
+    call = PreparedCall("nac.ones", k("nac.ones"), [(False, (2, 3)), (False, "float32")], False)
+    a = call([(2, 3), "float32"])
+    assert call.recipe is not None and call.fast is not None
+    b = call.fast({})
+    a.add_(1)
+    assert torch.equal(b, torch.ones(2, 3)) and a.data_ptr() != b.data_ptr()
+    alias = PreparedCall("aten.alias.default", k("aten.alias.default"), [(False, 1.0)], False)
+    alias([1.0])
+    assert alias.recipe is None
