@@ -177,9 +177,9 @@ def plain_call(fn: Callable, producers: tuple, refs: tuple, base: Optional[list]
 
 def plain_call_maker(fn: Callable, refs: tuple, base: Optional[list], keep_tuples: bool) -> Callable:
     """``make(producers) -> fast``: :func:`plain_call` with the specialisation decided once."""
-    special = _SPECIAL.get(fn)
+    special = _SPECIAL.get(fn) or (_arange_call if isinstance(fn, kernels._Arange) else None)
     if special is not None:
-        make = special(refs, base)
+        make = special(refs, base) if special is not _arange_call else _arange_call(fn, refs, base)
         if make is not None:
             return make
     n_args = len(base) if base is not None else len(refs)
@@ -264,6 +264,24 @@ def _transpose_call(refs, base):
     if not all(type(d) is int for d in dims):
         return None
     return _tensor_method_call(_Tensor.transpose, refs, dims)
+
+
+def _arange_call(fn, refs, base):
+    # nac.arange with constant arguments only: its overload and binding are fixed (the kernel
+    # would pick and bind them on every call); the result is a new tensor each call
+    if refs or not base:
+        return None
+    try:
+        op, pos, kw = fn.bound(*base)
+    except (TypeError, ValueError):       # the kernel raises it, naming the arguments
+        return None
+    op = op_handle(op)
+
+    def make(producers):
+        def fast(results):
+            return op(*pos, **kw)
+        return fast
+    return make
 
 
 def _clone_call(refs, base):

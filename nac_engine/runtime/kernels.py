@@ -553,6 +553,9 @@ class _Arange:
         self.kernels = kernels
 
     def __call__(self, *args):
+        return call_bound(self.overload(args), args, self.kernels.device)
+
+    def overload(self, args: tuple):
         n = 0
         for a in args[:3]:
             if _is_number(_scalar(a)):
@@ -562,7 +565,14 @@ class _Arange:
         overload = {1: "default", 2: "start", 3: "start_step"}.get(n)
         if overload is None:
             raise TypeError(f"nac.arange: no numeric arguments in ({describe_args(args)})")
-        return call_bound(getattr(torch.ops.aten.arange, overload), args, self.kernels.device)
+        return getattr(torch.ops.aten.arange, overload)
+
+    def bound(self, *args):
+        """(overload, positional, keyword) of a call with these arguments (TypeError when they do
+        not bind: then the call itself raises torch's message)."""
+        op = self.overload(args)
+        pos, kw = bind(op, args, self.kernels.device)
+        return op, pos, kw
 
 
 _HAND = {

@@ -102,3 +102,15 @@ def test_a_constants_only_call_keeps_its_binding_and_returns_fresh_tensors():
     alias = PreparedCall("aten.alias.default", k("aten.alias.default"), [(False, 1.0)], False)
     alias([1.0])
     assert alias.recipe is None
+
+
+@pytest.mark.parametrize("base", [[8, "int64", "cpu", False], [2, 10, "int64", "cpu", False],
+                                  [0, 10, 2, "int64", "cpu", False], [0.5, 3.0]])
+def test_constant_arange_is_bound_once_and_equals_the_kernel(base):
+    from nac_engine.runtime.fastcall import plain_call
+    from nac_engine.runtime.kernels import Kernels
+    fn = Kernels()("nac.arange")
+    fast = plain_call(fn, (), (), base, False)
+    got, want = fast({}), fn(*base)
+    assert torch.equal(got, want) and got.dtype == want.dtype
+    assert fast({}) is not got                      # a new tensor every call
