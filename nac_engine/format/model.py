@@ -134,7 +134,7 @@ class Argument:
 
 
 # --------------------------------------------------------------------------- parameters
-@dataclass
+@dataclass(slots=True)      # one per tensor record (files with 25k exist): no per-object __dict__
 class TensorMeta:
     """DATA block 3 binary metadata (seed 000 §6.1.1 + the reference's quant tails, §10.1)."""
     dtype: int
@@ -162,7 +162,7 @@ class TensorMeta:
         return math.prod(self.shape) * L.storage_dtype(self.dtype).itemsize
 
 
-@dataclass
+@dataclass(slots=True)      # one per parameter: no per-object __dict__
 class Parameter:
     id: int
     name: str

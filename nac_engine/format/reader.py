@@ -16,6 +16,7 @@ import math
 import mmap
 import os
 import struct
+from array import array
 from typing import Optional
 
 import numpy as np
@@ -460,7 +461,7 @@ class _Reader:
         start = cur.pos
         n = cur.scalar("u32", "count", b1)
         cur.check_count(n, 4, "parameter name")
-        names: list = []
+        names = _NameRecords()
         b1.set_builder(functools.partial(_name_spans, names, "param", "id", "{} = {}"))
         params, rec_head = nac.params, _NAME_HEAD.unpack_from
         try:
@@ -470,7 +471,7 @@ class _Reader:
                 pid, ln = rec_head(cur.buf, rs - cur.base)
                 cur.pos = rs + 4
                 name = cur.text(ln, "name", sink)
-                names.append((rs, pid, ln, name))
+                names.append(rs, pid, name)
                 if pid in params:
                     self.p.add(NacFormatError("DATA/names", rs, f"parameter id {pid} is named twice"))
                 params[pid] = Parameter(pid, name, _file=nac)
@@ -483,7 +484,7 @@ class _Reader:
         start = cur.pos
         m = cur.scalar("u32", "count", b2)
         cur.check_count(m, 4, "input name")
-        inputs: list = []
+        inputs = _NameRecords()
         b2.set_builder(functools.partial(_name_spans, inputs, "input", "index", "v{} = {}"))
         try:
             for i in range(m):
@@ -492,7 +493,7 @@ class _Reader:
                 idx, ln = rec_head(cur.buf, rs - cur.base)
                 cur.pos = rs + 4
                 name = cur.text(ln, "name", sink)
-                inputs.append((rs, idx, ln, name))
+                inputs.append(rs, idx, name)
                 nac.input_names.append(InputName(idx, name))
         except NacFormatError:
             cur.pos = rs
@@ -503,16 +504,18 @@ class _Reader:
             return
         b3 = sp.add(cur.pos, 0, "tensors", "block3")
         start = cur.pos
-        kept: list = []          # (start, index, header + metadata bytes) per record read
-        b3.set_builder(functools.partial(_tensor_spans, nac, kept))
+        kept_at, kept = array("Q"), []      # each record read: its start; its header + metadata bytes
+        b3.set_builder(functools.partial(_tensor_spans, nac, kept_at, kept))
         self._tensor_ids: set = set()
+        self._ahead = (0, b"")
         try:
             t = cur.scalar("u32", "count", b3)
             cur.check_count(t, 14, "tensor record")
             for i in range(t):
                 rs = cur.pos
                 try:
-                    kept.append((rs, i, self._tensor_record(cur, sink, i)))
+                    kept.append(self._tensor_record(cur, sink, i))
+                    kept_at.append(rs)
                 except NacFormatError:
                     cur.pos = rs      # again, recording the spans of the fields before the fault
                     self._tensor_record(cur, b3, i, model=False)
@@ -520,12 +523,18 @@ class _Reader:
         finally:
             b3.length = cur.pos - start
 
-    def _window(self, offset: int, n: int):
-        """Small reads between tensors go through pread: touching the mapping would fault
-        in (and count as resident) a whole huge page of weights per record header."""
-        if self.fd is not None:
-            return os.pread(self.fd, n, offset)
-        return self.buf
+    def _record_bytes(self, offset: int, n: int) -> bytes:
+        """Small reads between tensors go through pread: touching the mapping would fault in
+        (and count as resident) a whole huge page of weights per record header. One read of
+        at least 4 KB serves the header, the metadata and, for small tensors, the records after."""
+        if self.fd is None:
+            return bytes(self.buf[offset:offset + n])
+        a0, ahead = self._ahead
+        if a0 <= offset and offset + n <= a0 + len(ahead):
+            return ahead[offset - a0:offset - a0 + n]
+        ahead = os.pread(self.fd, max(n, 4096), offset)
+        self._ahead = (offset, ahead)
+        return ahead[:n]
 
     def _tensor_record(self, cur: Cursor, parent, i: int, model: bool = True) -> bytes:
         """One block-3 record; returns its header and metadata bytes. ``model=False`` only
@@ -535,23 +544,23 @@ class _Reader:
         if not model:
             rec = parent.add(rs, 0, f"tensor[{i}]", "tensor")
         cur.need(14, f"tensor {i} record header")
-        head = self._window(rs, 14)
-        base = rs if self.fd is not None else 0
-        head = bytes(head[rs - base:rs - base + 14])
+        head = self._record_bytes(rs, 14)
         pid, meta_len, data_len = _TENSOR_HEAD.unpack(head)
         cur.pos = rs + 14
         if not model and meta_len > cur.remaining:
             _tensor_record_spans(self.nac, rec, rs, i, head, data_len, complete=False)
         cur.need(meta_len, f"tensor {i} metadata")
-        mbuf = self._window(cur.pos, meta_len)
-        base = cur.pos if self.fd is not None else 0
-        blob = head + bytes(mbuf[cur.pos - base:cur.pos - base + meta_len])
+        blob = head + self._record_bytes(cur.pos, meta_len)
         if not model:
             _tensor_record_spans(self.nac, rec, rs, i, blob, data_len, complete=False)
             cur.pos += meta_len
             cur.need(data_len, f"tensor {i} data ({data_len} bytes)")
             return blob
-        meta = read_tensor_meta(Cursor(blob, cur.pos, cur.pos + meta_len, "DATA/meta", parent, base=rs))
+        rank = blob[15] if meta_len >= 2 else -1
+        if meta_len == 3 + 4 * rank and blob[-1] == L.QUANT_NONE:     # plain tensor: one unpack
+            meta = TensorMeta(blob[14], _u32s(rank).unpack_from(blob, 16), L.QUANT_NONE)
+        else:
+            meta = read_tensor_meta(Cursor(blob, cur.pos, cur.pos + meta_len, "DATA/meta", parent, base=rs))
         cur.pos += meta_len
         cur.need(data_len, f"tensor {i} data ({data_len} bytes)")
         nac = self.nac
@@ -740,13 +749,36 @@ class _NoSpans:
         return [self]
 
 
+@functools.lru_cache(maxsize=None)
+def _u32s(n: int) -> struct.Struct:
+    return struct.Struct(f"<{n}I")
+
+
 _NAME_HEAD = struct.Struct("<HH")          # DATA name record: id (or index), name length
 _TENSOR_HEAD = struct.Struct("<HIQ")       # DATA tensor record: param id, meta length, data length
 
 
-def _name_spans(records: list, kind: str, key: str, value: str, block: Span) -> None:
-    """DATA block 1/2 record spans from the (start, id, length, name) the reader kept."""
-    for i, (rs, ident, ln, name) in enumerate(records):
+class _NameRecords:
+    """What DATA block 1/2 spans are built from: each record's start, id and name (its byte
+    length is the name's UTF-8 length: the name was decoded from exactly those bytes)."""
+    __slots__ = ("starts", "ids", "names")
+
+    def __init__(self):
+        self.starts, self.ids, self.names = array("Q"), array("H"), []
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def append(self, start: int, ident: int, name: str) -> None:
+        self.starts.append(start)
+        self.ids.append(ident)
+        self.names.append(name)
+
+
+def _name_spans(records: _NameRecords, kind: str, key: str, value: str, block: Span) -> None:
+    """DATA block 1/2 record spans from what the reader kept."""
+    for i, (rs, ident, name) in enumerate(zip(records.starts, records.ids, records.names)):
+        ln = len(name.encode("utf-8"))
         rec = block.add(rs, 4 + ln, f"{kind}[{i}]", kind, value.format(ident, name))
         rec.add(rs, 2, key, "u16", ident)
         rec.add(rs + 2, 2, "length", "u16", ln)
@@ -773,8 +805,8 @@ def _resource_spans(records: list, section: Span) -> None:
         rec.add(rs + 6 + ln, dl, "data", "bytes", f"{dl} bytes")
 
 
-def _tensor_spans(nac: NacFile, kept: list, block: Span) -> None:
-    for rs, i, blob in kept:
+def _tensor_spans(nac: NacFile, kept_at: array, kept: list, block: Span) -> None:
+    for i, (rs, blob) in enumerate(zip(kept_at, kept)):
         rec = block.add(rs, 0, f"tensor[{i}]", "tensor")
         _tensor_record_spans(nac, rec, rs, i, blob, _TENSOR_HEAD.unpack_from(blob)[2])
 
