@@ -9,12 +9,13 @@ default turned a 60 ms repaint into 0.3–0.7 s on GPT-2-size files (measured wi
 length). At 0.5 ms the wait per hand-over is a tenth; the workers pay only when the UI
 thread actually asks (an idle UI thread sleeps without the GIL and forces no switches).
 
-The cyclic garbage collector holds the GIL too, in whichever thread allocated last: a full
-(generation 2) collection walks every object not frozen (``preload`` freezes what start-up
-imported) — 40–90 ms once a GPT-2 document, its graph and the views are alive, several
-times per open. Generation 2 is considered after :data:`GEN2_AFTER` generation-1
-collections instead of CPython's 10, so opening a file rarely runs one; young collections
-(a few ms) are unchanged, and unreachable cycles that reach generation 2 wait longer.
+The cyclic garbage collector holds the GIL too: a full (generation 2) collection walks every
+object not frozen (``preload`` freezes what start-up imported) — 40–90 ms once a GPT-2
+document, its graph and the views are alive, and it ran several times per open. Generation 2
+is considered after :data:`GEN2_AFTER` generation-1 collections instead of CPython's 10
+(``ui_gc``, which runs every collection on the UI thread, reads the same threshold), so
+opening a file rarely runs one; young collections (a few ms) are unchanged, and unreachable
+cycles that reach generation 2 wait longer.
 """
 from __future__ import annotations
 
