@@ -170,7 +170,7 @@ class Session:
         # the file's bytes are this session's own copy (it opened the file, read whole): weights
         # may be used where they lie (runtime/stored_weights.py)
         self._own_bytes = self._owns_file and getattr(nacfile, "private_buffer", False)
-        self._dead_after: Optional[dict[int, tuple]] = None
+        self._dead_after: Optional[dict[int, list]] = None
         # the kernels' thread count (threads.py) is chosen when kernels are about to run: by run(),
         # or by the first run_instruction of a session that is stepped (the debugger)
         self._threads_chosen = not self.manage_threads
@@ -383,21 +383,24 @@ class Session:
             self._finish([])
         return value
 
-    def _dead_values(self) -> dict[int, tuple]:
+    def _dead_values(self) -> dict[int, list]:
         """tick → values nothing reads after that tick (from the file's def-use index):
         a value goes after its last reader, an unread value right after it is computed.
         Graph outputs that nobody reads stay (``output_values`` holds them anyway)."""
         if self._dead_after is None:
             du = self.nac.def_use()
-            n = du.n
-            dead: dict[int, list[int]] = {u: [v for v in vs if 0 <= v < n] for u, vs in du.last_uses().items()}
-            for v in set(range(n)).difference(du.read_values(), du.outputs):
-                vs = dead.get(v)
-                if vs is None:
-                    dead[v] = [v]
-                else:
-                    vs.append(v)
-            self._dead_after = {t: tuple(vs) for t, vs in dead.items() if vs}
+            # last_uses() hands out fresh lists; a reference outside the stream (a damaged file)
+            # is dropped like any other (results.pop with a default)
+            dead: dict[int, list[int]] = du.last_uses()
+            read, outputs = du.read_values(), du.outputs
+            for v in range(du.n):
+                if v not in read and v not in outputs:
+                    vs = dead.get(v)
+                    if vs is None:
+                        dead[v] = [v]
+                    else:
+                        vs.append(v)
+            self._dead_after = dead
         return self._dead_after
 
     def run_instruction(self, i: int) -> Any:
