@@ -5,6 +5,7 @@ until they are touched (then decode them with read()'s own decoders), refuse wha
 with the same error, and give the same outputs as a run on read()'s file."""
 from __future__ import annotations
 
+import dataclasses
 import random
 import struct
 
@@ -45,7 +46,7 @@ def _same_tables(full, run) -> None:
         assert (q.name, q.data_offset, q.data_length) == (p.name, p.data_offset, p.data_length)
         assert (q.meta is None) == (p.meta is None)
         if p.meta is not None:
-            for field in vars(p.meta):
+            for field in (f.name for f in dataclasses.fields(p.meta)):
                 a, b = getattr(p.meta, field), getattr(q.meta, field)
                 assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, (pid, field)
 
