@@ -264,3 +264,23 @@ def test_mutants_run_read_agrees_with_read():
                 assert full_error.section.split("/")[0] in ("MMAP", "PROC", "ORCH", "RSRC", "TRNG", "ARRS")
                 outcomes["lazy_only"] += 1
     assert all(outcomes.values()), outcomes
+
+
+@pytest.mark.parametrize("path", corpus_params())
+def test_a_file_above_the_whole_read_limit_is_mapped_and_runs_the_same(path, monkeypatch):
+    """Past WHOLE_READ_MAX the run read maps the file (tensor headers by pread, weights copied
+    out through the size-checked path) instead of reading it whole: same tables, same outputs."""
+    from nac_engine.format import run_read
+    monkeypatch.setattr(run_read, "WHOLE_READ_MAX", 0)
+    feeds = [np.load(f) for f in sorted(path.parent.glob("feed_*.npy"))]
+    with read(path) as full, read_for_run(path) as run:
+        assert not run.private_buffer and run._closer is not None
+        _same_tables(full, run)
+        assert run.mmap == full.mmap
+        try:
+            want = Session(full, feeds=feeds).run()
+        except Exception as e:        # files the interpreter refuses are another test's business
+            pytest.skip(f"does not run: {type(e).__name__}")
+    got = nac_engine.run(path, feeds=feeds)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
