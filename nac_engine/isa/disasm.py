@@ -49,7 +49,7 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
         yield f".cmap {oid} {format_name(name)}"
     for sid, sig in nac.perms.items():
         yield f".perm {sid} {json.dumps(sig)}"
-    yield from _const_lines(nac.constants.values(), t.const_keys)
+    yield from _const_lines(nac.constants.values(), t.const_literals)
     for pid, p in nac.params.items():
         yield f".param {pid} {format_name(p.name)}"
     for pid in nac.tensor_order:
@@ -158,14 +158,13 @@ def _inputs_derivable(nac: NacFile) -> bool:
     return idx == sorted(set(idx)) and set(idx) <= set(expect)
 
 
-def _const_lines(constants, literals: dict):
+def _const_lines(constants, literals: list):
     """``.const`` lines in blocks of up to 4096; each literal is the one Tables formatted (a
     65,535-value list is formatted once, and a 65k-entry table costs an f-string per entry)."""
     names = L.CONST_TYPE_NAMES
     plain = set(names) - {L.CONST_NULL, L.CONST_BOOL}      # no len= to consider
     block: list = []
-    for c in constants:
-        literal = literals.get(c.id)
+    for c, literal in zip(constants, literals):
         if c.type in plain and literal is not None:
             block.append(f".const {c.id} {names[c.type]} {literal}")
         else:

@@ -58,8 +58,12 @@ class Tables:
         self.op_names.update(nac.cmap)
         self.op_ids = _reverse(self.op_names)
         self.sig_ids = _reverse(nac.perms)
-        self.const_keys = _const_keys(nac.constants)    # literal text per id
-        self.const_ids = _reverse(self.const_keys)
+        # literal text of each constant, in nac.constants' order (a list: a 65k table's dict
+        # of texts cost more RAM than the table itself)
+        self.const_literals = _const_literals(nac.constants)
+        self.const_ids: dict = {}
+        for cid, key in zip(nac.constants, self.const_literals):
+            self.const_ids.setdefault(key, []).append(cid)
         self.param_ids = _reverse({pid: p.name for pid, p in nac.params.items()})
         self._used_ids: dict = {}
 
@@ -122,14 +126,11 @@ def const_key(c: Constant) -> str:
         return f"<type {c.type}>"
 
 
-def _const_keys(constants: dict) -> dict:
-    """``const_key`` of every constant; int64 ones (most of a big table) inline."""
-    out = {}
+def _const_literals(constants: dict) -> list:
+    """``const_key`` of every constant, in order; int64 ones (most of a big table) inline."""
     int64 = L.CONST_INT64
-    for cid, c in constants.items():
-        v = c.value
-        out[cid] = str(v) if c.type == int64 and type(v) is int else const_key(c)
-    return out
+    return [str(c.value) if c.type == int64 and type(c.value) is int else const_key(c)
+            for c in constants.values()]
 
 
 def _reverse(d: dict) -> dict:

@@ -1,0 +1,191 @@
+"""Decoding cost stays linear in the file (issue 15 §5): bytes of RAM per file byte measured with
+tracemalloc (machine-independent), CPU time of 4x the input against 1x (a quadratic step makes
+that 16x; the bound leaves room for a shared machine), and the compact ORCH stream checked
+against the one-instruction-at-a-time decoder it replaced."""
+from __future__ import annotations
+
+import gc
+import random
+import time
+import tracemalloc
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from nac_engine import read, verify, write
+from nac_engine.format.gc_pause import collector_paused
+from nac_engine.format.model import (Constant, MmapCommand, MmapRecord, Orch, Parameter, Resource,
+                                     TensorMeta)
+from nac_engine.isa.disasm import disassemble, iter_disassembly
+from nac_engine.isa.mep import (MEP_OPCODES, MepStream, _decode_one, _Undecodable, decode_mep, format_mep,
+                                format_mep_blocks)
+from tests.format.test_regressions import small_file
+
+# A real MEP program (load model, load array, run, argmax, print, return): 29 bytes.
+MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")
+
+
+def crafted(kind: str, scale: int) -> bytes:
+    """A valid file whose ``kind`` section grows with ``scale`` (1 ~ 100-250 KB)."""
+    nac = small_file()
+    if kind == "orch":
+        nac.orch = Orch(MEP_PROGRAM * (8_600 * scale), [Constant(i, 4, f"s{i}") for i in range(4)])
+    elif kind == "mmap":
+        rnd = random.Random(1)
+        nac.mmap = [MmapRecord(t, [MmapCommand(10, rnd.randrange(5)) for _ in range(255)])
+                    for t in range(130 * scale)]
+    elif kind == "cnst":
+        for cid in range(10, 10 + 12_000 * scale):
+            nac.constants[cid] = Constant(cid, 2, cid % 7)
+    elif kind == "tensors":
+        for pid in range(2, 2 + 3_000 * scale):
+            nac.params[pid] = Parameter(pid, f"p{pid}", meta=TensorMeta(0, (2,), 0), _payload=bytes(8))
+    elif kind == "rsrc":
+        nac.rsrc = [Resource(f"res/{i}.json", _payload=b'{"k": %d}' % i) for i in range(4_000 * scale)]
+    return write(nac)
+
+
+KINDS = ("orch", "mmap", "cnst", "tensors", "rsrc")
+STEPS = {
+    "read": lambda p: read(p, strict=False).close(),
+    "verify": verify,
+    "dis": lambda p: sum(map(len, iter_disassembly(read(p, strict=False)))),
+}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cost")
+    out = {}
+    for kind in KINDS:
+        for scale in (1, 4):
+            path = d / f"{kind}{scale}.nac"
+            path.write_bytes(crafted(kind, scale))
+            out[kind, scale] = path
+    return out
+
+
+@pytest.mark.parametrize("step", sorted(STEPS))
+@pytest.mark.parametrize("kind", KINDS)
+def test_ram_per_file_byte_is_bounded(files, kind, step):
+    path = files[kind, 4]
+    STEPS[step](path)       # first-use imports and caches are not the decoder's cost
+    gc.collect()
+    tracemalloc.start()
+    try:
+        STEPS[step](path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak / path.stat().st_size <= 20, f"{kind} {step}: {peak / path.stat().st_size:.1f} B per file byte"
+
+
+def _cpu(fn, path, repeat=3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.process_time()
+        fn(path)
+        best = min(best, time.process_time() - t0)
+    return best
+
+
+@pytest.mark.parametrize("step", sorted(STEPS))
+@pytest.mark.parametrize("kind", KINDS)
+def test_four_times_the_input_costs_about_four_times(files, kind, step):
+    fn = STEPS[step]
+    fn(files[kind, 1])
+    small, big = _cpu(fn, files[kind, 1]), _cpu(fn, files[kind, 4])
+    assert big <= 6 * small + 0.02, f"{kind} {step}: 1x {small:.3f} s, 4x {big:.3f} s"
+
+
+# -- the compact ORCH stream against the instruction-at-a-time walk --------------------------------
+def _reference_walk(buf: bytes):
+    """The decoder before MepStream: decode each instruction in turn, stop at the first bad one."""
+    out, ip = [], 0
+    while ip < len(buf):
+        try:
+            ins = _decode_one(buf, ip, want_leaves=False)[0]
+        except _Undecodable as e:
+            return out, ip, e.args[0]
+        out.append(ins)
+        ip += ins.length
+    return out, None, None
+
+
+_OPCODES = sorted(MEP_OPCODES)
+# mostly opcodes followed by small operand bytes, sometimes anything: exercises keys, tails, cuts
+_streams = st.lists(st.one_of(st.sampled_from(_OPCODES), st.integers(0, 5), st.integers(0, 255)),
+                    max_size=300).map(bytes)
+
+
+@given(_streams, st.integers(0, 1 << 20))
+@settings(max_examples=400, deadline=None)
+def test_stream_decodes_like_the_reference_walk(data, base):
+    stream, problems = decode_mep(data, base)
+    ref, bad_ip, reason = _reference_walk(data)
+    assert isinstance(stream, MepStream)
+    assert list(stream.starts) == [i.ip for i in ref]
+    assert [stream[i] for i in range(len(ref))] == ref
+    if bad_ip is None:
+        assert problems == [] and stream.tail is None
+    else:
+        assert [(p.offset, p.reason) for p in problems] == [(base + bad_ip, reason)]
+        assert stream.tail.ip == bad_ip and stream[-1] is stream.tail
+    assert "\n".join(format_mep_blocks(stream, {0: "zero"}, ".mep ")).split("\n") == \
+        [".mep " + format_mep(i, {0: "zero"}) for i in stream] if len(stream) else True
+
+
+def test_blocks_cache_and_jumps_across_block_boundaries():
+    """> 4096 instructions (several blocks), jumps (text depends on the ip) and more distinct
+    encodings than the text cache keeps: the text is still each instruction's own."""
+    rnd = random.Random(3)
+    parts = []
+    for _ in range(30_000):
+        op = rnd.choice([0x04, 0xA8, 0x61, 0xFE, 0x80])
+        if op == 0x04:
+            parts.append(bytes([op, rnd.randrange(256), rnd.randrange(256), rnd.randrange(256)]))
+        elif op == 0xA8:
+            parts.append(bytes([op, rnd.randrange(256), rnd.randrange(256), rnd.randrange(256)]))
+        elif op == 0x61:
+            parts.append(bytes([op, rnd.randrange(7), 1, 2, 3]))
+        elif op == 0xFE:
+            parts.append(bytes([op, 2, 5, 6]))
+        else:
+            parts.append(bytes([op, 0, 1, 7, 2, 8, 9]))
+    data = b"".join(parts) + b"\x04\x01"         # cut short: a .bytes tail
+    stream, problems = decode_mep(data, 100)
+    assert len(problems) == 1 and stream.tail is not None
+    pool = {i: f"p{i}" for i in range(0, 65536, 3)}
+    expect = [".mep " + format_mep(i, pool) for i in _reference_walk(data)[0]] + [".mep " + format_mep(stream.tail, pool)]
+    assert "\n".join(format_mep_blocks(stream, pool, ".mep ")).split("\n") == expect
+
+
+def test_dis_of_a_big_orch_reads_back_byte_exact(tmp_path):
+    from nac_engine.isa.asm import assemble
+    data = crafted("orch", 1)
+    path = tmp_path / "orch.nac"
+    path.write_bytes(data)
+    nac = read(path)
+    text = disassemble(nac)
+    assert text.count("\n.mep ") == len(nac.orch.instructions)
+    assert write(assemble(text, weights=str(path))) == data
+
+
+def test_collector_comes_back_after_reads_good_and_bad():
+    assert gc.isenabled()
+    read(write(small_file()))
+    assert gc.isenabled()
+    with pytest.raises(Exception):
+        read(b"NAC\x09" + bytes(100))
+    assert gc.isenabled()
+    with collector_paused():
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        read(write(small_file()))
+        assert not gc.isenabled()      # a caller's own choice is kept
+    finally:
+        gc.enable()
