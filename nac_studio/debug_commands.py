@@ -25,16 +25,41 @@ from concurrent.futures import Future
 from typing import Optional
 
 from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal
-from PySide6.QtWidgets import QLabel, QToolBar
+from PySide6.QtWidgets import QToolBar
 
 from . import debug_marks
 from .debug_session import ERROR, DebugSession
 from .document import Problem, Selection
+from .widgets.task_indicator import ElidedText
 
 #: Problems-list check name for a run's kernel error.
 CHECK = "debug"
-#: The debug status label grows to fit its text up to this many pixels and does not shrink back.
-STATUS_MIN_WIDTH_MAX = 420
+#: Room the debug status text asks for in the status bar (it is elided, full text in its tooltip, when longer).
+STATUS_SAMPLE = "  Stopped at tick 99,999 — breakpoint #99 (op aten.softmax*) (999 ms)  "
+
+
+class StatusText(ElidedText):
+    """The debugger's status text: a constant size hint (the sample's width), so setting the
+    text repaints this widget only and never asks the status bar to lay out again."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        fm = self.fontMetrics()
+        self._hint = QSize(fm.horizontalAdvance(STATUS_SAMPLE), fm.height() + 4)
+        self.setAutoFillBackground(True)     # opaque: a new text repaints this rectangle only, not the bar behind it
+
+    def setText(self, text: str) -> None:  # noqa: N802 - the QLabel name
+        super().setText(text)
+        self.setToolTip(text.strip() or STATUS_TIP)
+
+    def sizeHint(self) -> QSize:
+        return self._hint
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(min(160, self._hint.width()), self._hint.height())
+
+
+STATUS_TIP = "Debugger: state, why it stopped, time of the last action"
 SETTINGS_GROUP = "debug"
 
 
@@ -59,9 +84,9 @@ class DebugController(QObject):
         self._refresh_timer.setInterval(0)
         self._refresh_timer.timeout.connect(lambda: self.window.commands.refresh())
         self._graph_marks: Optional[tuple] = None    # (canvas, session ref, DebugMarks) the graph shows
-        self.label = QLabel(window)
+        self.label = StatusText(window)
         self.label.setObjectName("debugStatus")
-        self.label.setToolTip("Debugger: state, why it stopped, time of the last action")
+        self.label.setToolTip(STATUS_TIP)
         window.statusBar().addPermanentWidget(self.label)
         window.documentOpened.connect(self.attach)
         window.documentChanged.connect(lambda _q: (self._update_status(), self._mark_graph()))
@@ -347,19 +372,14 @@ class DebugController(QObject):
             qdoc.doc.set_problems(CHECK, [])
 
     def _update_status(self) -> None:
-        """The status-bar text. Set only when it changed, shown from the first run of a file on
-        ("Not running" after Stop), and never narrower than it has been (up to
-        STATUS_MIN_WIDTH_MAX): a Continue's tick counter and a Stop then F5 change the text,
-        not the status bar's layout, so they repaint the label alone, not the status bar and
-        the window behind it."""
+        """The status-bar text, shown from the first run of a file on ("Not running" after
+        Stop, so a Stop then F5 does not show and hide it). The label only repaints when its
+        text changes (:class:`StatusText`): a Continue's tick counter never re-lays out the
+        status bar (a QLabel's setText did, repainting the whole bar and the window behind it
+        at every tick)."""
         s = self.session
         shown = s is not None and (s.active or s.weights_kept)
-        text = f"  {s.describe()}  " if shown else ""
-        if text != self.label.text():
-            self.label.setText(text)
-            width = min(self.label.sizeHint().width(), STATUS_MIN_WIDTH_MAX)
-            if width > self.label.minimumWidth():
-                self.label.setMinimumWidth(width)
+        self.label.setText(f"  {s.describe()}  " if shown else "")
         if self.label.isHidden() == shown:
             self.label.setVisible(shown)
 

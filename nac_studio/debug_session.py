@@ -690,15 +690,13 @@ class DebugSession:
         out: list[Variable] = []
         order = [cur] + sorted((live | set(resident)) - {cur}, reverse=True)
         for t in order:
-            if t in d.session.results:
-                v = d.session.results[t]
-            else:
-                v = d.history.get(t, None)
+            v = d.peek(t, _EVICTED)        # history, live set or a loaded weight; never recomputed here
             where = "current result" if t == cur else \
                 ", ".join(x for x in ("live" if t in live else "", resident.get(t, "")) if x)
             var = Variable(t, self.name_of(t), where)
-            if v is None and t != cur and t not in d.session.results:
-                var.available = t in d.history
+            if v is _EVICTED:
+                v = None
+                var.available = t == cur
             arr = _shape_dtype(v)
             if arr is not None:
                 var.shape, var.dtype = arr
@@ -761,6 +759,9 @@ class DebugSession:
             if choices:
                 self.choices = choices
                 self.inputs_confirmed = True
+
+
+_EVICTED = object()     # variables(): a value the history no longer holds (recomputed when opened)
 
 
 def _same_feeds(a: list, b: list) -> bool:

@@ -49,7 +49,7 @@ import numpy as np
 WORKER_IDLE_S = 5.0
 
 from ..format.model import NacFile
-from ..isa.optable import OP_INPUT
+from ..isa.optable import OP_CONTROL_FLOW, OP_INPUT
 from .errors import NacRuntimeError
 from .expr import TICK_NAME, Expr, ExprError, to_python
 from .history import Checkpoints, ResultHistory
@@ -188,6 +188,12 @@ class Debugger:
         self._dies_at: dict[int, list[int]] = {}
         for p, last in self._last_use.items():
             self._dies_at.setdefault(last, []).append(p)
+        # Parameters stay out of the history: the session keeps every loaded weight, so a
+        # parameter tick's value is at hand without being counted against the history's budget
+        # (on GPT-2 the weights alone are ~495 MB, which evicted activations step back needs).
+        # Not in a file with branches, where a parameter tick may hold a NotTaken placeholder.
+        self._param_ticks = frozenset() if any(i.a == OP_CONTROL_FLOW for i in ins) else \
+            frozenset(i.index for i in ins if i.a == OP_INPUT and i.b == 1)
         self.history = ResultHistory(history_bytes)
         self.checkpoints = Checkpoints(checkpoint_every,
                                        history_bytes if checkpoint_bytes is None else checkpoint_bytes)
@@ -339,14 +345,18 @@ class Debugger:
             raise
         if len(s.sub_outputs) > n_sub:
             self._sub_ticks.append(i)
-        self.history.put(i, value, focus=i)
-        for p in self._dies_at.get(i, ()):
-            s.results.pop(p, None)
+        if i not in self._param_ticks:
+            self.history.put(i, value, focus=i)
+        dead = self._dies_at.get(i)
+        if dead is not None:
+            for p in dead:
+                s.results.pop(p, None)
         if not s.finished and self.checkpoints.due(s.tick):
             self.checkpoints.add(s.tick, s.results)
-        hits = self._hits(i, value)
-        self._emit(self.on_tick, i)
-        if s.finished:
+        hits = self._hits(i, value) if self.breakpoints else ()
+        if self.on_tick:
+            self._emit(self.on_tick, i)
+        if s.finished and self.on_output:
             self._emit(self.on_output, s.outputs)
         return hits
 
@@ -358,9 +368,7 @@ class Debugger:
         env = {}
         for p in range(k):
             if self._last_use[p] >= k:
-                v = self.history.get(p, _NONE)
-                if v is _NONE:
-                    v = s.results.get(p, _NONE)
+                v = self._at_hand(p)
                 if v is _NONE:
                     env = None
                     break
@@ -385,7 +393,8 @@ class Debugger:
                 if self._cancel.is_set():
                     raise Cancelled(f"cancelled while recomputing tick {stop - 1}")
                 value = s.execute(j)
-                self.history.put(j, value, focus=self.tick)
+                if j not in self._param_ticks:
+                    self.history.put(j, value, focus=self.tick)
                 for p in self._dies_at.get(j, ()):
                     env.pop(p, None)
             return env, value
@@ -398,12 +407,29 @@ class Debugger:
         with self._lock:
             if not 0 <= tick <= self.tick:
                 raise IndexError(f"tick {tick} has not been executed (current tick {self.tick})")
-            v = self.history.get(tick, _NONE)
-            if v is _NONE:
-                v = self.session.results.get(tick, _NONE)
+            v = self._at_hand(tick)
             if v is _NONE:
                 _, v = self._replay(self.checkpoints.nearest(tick), tick + 1)
             return v
+
+    def peek(self, tick: int, default: Any = None) -> Any:
+        """The value of an executed tick if it is at hand (history, the live set, a loaded
+        parameter), else ``default``: never recomputes, so it is cheap enough for a view."""
+        with self._lock:
+            if not 0 <= tick <= self.tick:
+                return default
+            v = self._at_hand(tick)
+            return default if v is _NONE else v
+
+    def _at_hand(self, tick: int) -> Any:
+        """An executed tick's value without replaying: history, live set, or the session's
+        loaded parameter (``_NONE`` when it must be recomputed)."""
+        v = self.history.get(tick, _NONE)
+        if v is _NONE:
+            v = self.session.results.get(tick, _NONE)
+            if v is _NONE and tick in self._param_ticks:
+                v = self.session.load_param(self.session.instructions[tick])
+        return v
 
     def result(self, tick: Optional[int] = None) -> TickResult:
         """Result and statistics of ``tick`` (default: the current tick)."""
