@@ -363,6 +363,9 @@ class Session:
         ins = self.instructions[i] if i < len(self.instructions) else None
         if ins is None or ins.a < 10 or self._gates or not _plain_kinds(type(self)):
             return self.run_instruction(i)
+        if not self._threads_chosen:            # as run_instruction: before the first kernel
+            self._threads_chosen = True
+            threads.apply()
         call = self._prepared.get(i)
         if call is None:
             call = self.prepare(ins)
