@@ -39,6 +39,12 @@ _SIG_MEANING = {"Q": "query", "K": "key", "V": "value", "M": "mask", "B": "bias"
 # --------------------------------------------------------------------------- model
 # combined once: `a | b` on PySide6 enums is Python enum machinery, and flags() runs per cell per repaint
 _ITEM_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+# roles as plain ints (data() runs per role per cell per repaint; `Qt.ItemDataRole.X` is a PySide enum lookup)
+_DISPLAY = int(Qt.ItemDataRole.DisplayRole)
+_EDIT = int(Qt.ItemDataRole.EditRole)
+_TOOLTIP = int(Qt.ItemDataRole.ToolTipRole)
+_FONT = int(Qt.ItemDataRole.FontRole)
+_ROLES = frozenset((_DISPLAY, _EDIT, _TOOLTIP, _FONT))
 
 
 class PropertyModel(QAbstractItemModel):
@@ -52,7 +58,15 @@ class PropertyModel(QAbstractItemModel):
     def set_groups(self, groups: list[tuple[str, list[tuple[str, Any]]]]) -> None:
         self.beginResetModel()
         self._groups = [(g, [(str(k), "" if v is None else str(v)) for k, v in rows]) for g, rows in groups if rows]
+        self._fonts = None      # made again per content: the theme or the application font may have changed
         self.endResetModel()
+
+    def _font(self, bold: bool) -> QFont:
+        if getattr(self, "_fonts", None) is None:
+            title = QFont()
+            title.setBold(True)
+            self._fonts = (title, mono_font(-0.5))
+        return self._fonts[0 if bold else 1]
 
     def groups(self) -> list[tuple[str, list[tuple[str, str]]]]:
         return list(self._groups)
@@ -103,23 +117,21 @@ class PropertyModel(QAbstractItemModel):
         return _ITEM_FLAGS
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
+        if role not in _ROLES or not index.isValid():
             return None
         if index.internalId() == 0:
-            if role == Qt.ItemDataRole.DisplayRole and index.column() == 0:
+            if role == _DISPLAY and index.column() == 0:
                 return self._groups[index.row()][0]
-            if role == Qt.ItemDataRole.FontRole:
-                f = QFont()
-                f.setBold(True)
-                return f
+            if role == _FONT:
+                return self._font(True)
             return None
         name, value = self._groups[index.internalId() - 1][1][index.row()]
-        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
+        if role == _DISPLAY or role == _EDIT:
             return name if index.column() == 0 else value
-        if role == Qt.ItemDataRole.ToolTipRole:   # a narrow dock elides both columns: the full row
+        if role == _TOOLTIP:   # a narrow dock elides both columns: the full row
             return f"{name}\n{value[:2000]}" if value else name
-        if role == Qt.ItemDataRole.FontRole and index.column() == 1:
-            return mono_font(-0.5)
+        if role == _FONT and index.column() == 1:
+            return self._font(False)
         return None
 
 
