@@ -3,8 +3,9 @@
 :func:`~nac_engine.format.reader.read` decodes every section and records a span for every
 field, which is what the tools need (hex and structure views, ``dis``, ``verify``); on a small
 model it costs more than running the model. :func:`read_for_run` decodes the header and the
-sections a run reads — CMAP, CNST, PERM, OPS and DATA's names and tensor metadata — with one
-``struct`` call per record and no spans, and returns a :class:`RunFile`: a
+sections a run reads — CMAP, CNST, PERM, OPS and DATA's names and tensor metadata — without
+spans (one ``struct`` call per record; OPS by read()'s own instruction decoder, which builds its
+spans only when asked), and returns a :class:`RunFile`: a
 :class:`~nac_engine.format.model.NacFile` whose other parts (``mmap``, ``proc``, ``orch``,
 ``rsrc``, ``trng``, ``arrs``, ``trailing``, ``spans``) are decoded on first access by
 ``read()``'s own section decoders. It is strict like ``read()``: a broken run section raises at
