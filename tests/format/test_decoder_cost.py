@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from nac_engine import read, verify, write
 from nac_engine.format.gc_pause import collector_paused
-from nac_engine.format.model import (Constant, MmapCommand, MmapRecord, Orch, Parameter, Resource,
+from nac_engine.format.model import (Constant, Instruction, MmapCommand, MmapRecord, Orch, Parameter, Resource,
                                      TensorMeta)
 from nac_engine.isa.disasm import disassemble, iter_disassembly
 from nac_engine.isa.mep import (MEP_OPCODES, MepStream, _decode_one, _Undecodable, decode_mep, format_mep,
@@ -40,12 +40,17 @@ def crafted(kind: str, scale: int) -> bytes:
     elif kind == "tensors":
         for pid in range(2, 2 + 3_000 * scale):
             nac.params[pid] = Parameter(pid, f"p{pid}", meta=TensorMeta(0, (2,), 0), _payload=bytes(8))
+    elif kind == "ops":
+        base = nac.instructions[2].a
+        body = [Instruction(i, base, 2, None, (-1, -1)) if i % 2 else Instruction(i, base + 1, 3, (2, 3, 2), (-1, 0, 0))
+                for i in range(2, 2 + 2_000 * scale)]
+        nac.instructions = nac.instructions[:2] + body + [Instruction(len(body) + 2, 3, 0, (1, 0), (-1,))]
     elif kind == "rsrc":
         nac.rsrc = [Resource(f"res/{i}.json", _payload=b'{"k": %d}' % i) for i in range(4_000 * scale)]
     return write(nac)
 
 
-KINDS = ("orch", "mmap", "cnst", "tensors", "rsrc")
+KINDS = ("orch", "mmap", "cnst", "tensors", "rsrc", "ops")
 STEPS = {
     "read": lambda p: read(p, strict=False).close(),
     "verify": verify,
