@@ -34,6 +34,9 @@ from .widgets.task_indicator import ElidedText
 
 #: Problems-list check name for a run's kernel error.
 CHECK = "debug"
+#: More graph-mark changes than this in one stop replace the layer (the canvas redraws the whole
+#: view for them anyway; resolving each change to its node first cost ~1 ms on GPT-2's 586).
+WHOLE_LAYER_CHANGES = 256
 #: Room the debug status text asks for in the status bar (it is elided, full text in its tooltip, when longer).
 STATUS_SAMPLE = "  Stopped at tick 99,999 — breakpoint #99 (op aten.softmax*) (999 ms)  "
 
@@ -163,7 +166,9 @@ class DebugController(QObject):
             # the canvas shows this session's last stop: move what moved (a step: two or three
             # nodes repainted, not the whole view)
             for layer, changes in debug_marks.graph_overlay_changes(prev[2], marks).items():
-                if changes:
+                if len(changes) > WHOLE_LAYER_CHANGES:     # a Continue's executed range: replace the layer
+                    canvas.set_node_overlay(layer, debug_marks.graph_overlays(marks, (layer,))[layer])
+                elif changes:
                     canvas.update_node_overlay(layer, changes)
         else:
             for layer, styles in debug_marks.graph_overlays(marks).items():

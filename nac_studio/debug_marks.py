@@ -89,13 +89,15 @@ def gutter_icon(breakpoint: Optional[bool], current: bool, error: bool, size: in
 GRAPH_LAYERS = ("debug.executed", "debug.breakpoints", "debug.current")
 
 
-def graph_overlays(marks: DebugMarks) -> dict[str, dict]:
-    """Overlay layers for the graph canvas: executed ticks shaded, breakpoint dots as badges,
-    the current tick framed in the execution colour (red where the run failed)."""
+def graph_overlays(marks: DebugMarks, layers: tuple = GRAPH_LAYERS) -> dict[str, dict]:
+    """Overlay layers for the graph canvas (``layers``: which, default all): executed ticks
+    shaded, breakpoint dots as badges, the current tick framed in the execution colour (red
+    where the run failed)."""
     if marks is None:
-        return {name: {} for name in GRAPH_LAYERS}
-    return {"debug.executed": {t: EXECUTED_STYLE for t in range(_executed_end(marks))},
-            "debug.breakpoints": _breakpoint_layer(marks), "debug.current": _current_layer(marks)}
+        return {name: {} for name in layers}
+    make = {"debug.executed": lambda: {t: EXECUTED_STYLE for t in range(_executed_end(marks))},
+            "debug.breakpoints": lambda: _breakpoint_layer(marks), "debug.current": lambda: _current_layer(marks)}
+    return {name: make[name]() for name in layers}
 
 
 def graph_overlay_changes(old: DebugMarks, new: DebugMarks) -> dict[str, dict]:

@@ -20,6 +20,7 @@ from nac_engine.format.reader import read
 from nac_engine.isa.optable import OP_INPUT
 from nac_engine.runtime.debugger import ActionThread, Debugger
 from nac_engine.runtime.session import Session
+from nac_studio.debug_marks import EXECUTED_STYLE
 from nac_studio.debug_session import FINISHED, DebugSession, InputChoice
 from tests.studio.test_debugger_gui import press, wait_stopped
 
@@ -159,7 +160,10 @@ def test_the_worker_lets_go_of_a_finished_action_at_once(model_path):
     nac.close()
 
 
-def test_studio_stop_then_f5_reads_no_weight_and_matches_the_first_run(window, qtbot, model_path, weight_reads):
+def test_studio_stop_then_f5_reads_no_weight_and_matches_the_first_run(window, qtbot, model_path, weight_reads,
+                                                                     monkeypatch):
+    from nac_studio import debug_commands
+    monkeypatch.setattr(debug_commands, "WHOLE_LAYER_CHANGES", 0)     # a small file takes the Continue path too
     qdoc = window.open_and_wait(model_path)
     s = qdoc.doc.debug
     press(qtbot, window, Qt.Key.Key_F5)
@@ -174,6 +178,12 @@ def test_studio_stop_then_f5_reads_no_weight_and_matches_the_first_run(window, q
     wait_stopped(qtbot, window)
     assert s.state == FINISHED and weight_reads["n"] == 0
     assert all(np.array_equal(a, b) for a, b in zip(first, s.debugger.outputs))
+    # the graph took the whole executed range in one replacement of its layer
+    graph, canvas = window.graph_view.shown, window.graph_view.canvas
+    if graph is not None:
+        styles = canvas.overlay_styles()
+        executed = {int(graph.node_of_tick[t]) for t in range(s.tick) if graph.node_of_tick[t] >= 0}
+        assert executed and all(EXECUTED_STYLE in styles.get(n, []) for n in executed)
     # Restart (Ctrl+Shift+F5) on the running session reads nothing either, and step back is exact
     press(qtbot, window, Qt.Key.Key_F5, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
     wait_stopped(qtbot, window)
