@@ -635,6 +635,7 @@ def format_mep_blocks(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None
         return
     buf, starts = instrs.bytecode, instrs.starts
     cache: dict = {}          # encoding key -> ": " + text after the address + newline + prefix
+    fixed_text = _FIXED_TEXT
     tail = "\n" + prefix
     for i in range(0, len(starts), _BLOCK):
         block = starts[i:i + _BLOCK].tolist()
@@ -646,7 +647,9 @@ def format_mep_blocks(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None
                     texts[j] = text
                 elif text is None:
                     ip = block[j]
-                    texts[j] = text = ": " + format_mep(instrs.decode_at(ip), pool, address=False) + tail
+                    fixed = fixed_text.get(buf[ip])
+                    texts[j] = text = ": " + (fixed(buf, ip, pool) if fixed is not None else
+                                              format_mep(instrs.decode_at(ip), pool, address=False)) + tail
                     if keys[j] and buf[ip] not in _JUMP_OPCODES and len(cache) < TEXT_CACHE_LIMIT:
                         cache[keys[j]] = text
         parts = [prefix] * (2 * len(block) + 1)     # prefix, ip, text, ip, text ... (no per-line concat)
@@ -655,6 +658,55 @@ def format_mep_blocks(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None
         yield "".join(parts)[:-len(tail)]
     if instrs.tail is not None:
         yield prefix + format_mep(instrs.tail, pool)
+
+
+class _FixedText:
+    """``format_mep(..., address=False)`` for one fixed-layout opcode straight from its bytes:
+    one unpack and one %-format (a stream of all-different instructions decodes nothing)."""
+
+    def __init__(self, mnemonic: str, layout: tuple):
+        codes, parts, self.kinds = "<", [mnemonic.replace("%", "%%")], []
+        for f in layout:
+            code, text, kind = {"k": ("B", "k%d", None), "c16": ("H", "#%d", "pool"), "i16": ("h", "@%d", "jump"),
+                                "raw": (f"{f.size}s", 'x"%s"', "hex")}.get(f.kind, ("B", "%d", None))
+            if f.kind == "u8" and f.names:
+                text, kind = "%s", tuple(f.names.get(v, str(v)) for v in range(256))
+            codes += code
+            parts.append(f"{f.name}={text}")
+            self.kinds.append(kind)
+        self.unpack = struct.Struct(codes).unpack_from
+        self.template = " ".join(parts)
+        self.plain = all(k is None for k in self.kinds)
+        self.length = struct.calcsize(codes) + 1
+
+    def __call__(self, buf: bytes, ip: int, pool: Optional[Mapping[int, Any]]) -> str:
+        values = self.unpack(buf, ip + 1)
+        if self.plain:
+            return self.template % values
+        out, comments = [], []
+        for kind, value in zip(self.kinds, values):
+            if kind is None:
+                out.append(value)
+            elif kind == "pool":
+                out.append(value)
+                if pool is not None:
+                    comments.append(_show_pool(pool[value]) if value in pool else f"#{value}=?")
+            elif kind == "jump":
+                out.append(ip + self.length + value)
+            elif kind == "hex":
+                out.append(value.hex())
+            else:
+                out.append(kind[value])
+        text = self.template % tuple(out)
+        return text + " ; " + ", ".join(comments) if comments else text
+
+
+def _fixed_texts() -> dict:
+    out = {}
+    for opcode, (mnemonic, layout) in MEP_OPCODES.items():
+        if all(isinstance(f, Field) and f.kind != "keys" for f in layout):
+            out[opcode] = _FixedText(mnemonic, layout)
+    return out
 
 
 #: Opcodes whose first operand is an ``op`` selector (their layout may depend on it).
@@ -785,3 +837,6 @@ def parse_mep_listing(text: Union[str, Iterable[str]]) -> list[MepInstruction]:
         out.append(instr)
         ip = instr.end
     return out
+
+
+_FIXED_TEXT = _fixed_texts()
