@@ -57,6 +57,16 @@ def weight_reads(monkeypatch):
     return count
 
 
+def wait_for(condition, timeout: float = 2.0) -> bool:
+    """Whether ``condition()`` holds within ``timeout`` (far below the worker's 5 s idle time)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def n_params(nac) -> int:
     return len({ins.c[1] for ins in nac.instructions if ins.a == OP_INPUT and ins.b == 1})
 
@@ -75,8 +85,9 @@ def test_stop_then_start_reuses_the_loaded_weights(model_path, weight_reads):
     old = s.debugger
     s.end()
     assert s.weights_kept
-    # the ended run's values are gone at once (not when the last reference to it goes)
-    assert len(old.history) == 0 and old.session.results == {}
+    # the ended run's values go at once (freed by the file's worker thread), not when the last
+    # reference to the debugger goes
+    assert wait_for(lambda: len(old.history) == 0 and old.session.results == {})
     weight_reads["n"] = 0
     s.run_now("continue_")
     assert weight_reads["n"] == 0, "the second run read the weights again"
@@ -110,8 +121,8 @@ def test_close_frees_the_kept_weights_and_a_later_start_reads_them_again(model_p
     kept = weakref.ref(s.debugger.session)
     s.close()
     assert not s.weights_kept and s.debugger is None
-    gc.collect()
-    assert kept() is None, "the closed file's session (and its weights) is still referenced"
+    assert wait_for(lambda: gc.collect() is not None and kept() is None), \
+        "the closed file's session (and its weights) is still referenced"
     weight_reads["n"] = 0
     s.run_now("continue_")
     assert weight_reads["n"] == n_params(nac)
