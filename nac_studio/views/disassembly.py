@@ -42,20 +42,11 @@ TickRole = Qt.ItemDataRole.UserRole + 2
 
 _MMAP_SHORT = {"SAVE_RESULT": "SAVE", "SAVE_FOR_GRAD": "SAVE_GRAD", "FREE_AFTER_TRNG": "FREE_TRNG"}
 _TICK_QUERY = re.compile(r"^[vt@]?(\d+)$")
-# Qt enum flags combined once: `a | b` on PySide6 enums runs Python's enum machinery, and
-# data()/flags() are called thousands of times per repaint
-_ITEM_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
-_ALIGN_LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
-_ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-# roles as plain ints: data() runs once per role per cell per repaint (Qt 6's multiData asks
-# for ~10 roles a cell), and each `Qt.ItemDataRole.X` is an attribute lookup through PySide's enums
-_DISPLAY = int(Qt.ItemDataRole.DisplayRole)
-_DECORATION = int(Qt.ItemDataRole.DecorationRole)
-_TOOLTIP = int(Qt.ItemDataRole.ToolTipRole)
-_FONT = int(Qt.ItemDataRole.FontRole)
-_ALIGNMENT = int(Qt.ItemDataRole.TextAlignmentRole)
-_BACKGROUND = int(Qt.ItemDataRole.BackgroundRole)
-_FOREGROUND = int(Qt.ItemDataRole.ForegroundRole)
+# roles, alignments and flags as plain values: data()/flags() run per role per cell per repaint
+from ..widgets.item_roles import (  # noqa: E402
+    ITEM_FLAGS as _ITEM_FLAGS, ALIGN_LEFT as _ALIGN_LEFT, ALIGN_RIGHT as _ALIGN_RIGHT, DISPLAY as _DISPLAY,
+    DECORATION as _DECORATION, TOOLTIP as _TOOLTIP, FONT as _FONT, ALIGNMENT as _ALIGNMENT,
+    BACKGROUND as _BACKGROUND, FOREGROUND as _FOREGROUND)
 _SEGMENTS = int(SegmentsRole)
 _TICK = int(TickRole)
 _ALIGN_OF_COL = tuple(_ALIGN_RIGHT if c in (COL_TICK, COL_OFFSET) else _ALIGN_LEFT for c in range(len(HEADERS)))

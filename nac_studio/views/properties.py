@@ -37,13 +37,9 @@ _SIG_MEANING = {"Q": "query", "K": "key", "V": "value", "M": "mask", "B": "bias"
 
 
 # --------------------------------------------------------------------------- model
-# combined once: `a | b` on PySide6 enums is Python enum machinery, and flags() runs per cell per repaint
-_ITEM_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
-# roles as plain ints (data() runs per role per cell per repaint; `Qt.ItemDataRole.X` is a PySide enum lookup)
-_DISPLAY = int(Qt.ItemDataRole.DisplayRole)
-_EDIT = int(Qt.ItemDataRole.EditRole)
-_TOOLTIP = int(Qt.ItemDataRole.ToolTipRole)
-_FONT = int(Qt.ItemDataRole.FontRole)
+# roles, alignments and flags as plain values: data()/flags() run per role per cell per repaint
+from ..widgets.item_roles import (  # noqa: E402
+    ITEM_FLAGS as _ITEM_FLAGS, DISPLAY as _DISPLAY, EDIT as _EDIT, TOOLTIP as _TOOLTIP, FONT as _FONT)
 _ROLES = frozenset((_DISPLAY, _EDIT, _TOOLTIP, _FONT))
 
 

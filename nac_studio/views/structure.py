@@ -25,18 +25,11 @@ from ..icons import icon
 COLUMNS = ("Name", "Offset", "Size", "Type", "Value")
 COL_NAME, COL_OFFSET, COL_SIZE, COL_TYPE, COL_VALUE = range(5)
 ROLE_SPAN = Qt.ItemDataRole.UserRole + 1
-# combined once: `a | b` on PySide6 enums is Python enum machinery, and flags()/data() run per cell per repaint
-_ITEM_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
-_ALIGN_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-# roles as plain ints, read once: data() runs per role per cell per repaint, and each
-# `Qt.ItemDataRole.X` is an attribute lookup through PySide's Python enums
-_DISPLAY = int(Qt.ItemDataRole.DisplayRole)
-_DECORATION = int(Qt.ItemDataRole.DecorationRole)
-_TOOLTIP = int(Qt.ItemDataRole.ToolTipRole)
-_FOREGROUND = int(Qt.ItemDataRole.ForegroundRole)
-_BACKGROUND = int(Qt.ItemDataRole.BackgroundRole)
-_ALIGNMENT = int(Qt.ItemDataRole.TextAlignmentRole)
-_FONT = int(Qt.ItemDataRole.FontRole)
+# roles, alignments and flags as plain values: data()/flags() run per role per cell per repaint
+from ..widgets.item_roles import (  # noqa: E402
+    ITEM_FLAGS as _ITEM_FLAGS, ALIGN_RIGHT as _ALIGN_RIGHT, DISPLAY as _DISPLAY, DECORATION as _DECORATION,
+    TOOLTIP as _TOOLTIP, FOREGROUND as _FOREGROUND, BACKGROUND as _BACKGROUND, ALIGNMENT as _ALIGNMENT,
+    FONT as _FONT)
 _SPAN = int(ROLE_SPAN)
 _ROLES = frozenset((_DISPLAY, _DECORATION, _TOOLTIP, _FOREGROUND, _BACKGROUND, _ALIGNMENT, _FONT, _SPAN))
 
