@@ -297,39 +297,32 @@ def _text(buf, pos: int, n: int, end: int) -> str:
     return bytes(buf[pos:pos + n]).decode("utf-8")
 
 
-def _fast_cmap(nac: RunFile, buf, pos: int, end: int, fd) -> int:
+def _id_text_table(table: dict, buf, pos: int, end: int, accept=None) -> int:
+    """CMAP and PERM share one record shape: count, then (u16 id, u8 length, UTF-8 text).
+    A repeated id, or a text ``accept`` refuses, is left to ``read()``'s decoder to explain."""
     n = _count(buf, pos, end, 3)
     pos += 4
-    cmap = nac.cmap
     unpack = _CMAP_REC.unpack_from
     for _ in range(n):
         if pos + 3 > end:
             raise _Invalid
-        oid, ln = unpack(buf, pos)
-        name = _text(buf, pos + 3, ln, end)
-        if oid in cmap:
+        key, ln = unpack(buf, pos)
+        text = _text(buf, pos + 3, ln, end)
+        if key in table or (accept is not None and not accept(text)):
             raise _Invalid
-        cmap[oid] = name
+        table[key] = text
         pos += 3 + ln
+    return pos
+
+
+def _fast_cmap(nac: RunFile, buf, pos: int, end: int, fd) -> int:
+    pos = _id_text_table(nac.cmap, buf, pos, end)
     nac.invalidate()
     return pos
 
 
 def _fast_perm(nac: RunFile, buf, pos: int, end: int, fd) -> int:
-    n = _count(buf, pos, end, 3)
-    pos += 4
-    perms = nac.perms
-    unpack = _CMAP_REC.unpack_from
-    for _ in range(n):
-        if pos + 3 > end:
-            raise _Invalid
-        sid, ln = unpack(buf, pos)
-        s = _text(buf, pos + 3, ln, end)
-        if sid in perms or not _PERM_CODES.issuperset(s):
-            raise _Invalid
-        perms[sid] = s
-        pos += 3 + ln
-    return pos
+    return _id_text_table(nac.perms, buf, pos, end, _PERM_CODES.issuperset)
 
 
 def _fast_cnst(nac: RunFile, buf, pos: int, end: int, fd) -> int:
