@@ -474,13 +474,20 @@ class _Reader:
         names = _NameRecords()
         b1.set_builder(functools.partial(_name_spans, names, "param", "id", "{} = {}"))
         params, rec_head = nac.params, _NAME_HEAD.unpack_from
+        buf, base, limit = cur.buf, cur.base, cur.limit
         try:
             for i in range(n):
                 rs = cur.pos
                 cur.need(4, "id")
-                pid, ln = rec_head(cur.buf, rs - cur.base)
+                pid, ln = rec_head(buf, rs - base)
                 cur.pos = rs + 4
-                name = cur.text(ln, "name", sink)
+                try:
+                    if rs + 4 + ln > limit:
+                        raise ValueError
+                    name = str(buf[rs + 4 - base:rs + 4 + ln - base], "utf-8")
+                    cur.pos += ln
+                except ValueError:       # (UnicodeDecodeError too) the cursor says what and where
+                    name = cur.text(ln, "name", sink)
                 names.append(rs, pid, name)
                 if pid in params:
                     self.p.add(NacFormatError("DATA/names", rs, f"parameter id {pid} is named twice"))
@@ -553,13 +560,15 @@ class _Reader:
         cur.section = "DATA/tensors"
         if not model:
             rec = parent.add(rs, 0, f"tensor[{i}]", "tensor")
-        cur.need(14, f"tensor {i} record header")
+        if cur.limit - rs < 14:      # (the message is built only when it is needed)
+            cur.need(14, f"tensor {i} record header")
         head = self._record_bytes(rs, 14)
         pid, meta_len, data_len = _TENSOR_HEAD.unpack(head)
         cur.pos = rs + 14
         if not model and meta_len > cur.remaining:
             _tensor_record_spans(self.nac, rec, rs, i, head, data_len, complete=False)
-        cur.need(meta_len, f"tensor {i} metadata")
+        if meta_len > cur.limit - cur.pos:
+            cur.need(meta_len, f"tensor {i} metadata")
         blob = head + self._record_bytes(cur.pos, meta_len)
         if not model:
             _tensor_record_spans(self.nac, rec, rs, i, blob, data_len, complete=False)
@@ -572,7 +581,8 @@ class _Reader:
         else:
             meta = read_tensor_meta(Cursor(blob, cur.pos, cur.pos + meta_len, "DATA/meta", parent, base=rs))
         cur.pos += meta_len
-        cur.need(data_len, f"tensor {i} data ({data_len} bytes)")
+        if data_len > cur.limit - cur.pos:
+            cur.need(data_len, f"tensor {i} data ({data_len} bytes)")
         nac = self.nac
         param = nac.params.get(pid)
         if param is None:
@@ -584,8 +594,9 @@ class _Reader:
         param.meta, param.data_offset, param.data_length = meta, cur.pos, data_len
         nac.tensor_order.append(pid)
         cur.pos += data_len
-        expect = meta.stored_nbytes
-        if meta.dtype in L.NUMPY_STORAGE and expect != data_len:
+        itemsize = _ITEMSIZE.get(meta.dtype)      # meta.stored_nbytes without building a dtype
+        expect = math.prod(meta.shape) * (itemsize or 1)
+        if itemsize is not None and expect != data_len:
             self.p.add(NacFormatError("DATA/tensors", rs, f"tensor {param.name}: shape {list(meta.shape)} of "
                                       f"{meta.dtype_name} needs {expect} bytes, record holds {data_len}"))
         return blob
@@ -764,6 +775,7 @@ def _u32s(n: int) -> struct.Struct:
     return struct.Struct(f"<{n}I")
 
 
+_ITEMSIZE = {code: np.dtype(s).itemsize for code, s in L.NUMPY_STORAGE.items()}
 _NAME_HEAD = struct.Struct("<HH")          # DATA name record: id (or index), name length
 _TENSOR_HEAD = struct.Struct("<HIQ")       # DATA tensor record: param id, meta length, data length
 
