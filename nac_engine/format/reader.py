@@ -646,13 +646,28 @@ class _Reader:
         kept: list = []
         sp.set_builder(functools.partial(_resource_spans, kept))
         sink = _NoSpans()
+        buf, base, limit = cur.buf, cur.base, cur.limit
+        u16, u32 = _U16.unpack_from, _U32.unpack_from
         for i in range(n):
             rs = cur.pos
             try:
-                ln = cur.scalar("u16")
-                name = cur.text(ln, "name", sink)
-                dl = cur.scalar("u32")
-                cur.need(dl, f"resource {name!r} data")
+                name = None
+                if rs + 2 <= limit:     # the common case inline; the cursor names any fault
+                    ln = u16(buf, rs - base)[0]
+                    if rs + 6 + ln <= limit:
+                        try:
+                            name = str(buf[rs + 2 - base:rs + 2 + ln - base], "utf-8")
+                        except UnicodeDecodeError:
+                            pass
+                if name is None:
+                    ln = cur.scalar("u16")
+                    name = cur.text(ln, "name", sink)
+                    dl = cur.scalar("u32")
+                else:
+                    dl = u32(buf, rs + 2 + ln - base)[0]
+                    cur.pos = rs + 6 + ln
+                if dl > limit - cur.pos:
+                    cur.need(dl, f"resource {name!r} data")
             except NacFormatError:
                 cur.pos = rs
                 rec = sp.add(rs, 0, f"file[{i}]", "resource")
@@ -775,6 +790,7 @@ def _u32s(n: int) -> struct.Struct:
     return struct.Struct(f"<{n}I")
 
 
+_U16, _U32 = struct.Struct("<H"), struct.Struct("<I")
 _ITEMSIZE = {code: np.dtype(s).itemsize for code, s in L.NUMPY_STORAGE.items()}
 _NAME_HEAD = struct.Struct("<HH")          # DATA name record: id (or index), name length
 _TENSOR_HEAD = struct.Struct("<HIQ")       # DATA tensor record: param id, meta length, data length
