@@ -197,24 +197,27 @@ class DebugController(QObject):
         s = self.session
         return s is not None and s.active
 
+    # The command handlers below run through the command registry, which re-evaluates every
+    # command's enabled state right after them: their launch need not ask for it again (a second
+    # refresh during the action took the GIL from its worker).
     def start_or_continue(self) -> Optional[Future]:
-        return self._launch("continue_")
+        return self._launch("continue_", from_command=True)
 
     def step_over(self) -> Optional[Future]:
-        return self._launch("step")
+        return self._launch("step", from_command=True)
 
     def step_back(self) -> Optional[Future]:
         s = self.session
         if s is None or not s.active or s.tick is None or s.tick < 0:
             return None
-        return self._launch("step_back")
+        return self._launch("step_back", from_command=True)
 
     def run_to_cursor(self) -> Optional[Future]:
         tick = self.cursor_tick()
         if tick is None:
             self.window.show_message("Run to Cursor: select an instruction (a disassembly row or a graph node)")
             return None
-        return self._launch("run_to", tick, True)
+        return self._launch("run_to", tick, True, from_command=True)
 
     def run_to(self, tick: int, breakpoints: bool = False) -> Optional[Future]:
         """Run (or go back) to ``tick`` of the active file; ``breakpoints``: stop at one on the way."""
@@ -225,8 +228,8 @@ class DebugController(QObject):
         if s is None:
             return None
         if s.active:
-            return self._launch("restart")
-        return self._launch("continue_")
+            return self._launch("restart", from_command=True)
+        return self._launch("continue_", from_command=True)
 
     def pause(self) -> None:
         s = self.session
@@ -304,7 +307,7 @@ class DebugController(QObject):
         if pending is not None and qdoc is self.qdoc:
             self._launch(*pending)
 
-    def _launch(self, action: str, *args) -> Optional[Future]:
+    def _launch(self, action: str, *args, from_command: bool = False) -> Optional[Future]:
         s, q = self.session, self.qdoc
         if s is None or s.running or not len(s):
             return None
@@ -324,7 +327,8 @@ class DebugController(QObject):
         future.add_done_callback(lambda f, q=q: self._finished.emit(q, f))
         self._timer.start()
         self._update_status()
-        self._refresh_soon()
+        if not from_command:
+            self._refresh_soon()
         return future
 
     def show_debug_panes(self) -> None:
