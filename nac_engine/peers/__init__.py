@@ -75,7 +75,17 @@ def read_bounded(path: str, limit: int = MAX_PEER_BYTES) -> bytes:
     if size > limit:
         raise NacFormatError("file", 0, f"{size:,} bytes is more than the {limit:,}-byte limit for this format")
     with open(path, "rb") as fh:
-        return fh.read(limit + 1)[:limit]
+        # read(limit + 1) would allocate the whole limit (1 GB) up front for any file: read what
+        # is there, in bounded steps past the size seen (a file growing meanwhile stops at limit)
+        chunks = [fh.read(min(os.fstat(fh.fileno()).st_size, limit))]
+        total = len(chunks[0])
+        while total < limit:
+            more = fh.read(min(1 << 16, limit - total))
+            if not more:
+                break
+            chunks.append(more)
+            total += len(more)
+        return b"".join(chunks)
 
 
 def open_peer(path: str, fmt: Optional[str] = None, strict: bool = False) -> PeerFile:

@@ -194,3 +194,22 @@ def test_collector_comes_back_after_reads_good_and_bad():
         assert not gc.isenabled()      # a caller's own choice is kept
     finally:
         gc.enable()
+
+
+def test_peer_files_are_read_without_reserving_the_limit(tmp_path):
+    """read_bounded once asked read() for limit + 1 bytes: 1 GB allocated for any peer file."""
+    from nac_engine.errors import NacFormatError
+    from nac_engine.peers import read_bounded
+    path = tmp_path / "f.bin"
+    data = bytes(range(256)) * 40
+    path.write_bytes(data)
+    tracemalloc.start()
+    try:
+        got = read_bounded(str(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got == data and peak < 4 * len(data) + 65536
+    assert read_bounded(str(path), limit=len(data)) == data
+    with pytest.raises(NacFormatError):
+        read_bounded(str(path), limit=len(data) - 1)
