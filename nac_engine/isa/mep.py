@@ -294,12 +294,13 @@ class MepStream(Sequence):
     from its bytes (decoding is deterministic, so equal reads give equal instructions);
     the tail is one kept object. Compares equal to a list of the same instructions."""
 
-    __slots__ = ("bytecode", "starts", "tail")
+    __slots__ = ("bytecode", "starts", "tail", "_keys")
 
     def __init__(self, bytecode: bytes, starts: array, tail: Optional[MepInstruction] = None):
         self.bytecode = bytecode
         self.starts = starts
         self.tail = tail
+        self._keys: Optional[np.ndarray] = None
 
     def __len__(self) -> int:
         return len(self.starts) + (self.tail is not None)
@@ -367,25 +368,47 @@ class MepStream(Sequence):
         keys[length > 8] = 0
         return keys
 
+    def all_encoding_keys(self) -> np.ndarray:
+        """:meth:`encoding_keys` of every instruction, computed once (8 bytes per instruction:
+        the listing's check and its text share them)."""
+        if self._keys is None:
+            n = len(self.starts)
+            if not n:
+                self._keys = np.zeros(0, dtype=np.uint64)
+                return self._keys
+            # the 8 bytes at every offset as one unaligned little-endian u64 view (no copy but the
+            # padding), gathered at each start and masked to the instruction's length
+            padded = self.bytecode + bytes(8)
+            words = np.ndarray((len(self.bytecode),), dtype="<u8", buffer=padded, strides=(1,))
+            starts = np.frombuffer(self.starts, dtype=np.uint32).astype(np.int64)
+            length = self.ends(0, n) - starts
+            keys = words[starts]
+            short = length < 8
+            keys[short] &= (np.uint64(1) << (np.uint64(8) * length[short].astype(np.uint64))) - np.uint64(1)
+            keys[length > 8] = 0
+            self._keys = keys
+        return self._keys
+
     def distinct_encodings(self, limit: int) -> tuple[set, bool]:
         """The distinct byte strings of the decoded instructions (the tail excluded), up to
         about ``limit`` of them; the flag says whether that is all of them."""
         buf, starts = self.bytecode, self.starts
+        keys = self.all_encoding_keys()
+        order = np.argsort(keys, kind="stable")             # instructions of up to 8 bytes:
+        ordered = keys[order]                               # the first of each distinct key
+        new = np.empty(len(keys), dtype=bool)
+        new[:1] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+        first = np.sort(order[new & (ordered != 0)])
         seen: set = set()
-        short: set = set()
-        for i in range(0, len(starts), _BLOCK):
-            i1 = min(i + _BLOCK, len(starts))
-            keys = self.encoding_keys(i, i1)
-            ends = self.ends(i, i1).tolist()
-            uniq, first = np.unique(keys, return_index=True)
-            for key, j in zip(uniq.tolist(), first.tolist()):
-                if key and key not in short:
-                    short.add(key)
-                    seen.add(buf[starts[i + j]:ends[j]])
-            for j in np.flatnonzero(keys == 0).tolist():
-                seen.add(buf[starts[i + j]:ends[j]])
-            if len(seen) > limit:
-                return seen, False
+        for group in (first, np.flatnonzero(keys == 0)):     # then each longer one
+            for i0 in range(0, len(group), _BLOCK):
+                for i in group[i0:i0 + _BLOCK].tolist():
+                    end = starts[i + 1] if i + 1 < len(starts) else (
+                        self.tail.ip if self.tail is not None else len(buf))
+                    seen.add(buf[starts[i]:end])
+                if len(seen) > limit:
+                    return seen, False
         return seen, True
 
     def __repr__(self) -> str:
@@ -637,9 +660,10 @@ def format_mep_blocks(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None
     cache: dict = {}          # encoding key -> ": " + text after the address + newline + prefix
     fixed_text = _FIXED_TEXT
     tail = "\n" + prefix
+    all_keys = instrs.all_encoding_keys()
     for i in range(0, len(starts), _BLOCK):
         block = starts[i:i + _BLOCK].tolist()
-        keys = instrs.encoding_keys(i, i + len(block)).tolist()
+        keys = all_keys[i:i + len(block)].tolist()
         texts = list(map(cache.get, keys))
         if None in texts:      # new encodings, jumps (their text names the absolute target), long ones
             for j, text in enumerate(texts):
