@@ -5,6 +5,7 @@ Facts from seed 000 (v1.6) and the reference writer's v1.7/v1.8 layouts
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,6 +65,7 @@ DTYPE_UNKNOWN = 255
 NUMPY_STORAGE = {0: "<f4", 1: "<f8", 2: "<f2", 3: "<u2", 4: "<i4", 5: "<i8", 6: "<i2", 7: "i1", 8: "u1", 9: "?"}
 
 
+@functools.lru_cache(maxsize=256)      # called per tensor by verify and the readers (25k in a file)
 def storage_dtype(code: int) -> np.dtype:
     return np.dtype(NUMPY_STORAGE.get(code, "u1"))
 
