@@ -6,8 +6,9 @@ hundreds of times. While a worker runs Python (a layout, the meta-shape pass, a 
 statistics), each of those takes waits for the worker's switch interval: CPython's 5 ms
 default turned a 60 ms repaint into 0.3–0.7 s on GPT-2-size files (measured with
 ``benchmarks/profile_stalls.py``: long stalls whose UI-thread CPU was a fifth of their
-length). At 0.5 ms the wait per hand-over is a tenth; the workers pay only when the UI
-thread actually asks (an idle UI thread sleeps without the GIL and forces no switches).
+length). At 0.1 ms the wait per hand-over is a fiftieth (0.5 ms still left a 48-layer file's
+open at 250 ms while the meta-shape pass ran: ~600 ``data()`` calls a repaint, each waiting);
+the workers pay only when the UI thread actually asks (an idle UI thread sleeps without the GIL and forces no switches).
 
 The cyclic garbage collector holds the GIL too: a full (generation 2) collection walks every
 object not frozen (``preload`` freezes what start-up imported) — 40–90 ms once a GPT-2
@@ -23,7 +24,7 @@ import gc
 import sys
 
 #: Seconds a thread runs before it must let a waiting thread (the UI) take the GIL.
-UI_SWITCH_INTERVAL_S = 0.0005
+UI_SWITCH_INTERVAL_S = 0.0001
 #: Generation-1 collections between two looks at generation 2 (CPython's default: 10).
 GEN2_AFTER = 100
 
