@@ -483,18 +483,22 @@ def disassemble(f: TvmrFile) -> str:
     out += ["", ".program"]
     n = len(f.instructions)
     labels = {}
-    for i in f.instructions:
-        if i.ext_id == 0 and i.opcode in (0x6006, 0x6008, 0x6009, 0x600A):
-            t = int.from_bytes(i.operands[2:4], "big")
+    if n:
+        import numpy as np
+        ext, opc, b = f.instructions.columns()
+        branch = (ext == 0) & np.isin(opc, [0x6006, 0x6008, 0x6009, 0x600A])
+        for t in sorted(set(((b[branch, 2].astype(np.int64) << 8) | b[branch, 3]).tolist())):
             if t <= n:
                 labels[t] = f"L{t}"
     by_label = {v: k for k, v in labels.items()}
-    memo: dict[bytes, str] = {}          # instructions repeat: a line depends only on its bytes (and labels)
-    for i in f.instructions:
-        if i.index in labels:
-            out.append(f"{labels[i.index]}:")
-        line = memo.get(i.raw)
+    memo: dict[int, str] = {}          # instructions repeat: a line depends only on its bytes (and labels)
+    append = out.append
+    for k, word in enumerate(f.instructions.words()):
+        if k in labels:
+            append(f"{labels[k]}:")
+        line = memo.get(word)
         if line is None:
+            i = f.instructions[k]
             text = None
             if i.ext_id == 0:
                 text = _core_text(i, labels)
@@ -504,8 +508,8 @@ def disassemble(f: TvmrFile) -> str:
                 line = f"    {text}"
             else:
                 line = f"    {_insn_text(i)}" + (f"    ; {i.mnemonic}" if i.op else "")
-            memo[i.raw] = line
-        out.append(line)
+            memo[word] = line
+        append(line)
     if n in labels:
         out.append(f"{labels[n]}:")
     return "\n".join(out) + "\n"

@@ -18,35 +18,13 @@ def semantic_checks(f) -> list[NacFormatError]:
     declared = {e.ext_id for e in f.extensions}
     if ins and not (ins[-1].ext_id == 0 and ins[-1].opcode == 0x0001):
         out.append(PeerWarning("instructions", ins[-1].offset, "Program does not end with HALT"))
-    seen_input = False
-    for i in ins:
-        op = i.op
-        where = f"instructions[{i.index}]"
-        if op is None:
-            out.append(NacFormatError(where, i.offset, f"Opcode {i.opcode:#06x} not found in extension "
-                                                       f"{i.ext_id:#06x} ({isa.ext_name(i.ext_id)})"))
-            continue
-        if i.ext_id and i.ext_id not in declared:
-            out.append(PeerWarning(where, i.offset, f"Extension {i.ext_id:#06X} used but not declared in .requires "
-                                                    "section"))
-        if i.ext_id == 0 and i.opcode == 0x1007:
-            seen_input = True
-        elif (i.ext_id == 0 and 0x3000 <= i.opcode < 0x5000) or i.ext_id in isa.COMPUTE_EXTENSIONS:
-            if not seen_input:
-                out.append(PeerWarning(where, i.offset, "Compute instruction before load_input"))
-                seen_input = True       # once is enough
-        if op.pattern == "RegRegReg" and i.operands[3]:
-            out.append(PeerWarning(where, i.offset + 7, "RegRegReg pattern has non-zero byte 3"))
-        if i.ext_id == 0 and i.opcode in _BRANCHES:
-            tgt = int.from_bytes(i.operands[2:4], "big")
-            if tgt >= len(ins):
-                out.append(NacFormatError(where, i.offset + 6, f"JUMP target {tgt} out of bounds "
-                                                               f"({len(ins)} instructions)"))
-        if (i.ext_id, i.opcode) in ((0, 0x4000), (2, 0x0000)):
-            w, x = f.register(i.operands[1]), f.register(i.operands[2])
-            if w and x and len(w.dims) == 2 and x.dims and w.dims[1] != x.dims[0]:
-                out.append(PeerWarning(where, i.offset, f"Shape mismatch in TERNARY_MATMUL: weights {w.dims} @ "
-                                                        f"input {x.dims} — inner dims {w.dims[1]} != {x.dims[0]}"))
+    if ins:
+        # Whole-program masks pick the instructions with something to say; only those are looked at
+        # one by one (a 120k-instruction program is checked in numpy, not in a Python loop).
+        flagged, compute_warning_at = _flagged(f, declared)
+        for k in flagged:
+            _instruction_problems(f, ins[k], declared, k == compute_warning_at, out)
+    keys: dict[bytes, int] = {}
     keys: dict[bytes, int] = {}
     for r in f.registers:
         if r.key and r.key in keys:
@@ -54,3 +32,78 @@ def semantic_checks(f) -> list[NacFormatError]:
                                                                     f"{r.key_text!r} (also {isa.reg_name(keys[r.key])})"))
         keys.setdefault(r.key, r.reg)
     return out
+
+
+def _instruction_problems(f, i, declared: set, compute_before_input: bool, out: list) -> None:
+    """The problems of one instruction, in the validator's order."""
+    op = i.op
+    where = f"instructions[{i.index}]"
+    if op is None:
+        out.append(NacFormatError(where, i.offset, f"Opcode {i.opcode:#06x} not found in extension "
+                                                   f"{i.ext_id:#06x} ({isa.ext_name(i.ext_id)})"))
+        return
+    if i.ext_id and i.ext_id not in declared:
+        out.append(PeerWarning(where, i.offset, f"Extension {i.ext_id:#06X} used but not declared in .requires "
+                                                "section"))
+    if compute_before_input:
+        out.append(PeerWarning(where, i.offset, "Compute instruction before load_input"))
+    if op.pattern == "RegRegReg" and i.operands[3]:
+        out.append(PeerWarning(where, i.offset + 7, "RegRegReg pattern has non-zero byte 3"))
+    if i.ext_id == 0 and i.opcode in _BRANCHES:
+        tgt = int.from_bytes(i.operands[2:4], "big")
+        if tgt >= len(f.instructions):
+            out.append(NacFormatError(where, i.offset + 6, f"JUMP target {tgt} out of bounds "
+                                                           f"({len(f.instructions)} instructions)"))
+    if (i.ext_id, i.opcode) in _MATMULS:
+        w, x = f.register(i.operands[1]), f.register(i.operands[2])
+        if _shape_mismatch(w, x):
+            out.append(PeerWarning(where, i.offset, f"Shape mismatch in TERNARY_MATMUL: weights {w.dims} @ "
+                                                    f"input {x.dims} — inner dims {w.dims[1]} != {x.dims[0]}"))
+
+
+_MATMULS = ((0, 0x4000), (2, 0x0000))
+
+
+def _shape_mismatch(w, x) -> bool:
+    return bool(w and x and len(w.dims) == 2 and x.dims and w.dims[1] != x.dims[0])
+
+
+def _flagged(f, declared: set):
+    """Indices of the instructions :func:`_instruction_problems` reports on, in order, and the index of
+    the compute instruction that comes before any ``load_input`` (or -1). Each distinct (ext, opcode)
+    and each distinct matmul register pair is judged once."""
+    import numpy as np
+    ext, opc, b = f.instructions.columns()
+    key = (ext.astype(np.uint32) << 16) | opc
+    uniq, inverse = np.unique(key, return_inverse=True)
+    known, undeclared, compute, rrr, load_input = (np.zeros(len(uniq), bool) for _ in range(5))
+    for u, k in enumerate(uniq.tolist()):
+        e, o = k >> 16, k & 0xFFFF
+        op = isa.lookup(e, o)
+        known[u] = op is not None
+        if op is None:
+            continue
+        undeclared[u] = bool(e) and e not in declared
+        compute[u] = (e == 0 and 0x3000 <= o < 0x5000) or e in isa.COMPUTE_EXTENSIONS
+        rrr[u] = op.pattern == "RegRegReg"
+        load_input[u] = e == 0 and o == 0x1007
+    unknown = ~known[inverse]
+    flag = unknown | undeclared[inverse] | (rrr[inverse] & (b[:, 3] != 0))
+    branch = (ext == 0) & np.isin(opc, list(_BRANCHES))
+    target = (b[:, 2].astype(np.int64) << 8) | b[:, 3]
+    flag |= branch & (target >= len(key))
+    matmul = np.zeros(len(key), bool)
+    for e, o in _MATMULS:
+        matmul |= (ext == e) & (opc == o)
+    if matmul.any():
+        pairs = (b[:, 1].astype(np.int64) << 8) | b[:, 2]
+        bad = [p for p in np.unique(pairs[matmul]).tolist() if _shape_mismatch(f.register(p >> 8), f.register(p & 0xFF))]
+        flag |= matmul & np.isin(pairs, bad)
+    warn_at = -1
+    comp = np.flatnonzero(compute[inverse])
+    if comp.size:
+        loads = np.flatnonzero(load_input[inverse])
+        if not loads.size or comp[0] < loads[0]:
+            warn_at = int(comp[0])
+            flag[warn_at] = True
+    return np.flatnonzero(flag).tolist(), warn_at

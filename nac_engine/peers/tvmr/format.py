@@ -11,7 +11,10 @@ writer computes a home-made rotate-multiply hash instead (``tvmr_hash`` below). 
 """
 from __future__ import annotations
 
+import array
 import struct
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -34,10 +37,13 @@ def tvmr_hash(payload: bytes) -> int:
     (the last zero-padded), from h = 0x9E3779B97F4A7C15, wrapping mod 2**64."""
     h = 0x9E3779B97F4A7C15
     n = len(payload)
-    padded = payload + b"\0" * (-n % 8)
-    for (v,) in struct.iter_unpack("<Q", padded):
-        h = (h * 0x85EBCA6B + v) & MASK64
-        h = ((h << 31) | (h >> 33)) & MASK64
+    words = array.array("Q", payload + b"\0" * (-n % 8))   # plain ints without a tuple per word
+    if sys.byteorder != "little":
+        words.byteswap()
+    mask = MASK64
+    for v in words:
+        h = (h * 0x85EBCA6B + v) & mask
+        h = ((h << 31) & mask) | (h >> 33)
     return h
 
 
@@ -87,7 +93,7 @@ class RegDef:
         return bool(self.flags & 2)
 
 
-@dataclass
+@dataclass(slots=True)
 class Instr:
     index: int
     offset: int
@@ -109,6 +115,57 @@ class Instr:
     @property
     def raw(self) -> bytes:
         return struct.pack(">HH", self.ext_id, self.opcode) + self.operands
+
+
+class InstrTable(Sequence):
+    """The program's 8-byte instruction records as a read-only sequence over the file's bytes: an
+    :class:`Instr` is made when one is asked for, so a 1 MB program costs no object per instruction
+    (issue 15 §5: <= 20 B of RAM per file byte). Whole-program passes use :meth:`columns`."""
+
+    __slots__ = ("_data", "_start", "_count", "_columns")
+
+    def __init__(self, data: bytes = b"", start: int = 0, count: int = 0):
+        self._data, self._start, self._count = data, start, count
+        self._columns = None
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _make(self, k: int) -> Instr:
+        off = self._start + 8 * k
+        d = self._data
+        return Instr(k, off, (d[off] << 8) | d[off + 1], (d[off + 2] << 8) | d[off + 3], d[off + 4:off + 8])
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self._make(j) for j in range(*k.indices(self._count))]
+        k = k.__index__()
+        if k < 0:
+            k += self._count
+        if not 0 <= k < self._count:
+            raise IndexError(f"instruction {k} of {self._count}")
+        return self._make(k)
+
+    def __iter__(self):
+        d, start = self._data, self._start
+        for k, (ext_id, opc) in enumerate(struct.iter_unpack(">HH4x", d[start:start + 8 * self._count])):
+            off = start + 8 * k
+            yield Instr(k, off, ext_id, opc, d[off + 4:off + 8])
+
+    def words(self) -> list[int]:
+        """Each instruction's 8 bytes as one big-endian integer (a key for per-distinct-record work)."""
+        import numpy as np
+        return np.frombuffer(self._data, ">u8", self._count, self._start).tolist()
+
+    def columns(self):
+        """``(ext_ids, opcodes, operands)`` as numpy arrays (uint16, uint16, uint8 of shape (n, 4)),
+        views of the file's bytes; memoised."""
+        if self._columns is None:
+            import numpy as np
+            rec = np.frombuffer(self._data, np.dtype([("ext", ">u2"), ("op", ">u2"), ("b", "u1", (4,))]),
+                                self._count, self._start)
+            self._columns = (rec["ext"].astype(np.uint16), rec["op"].astype(np.uint16), rec["b"])
+        return self._columns
 
 
 @dataclass
@@ -135,7 +192,7 @@ class TvmrFile(PeerFile):
         self.legacy = False
         self.extensions: list[ExtEntry] = []
         self.registers: list[RegDef] = []
-        self.instructions: list[Instr] = []
+        self.instructions: InstrTable = InstrTable()
         self.checksum_kind: Optional[str] = None
         self.checksums: dict[str, int] = {}
 
@@ -153,8 +210,14 @@ class TvmrFile(PeerFile):
 
     def op_histogram(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        for i in self.instructions:
-            out[i.mnemonic] = out.get(i.mnemonic, 0) + 1
+        if not self.instructions:
+            return out
+        import numpy as np
+        ext, opc, _ = self.instructions.columns()
+        keys, first, counts = np.unique((ext.astype(np.uint32) << 16) | opc, return_index=True, return_counts=True)
+        for k, n in sorted(zip(first.tolist(), counts.tolist())):      # first-seen order, as a loop would count
+            m = self.instructions[k].mnemonic
+            out[m] = out.get(m, 0) + n
         return out
 
     def format_summary(self) -> str:
@@ -369,13 +432,10 @@ def _decode_v1(f: TvmrFile) -> None:
     # Instructions.
     if ic:
         ins = f.root.add(io, 8 * ic, "instructions", f"Instr[{ic}]")
-        for k in range(ic):
-            off = io + 8 * k
-            ext_id, opc = struct.unpack_from(">HH", d, off)
-            f.instructions.append(Instr(k, off, ext_id, opc, d[off + 4:off + 8]))
+        f.instructions = InstrTable(d, io, ic)
         ins.set_builder(lambda span, f=f: _instr_spans(f, span))
     # Checksum: both variants over ext table ‖ reg defs ‖ instructions.
-    payload = d[eo:ext_end] + d[ro:io] + d[io:io + 8 * ic]
+    payload = d[eo:ext_end] + d[ro:io + 8 * ic]
     f.checksums = {k: fn(payload) for k, fn in CHECKSUMS.items()}
     for kind, value in f.checksums.items():
         if value == ck:
@@ -470,10 +530,7 @@ def _decode_legacy(f: TvmrFile) -> None:
                    r.key_text or None)
     if ic:
         ins = f.root.add(io, 8 * ic, "instructions", f"Instr[{ic}]")
-        for k in range(ic):
-            off = io + 8 * k
-            ext_id, opc = struct.unpack_from(">HH", d, off)
-            f.instructions.append(Instr(k, off, ext_id, opc, d[off + 4:off + 8]))
+        f.instructions = InstrTable(d, io, ic)
         ins.set_builder(lambda span, f=f: _instr_spans(f, span))
 
 
