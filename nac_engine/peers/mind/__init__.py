@@ -63,16 +63,20 @@ class MindFile(PeerFile):
             if not recs:
                 continue
             sec = root.add(recs[0][2], recs[-1][3] - recs[0][2], name, "section", f"{len(recs)} line(s)")
-            for kind, number, start, end, payload in recs:
-                if kind == "instr":
-                    ins: Instr = payload
-                    sp = sec.add(start, end - start, f"L{number} %{ins.vid}", "instruction", ins.label())
-                    sp.set_builder(lambda s, ins=ins, start=start, end=end: self._token_spans(s, ins, start, end))
-                elif kind == "error":
-                    sec.add(start, end - start, f"L{number}", UNPARSED, payload.reason)
-                else:
-                    text = self.data[start:end].decode("utf-8", "replace").strip()
-                    sec.add(start, end - start, f"L{number}", kind, text[:80])
+            sec.set_builder(lambda s, recs=recs: self._line_spans(s, recs))
+
+    def _line_spans(self, sec: Span, recs: list) -> None:
+        """One span per line of a section (built when the section is first opened)."""
+        for kind, number, start, end, payload in recs:
+            if kind == "instr":
+                ins: Instr = payload
+                sp = sec.add(start, end - start, f"L{number} %{ins.vid}", "instruction", ins.label())
+                sp.set_builder(lambda s, ins=ins, start=start, end=end: self._token_spans(s, ins, start, end))
+            elif kind == "error":
+                sec.add(start, end - start, f"L{number}", UNPARSED, payload.reason)
+            else:
+                text = self.data[start:end].decode("utf-8", "replace").strip()
+                sec.add(start, end - start, f"L{number}", kind, text[:80])
 
     def _token_spans(self, span: Span, ins: Instr, start: int, end: int) -> None:
         pos = start

@@ -83,7 +83,7 @@ class Token(NamedTuple):
     length: int
 
 
-@dataclass
+@dataclass(slots=True)
 class Instr:
     vid: int                        # the ValueId this instruction defines (``%vid``)
     opcode: str                     # Core name (``BinOp``…), ``Alias``, or the unknown name as written
@@ -96,10 +96,49 @@ class Instr:
     offset: int = 0
     length: int = 0
     name: str = ""                  # ``%vid`` as written (``%x`` allowed by the EBNF)
-    tokens: list = field(default_factory=list)     # (role, Token) pairs for the span tree
-    operand_cols: list = field(default_factory=list)   # (line, column, offset) of each operand
     arg_error: Optional[str] = None                    # literals that do not fit the op (verifier reports it)
     dialect_op: str = ""            # the opcode as spelled in the file (``add``, ``+``, ``BinOp``)
+    # ``tokens`` / ``operand_cols`` (properties below); the parser's fast path leaves them None and
+    # ``_source`` the file's bytes: they are re-derived from this instruction's line when first read,
+    # so a big file holds no Token per token (issue 15 §5: <= 20 B of RAM per file byte)
+    _tokens: Optional[list] = field(default=None, repr=False, compare=False)
+    _cols: Optional[list] = field(default=None, repr=False, compare=False)
+    _source: Optional[bytes] = field(default=None, repr=False, compare=False)
+
+    @property
+    def tokens(self) -> list:
+        """(role, Token) pairs for the span tree."""
+        if self._tokens is None:
+            self._fill_positions()
+        return self._tokens
+
+    @tokens.setter
+    def tokens(self, value: list) -> None:
+        self._tokens = value
+
+    @property
+    def operand_cols(self) -> list:
+        """(line, column, offset) of each operand."""
+        if self._cols is None:
+            self._fill_positions()
+        return self._cols
+
+    @operand_cols.setter
+    def operand_cols(self, value: list) -> None:
+        self._cols = value
+
+    def _fill_positions(self) -> None:
+        if self._source is None:
+            self._tokens = [] if self._tokens is None else self._tokens
+            self._cols = [] if self._cols is None else self._cols
+            return
+        from .parser import reparse_positions
+        tokens, cols = reparse_positions(self._source, self)
+        if self._tokens is None:
+            self._tokens = tokens
+        if self._cols is None:
+            self._cols = cols
+        self._source = None
 
     @property
     def binop(self) -> Optional[str]:

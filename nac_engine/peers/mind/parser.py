@@ -415,6 +415,11 @@ def _bind(line: _Line, ins: Instr, binop: Optional[str], positional: list, keywo
     for v in keyword.values():
         if isinstance(v, Ref):
             ins.arg_error = "a parameter cannot be a value reference"
+    _bind_literals(ins, binop, literals, keyword)
+
+
+def _bind_literals(ins: Instr, binop: Optional[str], literals: list, keyword: dict) -> None:
+    """The op's named literal parameters from its positional literals and keywords."""
     if ins.opcode not in CORE_OPS:
         ins.params = {"args": literals, **keyword}
         return
@@ -551,7 +556,15 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
     problems: list = []
     dialect = "spec"
     saw_outputs = False
+    fast_line = _FAST_LINE.fullmatch
     for number, start, end, stop in split_lines(data):
+        m = fast_line(data, start, stop)
+        if m is not None:
+            ins = _fast_instruction(m, number, start, data)
+            if ins is not None:
+                mod.instrs.append(ins)
+                records.append(("instr", number, start, end, ins))
+                continue
         try:
             tokens, comment = tokenize_line(data, number, start, stop)
             line = _Line(number, start, end, tokens, comment)
@@ -587,18 +600,84 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
     return Parsed(mod, records, problems)
 
 
+# ----------------------------------------------------------------------------- the fast path
+# The common line ``%7 = BinOp(Add, %0, %6) : Tensor<f32, [2, 3]>`` in one regex match, no Token per
+# token (issue 15 §5: >= 10 MB/s, <= 20 B per file byte). It takes only lines whose every token the
+# general path reads the same way (numbers short enough for every bound, plain words, value refs);
+# anything else, and every line with a problem, goes through the general path, which gives the
+# diagnostics. Token positions are re-derived from the line on first use (Instr.tokens).
+_WS = " \t\r\f\v"
+_S = rb"[ \t\r\f\v]*"
+_FAST_LINE = re.compile(
+    _S + rb"(%[0-9]{1,18})" + _S + rb"=" + _S + rb"([A-Z][A-Za-z0-9]*)\(" + _S
+    + rb"(?:([A-Za-z_][A-Za-z0-9_]*)" + _S + rb"(?:," + _S + rb"|(?=\))))?"            # an op kind (``Add``)
+    + rb"((?:%[0-9]{1,18}" + _S + rb"(?:," + _S + rb"(?=%)|(?=\))))*)\)"               # value operands
+    + _S + rb":" + _S + rb"Tensor<" + _S + rb"([a-z0-9]+)" + _S + rb"," + _S + rb"\[([0-9, \t\r\f\v]*)\]"
+    + _S + rb"(>)" + _S)
+_DIGITS = re.compile(rb"[0-9]+")
+_SPECIAL_WORDS = frozenset({"true", "false", "inf", "nan"})
+#: (opcode, op kind, dtype, dims) -> (opcode, TensorType, params, arg_error), or None where the general
+#: path must read the line: lines differing only in their value ids share one entry
+_FAST_SHAPES: dict = {}
+
+
+def _fast_shape(op_b: bytes, word_b: Optional[bytes], dtype_b: bytes, dims_b: bytes):
+    op = op_b.decode("ascii")
+    if op not in CORE_OPS:
+        return None
+    dtype = dtype_b.decode("ascii")
+    dims_text = dims_b.decode("ascii").strip(_WS)
+    dims = [d.strip(_WS) for d in dims_text.split(",")] if dims_text else []
+    if dtype not in DTYPES or len(dims) > MAX_RANK or not all(d.isdigit() and len(d) <= 18 for d in dims):
+        return None
+    literals: list = []
+    if word_b is not None:
+        word = word_b.decode("ascii")
+        if word.lower() in _SPECIAL_WORDS:
+            return None
+        literals.append(Ident(word))
+    probe = Instr(vid=0, opcode=op, operands=[])
+    _bind_literals(probe, None, literals, {})
+    return op, TensorType(dtype, tuple(int(d) for d in dims)), probe.params, probe.arg_error
+
+
+def _fast_instruction(m, number: int, start: int, data: bytes) -> Optional[Instr]:
+    key = m.group(2, 3, 5, 6)
+    shape = _FAST_SHAPES.get(key, False)
+    if shape is False:
+        shape = _fast_shape(*key)
+        if len(_FAST_SHAPES) < 4096:
+            _FAST_SHAPES[key] = shape
+    if shape is None:
+        return None
+    op, ttype, params, arg_error = shape
+    off = m.start(1)
+    name = m.group(1).decode("ascii")
+    return Instr(int(name[1:]), op, list(map(int, _DIGITS.findall(m.group(4)))), params.copy(), {}, ttype,
+                 number, off - start + 1, off, m.end(7) - off, name, arg_error, op, None, None, data)
+
+
+def reparse_positions(data: bytes, ins: Instr) -> tuple[list, list]:
+    """``(tokens, operand_cols)`` of a fast-path instruction, from its line through the general path."""
+    start = ins.offset - ins.column + 1
+    nl = data.find(b"\n", start)
+    stop = len(data) if nl < 0 else nl
+    tokens, comment = tokenize_line(data, ins.line, start, stop)
+    line = _Line(ins.line, start, stop + 1, tokens, comment)
+    full, _ = _instruction(line, tokens[0], "spec")
+    return full.tokens, full.operand_cols
+
+
 def _number_values(mod: Module, problems: list, strict: bool) -> None:
     """Value names -> integer ids: ``%12`` keeps 12, a named ``%x`` gets the next id past the largest."""
     top = max((i.vid for i in mod.instrs), default=-1)
     names: dict[str, int] = {}
     for ins in mod.instrs:
-        if ins.vid < 0:
+        if ins.vid < 0:              # numbered names resolve to their number: only ``%x`` needs the table
             if ins.name not in names:
                 top += 1
                 names[ins.name] = top
             ins.vid = names[ins.name]
-        else:
-            names.setdefault(ins.name, ins.vid)
 
     def resolve(name: str) -> int:
         n = name[1:]
@@ -610,5 +689,8 @@ def _number_values(mod: Module, problems: list, strict: bool) -> None:
             names[name] = top          # undefined: a fresh id the verifier reports as never defined
         return names[name]
     for ins in mod.instrs:
-        ins.operands = [resolve(o) if isinstance(o, str) else o for o in ins.operands]
+        ops = ins.operands
+        for k, o in enumerate(ops):
+            if isinstance(o, str):
+                ops[k] = resolve(o)
     mod.outputs = [resolve(o) if isinstance(o, str) else o for o in mod.outputs]

@@ -347,6 +347,50 @@ def _types_equal(declared: TensorType, inferred: TensorType) -> bool:
     return all(x == y or isinstance(x, str) or isinstance(y, str) for x, y in zip(declared.shape, inferred.shape))
 
 
+def _judgement_key(ins: Instr, ok: bool, operand_types: list):
+    """What :func:`_judge` depends on, as a hashable key (``None``: not memoisable — attributes or
+    list-valued parameters). Types are keyed by identity: the parser shares one TensorType per
+    spelling and the verifier passes the declared ones on, so equal lines give equal keys."""
+    if ins.attrs:
+        return None
+    try:
+        params = tuple(ins.params.items())
+        hash(params)
+    except TypeError:
+        return None
+    return (ins.opcode, params, ins.arg_error, len(ins.operands), ok, id(ins.type),
+            tuple(map(id, operand_types)))
+
+
+def _judge(ins: Instr, ok: bool, operand_types: list) -> tuple[list, Optional[TensorType]]:
+    """((rule, message) problems, result type or None) of one instruction whose operands are looked up."""
+    found = []
+    if ins.arg_error:
+        found.append(("operands", ins.arg_error))
+        ok = False
+    elif len(ins.operands) != ARITY[ins.opcode]:
+        found.append(("operands", f"{ins.opcode} takes {ARITY[ins.opcode]} operand(s), {len(ins.operands)} given"))
+        ok = False
+    if ins.opcode == "BinOp" and ins.params.get("op") == "Div":
+        found.append(("div-not-core", "BinOp Div is not part of Core v1 (the seed says to reject it)"))
+    if ins.type is not None:
+        bad = [d for d in ins.type.shape if isinstance(d, int) and (d < 0 or (d == 0 and ins.opcode != "Slice"))]
+        if bad:
+            found.append(("dim-positive", f"type {ins.type.text()} has a non-positive dimension"))
+            ok = False
+    if not ok or any(t is None for t in operand_types):
+        return found, None
+    try:
+        inferred = infer(ins, operand_types)
+    except _Fail as e:
+        found.append((e.rule, e.message))
+        return found, None
+    if ins.type is not None and not _types_equal(ins.type, inferred):
+        found.append(("result-type", f"{ins.label()} is written as {ins.type.text()}, it produces {inferred.text()}"))
+        return found, None
+    return found, (ins.type if ins.type is not None and ins.type.static else inferred)
+
+
 class Verified:
     """Problems plus the inferred type of every value (``None`` where it could not be inferred)."""
 
@@ -365,6 +409,7 @@ def verify_module(mod: Module) -> Verified:
     def at(ins: Instr, rule: str, message: str) -> None:
         problems.append(problem(rule, message, ins.line, ins.column, ins.offset, ins.length))
 
+    memo: dict = {}      # lines that differ only in their value ids are judged once
     for idx, ins in enumerate(mod.instrs):
         if ins.vid in types:
             prev = first_def[ins.vid]
@@ -390,33 +435,15 @@ def verify_module(mod: Module) -> Verified:
             at(ins, "unknown-op", f"{name if len(name) <= 40 else name[:37] + '...'!r} is not a Core v1 instruction")
             types[ins.vid] = None
             continue
-        if ins.arg_error:
-            at(ins, "operands", ins.arg_error)
-            ok = False
-        elif len(ins.operands) != ARITY[ins.opcode]:
-            at(ins, "operands", f"{ins.opcode} takes {ARITY[ins.opcode]} operand(s), {len(ins.operands)} given")
-            ok = False
-        if ins.opcode == "BinOp" and ins.params.get("op") == "Div":
-            at(ins, "div-not-core", "BinOp Div is not part of Core v1 (the seed says to reject it)")
-        if ins.type is not None:
-            bad = [d for d in ins.type.shape if isinstance(d, int) and (d < 0 or (d == 0 and ins.opcode != "Slice"))]
-            if bad:
-                at(ins, "dim-positive", f"type {ins.type.text()} has a non-positive dimension")
-                ok = False
-        if not ok or any(t is None for t in operand_types):
-            types[ins.vid] = None
-            continue
-        try:
-            inferred = infer(ins, operand_types)
-        except _Fail as e:
-            at(ins, e.rule, e.message)
-            types[ins.vid] = None
-            continue
-        if ins.type is not None and not _types_equal(ins.type, inferred):
-            at(ins, "result-type", f"{ins.label()} is written as {ins.type.text()}, it produces {inferred.text()}")
-            types[ins.vid] = None
-            continue
-        types[ins.vid] = ins.type if ins.type is not None and ins.type.static else inferred
+        key = _judgement_key(ins, ok, operand_types)
+        hit = memo.get(key) if key is not None else None
+        if hit is None:
+            hit = _judge(ins, ok, operand_types)
+            if key is not None and len(memo) < 65536:
+                memo[key] = hit + (operand_types, ins.type)      # the key's ids stay valid: objects pinned
+        found, types[ins.vid] = hit[0], hit[1]
+        for rule, message in found:
+            at(ins, rule, message)
     undefined: dict[int, list] = {}            # one problem per undefined value, at its first mention
     for k, v in enumerate(mod.outputs):
         if v not in types:
