@@ -498,8 +498,10 @@ class MainWindow(QMainWindow):
         close.setFixedSize(18, 18)
         close.clicked.connect(lambda _c=False, d=qdoc: self.close_document(d))
         self.tabs.setTabButton(idx, QTabBar.ButtonPosition.RightSide, close)
-        self.tabs.blockSignals(False)
+        # made current with the tab bar's signals blocked: its currentChanged would hand every
+        # view the document once more, right before set_active below does (two rounds per open)
         self.tabs.setCurrentIndex(idx)
+        self.tabs.blockSignals(False)
         self._retitle_tabs()
         self.set_active(qdoc)
         self._add_recent(path)
@@ -562,7 +564,7 @@ class MainWindow(QMainWindow):
     def _retitle_tabs(self) -> None:
         """Same-named files get the folders that tell them apart (tab_names)."""
         for i, title in enumerate(tab_titles([d.doc.path or "" for d in self.docs])):
-            if i < self.tabs.count():
+            if i < self.tabs.count() and self.tabs.tabText(i) != title:   # each set relays the bar out
                 self.tabs.setTabText(i, title)
 
     def _decorate_tab(self, index: int, qdoc: QtDocument) -> None:
