@@ -29,6 +29,7 @@ from ..isa.optable import (CONST_CODES, OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPU
 from . import layout as L
 from .cursor import Cursor
 from .gc_pause import collector_paused
+from .instruction_table import InstructionTable
 from .model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, NacFile,
                     NamedArray, Orch, Parameter, Proc, Resource, TensorMeta)
 from .spans import UNPARSED, Span
@@ -44,6 +45,106 @@ class _InternedCommands(dict):
     def __missing__(self, key):
         value = self[key] = MmapCommand(*key)
         return value
+
+
+_I16 = struct.Struct("<h")
+_OPS_WINDOW = 1 << 13          # bytes whose next-instruction offsets are computed at once
+_OPS_CHECK_CHUNK = 1 << 12     # instructions checked at once (bounds the checks' arrays)
+
+
+class _OpsLayout:
+    """How long an OPS/TRNG instruction is, from its A and B bytes (and C's count when C is
+    counted): small numpy tables indexed by ``min(A, 10) * 256 + B`` (system ops by A and B,
+    regular ops by their signature B), so that lengths and checks for a whole window of bytes
+    are computed at once."""
+
+    def __init__(self, nac: NacFile, count: int, trng: bool):
+        self.count, self.trng = count, trng
+        self.names = names = nac.op_names
+        # Per signature ID: (len, has constants) — instruction lengths depend only on these.
+        self.sig_info = {b: (len(s), any(ch in CONST_CODES for ch in s)) for b, s in nac.perms.items()}
+        n_out = nac.header.num_outputs
+        c_len = np.zeros((11, 256), dtype=np.int32)
+        d_len = np.zeros((11, 256), dtype=np.int32)
+        counted = np.zeros((11, 256), dtype=bool)
+        sig_known = np.zeros(256, dtype=bool)
+        for b, (ln, has_const) in self.sig_info.items():
+            if 0 <= b < 256:
+                d_len[10, b], counted[10, b], sig_known[b] = ln, has_const and ln > 0, True
+        c_len[OP_INPUT, 1:6] = 2
+        c_len[OP_OUTPUT, 0:2], d_len[OP_OUTPUT, 0:2] = n_out + 1, n_out
+        c_len[OP_OUTPUT, 3], d_len[OP_OUTPUT, 3] = 2, 2
+        d_len[OP_OUTPUT, 4] = 1
+        c_len[OP_CONTROL_FLOW, :], d_len[OP_CONTROL_FLOW, :] = 3, 1
+        counted[OP_CONVERGENCE, :], d_len[OP_CONVERGENCE, :] = True, 1
+        known_op = np.zeros(256, dtype=bool)
+        getitem = np.zeros(256, dtype=bool)
+        for a, name in names.items():
+            if 0 <= a < 256:
+                known_op[a] = True
+                getitem[a] = a >= 10 and name in _GETITEM_LIKE
+        known_op[[a for a in range(10) if a not in _KNOWN_SYSTEM]] = False
+        known_op[list(_KNOWN_SYSTEM)] = True
+        # a regular op's B without a signature is a problem unless it is 0 (no arguments)
+        no_sig = (d_len[10] == 0) & ~sig_known
+        no_sig[0] = False
+        self.c_len, self.d_len, self.counted = c_len.ravel(), d_len.ravel(), counted.ravel()
+        self.length = 2 + 2 * self.c_len + 2 * self.d_len
+        self.known_op, self.getitem, self.no_sig = known_op, getitem, no_sig
+        self.any_getitem = bool(getitem.any())
+        self._cache: dict = {}
+
+    def keys(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.minimum(a, 10).astype(np.int32) * 256 + b
+
+    def fields(self, a: np.ndarray, b: np.ndarray) -> tuple:
+        """Per instruction: fixed C length, D length, C counted (arrays)."""
+        key = self.keys(a, b)
+        c_fix, d, counted = self.c_len[key], self.d_len[key], self.counted[key]
+        if self.any_getitem:        # getitem-like ops without a signature: one constant, one D
+            gi = self.getitem[a] & (d == 0) & (a >= 10)
+            d = np.where(gi, 1, d)
+            counted = counted | gi
+        return c_fix, d, counted
+
+    def key_problem(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Instructions whose A/B alone make a problem (unknown op, signature not in PERM)."""
+        bad = ~self.known_op[a]
+        regular = a >= 10
+        return bad | (regular & self.no_sig[b] & ~self.getitem[a])
+
+    def layout(self, a: int, b: int) -> tuple:
+        """(fixed C length, D length, C counted) of one instruction."""
+        key = (a, b)
+        got = self._cache.get(key)
+        if got is None:
+            c, d, k = self.fields(np.array([a]), np.array([b]))
+            got = self._cache[key] = (int(c[0]), int(d[0]), bool(k[0]))
+        return got
+
+    def next_starts(self, code: bytes, w0: int, w1: int) -> array:
+        """For each offset p in [w0, w1) of ``code``: where the next instruction starts if one
+        starts at p, or 0 where the field-by-field decoder must look (cut off by the end, or a
+        negative C count)."""
+        size = len(code)
+        u8 = np.frombuffer(code, dtype=np.uint8)
+        padded = np.zeros(w1 - w0 + 3, dtype=np.uint8)      # bytes past the end read as 0
+        got = u8[w0:w1 + 3]
+        padded[:got.size] = got
+        a, b = padded[:-3], padded[1:-2]
+        c_fix, d_len, counted = self.fields(a, b)
+        step = 2 + 2 * c_fix + 2 * d_len
+        pos = np.arange(w0, w1, dtype=np.int64)
+        ok = pos + 2 <= size
+        if counted.any():
+            v = padded[2:-1].astype(np.int32) | (padded[3:].astype(np.int32) << 8)
+            k = v - ((v & 0x8000) << 1)
+            step += np.where(counted, 2 + 2 * k, 0)
+            ok &= ~counted | ((pos + 4 <= size) & (k >= 0))
+        nxt = pos + step
+        ok &= nxt <= size
+        nxt[~ok] = 0
+        return array("I", nxt.astype(np.uint32).tobytes())
 
 
 class _Problems:
@@ -260,124 +361,186 @@ class _Reader:
 
     # OPS / TRNG ---------------------------------------------------------------------
     def _sec_OPS(self, cur: Cursor, sp: Span) -> None:
-        self._instructions(cur, sp, self.nac.instructions, trng=False)
+        def store(table):
+            self.nac.instructions = table
+        self._instructions(cur, sp, False, store)
 
     def _sec_TRNG(self, cur: Cursor, sp: Span) -> None:
+        def store(table):
+            self.nac.trng = table
         self.nac.trng = []
-        self._instructions(cur, sp, self.nac.trng, trng=True)
+        self._instructions(cur, sp, True, store)
 
-    def _instructions(self, cur: Cursor, sp: Span, out: list, trng: bool) -> None:
-        section = cur.section
+    def _instructions(self, cur: Cursor, sp: Span, trng: bool, store) -> None:
+        """Instruction starts found by a length-only walk over numpy next-start windows, every
+        field checked in bulk; only an instruction the bulk checks flag (or the one where the
+        walk stops) goes through :meth:`_decode_instruction`, which names the problem exactly
+        as it always did. ``store`` receives the :class:`InstructionTable` (also when a fault
+        ends the section early: what decoded is kept)."""
         n = cur.scalar("u32", "count")
         cur.check_count(n, 2, "instruction")
-        buf = self.buf
-        limit = cur.limit
-        perms = self.nac.perms
-        names = self.nac.op_names
-        n_out = self.nac.header.num_outputs
-        # Per signature ID: (len, has constants) — instruction lengths depend only on these.
-        sig_info = {b: (len(s), any(ch in CONST_CODES for ch in s)) for b, s in perms.items()}
-        unpack_h = struct.Struct("<h").unpack_from
-        structs: dict[int, struct.Struct] = {}
-
-        def hs(k):
-            s = structs.get(k)
-            if s is None:
-                s = structs[k] = struct.Struct(f"<{k}h")
-            return s
-
-        # Equal C and D fields share one tuple (a program repeats a few hundred distinct ones):
-        # about 130 bytes less per instruction. Bounded, for crafted all-distinct fields.
-        shared: dict = {}
-        share = shared.setdefault
-        pos = cur.pos
-        problems = self.p
+        first = cur.pos
+        code = bytes(self.buf[first:cur.limit])
+        lay = _OpsLayout(self.nac, n, trng)
+        starts = array("I")
+        append = starts.append
+        p = count = checked = 0
+        size = len(code)
+        end = first
         try:
-            for i in range(n):
-                start = pos
-                if pos + 2 > limit:
-                    raise NacFormatError(section, pos, f"truncated: instruction {i} of {n} starts at the section end")
-                a = buf[pos]
-                b = buf[pos + 1]
-                pos += 2
-                c_len = d_len = 0
-                c_counted = False
-                if a >= 10:
-                    info = sig_info.get(b)
-                    if info is not None and info[0]:
-                        d_len = info[0]
-                        c_counted = info[1]
-                    elif names.get(a) in _GETITEM_LIKE:
-                        c_counted, d_len = True, 1
-                    elif b != 0 and info is None:
-                        problems.add(NacFormatError(section, start + 1,
-                                                    f"instruction {i}: signature B={b} is not in PERM"))
-                    if a not in names:
-                        problems.add(NacFormatError(section, start, f"instruction {i}: unknown op id A={a} "
-                                                    f"(not a standard op of v{self.nac.version} and not in CMAP)"))
-                elif a == OP_INPUT:
-                    if 1 <= b <= 5:
-                        c_len = 2
-                elif a == OP_OUTPUT:
-                    if b in (0, 1):
-                        c_len, d_len = n_out + 1, n_out
-                    elif b == 3:
-                        c_len, d_len = 2, 2
-                    elif b == 4:
-                        d_len = 1
-                elif a == OP_CONTROL_FLOW:
-                    c_len, d_len = 3, 1
-                elif a == OP_CONVERGENCE:
-                    c_counted, d_len = True, 1
-                elif a not in _KNOWN_SYSTEM:
-                    problems.add(NacFormatError(section, start, f"instruction {i}: unknown system op id A={a}"))
-                c = None
-                if c_counted:
-                    if pos + 2 > limit:
-                        raise NacFormatError(section, pos, f"truncated: instruction {i} C count")
-                    k = unpack_h(buf, pos)[0]
-                    if k < 0:
-                        raise NacFormatError(section, pos, f"instruction {i}: negative constant count {k} in C")
-                    if pos + 2 + 2 * k > limit:
-                        raise NacFormatError(section, pos, f"truncated: instruction {i} C declares {k} constant ids, "
-                                             f"{(limit - pos - 2) // 2} fit")
-                    c = (k,) + hs(k).unpack_from(buf, pos + 2) if k else (0,)
-                    c = share(c, c)
-                    pos += 2 + 2 * k
-                elif c_len:
-                    if pos + 2 * c_len > limit:
-                        raise NacFormatError(section, pos, f"truncated: instruction {i} C needs {2 * c_len} bytes")
-                    c = hs(c_len).unpack_from(buf, pos)
-                    c = share(c, c)
-                    pos += 2 * c_len
-                d = None
-                if d_len:
-                    if pos + 2 * d_len > limit:
-                        raise NacFormatError(section, pos, f"truncated: instruction {i} D needs {2 * d_len} bytes")
-                    d = hs(d_len).unpack_from(buf, pos)
-                    d = share(d, d)
-                    dpos = pos
-                    pos += 2 * d_len
-                    if len(shared) > 65536:
-                        shared.clear()
-                    if a != OP_CONVERGENCE:
-                        if max(d) > 0 or i + min(d) < 0:     # then the walk names which
-                            for j, dv in enumerate(d):
-                                if dv > 0 or i + dv < 0:
-                                    problems.add(NacFormatError(
-                                        section, dpos + 2 * j,
-                                        f"instruction {i}: D[{j}] = {dv} points to instruction {i + dv}, "
-                                        f"which is not an earlier instruction"))
-                        if a >= 10 and c_counted and c is not None:
-                            zeros = d.count(0)
-                            if zeros != c[0]:
-                                problems.add(NacFormatError(
-                                    section, start + 2,
-                                    f"instruction {i}: C holds {c[0]} constant ids but D has {zeros} constant slots"))
-                out.append(Instruction(i, a, b, c, d, start))
+            while count < n:
+                if p < size:
+                    window = lay.next_starts(code, p, min(size, p + _OPS_WINDOW))
+                    w0, w1 = p, p + len(window)
+                    while w0 <= p < w1:       # (may pass the declared count: cut below)
+                        q = window[p - w0]
+                        if q == 0:
+                            break
+                        append(p)
+                        p = q
+                    count = len(starts)
+                    if count >= n:
+                        if count > n:
+                            p = starts[n]
+                            del starts[n:]
+                            count = n
+                        break
+                    if p >= w1:
+                        continue
+                # the walk stopped at p: the instructions before it are checked in bulk, then
+                # this one is decoded field by field (raising what is wrong with it)
+                self._check_instructions(code, first, starts[checked:], lay, checked)
+                _ins, q = self._decode_instruction(count, first + p, first + size, lay)
+                append(p)      # pragma: no cover - the length tables and the decoder disagree
+                p = q - first
+                count = checked = count + 1
+            self._check_instructions(code, first, starts[checked:] if checked else starts, lay, checked)
+            end = first + p
+        except NacFormatError:
+            end = self._fault_pos
+            raise
         finally:
-            cur.pos = pos
-            sp.set_builder(_instruction_spans(out, self.nac))
+            cur.pos = end
+            s = np.frombuffer(starts, dtype=np.uint32).astype(np.int64)
+            ends = np.empty_like(s)
+            ends[:-1] = s[1:]
+            if len(s):
+                ends[-1] = p
+            table = InstructionTable(code, first, s, ends, lay.layout)
+            store(table)
+            sp.set_builder(_instruction_spans(table, self.nac))
+
+    def _check_instructions(self, code: bytes, first: int, starts: array, lay: "_OpsLayout",
+                            offset: int = 0) -> None:
+        """Flag, in bulk, every instruction the field-by-field decoder would report a problem
+        for, and let it report them (in instruction order, so a strict read raises the same
+        first problem)."""
+        if not len(starts):
+            return
+        u8 = np.frombuffer(code, dtype=np.uint8)
+        for c0 in range(0, len(starts), _OPS_CHECK_CHUNK):
+            s = np.frombuffer(starts, dtype=np.uint32)[c0:c0 + _OPS_CHECK_CHUNK].astype(np.int64)
+            a = u8[s].astype(np.int64)
+            b = u8[s + 1].astype(np.int64)
+            c_fix, d_len, counted = lay.fields(a, b)
+            k = np.zeros(len(s), dtype=np.int64)
+            if counted.any():
+                at = s[counted] + 2
+                v = u8[at].astype(np.int64) | (u8[at + 1].astype(np.int64) << 8)
+                k[counted] = v - ((v & 0x8000) << 1)
+            flag = lay.key_problem(a, b)
+            d_at = s + 2 + 2 * np.where(counted, k + 1, c_fix)
+            sel = np.flatnonzero(d_len > 0)
+            if sel.size:
+                rep = d_len[sel]
+                total = int(rep.sum())
+                within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(rep) - rep, rep)
+                at = np.repeat(d_at[sel], rep) + 2 * within
+                v = u8[at].astype(np.int64) | (u8[at + 1].astype(np.int64) << 8)
+                v -= (v & 0x8000) << 1
+                owner = np.repeat(sel, rep)
+                index = owner + (offset + c0)
+                wrong = ((v > 0) | (index + v < 0)) & (a[owner] != OP_CONVERGENCE)
+                flag[owner[wrong]] = True
+                zeros = np.bincount(owner[v == 0], minlength=len(s))
+                flag |= (a >= 10) & counted & (a != OP_CONVERGENCE) & (d_len > 0) & (zeros != k)
+            for i in np.flatnonzero(flag).tolist():
+                self._decode_instruction(offset + c0 + i, first + int(s[i]), first + len(code), lay)
+
+    def _decode_instruction(self, i: int, pos: int, limit: int, lay: "_OpsLayout") -> tuple:
+        """Instruction ``i`` at file offset ``pos``, field by field, every problem named
+        (recorded, or raised when it ends the section); returns it and where the next starts."""
+        section = "TRNG" if lay.trng else "OPS"
+        buf = self.buf
+        names = lay.names
+        problems = self.p
+        self._fault_pos = pos
+        start = pos
+        if pos + 2 > limit:
+            raise NacFormatError(section, pos, f"truncated: instruction {i} of {lay.count} starts at the section end")
+        a = buf[pos]
+        b = buf[pos + 1]
+        pos += 2
+        self._fault_pos = pos
+        c_len = d_len = 0
+        c_counted = False
+        if a >= 10:
+            info = lay.sig_info.get(b)
+            if info is not None and info[0]:
+                d_len = info[0]
+                c_counted = info[1]
+            elif names.get(a) in _GETITEM_LIKE:
+                c_counted, d_len = True, 1
+            elif b != 0 and info is None:
+                problems.add(NacFormatError(section, start + 1,
+                                            f"instruction {i}: signature B={b} is not in PERM"))
+            if a not in names:
+                problems.add(NacFormatError(section, start, f"instruction {i}: unknown op id A={a} "
+                                            f"(not a standard op of v{self.nac.version} and not in CMAP)"))
+        else:
+            c_len, d_len, c_counted = lay.layout(a, b)
+            if a not in _KNOWN_SYSTEM:
+                problems.add(NacFormatError(section, start, f"instruction {i}: unknown system op id A={a}"))
+        c = None
+        if c_counted:
+            if pos + 2 > limit:
+                raise NacFormatError(section, pos, f"truncated: instruction {i} C count")
+            k = _I16.unpack_from(buf, pos)[0]
+            if k < 0:
+                raise NacFormatError(section, pos, f"instruction {i}: negative constant count {k} in C")
+            if pos + 2 + 2 * k > limit:
+                raise NacFormatError(section, pos, f"truncated: instruction {i} C declares {k} constant ids, "
+                                     f"{(limit - pos - 2) // 2} fit")
+            c = (k,) + struct.unpack_from(f"<{k}h", buf, pos + 2) if k else (0,)
+            pos += 2 + 2 * k
+        elif c_len:
+            if pos + 2 * c_len > limit:
+                raise NacFormatError(section, pos, f"truncated: instruction {i} C needs {2 * c_len} bytes")
+            c = struct.unpack_from(f"<{c_len}h", buf, pos)
+            pos += 2 * c_len
+        self._fault_pos = pos
+        d = None
+        if d_len:
+            if pos + 2 * d_len > limit:
+                raise NacFormatError(section, pos, f"truncated: instruction {i} D needs {2 * d_len} bytes")
+            d = struct.unpack_from(f"<{d_len}h", buf, pos)
+            dpos = pos
+            pos += 2 * d_len
+            if a != OP_CONVERGENCE:
+                for j, dv in enumerate(d):
+                    if dv > 0 or i + dv < 0:
+                        problems.add(NacFormatError(
+                            section, dpos + 2 * j,
+                            f"instruction {i}: D[{j}] = {dv} points to instruction {i + dv}, "
+                            f"which is not an earlier instruction"))
+                if a >= 10 and c_counted and c is not None:
+                    zeros = d.count(0)
+                    if zeros != c[0]:
+                        problems.add(NacFormatError(
+                            section, start + 2,
+                            f"instruction {i}: C holds {c[0]} constant ids but D has {zeros} constant slots"))
+        self._fault_pos = pos
+        return Instruction(i, a, b, c, d, start), pos
 
     # CMAP / PERM / CNST -------------------------------------------------------------
     def _sec_CMAP(self, cur: Cursor, sp: Span) -> None:

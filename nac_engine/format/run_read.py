@@ -385,7 +385,7 @@ def _fast_ops(nac: RunFile, buf, pos: int, end: int, fd) -> int:
     reader = _Reader.__new__(_Reader)
     reader.nac, reader.buf, reader.size, reader.fd, reader.p = nac, buf, len(buf), None, _Problems(True)
     cur = Cursor(buf, pos, end, "OPS", _NO_SPANS)
-    reader._instructions(cur, _NO_SPANS, nac.instructions, trng=False)
+    reader._instructions(cur, _NO_SPANS, False, nac.instructions.extend)   # the interpreter's own list
     return cur.pos
 
 

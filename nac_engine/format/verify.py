@@ -10,9 +10,12 @@ import itertools
 import os
 from typing import Union
 
+import numpy as np
+
 from ..errors import NacFormatError
 from ..isa.optable import OP_INPUT, OP_OUTPUT
 from . import layout as L
+from .instruction_table import InstructionTable
 from .model import NacFile
 from .reader import read
 from .tensor_rules import MAX_RANK, tensor_problems
@@ -42,37 +45,61 @@ def verify(source: Union[str, bytes, NacFile]) -> list[NacFormatError]:
     return sorted(unique, key=lambda p: p.offset)
 
 
+def _instruction_problems(nac: NacFile, ins, names: dict, out: list) -> None:
+    """What is wrong with one instruction's references (constants, parameters, op id 0)."""
+    add = lambda sec, off, why: out.append(NacFormatError(sec, off, why))  # noqa: E731
+    if ins.a == 0:
+        add("OPS", ins.offset, f"instruction {ins.index}: op id 0 (<NONE>) — the writer could not encode "
+                               f"this node; it cannot be executed")
+    if ins.a == OP_INPUT:
+        if ins.b == 1 and ins.c and len(ins.c) > 1:
+            p = nac.params.get(ins.c[1])
+            if p is None:
+                add("OPS", ins.offset, f"instruction {ins.index}: loads parameter id {ins.c[1]}, "
+                                       f"which DATA does not name")
+            elif nac.header.weights_internal and p.meta is None:
+                add("OPS", ins.offset, f"instruction {ins.index}: parameter {p.name!r} has no tensor "
+                                       f"in DATA block 3")
+        elif ins.b == 3 and ins.c and len(ins.c) > 1 and ins.c[1] not in nac.constants:
+            add("OPS", ins.offset, f"instruction {ins.index}: lifted constant id {ins.c[1]} is not in CNST")
+    elif ins.a >= 10 and ins.c and ins.a in names:
+        for j, cid in enumerate(ins.const_ids):
+            if cid not in nac.constants:
+                add("OPS", ins.offset + 4 + 2 * j,
+                    f"instruction {ins.index} ({names[ins.a]}): constant id {cid} is not in CNST")
+
+
 def _semantic(nac: NacFile) -> list[NacFormatError]:
     out: list[NacFormatError] = []
     add = lambda sec, off, why: out.append(NacFormatError(sec, off, why))  # noqa: E731
     n = len(nac.instructions)
     names = nac.op_names
-    inputs_b0 = set()
-    for ins in nac.instructions:
-        if ins.a == 0:
-            add("OPS", ins.offset, f"instruction {ins.index}: op id 0 (<NONE>) — the writer could not encode "
-                                   f"this node; it cannot be executed")
-        if ins.a == OP_INPUT:
-            if ins.b == 0:
-                inputs_b0.add(ins.index)
-            elif ins.b == 1 and ins.c and len(ins.c) > 1:
-                p = nac.params.get(ins.c[1])
-                if p is None:
-                    add("OPS", ins.offset, f"instruction {ins.index}: loads parameter id {ins.c[1]}, "
-                                           f"which DATA does not name")
-                elif nac.header.weights_internal and p.meta is None:
-                    add("OPS", ins.offset, f"instruction {ins.index}: parameter {p.name!r} has no tensor "
-                                           f"in DATA block 3")
-            elif ins.b == 3 and ins.c and len(ins.c) > 1 and ins.c[1] not in nac.constants:
-                add("OPS", ins.offset, f"instruction {ins.index}: lifted constant id {ins.c[1]} is not in CNST")
-        elif ins.a >= 10 and ins.c and ins.a in names:
-            for j, cid in enumerate(ins.const_ids):
-                if cid not in nac.constants:
-                    add("OPS", ins.offset + 4 + 2 * j,
-                        f"instruction {ins.index} ({names[ins.a]}): constant id {cid} is not in CNST")
-    outputs = [i for i in nac.instructions if i.a == OP_OUTPUT and i.b == 0]
-    if n and not outputs:
-        add("OPS", nac.instructions[-1].offset, "no <OUTPUT B=0> instruction: the program returns nothing")
+    instrs = nac.instructions
+    encoded = instrs.encoded() if isinstance(instrs, InstructionTable) else None
+    if encoded is None:
+        for ins in instrs:
+            _instruction_problems(nac, ins, names, out)
+        inputs_b0 = {i.index for i in instrs if i.a == OP_INPUT and i.b == 0}
+        has_output = any(i.a == OP_OUTPUT and i.b == 0 for i in instrs)
+    else:
+        # a read file's instructions are judged from their bytes: an instruction's problems
+        # depend on its encoding (its tick only names it), so each distinct encoding is judged
+        # once and only the instructions of a faulty one are made and reported
+        clean: dict = {}
+        for j, key in enumerate(encoded.keys()):
+            ok = clean.get(key)
+            if ok is None or not ok:
+                found: list = []
+                _instruction_problems(nac, instrs.decode(j), names, found)
+                out.extend(found)
+                if len(clean) > 65536:     # all-distinct encodings (crafted): keep it bounded
+                    clean.clear()
+                clean[key] = not found
+        a, b = encoded.column(0), encoded.column(1)
+        inputs_b0 = set(np.flatnonzero((a == OP_INPUT) & (b == 0)).tolist()) if nac.input_names else set()
+        has_output = bool(((a == OP_OUTPUT) & (b == 0)).any())
+    if n and not has_output:
+        add("OPS", (instrs.decode(n - 1) if encoded is not None else instrs[-1]).offset, "no <OUTPUT B=0> instruction: the program returns nothing")
     for rec in nac.input_names:
         if rec.index not in inputs_b0:
             add("DATA/inputs", 0, f"input name {rec.name!r} points to instruction {rec.index}, "

@@ -22,12 +22,13 @@ from typing import Optional
 import numpy as np
 
 from ..format import layout as L
+from ..format.instruction_table import InstructionTable
 from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
 from .mep import (OP_SELECTOR_OPCODES, MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks,
                   parse_mep)
 from .tisa import format_tisa
-from .textops import Tables, format_instruction
+from .textops import Tables, format_instruction, instruction_template
 
 _WRAP = 64  # hex bytes per line
 
@@ -64,19 +65,16 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
     by_tick = nac.mmap_by_tick() if mmap_comments else {}
     modules = _module_paths(nac)
     yield ".ops"
-    for ins in nac.instructions:
-        note = []
-        line = format_instruction(ins, t, names if derivable else {}, notes_out=note)
-        if not derivable and ins.index in names:
-            note.append(f"input {names[ins.index]!r}")
-        p = nac.param_for(ins)
-        if p is not None and p.meta is not None:
-            note.append(f"{p.dtype}{list(p.shape)}")
-        if mmap_comments and ins.index in by_tick:
-            note.append(", ".join(f"{_short(c.name)} v{c.target}" for c in by_tick[ins.index]))
-        if modules.get(ins.index):
-            note.append("in " + modules[ins.index])
-        yield line + ("   ; " + "; ".join(note) if note else "")
+    tick_notes = {}      # tick -> notes that depend on the tick, not on the encoding
+    if not derivable:
+        for tick, name in names.items():
+            tick_notes.setdefault(tick, []).append(f"input {name!r}")
+    for tick, cmds in by_tick.items():
+        tick_notes.setdefault(tick, []).append(", ".join(f"{_short(c.name)} v{c.target}" for c in cmds))
+    for tick, path in modules.items():
+        if path:
+            tick_notes.setdefault(tick, []).append("in " + path)
+    yield from _ops_lines(nac, t, names if derivable else {}, tick_notes)
     yield ".mmap"
     yield from _mmap_lines(nac.mmap)
     if nac.orch is not None:
@@ -99,6 +97,112 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
             yield format_instruction(ins, t, {})
     for region, data in nac.trailing.items():
         yield from _hex_lines(f".trailing {region}", data)
+
+
+def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
+    """One line per instruction. A read file's instructions are formatted from their bytes, in
+    blocks: each distinct encoding's line is made (and read back) once, as a template over the
+    tick (textops.instruction_template); a block's encodings are told apart with numpy, and its
+    lines come out of one %-format of the block's templates joined. Instructions are never made
+    as objects (a 1 MB OPS holds 100k); a line whose encoding has no template, or with notes of
+    its own tick, is made on its own."""
+    instrs = nac.instructions
+    encoded = instrs.encoded() if isinstance(instrs, InstructionTable) else None
+    if encoded is None:
+        for ins in instrs:
+            yield _ops_line(nac, ins, t, input_names, tick_notes)
+        return
+    code = encoded.code
+    u8 = np.frombuffer(code, dtype=np.uint8)
+    last = max(len(code) - 1, 0)
+    templates: dict = {}       # encoding -> (%-template with its notes, deltas, min delta, template)
+    width = np.arange(_KEY_BYTES)
+    for b0 in range(0, len(encoded.starts), _OPS_BLOCK):
+        starts = encoded.starts[b0:b0 + _OPS_BLOCK]
+        ends = encoded.ends[b0:b0 + _OPS_BLOCK]
+        m = len(starts)
+        length = ends - starts
+        # each instruction's bytes (up to _KEY_BYTES, zero-padded) and length as one key; a longer
+        # one gets a key of its own (its tick), looked up by its bytes below
+        rows = np.zeros((m, _KEY_BYTES + 1), dtype=np.uint8)
+        at = starts[:, None] + width
+        np.minimum(at, last, out=at)
+        rows[:, :_KEY_BYTES] = u8[at]
+        rows[:, :_KEY_BYTES][width >= length[:, None]] = 0
+        rows[:, _KEY_BYTES] = np.minimum(length, 255)
+        long_ = np.flatnonzero(length > _KEY_BYTES)
+        if long_.size:
+            rows[long_, :8] = (long_ + b0).astype("<u8").view(np.uint8).reshape(-1, 8)
+        _, first, inverse = np.unique(rows.view(f"V{_KEY_BYTES + 1}").ravel(), return_index=True,
+                                      return_inverse=True)
+        inverse = inverse.ravel()
+        entries = []
+        for f in first.tolist():
+            key = code[int(starts[f]):int(ends[f])]
+            entry = templates.get(key, _MISSING)
+            if entry is _MISSING:
+                entry = _template_entry(nac, t, instrs.decode(b0 + f), input_names)
+                if len(templates) > 65536:     # all-distinct encodings (crafted): keep it bounded
+                    templates.clear()
+                templates[key] = entry
+            entries.append(entry)
+        nslots = np.array([len(en[1]) if en else 1 for en in entries], dtype=np.int64)
+        min_delta = np.array([en[2] if en else 0 for en in entries], dtype=np.int64)
+        ticks = np.arange(b0, b0 + m, dtype=np.int64)
+        special = np.array([en is None for en in entries])[inverse] | (ticks + min_delta[inverse] < 0)
+        if tick_notes:
+            special |= np.isin(ticks, np.fromiter(tick_notes, dtype=np.int64, count=len(tick_notes)))
+        fmts = [en[0] if en else "%s" for en in entries]
+        lines = list(map(fmts.__getitem__, inverse.tolist()))
+        count = np.where(special, 1, nslots[inverse])
+        widest = int(nslots.max()) if nslots.size else 1
+        deltas = np.zeros((len(entries), widest), dtype=np.int64)
+        for u, en in enumerate(entries):
+            if en:
+                deltas[u, :len(en[1])] = en[1]
+        values = (ticks[:, None] + deltas[inverse])[np.arange(widest) < count[:, None]]
+        args = values.tolist()
+        if special.any():
+            slot = np.cumsum(count) - count
+            for i in np.flatnonzero(special).tolist():
+                lines[i] = "%s"
+                args[int(slot[i])] = _special_line(nac, t, instrs, b0 + i, entries[inverse[i]],
+                                                   input_names, tick_notes).replace("%", "%%")
+        yield "\n".join(lines) % tuple(args)
+
+
+_KEY_BYTES = 16        # instruction bytes compared by numpy; longer encodings are keyed one by one
+_OPS_BLOCK = 1024      # lines formatted at once
+_MISSING = object()
+
+
+def _template_entry(nac: NacFile, t: Tables, ins, input_names: dict):
+    """(%-template with the encoding's notes, deltas, min delta, LineTemplate) or None."""
+    tpl = instruction_template(ins, t, input_names)
+    if tpl is None:
+        return None
+    p = nac.param_for(ins)
+    notes = tpl.notes + ((f"{p.dtype}{list(p.shape)}",) if p is not None and p.meta is not None else ())
+    suffix = ("   ; " + "; ".join(notes)).replace("%", "%%") if notes else ""
+    return (tpl.text + suffix, tpl.deltas, tpl.min_delta, tpl, notes)
+
+
+def _special_line(nac: NacFile, t: Tables, instrs, j: int, entry, input_names: dict, tick_notes: dict) -> str:
+    if entry is None or j + entry[2] < 0:
+        return _ops_line(nac, instrs.decode(j), t, input_names, tick_notes)
+    tpl, notes = entry[3], list(entry[4]) + tick_notes.get(j, [])
+    line = tpl.text % tuple(j + x for x in tpl.deltas)
+    return line + ("   ; " + "; ".join(notes) if notes else "")
+
+
+def _ops_line(nac: NacFile, ins, t: Tables, input_names: dict, tick_notes: dict) -> str:
+    note: list = []
+    line = format_instruction(ins, t, input_names, notes_out=note)
+    p = nac.param_for(ins)
+    if p is not None and p.meta is not None:
+        note.append(f"{p.dtype}{list(p.shape)}")
+    note.extend(tick_notes.get(ins.index, ()))
+    return line + ("   ; " + "; ".join(note) if note else "")
 
 
 def _mmap_lines(records: list):
@@ -153,7 +257,13 @@ def _header_fields(nac: NacFile) -> list[str]:
 
 
 def _inputs_derivable(nac: NacFile) -> bool:
-    expect = [(i.index) for i in nac.instructions if i.a == 2 and i.b == 0 and i.c is None and i.d is None]
+    instrs = nac.instructions
+    encoded = instrs.encoded() if isinstance(instrs, InstructionTable) else None
+    if encoded is not None:     # a bare <INPUT B=0> is the two bytes 02 00
+        bare = (encoded.column(0) == 2) & (encoded.column(1) == 0) & (encoded.ends - encoded.starts == 2)
+        expect = np.flatnonzero(bare).tolist()
+    else:
+        expect = [i.index for i in instrs if i.a == 2 and i.b == 0 and i.c is None and i.d is None]
     idx = [n.index for n in nac.input_names]
     return idx == sorted(set(idx)) and set(idx) <= set(expect)
 

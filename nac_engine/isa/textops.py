@@ -19,7 +19,7 @@ so text → bytes is exact by construction.
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from ..format import layout as L
 from ..format.model import Constant, Instruction, NacFile
@@ -166,6 +166,52 @@ def format_instruction(ins: Instruction, t: Tables, input_names: Optional[dict] 
     return raw_line(ins)
 
 
+class LineTemplate(NamedTuple):
+    """:func:`format_instruction`'s line for one encoding at any tick ``j`` with
+    ``j + min_delta >= 0``: ``text % tuple(j + x for x in deltas)``, and its notes."""
+    text: str
+    deltas: tuple
+    notes: tuple
+    min_delta: int
+
+
+_SLOT = "\0"
+
+
+def instruction_template(ins: Instruction, t: Tables, input_names: Optional[dict] = None
+                         ) -> Optional[LineTemplate]:
+    """The line :func:`format_instruction` makes for ``ins``, as a template over the tick.
+
+    A line depends on the tick only through ``vN`` references (its own and ``N + D``), and
+    its read-back check only through whether each reference is a tick (``N + D >= 0``); so the
+    choice (readable, coerced or raw) and the check made at ``ins.index`` hold for every tick
+    where that stays true. None when ``ins`` itself refers before tick 0 (no such guarantee)."""
+    min_delta = min(ins.d) if ins.d else 0
+    if ins.index + min_delta < 0 or (ins.a == OP_INPUT and ins.b == 0 and input_names):
+        return None      # (an input's name is looked up by its tick)
+    notes: list = []
+    line = format_instruction(ins, t, input_names, notes_out=notes)
+    deltas: list = []
+
+    def slot(delta):
+        deltas.append(delta)
+        return "v" + _SLOT
+
+    if line.startswith(f"v{ins.index} = raw "):
+        text = slot(0) + line[len(f"v{ins.index}"):]
+    else:
+        text = _readable(ins, t, input_names or {}, [] if notes else None, ref=slot)
+        if text is None:
+            return None
+    parts = text.split(_SLOT)
+    if len(parts) != len(deltas) + 1:
+        return None
+    template = LineTemplate("%d".join(p.replace("%", "%%") for p in parts), tuple(deltas), tuple(notes), min_delta)
+    if template.text % tuple(ins.index + x for x in deltas) != line:      # pragma: no cover - a slot missed
+        return None
+    return template
+
+
 def raw_line(ins: Instruction) -> str:
     parts = [f"v{ins.index} = raw A={ins.a} B={ins.b}"]
     if ins.c is not None:
@@ -176,9 +222,13 @@ def raw_line(ins: Instruction) -> str:
 
 
 def _readable(ins: Instruction, t: Tables, input_names: dict,
-              coerced_notes: Optional[list] = None) -> Optional[str]:
+              coerced_notes: Optional[list] = None, ref=None) -> Optional[str]:
+    """``ref(delta)`` writes the reference to tick ``index + delta`` (0: the line's own)."""
     i, a, b, c, d = ins.index, ins.a, ins.b, ins.c, ins.d
-    head = f"v{i} = "
+    if ref is None:
+        def ref(delta):
+            return f"v{i + delta}"
+    head = ref(0) + " = "
     if a == OP_INPUT:
         if b == 0 and c is None and d is None:
             name = input_names.get(i)
@@ -198,7 +248,7 @@ def _readable(ins: Instruction, t: Tables, input_names: dict,
     if a == OP_OUTPUT and b in (0, 1):
         if d is None or c is None or len(c) != len(d) + 1 or c[0] != len(d) or any(c[1:]):
             return None
-        return head + ("return " if b == 0 else "subreturn ") + ", ".join(f"v{i + x}" for x in d)
+        return head + ("return " if b == 0 else "subreturn ") + ", ".join(ref(x) for x in d)
     if a < 10:
         return None
     name = t.op_names.get(a)
@@ -215,7 +265,7 @@ def _readable(ins: Instruction, t: Tables, input_names: dict,
     args, derived = [], []
     for code, dv in zip(sig, d or ()):
         if dv != 0:
-            args.append(f"v{i + dv}")
+            args.append(ref(dv))
             derived.append("T")
         else:
             cid = next(cids, None)

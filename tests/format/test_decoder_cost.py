@@ -14,8 +14,8 @@ from hypothesis import given, settings, strategies as st
 
 from nac_engine import read, verify, write
 from nac_engine.format.gc_pause import collector_paused
-from nac_engine.format.model import (Constant, Instruction, MmapCommand, MmapRecord, Orch, Parameter, Resource,
-                                     TensorMeta)
+from nac_engine.format.model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, Orch, Parameter,
+                                     Resource, TensorMeta)
 from nac_engine.isa.disasm import disassemble, iter_disassembly
 from nac_engine.isa.mep import (MEP_OPCODES, MepStream, _decode_one, _Undecodable, decode_mep, format_mep,
                                 format_mep_blocks)
@@ -213,3 +213,134 @@ def test_peer_files_are_read_without_reserving_the_limit(tmp_path):
     assert read_bounded(str(path), limit=len(data)) == data
     with pytest.raises(NacFormatError):
         read_bounded(str(path), limit=len(data) - 1)
+
+
+# -- OPS: bulk decode, bulk checks and per-encoding text against the one-at-a-time paths ----------
+def _plain(nac):
+    """The same file with its instructions as a plain list (the object-at-a-time paths)."""
+    import copy
+    other = copy.copy(nac)
+    other.instructions = list(nac.instructions)
+    other._def_use = None
+    return other
+
+
+def _ops_variety() -> bytes:
+    """Coerced constants (1.0 used as a dim), a '%' in a string constant, inputs whose names are
+    not derivable, a reference before tick 0, an unknown op, a long C (> 16 bytes) and more than
+    one 4096-line block."""
+    nac = small_file()
+    base = nac.instructions[2].a
+    nac.constants.update({4: Constant(4, 3, 1.0), 5: Constant(5, 4, "50% off"),
+                          6: Constant(6, 2, 7)})
+    nac.perms.update({4: "Tfs", 5: "T" + "i" * 12, 6: "Ti"})
+    body = []
+    for i in range(2, 9_000):
+        r = i % 6
+        if r == 0:
+            body.append(Instruction(i, base + 1, 4, (2, 4, 5), (-1, 0, 0)))
+        elif r == 1:
+            body.append(Instruction(i, base + 1, 5, (12,) + (6,) * 12, (-1,) + (0,) * 12))
+        elif r == 2:
+            body.append(Instruction(i, base + 1, 6, (1, 4), (-1, 0)))     # 1.0 where an int is meant
+        elif r == 3:
+            body.append(Instruction(i, 2, 0, None, None))
+        else:
+            body.append(Instruction(i, base, 2, None, (-2, -1)))
+    body[5] = Instruction(7, 250, 0, None, None)                         # unknown op id
+    body[7] = Instruction(9, base, 2, None, (-20, -1))                   # before tick 0
+    n = len(body) + 2
+    nac.instructions = nac.instructions[:2] + body + [Instruction(n, 3, 0, (1, 0), (-1,))]
+    nac.input_names = [InputName(0, "x"), InputName(9, "late")]
+    return write(nac)
+
+
+def _ops_cases():
+    from tests.corpus_paths import NAC_FILES
+    cases = [("variety", _ops_variety()), ("ops", crafted("ops", 1)), ("small", write(small_file("1.6")))]
+    return cases + [(p.parent.name, p.read_bytes()) for p in NAC_FILES]
+
+
+@pytest.mark.parametrize("mmap_comments", [False, True])
+def test_ops_text_from_the_bytes_equals_the_line_by_line_text(mmap_comments):
+    for name, data in _ops_cases():
+        nac = read(data, strict=False)
+        assert nac.instructions.encoded() is not None
+        fast = "\n".join(iter_disassembly(nac, mmap_comments=mmap_comments)).split("\n")
+        slow = "\n".join(iter_disassembly(_plain(nac), mmap_comments=mmap_comments)).split("\n")
+        assert fast == slow, name
+
+
+def test_ops_verify_from_the_bytes_equals_the_object_walk():
+    from nac_engine.format.verify import _semantic
+    for name, data in _ops_cases():
+        nac = read(data, strict=False)
+        fast = [(p.section, p.offset, p.reason) for p in _semantic(nac)]
+        slow = [(p.section, p.offset, p.reason) for p in _semantic(_plain(nac))]
+        assert fast == slow, name
+    assert any("instruction 7: unknown op id A=250" in p.reason for p in verify(_ops_variety()))
+
+
+def _reference_ops(data: bytes):
+    """OPS decoded one instruction at a time by the field-by-field decoder (the reader before
+    the bulk walk): instructions, problems and where it stopped."""
+    from nac_engine.errors import NacFormatError
+    from nac_engine.format import reader as R
+    nac = read(data, strict=False)
+    ops = nac.spans.find("OPS")
+    problems = R._Problems(False)
+    r = R._Reader.__new__(R._Reader)
+    r.nac, r.buf, r.p = nac, nac._buf, problems
+    start = ops.offset + 8
+    n = int.from_bytes(nac._buf[ops.offset + 4:start], "little")
+    lay = R._OpsLayout(nac, n, False)
+    out, pos = [], start
+    try:
+        for i in range(n):
+            ins, pos = r._decode_instruction(i, pos, ops.end, lay)
+            out.append((ins.a, ins.b, ins.c, ins.d, ins.offset))
+    except NacFormatError as e:
+        problems.items.append(e)
+    return nac, out, [(p.section, p.offset, p.reason) for p in problems.items]
+
+
+@given(st.lists(st.tuples(st.integers(0, 4999), st.integers(0, 255)), min_size=1, max_size=6),
+       st.integers(0, 60))
+@settings(max_examples=150, deadline=None)
+def test_ops_bulk_walk_decodes_like_the_field_by_field_decoder(edits, cut):
+    """Mutated OPS bytes (unknown ops and signatures, out-of-range D, negative C counts, cut
+    short): the bulk walk keeps the same instructions and names the same problems, in order."""
+    data = bytearray(crafted("ops", 1))
+    nac = read(bytes(data))
+    ops = nac.spans.find("OPS")
+    for at, value in edits:
+        data[ops.offset + 8 + at % (ops.length - 8)] = value
+    if cut:
+        data[ops.end - cut:ops.end] = bytes(cut)     # zeroed tail: a cut-short count or field
+    mutated, want, want_problems = _reference_ops(bytes(data))
+    got = [(i.a, i.b, i.c, i.d, i.offset) for i in mutated.instructions]
+    assert got == want
+    assert [(p.section, p.offset, p.reason) for p in mutated.problems if p.section == "OPS"] == want_problems
+    strict = None
+    try:
+        read(bytes(data))
+    except Exception as e:    # a strict read raises the first problem of the file
+        strict = (e.section, e.offset, e.reason)
+    first = [(p.section, p.offset, p.reason) for p in mutated.problems]
+    assert strict == (first[0] if first else None)
+
+
+def test_instruction_table_is_a_list_until_edited():
+    from nac_engine.format.instruction_table import InstructionTable
+    nac = read(crafted("ops", 1))
+    table = nac.instructions
+    assert isinstance(table, InstructionTable) and table.encoded() is not None
+    assert table[5] is table[5] and table[-1] is list(table)[-1]
+    assert table == list(table) and list(table) == table
+    assert table.decode(7).same_encoding(table[7]) and table.decode(7).offset == table[7].offset
+    assert table[:2] + [table[2]] == list(table)[:3]
+    data = write(nac)
+    table.append(table[-1])
+    assert table.encoded() is None and len(table) == len(list(table))
+    table.pop()
+    assert write(nac) == data

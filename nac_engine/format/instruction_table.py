@@ -1,0 +1,164 @@
+"""OPS/TRNG instructions held as the section's bytes plus one start offset per instruction.
+
+A 1 MB OPS section holds ~100k instructions; an :class:`Instruction` object each (with its
+index, offset and C/D tuples) was most of ``read``'s time and memory. The reader keeps the
+bytes it validated and where each instruction starts; :class:`InstructionTable` is a list-like
+sequence that makes the Instruction objects the first time they are asked for (all at once,
+equal encodings sharing their C/D tuples) and then behaves as that list. Bulk readers that
+need no objects (``verify``, ``dis``, the writer) use :meth:`InstructionTable.encoded`.
+"""
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Callable, NamedTuple, Optional
+
+import numpy as np
+
+from .model import Instruction
+
+#: (a, b) -> (fixed C length in i16 values, D length, C counted by its first value)
+LayoutOf = Callable[[int, int], tuple]
+
+
+class EncodedInstructions(NamedTuple):
+    """The bytes behind an unedited table: instruction ``i`` is ``code[starts[i]:ends[i]]``
+    and sits at file offset ``base + starts[i]``."""
+    code: bytes
+    base: int
+    starts: np.ndarray     # int64, relative to code
+    ends: np.ndarray
+
+    def keys(self):
+        """Each instruction's encoding (bytes), in order: equal bytes decode to equal A/B/C/D."""
+        code = self.code
+        return map(code.__getitem__, map(slice, self.starts.tolist(), self.ends.tolist()))
+
+    def column(self, field_offset: int) -> np.ndarray:
+        """Byte ``field_offset`` (0 = A, 1 = B) of every instruction, as uint8."""
+        return np.frombuffer(self.code, dtype=np.uint8)[self.starts + field_offset]
+
+
+_I16 = struct.Struct("<h")
+_MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
+             "__setitem__", "__delitem__", "__iadd__")
+
+
+class InstructionTable(Sequence):
+    """The instructions of a decoded section, made on first access (see module docstring)."""
+
+    __slots__ = ("_code", "_base", "_starts", "_ends", "_layout", "_items", "_edited")
+
+    def __init__(self, code: bytes, base: int, starts: np.ndarray, ends: np.ndarray, layout: LayoutOf):
+        self._code = code
+        self._base = base
+        self._starts = starts
+        self._ends = ends
+        self._layout = layout
+        self._items: Optional[list] = None
+        self._edited = False
+
+    # -- bulk access without objects ------------------------------------------------------
+    def encoded(self) -> Optional[EncodedInstructions]:
+        """The section's bytes and instruction bounds, or None once the list was edited."""
+        if self._edited:
+            return None
+        return EncodedInstructions(self._code, self._base, self._starts, self._ends)
+
+    # -- the list ---------------------------------------------------------------------------
+    def _list(self) -> list:
+        items = self._items
+        if items is None:
+            items = self._items = self._materialise()
+        return items
+
+    def decode(self, i: int) -> Instruction:
+        """Instruction ``i`` made afresh from its bytes, without making the others (a new
+        object each call: use indexing for the list's own)."""
+        if self._items is not None:
+            return self._items[i]
+        s = int(self._starts[i])
+        return Instruction(i, *self._fields(s), self._base + s)
+
+    def _fields(self, s: int) -> tuple:
+        code = self._code
+        a, b = code[s], code[s + 1]
+        c_len, d_len, counted = self._layout(a, b)
+        p = s + 2
+        c = d = None
+        if counted:
+            c_len = _I16.unpack_from(code, p)[0] + 1
+        if c_len:
+            c = struct.unpack_from(f"<{c_len}h", code, p)
+            p += 2 * c_len
+        if d_len:
+            d = struct.unpack_from(f"<{d_len}h", code, p)
+        return a, b, c, d
+
+    def _materialise(self) -> list:
+        code, base, fields_of = self._code, self._base, self._fields
+        fields: dict = {}      # encoding -> (a, b, c, d): a program repeats a few hundred
+        out = []
+        append = out.append
+        for i, (s, e) in enumerate(zip(self._starts.tolist(), self._ends.tolist())):
+            key = code[s:e]
+            abcd = fields.get(key)
+            if abcd is None:
+                abcd = fields_of(s)
+                if len(fields) > 65536:     # all-distinct (crafted): keep it bounded
+                    fields.clear()
+                fields[key] = abcd
+            append(Instruction(i, *abcd, base + s))
+        return out
+
+    def __len__(self) -> int:
+        return len(self._items) if self._items is not None else len(self._starts)
+
+    def __getitem__(self, index):
+        return self._list()[index]
+
+    def __iter__(self):
+        return iter(self._list())
+
+    def __reversed__(self):
+        return reversed(self._list())
+
+    def __contains__(self, item) -> bool:
+        return item in self._list()
+
+    def __eq__(self, other):
+        if isinstance(other, InstructionTable):
+            other = other._list()
+        if isinstance(other, (list, tuple)):
+            return self._list() == list(other)
+        return NotImplemented
+
+    __hash__ = None
+
+    def __add__(self, other):
+        return self._list() + list(other)
+
+    def __radd__(self, other):
+        return list(other) + self._list()
+
+    def copy(self) -> list:
+        return list(self._list())
+
+    def __repr__(self) -> str:
+        return f"InstructionTable({len(self)} instructions)"
+
+
+def _mutator(name: str):
+    def method(self, *args, **kw):
+        items = self._list()
+        self._edited = True
+        result = getattr(items, name)(*args, **kw)
+        return self if name == "__iadd__" else result
+    method.__name__ = name
+    method.__doc__ = f"list.{name}: the table becomes a plain edited list (no encoded() view)."
+    return method
+
+
+for _name in _MUTATORS:
+    setattr(InstructionTable, _name, _mutator(_name))
+del _name
