@@ -53,21 +53,22 @@ class MindFile(PeerFile):
         instruction line's token spans are built when first asked for. Sections keep the top
         level small, so a 10k-instruction file opens without 10k top-level records."""
         root = self.root
-        records = self.parsed.lines
-        first = next((k for k, r in enumerate(records) if r[0] == "instr"), len(records))
-        out = next((k for k, r in enumerate(records) if r[0] == "outputs"), len(records))
+        parsed = self.parsed
+        n = len(parsed.lines)
+        first = next((k for k in range(n) if parsed.kind(k) == "instr"), n)
+        out = next((k for k in range(n - 1, -1, -1) if parsed.kind(k) == "outputs"), n)   # one at most: from the end
         if out < first:
             first = out
-        groups = (("header", records[:first]), ("instructions", records[first:out]), ("outputs", records[out:]))
-        for name, recs in groups:
-            if not recs:
+        for name, lo, hi in (("header", 0, first), ("instructions", first, out), ("outputs", out, n)):
+            if lo >= hi:
                 continue
-            sec = root.add(recs[0][2], recs[-1][3] - recs[0][2], name, "section", f"{len(recs)} line(s)")
-            sec.set_builder(lambda s, recs=recs: self._line_spans(s, recs))
+            start, end = parsed.record(lo)[2], parsed.record(hi - 1)[3]
+            sec = root.add(start, end - start, name, "section", f"{hi - lo} line(s)")
+            sec.set_builder(lambda s, lo=lo, hi=hi: self._line_spans(s, lo, hi))
 
-    def _line_spans(self, sec: Span, recs: list) -> None:
+    def _line_spans(self, sec: Span, lo: int, hi: int) -> None:
         """One span per line of a section (built when the section is first opened)."""
-        for kind, number, start, end, payload in recs:
+        for kind, number, start, end, payload in self.parsed.records(lo, hi):
             if kind == "instr":
                 ins: Instr = payload
                 sp = sec.add(start, end - start, f"L{number} %{ins.vid}", "instruction", ins.label())
@@ -137,7 +138,7 @@ class MindFile(PeerFile):
         encoding (its source text where it does not fit its opcode) with the outputs line."""
         from .canonical import canonical_text, instr_text
         if not self.problems:
-            return canonical_text(self.module)
+            return canonical_text(self.module, self.verified)
         lines = []
         for ins in self.module.instrs:
             try:

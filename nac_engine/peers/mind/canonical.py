@@ -16,13 +16,14 @@ module, so canonicalising twice changes nothing (property-tested).
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Optional
 
 import numpy as np
 
 from .errors import MindError
 from .ir import ALIAS, COMMUTATIVE, CONST_OPS, Instr, Module, TensorType, literal_text
-from .parser import escape
+from .parser import Ident, escape
 from .verifier import _fits_float, flat_data, verify_module
 
 FOLD_LIMIT = 4096
@@ -81,8 +82,21 @@ def _to_nested(arr: np.ndarray):
     return arr.astype(np.float64).tolist() if arr.ndim else float(arr)
 
 
-def canonicalize(module: Module, *, fold: bool = True, prune: bool = True) -> Module:
-    ver = verify_module(module)
+_IMMUTABLE = frozenset({str, Ident, int, float, bool, type(None)})
+
+
+def _own_copy(ins: Instr, type_: TensorType) -> Instr:
+    """``copy.copy`` of an instruction (attrs shared, as copy.copy shares them) with its own params (a
+    shallow copy where every value is immutable, the common case, else a deep copy) and type ``type_``."""
+    p = ins.params
+    params = p.copy() if all(map(_IMMUTABLE.__contains__, map(type, p.values()))) else copy.deepcopy(p)
+    return Instr(ins.vid, ins.opcode, ins.operands, params, ins.attrs, type_, ins.line, ins.column, ins.offset,
+                 ins.length, ins.name, ins.arg_error, ins.dialect_op)
+
+
+def canonicalize(module: Module, *, fold: bool = True, prune: bool = True, verified=None) -> Module:
+    """``verified``: the module's :func:`verify_module` result when the caller has it (saves a pass)."""
+    ver = verified if verified is not None else verify_module(module)
     if ver.problems:
         p = ver.problems[0]
         raise MindError(p.line, p.column, p.offset, f"cannot canonicalise a module that does not verify: {p.reason}",
@@ -96,11 +110,10 @@ def canonicalize(module: Module, *, fold: bool = True, prune: bool = True) -> Mo
             src = ins.operands[0]
             alias[ins.vid] = alias.get(src, src)
             continue
-        ins = copy.copy(ins)
-        ins.params = copy.deepcopy(ins.params)
-        ins.operands = [alias.get(v, v) for v in ins.operands]
-        ins.type = types[ins.vid]
-        if fold and ins.opcode == "BinOp" and all(v in consts for v in ins.operands):
+        ins = _own_copy(ins, types[ins.vid])
+        if alias:
+            ins.operands = [alias.get(v, v) for v in ins.operands]
+        if fold and consts and ins.opcode == "BinOp" and all(v in consts for v in ins.operands):
             folded = _fold(ins, consts[ins.operands[0]], consts[ins.operands[1]], ins.type)
             if folded is not None:
                 ins = folded
@@ -123,14 +136,12 @@ def canonicalize(module: Module, *, fold: bool = True, prune: bool = True) -> Mo
         body = [i for i in body if i.vid in live or i.opcode == "Input"]
     order = [i for i in body if i.opcode == "Input"] + [i for i in body if i.opcode != "Input"]
     renum = {ins.vid: k for k, ins in enumerate(order)}
-    for ins in order:
-        ins.vid = renum[ins.vid]
-        ins.name = f"%{ins.vid}"
+    for k, ins in enumerate(order):     # copies made above: no tokens, no operand positions
+        ins.vid = k
+        ins.name = f"%{k}"
         ins.operands = [renum[v] for v in ins.operands]
         if ins.opcode == "BinOp" and ins.params["op"] in COMMUTATIVE:
             ins.operands.sort()
-        ins.tokens = []
-        ins.operand_cols = []
     return Module(instrs=order, outputs=[renum[v] for v in outputs], dialect="spec")
 
 
@@ -155,12 +166,14 @@ def _float_text(x: float, dtype: str) -> str:
     return literal_text(x)
 
 
-def instr_text(ins: Instr) -> str:
+def instr_text(ins: Instr, type_: Optional[TensorType] = None) -> str:
+    """One instruction in the reference encoding, with ``type_`` (default: its own) as result type."""
     op, p = ins.opcode, ins.params
+    t = ins.type if type_ is None else type_
     refs = [f"%{v}" for v in ins.operands]
     if op == ALIAS:
         return f"%{ins.vid} = {refs[0]}"
-    dtype = ins.type.dtype if ins.type is not None else "f64"
+    dtype = t.dtype if t is not None else "f64"
     if op == "Input":
         args = []
     elif op == "ConstI64":
@@ -196,9 +209,14 @@ def instr_text(ins: Instr) -> str:
             val = f'"{escape(v)}"' if isinstance(v, str) else literal_text(v)
             parts.append(f"{k}: {val}")
         text += " {" + ", ".join(parts) + "}"
-    if ins.type is not None:
-        text += f" : {ins.type.text()}"
+    if t is not None:
+        text += f" : {_type_text(t)}"
     return text
+
+
+@functools.lru_cache(maxsize=1024)
+def _type_text(t: TensorType) -> str:
+    return t.text()
 
 
 def print_module(module: Module) -> str:
@@ -208,5 +226,40 @@ def print_module(module: Module) -> str:
     return "\n".join(lines) + "\n"
 
 
-def canonical_text(module: Module) -> str:
-    return print_module(canonicalize(module))
+def canonical_text(module: Module, verified=None) -> str:
+    ver = verified if verified is not None else verify_module(module)
+    if not ver.problems and _is_canonical(module):
+        # canonicalize() would copy every instruction and change nothing but the written types
+        lines = [instr_text(i, ver.types[i.vid]) for i in module.instrs]
+        lines.append("outputs: " + ", ".join(f"%{v}" for v in module.outputs))
+        return "\n".join(lines) + "\n"
+    return print_module(canonicalize(module, verified=ver))
+
+
+def _is_canonical(module: Module) -> bool:
+    """Whether :func:`canonicalize` leaves a verified module's instructions as they are: no aliases, no
+    BinOp of two constants (a possible fold), every instruction live, inputs first, ids 0..n-1 in order,
+    commutative operands ascending."""
+    used = set(module.outputs)
+    consts: set = set()
+    seen_other = False
+    for k, ins in enumerate(module.instrs):
+        op = ins.opcode
+        if ins.vid != k or op == ALIAS:
+            return False
+        if op == "Input":
+            if seen_other:
+                return False
+        else:
+            seen_other = True
+        ops = ins.operands
+        used.update(ops)
+        if op == "BinOp":
+            if ops[0] in consts and ops[1] in consts:
+                return False
+            if ins.params["op"] in COMMUTATIVE and ops[0] > ops[1]:
+                return False
+        elif op in CONST_OPS:
+            consts.add(k)
+    # every non-Input used or an output means none is dead: a dead one without a user would exist
+    return all(ins.opcode == "Input" or ins.vid in used for ins in module.instrs)

@@ -88,7 +88,9 @@ class Instr:
     vid: int                        # the ValueId this instruction defines (``%vid``)
     opcode: str                     # Core name (``BinOp``…), ``Alias``, or the unknown name as written
     operands: list                  # value ids read, in order
-    params: dict = field(default_factory=dict)     # literal fields by name (see CORE_OPS)
+    # literal fields by name (see CORE_OPS); read-only once parsed: the parser's fast path gives every
+    # line of one spelling the same dict (canonicalize copies before it changes anything)
+    params: dict = field(default_factory=dict)
     attrs: dict = field(default_factory=dict)      # ``{name: "x"}`` and any other braces content
     type: Optional[TensorType] = None              # the declared result type (None: not written)
     line: int = 0

@@ -532,10 +532,30 @@ def _outputs(line: _Line, first: Token, mod: Module) -> None:
 class Parsed:
     """What :func:`parse` returns: the module, the per-line records for the span tree, problems."""
 
-    def __init__(self, module: Module, lines: list, problems: list):
+    def __init__(self, module: Module, lines: list, problems: list, data: bytes = b""):
         self.module = module
-        self.lines = lines          # (kind, number, start, end, payload) per non-blank line
+        # (kind, number, start, end, payload) per line; a fast-path instruction line is its Instr alone
+        # (a tuple per line is 5% of a big file's RAM): read them through record()/records()
+        self.lines = lines
         self.problems = problems
+        self.data = data
+
+    def record(self, k: int) -> tuple:
+        """``(kind, number, start, end, payload)`` of line record ``k``."""
+        r = self.lines[k]
+        if type(r) is tuple:
+            return r
+        start = r.offset - r.column + 1
+        nl = self.data.find(b"\n", r.offset)
+        return ("instr", r.line, start, len(self.data) if nl < 0 else nl + 1, r)
+
+    def records(self, first: int = 0, stop: Optional[int] = None):
+        for k in range(first, len(self.lines) if stop is None else stop):
+            yield self.record(k)
+
+    def kind(self, k: int) -> str:
+        r = self.lines[k]
+        return r[0] if type(r) is tuple else "instr"
 
 
 def is_mic2(head: bytes) -> bool:
@@ -556,15 +576,35 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
     problems: list = []
     dialect = "spec"
     saw_outputs = False
-    fast_line = _FAST_LINE.fullmatch
-    for number, start, end, stop in split_lines(data):
-        m = fast_line(data, start, stop)
-        if m is not None:
-            ins = _fast_instruction(m, number, start, data)
-            if ins is not None:
+    general: list = []           # instructions read by the general path (only they can name ``%x``)
+    n = len(data)
+    number = 0
+    shapes = _FAST_SHAPES
+    for m in _line_scanner().finditer(data):   # each line, the fast form's groups filled where it fits
+        start, end = m.span()
+        if start >= n:
+            break
+        number += 1
+        if number > MAX_LINES:
+            raise MindError(number, 1, start, f"more than {MAX_LINES:,} lines")
+        name_b = m.group(1)
+        if name_b is not None:
+            key = m.group(2, 3, 5, 6)
+            shape = shapes.get(key, False)
+            if shape is False:
+                shape = _fast_shape(*key)
+                if len(shapes) < 4096:
+                    shapes[key] = shape
+            if shape is not None:
+                op, ttype, params, arg_error = shape
+                off = m.start(1)
+                ins = Instr(int(name_b[1:]), op, list(map(int, _DIGITS.findall(m.group(4)))), params, {},
+                            ttype, number, off - start + 1, off, m.end(7) - off, name_b.decode("ascii"), arg_error,
+                            op, None, None, data)
                 mod.instrs.append(ins)
-                records.append(("instr", number, start, end, ins))
+                records.append(ins)
                 continue
+        stop = end - 1 if end > start and data[end - 1] == 10 else end
         try:
             tokens, comment = tokenize_line(data, number, start, stop)
             line = _Line(number, start, end, tokens, comment)
@@ -575,6 +615,7 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
             if head.kind == "value":
                 ins, dialect = _instruction(line, head, dialect)
                 mod.instrs.append(ins)
+                general.append(ins)
                 records.append(("instr", number, start, end, ins))
             elif head.kind == "ident" and head.text in ("outputs", "output"):
                 line.pos = 1
@@ -596,8 +637,8 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
             problems.append(e)
             records.append(("error", number, start, end, e))
     mod.dialect = dialect
-    _number_values(mod, problems, strict)
-    return Parsed(mod, records, problems)
+    _number_values(mod, general)
+    return Parsed(mod, records, problems, data)
 
 
 # ----------------------------------------------------------------------------- the fast path
@@ -615,6 +656,16 @@ _FAST_LINE = re.compile(
     + _S + rb":" + _S + rb"Tensor<" + _S + rb"([a-z0-9]+)" + _S + rb"," + _S + rb"\[([0-9, \t\r\f\v]*)\]"
     + _S + rb"(>)" + _S)
 _DIGITS = re.compile(rb"[0-9]+")
+_LINE_SCAN = None
+
+
+def _line_scanner():
+    """Every line of the text, newline included; the fast form's groups are set when the whole line is
+    one (a match of ``_FAST_LINE`` as it is now: tests swap it out to compare with the general path)."""
+    global _LINE_SCAN
+    if _LINE_SCAN is None or _LINE_SCAN[0] is not _FAST_LINE:
+        _LINE_SCAN = (_FAST_LINE, re.compile(rb"(?:" + _FAST_LINE.pattern + rb"(?=\n|\Z)|[^\n]*)(?:\n|\Z)"))
+    return _LINE_SCAN[1]
 _SPECIAL_WORDS = frozenset({"true", "false", "inf", "nan"})
 #: (opcode, op kind, dtype, dims) -> (opcode, TensorType, params, arg_error), or None where the general
 #: path must read the line: lines differing only in their value ids share one entry
@@ -641,22 +692,6 @@ def _fast_shape(op_b: bytes, word_b: Optional[bytes], dtype_b: bytes, dims_b: by
     return op, TensorType(dtype, tuple(int(d) for d in dims)), probe.params, probe.arg_error
 
 
-def _fast_instruction(m, number: int, start: int, data: bytes) -> Optional[Instr]:
-    key = m.group(2, 3, 5, 6)
-    shape = _FAST_SHAPES.get(key, False)
-    if shape is False:
-        shape = _fast_shape(*key)
-        if len(_FAST_SHAPES) < 4096:
-            _FAST_SHAPES[key] = shape
-    if shape is None:
-        return None
-    op, ttype, params, arg_error = shape
-    off = m.start(1)
-    name = m.group(1).decode("ascii")
-    return Instr(int(name[1:]), op, list(map(int, _DIGITS.findall(m.group(4)))), params.copy(), {}, ttype,
-                 number, off - start + 1, off, m.end(7) - off, name, arg_error, op, None, None, data)
-
-
 def reparse_positions(data: bytes, ins: Instr) -> tuple[list, list]:
     """``(tokens, operand_cols)`` of a fast-path instruction, from its line through the general path."""
     start = ins.offset - ins.column + 1
@@ -668,15 +703,22 @@ def reparse_positions(data: bytes, ins: Instr) -> tuple[list, list]:
     return full.tokens, full.operand_cols
 
 
-def _number_values(mod: Module, problems: list, strict: bool) -> None:
-    """Value names -> integer ids: ``%12`` keeps 12, a named ``%x`` gets the next id past the largest."""
-    top = max((i.vid for i in mod.instrs), default=-1)
+def _number_values(mod: Module, general: list) -> None:
+    """Value names -> integer ids: ``%12`` keeps 12, a named ``%x`` gets the next id past the largest.
+    ``general``: the instructions the general path read; the fast path's hold numbered ids only."""
+    top = None
     names: dict[str, int] = {}
-    for ins in mod.instrs:
-        if ins.vid < 0:              # numbered names resolve to their number: only ``%x`` needs the table
+
+    def fresh() -> int:
+        nonlocal top
+        if top is None:          # first asked before any name is numbered: the largest written id
+            top = max((i.vid for i in mod.instrs), default=-1)
+        top += 1
+        return top
+    for ins in general:
+        if ins.vid < 0:
             if ins.name not in names:
-                top += 1
-                names[ins.name] = top
+                names[ins.name] = fresh()
             ins.vid = names[ins.name]
 
     def resolve(name: str) -> int:
@@ -684,11 +726,9 @@ def _number_values(mod: Module, problems: list, strict: bool) -> None:
         if n.isdigit():
             return int(n)
         if name not in names:
-            nonlocal top
-            top += 1
-            names[name] = top          # undefined: a fresh id the verifier reports as never defined
+            names[name] = fresh()          # undefined: a fresh id the verifier reports as never defined
         return names[name]
-    for ins in mod.instrs:
+    for ins in general:
         ops = ins.operands
         for k, o in enumerate(ops):
             if isinstance(o, str):

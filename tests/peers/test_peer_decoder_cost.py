@@ -1,0 +1,313 @@
+"""Peer decoders stay linear in the file (issue 15 §5) — MIND Core IR text and TVMR binaries:
+bytes of RAM per file byte (tracemalloc), CPU time of 4x the input against 1x, and the fast paths
+checked against the general code they short-cut (MIND's one-regex line form against the tokenizer
+and parser, the canonical printer's shortcut against canonicalize, TVMR's numpy checks against the
+plain per-instruction loop)."""
+from __future__ import annotations
+
+import gc
+import os
+import random
+import re
+import time
+import tracemalloc
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from nac_engine.errors import NacFormatError
+from nac_engine.peers import open_peer
+from nac_engine.peers.base import PeerWarning
+from nac_engine.peers.mind import decode as decode_mind
+from nac_engine.peers.mind import parser as mind_parser
+from nac_engine.peers.mind.canonical import canonical_text, canonicalize, print_module
+from nac_engine.peers.tvmr import decode as decode_tvmr
+from nac_engine.peers.tvmr import isa
+from nac_engine.peers.tvmr.asm import assemble
+from nac_engine.peers.tvmr.checks import semantic_checks
+from tests.corpus_paths import CORPUS
+from tests.peers.mind_strategies import valid_modules
+
+
+def mind_text(scale: int) -> bytes:
+    """The bench's MIND input (bench_hostile_cost.py mind_1m), about 250 KB per scale."""
+    lines = ['%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>']
+    size = n = 1
+    while size < 250_000 * scale:
+        lines.append(f"%{n} = BinOp(Add, %0, %{n - 1}) : Tensor<f32, [2, 3]>")
+        size += len(lines[-1]) + 1
+        n += 1
+    lines.append(f"outputs: %{n - 1}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def tvmr_program(scale: int, pairs: int = 15_000) -> bytes:
+    """The bench's TVMR input (tvmr_1m): about 240 KB of instructions per scale."""
+    head = (".registers\n    H0: i32[64]\n    H1: i32[24]\n"
+            '    C0: ternary[24, 64]  key="w_in"\n.program\n')
+    return assemble(head + "    relu H1, H1\n    ternary_matmul H1, C0, H0\n" * (pairs * scale) + "    halt\n")
+
+
+STEPS = {"read": lambda p: open_peer(p), "verify": lambda p: open_peer(p).verify(),
+         "dis": lambda p: open_peer(p).disassemble()}
+KINDS = {"mind": (mind_text, ".ir"), "tvmr": (tvmr_program, ".tvmr")}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("peer_cost")
+    out = {}
+    for kind, (build, ext) in KINDS.items():
+        for scale in (1, 4):
+            path = d / f"{kind}{scale}{ext}"
+            path.write_bytes(build(scale))
+            out[kind, scale] = path
+    return out
+
+
+@pytest.mark.parametrize("step", sorted(STEPS))
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_ram_per_file_byte_is_bounded(files, kind, step):
+    path = files[kind, 4]
+    STEPS[step](path)       # first-use imports and caches are not the decoder's cost
+    gc.collect()
+    tracemalloc.start()
+    try:
+        STEPS[step](path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak / path.stat().st_size <= 20, f"{kind} {step}: {peak / path.stat().st_size:.1f} B per file byte"
+
+
+def _cpu(fn, path, repeat=3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.process_time()
+        fn(path)
+        best = min(best, time.process_time() - t0)
+    return best
+
+
+@pytest.mark.parametrize("step", sorted(STEPS))
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_four_times_the_input_costs_about_four_times(files, kind, step):
+    fn = STEPS[step]
+    fn(files[kind, 1])
+    small, big = _cpu(fn, files[kind, 1]), _cpu(fn, files[kind, 4])
+    assert big <= 6 * small + 0.02, f"{kind} {step}: 1x {small:.3f} s, 4x {big:.3f} s"
+
+
+# ----------------------------------------------------------------------------- MIND fast path
+_FIELDS = ("vid", "opcode", "operands", "params", "attrs", "type", "line", "column", "offset", "length", "name",
+           "arg_error", "dialect_op", "tokens", "operand_cols")
+
+
+def _mind_snapshot(data: bytes) -> str:
+    f = decode_mind(data)
+    instrs = [[getattr(i, k) for k in _FIELDS] for i in f.module.instrs]
+    problems = [(p.section, p.offset, p.reason, p.length, p.code, p.rule) for p in f.problems]
+    spans = [(s.offset, s.length, s.path, s.type, s.value) for s in f.root.walk()]
+    # object reprs (a Call literal) carry addresses: not part of what is compared
+    return re.sub(r" at 0x[0-9a-f]+", "", repr((instrs, problems, f.module.dialect, f.module.outputs,
+                                                 f.disassemble(), [r[:4] for r in f.parsed.records()], spans)))
+
+
+def _general_only(data: bytes) -> str:
+    saved = mind_parser._FAST_LINE
+    mind_parser._FAST_LINE = re.compile(rb"(?!)(a)(b)(c)(d)(e)(f)(g)")    # same groups, never matches
+    try:
+        return _mind_snapshot(data)
+    finally:
+        mind_parser._FAST_LINE = saved
+
+
+VARIANTS = [
+    "%1 = BinOp(Add, %0, %0) : Tensor<f32, [2, 3]>",
+    "  %1=BinOp( Add ,%0 ,  %0 )  :  Tensor< f32 , [ 2 ,3 ] >  ",
+    "\t%1 = BinOp(Add,\t%0, %0) : Tensor<f32, [2, 3]>\r",
+    "%001 = BinOp(Mul, %000, %0) : Tensor<f32, [2, 3]>",
+    "%1 = BinOp(Div, %0, %0) : Tensor<f32, [2, 3]>",
+    "%1 = BinOp(Pow, %0, %0) : Tensor<f32, [2, 3]>",
+    "%1 = BinOp(true, %0, %0) : Tensor<f32, [2, 3]>",
+    "%1 = BinOp(Add, %0) : Tensor<f32, [2, 3]>",
+    "%1 = BinOp(%0, %0) : Tensor<f32, [2, 3]>",
+    "%1 = BinOp(Add, %0, %0,) : Tensor<f32, [2, 3]>",
+    "%1 = Relu(%0) : Tensor<f32, [2, 3]>",
+    "%1 = Relu(Add, %0) : Tensor<f32, [2, 3]>",
+    "%1 = MatMul(%0, %0) : Tensor<f32, [3, 3]>",
+    "%1 = Exp(%0) : Tensor<f32, []>",
+    "%1 = Exp(%0) : Tensor<f99, [2, 3]>",
+    "%1 = Exp(%0) : Tensor<f32, [2, , 3]>",
+    "%1 = Exp(%0) : Tensor<f32, [2 3]>",
+    "%1 = Exp(%0) : Tensor<f32, [0, 3]>",
+    "%1 = Exp(%9) : Tensor<f32, [2, 3]>",
+    "%1 = Exp(%0) : Tensor<f32, [" + ", ".join(["1"] * 33) + "]>",
+    "%1 = Exp(%0) : Tensor<f32, [12345678901234567890123, 3]>",
+    "%123456789012345678901 = Exp(%0) : Tensor<f32, [2, 3]>",
+    "%1 = Exp(%1234567890123456789012345678901234567890123) : Tensor<f32, [2, 3]>",
+    "%1 = Frobnicate(%0) : Tensor<f32, [2, 3]>",
+    "%1 = Exp(%0) : tensor<f32[2, 3]>",
+    "%1 = Exp(%0) : Tensor<f32, [2, 3]> # a comment",
+    "%1 = Exp(%0) {name: \"b\"} : Tensor<f32, [2, 3]>",
+    "%x = Exp(%0) : Tensor<f32, [2, 3]>",
+    "%0 = Exp(%0) : Tensor<f32, [2, 3]>",
+    "%1 = Sum(%0, [1], true) : Tensor<f32, [2, 1]>",
+    "%1 = Exp(%0) : Tensor<f32, [2, 3]> extra",
+    "%1 = Exp(%0) : Tensor<f32, [2, 3]",
+    "%1 = Exp(%0) : Tensor<f32, [2, 3]>>",
+]
+
+
+@pytest.mark.parametrize("line", VARIANTS)
+def test_fast_line_reads_as_the_general_parser_does(line):
+    for tail in ("\noutputs: %1\n", "\noutputs: %1", "\r\noutputs: %1\r\n"):
+        data = ('%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>\n' + line + tail).encode()
+        assert _mind_snapshot(data) == _general_only(data)
+
+
+def _mind_corpus() -> list[bytes]:
+    found = sorted((CORPUS / "peers" / "mind").glob("*.ir")) if (CORPUS / "peers" / "mind").is_dir() else []
+    return [p.read_bytes() for p in found]
+
+
+def test_fast_path_matches_the_general_parser_on_mutants():
+    """Seeded byte mutations of the corpus and of the bench's text: every field, token, problem, span and the
+    dis text are the same with the fast path as without it."""
+    seeds = _mind_corpus() + [mind_text(1)[:6000]]
+    rnd = random.Random(15)
+    alphabet = b"%0123456789 ,()[]<>:=-+\t\rAddMulBinOpReluTensorf32i64x\n{}\"#"
+    for _ in range(min(int(os.environ.get("NAC_FUZZ_MUTANTS", "300")), 2000) // 2):
+        d = bytearray(rnd.choice(seeds))
+        for _ in range(rnd.randrange(1, 6)):
+            pos = rnd.randrange(len(d) + 1)
+            r = rnd.random()
+            if r < 0.4 and d:
+                d[min(pos, len(d) - 1)] = rnd.choice(alphabet)
+            elif r < 0.7:
+                d[pos:pos] = bytes([rnd.choice(alphabet)])
+            elif d:
+                del d[min(pos, len(d) - 1)]
+        assert _mind_snapshot(bytes(d)) == _general_only(bytes(d))
+
+
+def test_fast_path_tokens_are_derived_on_first_use():
+    f = decode_mind(mind_text(1)[:2000])
+    ins = f.module.instrs[3]
+    assert ins._tokens is None                    # nothing per token held until asked for
+    roles = [role for role, _ in ins.tokens]
+    assert roles == ["result", "opcode", "type", "operand[0]", "operand[1]"]
+    span = f.span_at(ins.operand_cols[1][2])
+    assert span.path.endswith("operand[1]") and span.value == f"%{ins.operands[1]}"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(valid_modules(dtypes=("f32", "i64")))
+def test_canonical_text_shortcut_equals_canonicalize(mod):
+    assert canonical_text(mod) == print_module(canonicalize(mod))
+    text = print_module(mod).encode()
+    f = decode_mind(text)
+    assert f.disassemble() == print_module(canonicalize(f.module))
+
+
+@pytest.mark.parametrize("body", [
+    "%1 = BinOp(Add, %0, %0) : Tensor<f32, [2, 3]>\n%2 = BinOp(Mul, %1, %0) : Tensor<f32, [2, 3]>\noutputs: %2",
+    "%1 = BinOp(Sub, %0, %0) : Tensor<f32, [2, 3]>\n%2 = Relu(%0) : Tensor<f32, [2, 3]>\noutputs: %2",
+    "%1 = Relu(%0) : Tensor<f32, [2, 3]>\n%2 = %1\noutputs: %2",
+    "%2 = Relu(%0) : Tensor<f32, [2, 3]>\noutputs: %2",
+    '%1 = Relu(%0) : Tensor<f32, [2, 3]>\n%2 = Input() {name: "b"} : Tensor<f32, [2, 3]>\n'
+    "%3 = BinOp(Add, %1, %2) : Tensor<f32, [2, 3]>\noutputs: %3",
+    "%1 = ConstF32(1.5) : f32\n%2 = ConstF32(2.0) : f32\n%3 = BinOp(Add, %1, %2) : f32\n"
+    "%4 = BinOp(Add, %0, %3) : Tensor<f32, [2, 3]>\noutputs: %4",
+])
+def test_canonical_text_shortcut_only_where_canonicalize_changes_nothing(body):
+    f = decode_mind(('%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>\n' + body + "\n").encode())
+    assert not f.problems, f.problems
+    assert f.disassemble() == print_module(canonicalize(f.module))
+
+
+# ----------------------------------------------------------------------------- TVMR
+def _reference_checks(f) -> list:
+    """semantic_checks as the plain per-instruction loop it was before the numpy version."""
+    out = []
+    ins = list(f.instructions)
+    declared = {e.ext_id for e in f.extensions}
+    if ins and not (ins[-1].ext_id == 0 and ins[-1].opcode == 0x0001):
+        out.append(PeerWarning("instructions", ins[-1].offset, "Program does not end with HALT"))
+    seen_input = False
+    for i in ins:
+        op = isa.lookup(i.ext_id, i.opcode)
+        where = f"instructions[{i.index}]"
+        if op is None:
+            out.append(NacFormatError(where, i.offset, f"Opcode {i.opcode:#06x} not found in extension "
+                                                       f"{i.ext_id:#06x} ({isa.ext_name(i.ext_id)})"))
+            continue
+        if i.ext_id and i.ext_id not in declared:
+            out.append(PeerWarning(where, i.offset, f"Extension {i.ext_id:#06X} used but not declared in .requires "
+                                                    "section"))
+        if i.ext_id == 0 and i.opcode == 0x1007:
+            seen_input = True
+        elif (i.ext_id == 0 and 0x3000 <= i.opcode < 0x5000) or i.ext_id in isa.COMPUTE_EXTENSIONS:
+            if not seen_input:
+                out.append(PeerWarning(where, i.offset, "Compute instruction before load_input"))
+                seen_input = True
+        if op.pattern == "RegRegReg" and i.operands[3]:
+            out.append(PeerWarning(where, i.offset + 7, "RegRegReg pattern has non-zero byte 3"))
+        if i.ext_id == 0 and i.opcode in (0x6006, 0x6008, 0x6009, 0x600A):
+            tgt = int.from_bytes(i.operands[2:4], "big")
+            if tgt >= len(ins):
+                out.append(NacFormatError(where, i.offset + 6, f"JUMP target {tgt} out of bounds "
+                                                               f"({len(ins)} instructions)"))
+        if (i.ext_id, i.opcode) in ((0, 0x4000), (2, 0x0000)):
+            w, x = f.register(i.operands[1]), f.register(i.operands[2])
+            if w and x and len(w.dims) == 2 and x.dims and w.dims[1] != x.dims[0]:
+                out.append(PeerWarning(where, i.offset, f"Shape mismatch in TERNARY_MATMUL: weights {w.dims} @ "
+                                                        f"input {x.dims} — inner dims {w.dims[1]} != {x.dims[0]}"))
+    keys: dict = {}
+    for r in f.registers:
+        if r.key and r.key in keys:
+            out.append(PeerWarning(f"registers/{r.name}", r.offset, f"Duplicate thermogram key "
+                                                                    f"{r.key_text!r} (also {isa.reg_name(keys[r.key])})"))
+        keys.setdefault(r.key, r.reg)
+    return out
+
+
+def _problems(ps) -> list:
+    return [(type(p).__name__, p.section, p.offset, p.reason) for p in ps]
+
+
+def test_tvmr_checks_match_the_plain_loop_on_mutants():
+    found = sorted(CORPUS.glob("**/*.tvmr")) if CORPUS.is_dir() else []
+    seeds = [p.read_bytes() for p in found] + [tvmr_program(1, 40), assemble(
+        ".registers\n    H0: i32[4]\n    C0: ternary[3, 5]\n.program\n    relu H0, H0\n    load_input H0\n"
+        "    ternary_matmul H0, C0, H0\n    jump 9\n    halt\n")]
+    rnd = random.Random(4)
+    flagged = 0
+    for _ in range(min(int(os.environ.get("NAC_FUZZ_MUTANTS", "300")), 2000)):
+        d = bytearray(rnd.choice(seeds))
+        for _ in range(rnd.randrange(1, 6)):
+            pos = rnd.randrange(48, len(d)) if len(d) > 48 and rnd.random() < 0.9 else rnd.randrange(len(d))
+            d[pos] = rnd.randrange(256)
+        f = decode_tvmr(bytes(d))
+        got = _problems(semantic_checks(f))
+        assert got == _problems(_reference_checks(f))
+        flagged += bool(got)
+    assert flagged > 50         # the mutants do reach the checks
+
+
+def test_tvmr_instruction_table_is_a_sequence():
+    f = decode_tvmr(tvmr_program(1, 20))
+    ins = f.instructions
+    n = len(ins)
+    assert n > 10 and [i.index for i in ins] == list(range(n))
+    assert ins[-1] == ins[n - 1] and ins[2:5] == [ins[2], ins[3], ins[4]]
+    assert all(ins[k].raw == f.data[ins[k].offset:ins[k].offset + 8] for k in range(n))
+    with pytest.raises(IndexError):
+        ins[n]
+    ext, opc, operands = ins.columns()
+    assert ext.tolist() == [i.ext_id for i in ins] and opc.tolist() == [i.opcode for i in ins]
+    assert [bytes(r) for r in operands] == [i.operands for i in ins]
+    counts: dict = {}
+    for i in ins:
+        counts[i.mnemonic] = counts.get(i.mnemonic, 0) + 1
+    assert f.op_histogram() == counts and list(f.op_histogram()) == list(counts) and n == 41
