@@ -580,6 +580,7 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
     n = len(data)
     number = 0
     shapes = _FAST_SHAPES
+    add_instr, add_record, findall = mod.instrs.append, records.append, _DIGITS.findall
     for m in _line_scanner().finditer(data):   # each line, the fast form's groups filled where it fits
         start, end = m.span()
         if start >= n:
@@ -598,11 +599,11 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
             if shape is not None:
                 op, ttype, params, arg_error = shape
                 off = m.start(1)
-                ins = Instr(int(name_b[1:]), op, list(map(int, _DIGITS.findall(m.group(4)))), params, {},
+                ins = Instr(int(name_b[1:]), op, list(map(int, findall(m.group(4)))), params, {},
                             ttype, number, off - start + 1, off, m.end(7) - off, name_b.decode("ascii"), arg_error,
                             op, None, None, data)
-                mod.instrs.append(ins)
-                records.append(ins)
+                add_instr(ins)
+                add_record(ins)
                 continue
         stop = end - 1 if end > start and data[end - 1] == 10 else end
         try:

@@ -347,21 +347,6 @@ def _types_equal(declared: TensorType, inferred: TensorType) -> bool:
     return all(x == y or isinstance(x, str) or isinstance(y, str) for x, y in zip(declared.shape, inferred.shape))
 
 
-def _judgement_key(ins: Instr, ok: bool, operand_types: list):
-    """What :func:`_judge` depends on, as a hashable key (``None``: not memoisable — attributes or
-    list-valued parameters). Types are keyed by identity: the parser shares one TensorType per
-    spelling and the verifier passes the declared ones on, so equal lines give equal keys."""
-    if ins.attrs:
-        return None
-    try:
-        params = tuple(ins.params.items())
-        hash(params)
-    except TypeError:
-        return None
-    return (ins.opcode, params, ins.arg_error, len(ins.operands), ok, id(ins.type),
-            tuple(map(id, operand_types)))
-
-
 def _judge(ins: Instr, ok: bool, operand_types: list) -> tuple[list, Optional[TensorType]]:
     """((rule, message) problems, result type or None) of one instruction whose operands are looked up."""
     found = []
@@ -402,9 +387,16 @@ class Verified:
 def verify_module(mod: Module) -> Verified:
     problems: list[MindError] = []
     types: dict[int, Optional[TensorType]] = {}
-    first_def: dict[int, Instr] = {}
-    for ins in mod.instrs:
-        first_def.setdefault(ins.vid, ins)
+    first_def: Optional[dict] = None
+
+    def definer(vid: int) -> Optional[Instr]:
+        """The first instruction defining ``vid`` (the table is built when a problem first asks)."""
+        nonlocal first_def
+        if first_def is None:
+            first_def = {}
+            for i in mod.instrs:
+                first_def.setdefault(i.vid, i)
+        return first_def.get(vid)
 
     def at(ins: Instr, rule: str, message: str) -> None:
         problems.append(problem(rule, message, ins.line, ins.column, ins.offset, ins.length))
@@ -412,7 +404,7 @@ def verify_module(mod: Module) -> Verified:
     memo: dict = {}      # lines that differ only in their value ids are judged once
     for idx, ins in enumerate(mod.instrs):
         if ins.vid in types:
-            prev = first_def[ins.vid]
+            prev = definer(ins.vid)
             at(ins, "multiple-definition", f"%{ins.vid} is defined again (first defined at line {prev.line})")
             continue
         ok = True
@@ -420,7 +412,7 @@ def verify_module(mod: Module) -> Verified:
         for k, v in enumerate(ins.operands):
             if v not in types:
                 line, col, off = ins.operand_cols[k] if k < len(ins.operand_cols) else (ins.line, ins.column, ins.offset)
-                later = first_def.get(v)
+                later = definer(v)
                 where = f" (defined at line {later.line})" if later is not None else " (never defined)"
                 problems.append(problem("use-before-def", f"instruction at line {ins.line} uses %{v} before "
                                         f"definition{where}", line, col, off, len(f"%{v}")))
@@ -435,12 +427,15 @@ def verify_module(mod: Module) -> Verified:
             at(ins, "unknown-op", f"{name if len(name) <= 40 else name[:37] + '...'!r} is not a Core v1 instruction")
             types[ins.vid] = None
             continue
-        key = _judgement_key(ins, ok, operand_types)
+        # what _judge depends on, by identity (the parser shares one params dict and one TensorType per
+        # spelling, the verifier passes declared types on); attributes (Input, ConstTensor) are not keyed
+        key = None if ins.attrs else (id(ins.params), ins.opcode, ins.arg_error, len(ins.operands), ok,
+                                      id(ins.type), *map(id, operand_types))
         hit = memo.get(key) if key is not None else None
         if hit is None:
             hit = _judge(ins, ok, operand_types)
             if key is not None and len(memo) < 65536:
-                memo[key] = hit + (operand_types, ins.type)      # the key's ids stay valid: objects pinned
+                memo[key] = hit + (ins.params, operand_types, ins.type)     # keyed objects pinned: ids stay valid
         found, types[ins.vid] = hit[0], hit[1]
         for rule, message in found:
             at(ins, rule, message)
