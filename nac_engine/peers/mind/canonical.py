@@ -230,10 +230,52 @@ def canonical_text(module: Module, verified=None) -> str:
     ver = verified if verified is not None else verify_module(module)
     if not ver.problems and _is_canonical(module):
         # canonicalize() would copy every instruction and change nothing but the written types
-        lines = [instr_text(i, ver.types[i.vid]) for i in module.instrs]
+        lines = _instr_lines(module.instrs, ver.types)
         lines.append("outputs: " + ", ".join(f"%{v}" for v in module.outputs))
         return "\n".join(lines) + "\n"
     return print_module(canonicalize(module, verified=ver))
+
+
+_VID_MARK = -999_999
+_OPERAND_MARK = -1_000_001        # operand k prints as %-10000(01+k): same width, no mark a prefix of another
+
+
+def _instr_lines(instrs: list, types: dict) -> list[str]:
+    """``instr_text(i, types[i.vid])`` per instruction; lines differing only in their ids (same params
+    dict, opcode, type: the parser shares them per spelling) are printed through one format template."""
+    memo: dict = {}
+    lines = []
+    for i in instrs:
+        t = types[i.vid]
+        if i.attrs:
+            lines.append(instr_text(i, t))
+            continue
+        key = (id(i.params), i.opcode, id(t), len(i.operands))
+        tmpl = memo.get(key, False)
+        if tmpl is False:
+            tmpl = memo[key] = _template(i, t)
+        lines.append(tmpl.format(i.vid, *i.operands) if tmpl is not None else instr_text(i, t))
+    return lines
+
+
+def _template(ins: Instr, t: TensorType) -> Optional[str]:
+    """``instr_text`` of ``ins`` as a format string over (vid, *operands); None where the marks do not
+    come out exactly once each (the line is then printed directly)."""
+    n = len(ins.operands)
+    probe = Instr(_VID_MARK, ins.opcode, [_OPERAND_MARK - k for k in range(n)], ins.params, ins.attrs, t)
+    text = instr_text(probe, t).replace("{", "{{").replace("}", "}}")
+    head = f"%{_VID_MARK} = "
+    if not text.startswith(head) or text.count(f"%{_VID_MARK}") != 1:
+        return None
+    text = "%{0} = " + text[len(head):]
+    for k in range(n):
+        mark = f"%{_OPERAND_MARK - k}"
+        if text.count(mark) != 1:
+            return None
+        text = text.replace(mark, "%{" + str(k + 1) + "}")
+    if text.format(ins.vid, *ins.operands) != instr_text(ins, t):
+        return None
+    return text
 
 
 def _is_canonical(module: Module) -> bool:
