@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 from typing import Any, Optional
 
+from ...format.gc_pause import collector_paused
 from ...format.spans import UNPARSED, Span
 from ..base import PeerEdge, PeerFile, PeerGraph, PeerNode
 from .errors import MindError
@@ -138,7 +139,8 @@ class MindFile(PeerFile):
         encoding (its source text where it does not fit its opcode) with the outputs line."""
         from .canonical import canonical_text, instr_text
         if not self.problems:
-            return canonical_text(self.module, self.verified)
+            with collector_paused():
+                return canonical_text(self.module, self.verified)
         lines = []
         for ins in self.module.instrs:
             try:
@@ -193,8 +195,9 @@ MAX_TEXT_BYTES = 64 << 20
 def decode(data: bytes, path: Optional[str] = None, strict: bool = False) -> MindFile:
     if len(data) > MAX_TEXT_BYTES:
         raise MindError(1, 1, 0, f"{len(data):,} bytes of IR text is more than the {MAX_TEXT_BYTES:,}-byte limit")
-    parsed = parse(bytes(data), strict=strict)
-    f = MindFile(bytes(data), parsed, path)
+    with collector_paused():        # one Instr per line: no collector pass every 700 of them
+        parsed = parse(bytes(data), strict=strict)
+        f = MindFile(bytes(data), parsed, path)
     if strict and f.problems:
         raise f.problems[0]
     return f

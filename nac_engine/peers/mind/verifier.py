@@ -437,8 +437,9 @@ def verify_module(mod: Module) -> Verified:
             if key is not None and len(memo) < 65536:
                 memo[key] = hit + (ins.params, operand_types, ins.type)     # keyed objects pinned: ids stay valid
         found, types[ins.vid] = hit[0], hit[1]
-        for rule, message in found:
-            at(ins, rule, message)
+        if found:
+            for rule, message in found:
+                at(ins, rule, message)
     undefined: dict[int, list] = {}            # one problem per undefined value, at its first mention
     for k, v in enumerate(mod.outputs):
         if v not in types:
