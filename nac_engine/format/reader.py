@@ -638,6 +638,7 @@ class _Reader:
         b1.set_builder(functools.partial(_name_spans, names, "param", "id", "{} = {}"))
         params, rec_head = nac.params, _NAME_HEAD.unpack_from
         buf, base, limit = cur.buf, cur.base, cur.limit
+        add_start, add_id, add_name = names.starts.append, names.ids.append, names.names.append
         try:
             for i in range(n):
                 rs = cur.pos
@@ -651,7 +652,9 @@ class _Reader:
                     cur.pos += ln
                 except ValueError:       # (UnicodeDecodeError too) the cursor says what and where
                     name = cur.text(ln, "name", sink)
-                names.append(rs, pid, name)
+                add_start(rs)
+                add_id(pid)
+                add_name(name)
                 if pid in params:
                     self.p.add(NacFormatError("DATA/names", rs, f"parameter id {pid} is named twice"))
                 params[pid] = Parameter(pid, name, _file=nac)
@@ -691,8 +694,38 @@ class _Reader:
         try:
             t = cur.scalar("u32", "count", b3)
             cur.check_count(t, 14, "tensor record")
+            # A plain (unquantised) record whose header and metadata are in the read-ahead is
+            # decoded here, inline; anything else goes through _tensor_record, field by field.
+            params, seen, order, limit = nac.params, self._tensor_ids, nac.tensor_order, cur.limit
+            head, itemsizes, fd = _TENSOR_HEAD.unpack_from, _ITEMSIZE, self.fd
             for i in range(t):
                 rs = cur.pos
+                a0, ahead = self._ahead if fd is not None else (0, self.buf)
+                off = rs - a0
+                if (off < 0 or off + 16 > len(ahead)) and fd is not None and rs + 16 <= limit:
+                    a0, ahead = self._ahead = (rs, os.pread(fd, 4096, rs))
+                    off = 0
+                if 0 <= off and off + 16 <= len(ahead) and rs + 16 <= limit:
+                    pid, meta_len, data_len = head(ahead, off)
+                    rank = ahead[off + 15]
+                    meta_end = off + 14 + meta_len
+                    param = params.get(pid)
+                    if meta_len == 3 + 4 * rank and meta_end <= len(ahead) and ahead[meta_end - 1] == 0 \
+                            and rs + 14 + meta_len + data_len <= limit and param is not None and pid not in seen:
+                        shape = _u32s(rank).unpack_from(ahead, off + 16)
+                        meta = TensorMeta(ahead[off + 14], shape, 0)
+                        seen.add(pid)
+                        param.meta, param.data_offset, param.data_length = meta, rs + 14 + meta_len, data_len
+                        order.append(pid)
+                        cur.pos = rs + 14 + meta_len + data_len
+                        itemsize = itemsizes.get(meta.dtype)
+                        if itemsize is not None and math.prod(shape) * itemsize != data_len:
+                            self.p.add(NacFormatError(
+                                "DATA/tensors", rs, f"tensor {param.name}: shape {list(shape)} of "
+                                f"{meta.dtype_name} needs {math.prod(shape) * itemsize} bytes, record holds {data_len}"))
+                        kept.append(bytes(ahead[off:meta_end]))
+                        kept_at.append(rs)
+                        continue
                 try:
                     kept.append(self._tensor_record(cur, sink, i))
                     kept_at.append(rs)

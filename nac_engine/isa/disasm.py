@@ -53,10 +53,7 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
     yield from _const_lines(nac.constants.values(), t.const_literals)
     for pid, p in nac.params.items():
         yield f".param {pid} {format_name(p.name)}"
-    for pid in nac.tensor_order:
-        p = nac.params.get(pid)
-        if p is not None and p.meta is not None:
-            yield f".tensor {pid} " + format_meta(p.meta) + f"    ; {p.data_length} bytes"
+    yield from _tensor_lines(nac)
     names = {n.index: n.name for n in nac.input_names}
     derivable = _inputs_derivable(nac)
     if not derivable:
@@ -97,6 +94,34 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
             yield format_instruction(ins, t, {})
     for region, data in nac.trailing.items():
         yield from _hex_lines(f".trailing {region}", data)
+
+
+def _tensor_lines(nac: NacFile):
+    """``.tensor`` lines in blocks; a plain tensor's metadata text is made once per dtype and
+    shape (a file with 25k tensors repeats a few hundred)."""
+    texts: dict = {}
+    block: list = []
+    params = nac.params
+    for pid in nac.tensor_order:
+        p = params.get(pid)
+        if p is None or p.meta is None:
+            continue
+        m = p.meta
+        if m.quant == 0 and not m.extra:
+            key = (m.dtype, m.shape)
+            text = texts.get(key)
+            if text is None:
+                if len(texts) > 65536:
+                    texts.clear()
+                text = texts[key] = format_meta(m)
+        else:
+            text = format_meta(m)
+        block.append(f".tensor {pid} {text}    ; {p.data_length} bytes")
+        if len(block) == 4096:
+            yield "\n".join(block)
+            block = []
+    if block:
+        yield "\n".join(block)
 
 
 def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
