@@ -115,7 +115,7 @@ def _mind_snapshot(data: bytes) -> str:
 
 def _general_only(data: bytes) -> str:
     saved = mind_parser._FAST_LINE
-    mind_parser._FAST_LINE = re.compile(rb"(?!)(a)(b)(c)(d)(e)(f)(g)")    # same groups, never matches
+    mind_parser._FAST_LINE = re.compile(rb"(?!)" + rb"()" * saved.groups)     # same groups, never matches
     try:
         return _mind_snapshot(data)
     finally:
@@ -131,6 +131,11 @@ VARIANTS = [
     "%1 = BinOp(Pow, %0, %0) : Tensor<f32, [2, 3]>",
     "%1 = BinOp(true, %0, %0) : Tensor<f32, [2, 3]>",
     "%1 = BinOp(Add, %0) : Tensor<f32, [2, 3]>",
+    "%1 = BinOp(Add, %0, %0, %0, %0) : Tensor<f32, [2, 3]>",
+    "%1 = BinOp(Add) : Tensor<f32, [2, 3]>",
+    "%1 = Relu() : Tensor<f32, [2, 3]>",
+    "%1 = Relu(%0 %0) : Tensor<f32, [2, 3]>",
+    "%1 = Relu(%0, ) : Tensor<f32, [2, 3]>",
     "%1 = BinOp(%0, %0) : Tensor<f32, [2, 3]>",
     "%1 = BinOp(Add, %0, %0,) : Tensor<f32, [2, 3]>",
     "%1 = Relu(%0) : Tensor<f32, [2, 3]>",

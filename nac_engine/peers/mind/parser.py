@@ -590,7 +590,7 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
             raise MindError(number, 1, start, f"more than {MAX_LINES:,} lines")
         name_b = m.group(1)
         if name_b is not None:
-            key = m.group(2, 3, 5, 6)
+            key = m.group(2, 3, 7, 8)
             shape = shapes.get(key, False)
             if shape is False:
                 shape = _fast_shape(*key)
@@ -599,9 +599,17 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
             if shape is not None:
                 op, ttype, params, arg_error = shape
                 off = m.start(1)
-                ins = Instr(int(name_b[1:]), op, list(map(int, findall(m.group(4)))), params, {},
-                            ttype, number, off - start + 1, off, m.end(7) - off, name_b.decode("ascii"), arg_error,
-                            op, None, None, data)
+                first, second, more = m.group(4, 5, 6)
+                if first is None:
+                    operands = []
+                elif second is None:
+                    operands = [int(first)]
+                elif not more:
+                    operands = [int(first), int(second)]
+                else:
+                    operands = [int(first), int(second), *map(int, findall(more))]
+                ins = Instr(int(name_b[1:]), op, operands, params, {}, ttype, number, off - start + 1, off,
+                            m.end(9) - off, name_b.decode("ascii"), arg_error, op, None, None, data)
                 add_instr(ins)
                 add_record(ins)
                 continue
@@ -653,7 +661,9 @@ _S = rb"[ \t\r\f\v]*"
 _FAST_LINE = re.compile(
     _S + rb"(%[0-9]{1,18})" + _S + rb"=" + _S + rb"([A-Z][A-Za-z0-9]*)\(" + _S
     + rb"(?:([A-Za-z_][A-Za-z0-9_]*)" + _S + rb"(?:," + _S + rb"|(?=\))))?"            # an op kind (``Add``)
-    + rb"((?:%[0-9]{1,18}" + _S + rb"(?:," + _S + rb"(?=%)|(?=\))))*)\)"               # value operands
+    + rb"(?:%([0-9]{1,18})" + _S + rb"(?:," + _S + rb"(?=%)|(?=\))))?"                 # first operand,
+    + rb"(?:%([0-9]{1,18})" + _S + rb"(?:," + _S + rb"(?=%)|(?=\))))?"                 # second operand,
+    + rb"((?:%[0-9]{1,18}" + _S + rb"(?:," + _S + rb"(?=%)|(?=\))))*)\)"               # any more
     + _S + rb":" + _S + rb"Tensor<" + _S + rb"([a-z0-9]+)" + _S + rb"," + _S + rb"\[([0-9, \t\r\f\v]*)\]"
     + _S + rb"(>)" + _S)
 _DIGITS = re.compile(rb"[0-9]+")
