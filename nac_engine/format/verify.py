@@ -127,12 +127,23 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
             add("DATA", 0, f"weights are external and {nac.weights_path} does not exist")
         else:
             out.extend(external_weight_problems(nac))
+    # an unquantised tensor's problems depend on its dtype, shape and byte count only: judged
+    # once per distinct triple (a file with 25k tensors repeats a few hundred)
+    plain: dict = {}
     for p in nac.params.values():
+        m = p.meta
         # payloads whose byte count does not match are the reader's problem (already listed)
-        if p.meta is not None and p.data_offset >= 0 and p.meta.dtype in L.DTYPE_NAMES \
-                and (len(p.meta.shape) > MAX_RANK or p.meta.stored_nbytes == p.data_length):
-            for why in tensor_problems(p.meta, p.data_length):
-                add("DATA/tensors", p.data_offset, f"parameter {p.name!r}: {why}")
+        if m is None or p.data_offset < 0 or m.dtype not in L.DTYPE_NAMES:
+            continue
+        key = (m.dtype, m.shape, p.data_length) if m.quant == 0 and m.scales is None else None
+        whys = plain.get(key) if key is not None else None
+        if whys is None:
+            whys = (tensor_problems(m, p.data_length)
+                    if len(m.shape) > MAX_RANK or m.stored_nbytes == p.data_length else [])
+            if key is not None and len(plain) < 65536:
+                plain[key] = whys
+        for why in whys:
+            add("DATA/tensors", p.data_offset, f"parameter {p.name!r}: {why}")
     if nac.spans is not None:
         for sec in nac.spans.children:
             # eager children only: the reader records unparsed tails as it reads, and building

@@ -51,8 +51,7 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
     for sid, sig in nac.perms.items():
         yield f".perm {sid} {json.dumps(sig)}"
     yield from _const_lines(nac.constants.values(), t.const_literals)
-    for pid, p in nac.params.items():
-        yield f".param {pid} {format_name(p.name)}"
+    yield from _in_blocks(f".param {pid} {format_name(p.name)}" for pid, p in nac.params.items())
     yield from _tensor_lines(nac)
     names = {n.index: n.name for n in nac.input_names}
     derivable = _inputs_derivable(nac)
@@ -94,6 +93,18 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
             yield format_instruction(ins, t, {})
     for region, data in nac.trailing.items():
         yield from _hex_lines(f".trailing {region}", data)
+
+
+def _in_blocks(lines, size: int = 4096):
+    """Lines joined in blocks of ``size``: one yield per block instead of per line."""
+    block: list = []
+    for line in lines:
+        block.append(line)
+        if len(block) == size:
+            yield "\n".join(block)
+            block = []
+    if block:
+        yield "\n".join(block)
 
 
 def _tensor_lines(nac: NacFile):
