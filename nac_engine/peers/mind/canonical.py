@@ -242,40 +242,41 @@ _OPERAND_MARK = -1_000_001        # operand k prints as %-10000(01+k): same widt
 
 def _instr_lines(instrs: list, types: dict) -> list[str]:
     """``instr_text(i, types[i.vid])`` per instruction; lines differing only in their ids (same params
-    dict, opcode, type: the parser shares them per spelling) are printed through one format template."""
+    dict, opcode, type: the parser shares them per spelling) are printed through one %-template."""
     memo: dict = {}
     lines = []
+    add = lines.append
     for i in instrs:
         t = types[i.vid]
         if i.attrs:
-            lines.append(instr_text(i, t))
+            add(instr_text(i, t))
             continue
         key = (id(i.params), i.opcode, id(t), len(i.operands))
         tmpl = memo.get(key, False)
         if tmpl is False:
             tmpl = memo[key] = _template(i, t)
-        lines.append(tmpl.format(i.vid, *i.operands) if tmpl is not None else instr_text(i, t))
+        add(tmpl % (i.vid, *i.operands) if tmpl is not None else instr_text(i, t))
     return lines
 
 
 def _template(ins: Instr, t: TensorType) -> Optional[str]:
-    """``instr_text`` of ``ins`` as a format string over (vid, *operands); None where the marks do not
-    come out exactly once each (the line is then printed directly)."""
+    """``instr_text`` of ``ins`` as a %-template over (vid, *operands), which it prints in that order;
+    None where the marks do not come out exactly once each, in order (the line is then printed directly)."""
     n = len(ins.operands)
     probe = Instr(_VID_MARK, ins.opcode, [_OPERAND_MARK - k for k in range(n)], ins.params, ins.attrs, t)
-    text = instr_text(probe, t).replace("{", "{{").replace("}", "}}")
-    head = f"%{_VID_MARK} = "
-    if not text.startswith(head) or text.count(f"%{_VID_MARK}") != 1:
+    text = instr_text(probe, t)
+    marks = [f"%{_VID_MARK}"] + [f"%{_OPERAND_MARK - k}" for k in range(n)]
+    if not text.startswith(marks[0] + " = ") or any(text.count(mk) != 1 for mk in marks):
         return None
-    text = "%{0} = " + text[len(head):]
-    for k in range(n):
-        mark = f"%{_OPERAND_MARK - k}"
-        if text.count(mark) != 1:
-            return None
-        text = text.replace(mark, "%{" + str(k + 1) + "}")
-    if text.format(ins.vid, *ins.operands) != instr_text(ins, t):
+    at = [text.index(mk) for mk in marks]
+    if at != sorted(at):
         return None
-    return text
+    tmpl = text.replace("%", "%%")
+    for mk in marks:
+        tmpl = tmpl.replace("%" + mk, "%%%d", 1)       # the escaped mark: a literal % then the number
+    if tmpl % (ins.vid, *ins.operands) != instr_text(ins, t):
+        return None
+    return tmpl
 
 
 def _is_canonical(module: Module) -> bool:
