@@ -344,3 +344,41 @@ def test_instruction_table_is_a_list_until_edited():
     assert table.encoded() is None and len(table) == len(list(table))
     table.pop()
     assert write(nac) == data
+
+
+def test_tensor_records_inline_and_field_by_field_agree(tmp_path):
+    """Plain records decoded inline (bytes source and pread read-ahead alike) and the others
+    (quantised, a record whose id block 1 does not name, a second record for one id) field by
+    field: same metadata, same problems, named where they are."""
+    import struct
+    nac = small_file()
+    nac.params[2] = Parameter(2, "q", meta=TensorMeta(7, (2, 2), 2, scale=0.5, scale_bits=bytes.fromhex("0000003f")),
+                              _payload=bytes(4))
+    for pid in range(3, 3_000):
+        nac.params[pid] = Parameter(pid, f"p{pid}", meta=TensorMeta(0, (pid % 5 + 1,), 0),
+                                    _payload=bytes(4 * (pid % 5 + 1)))
+    data = bytearray(write(nac))
+    clean = read(bytes(data))
+    tensors = clean.spans.find("DATA/tensors")
+    rec = {r.name: r for r in tensors.children}
+    shape_at = rec["tensor[10]"].offset + 14 + 2            # its shape[0] (u32)
+    struct.pack_into("<I", data, shape_at, 7)                # 7 floats claimed, fewer held
+    struct.pack_into("<H", data, rec["tensor[20]"].offset, 9_999)    # an id block 1 does not name
+    struct.pack_into("<H", data, rec["tensor[30]"].offset, 5)        # a second record for id 5
+    path = tmp_path / "t.nac"
+    path.write_bytes(bytes(data))
+    from_bytes, from_path = read(bytes(data), strict=False), read(path, strict=False)
+    reasons = [(p.offset, p.reason) for p in from_bytes.problems]
+    assert reasons == [(p.offset, p.reason) for p in from_path.problems]
+    p10 = clean.params[clean.tensor_order[10]]
+    assert (rec["tensor[10]"].offset, f"tensor {p10.name}: shape [7] of float32 needs 28 bytes, "
+            f"record holds {p10.data_length}") in reasons
+    assert any("parameter id 9999, which block 1 does not name" in r for _, r in reasons)
+    assert any("parameter id 5 has two tensor records" in r for _, r in reasons)
+    for got in (from_bytes, from_path):
+        assert got.params[2].meta.scale == 0.5 and got.params[2].meta.quant == 2
+        assert [(p.meta.shape, p.data_offset, p.data_length) for p in got.params.values() if p.meta] == \
+            [(p.meta.shape, p.data_offset, p.data_length) for p in from_bytes.params.values() if p.meta]
+    clean_path = tmp_path / "clean.nac"
+    clean_path.write_bytes(write(clean))
+    assert write(read(clean_path)) == write(clean)
