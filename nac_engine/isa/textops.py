@@ -134,9 +134,11 @@ def _const_literals(constants: dict) -> list:
 
 
 def _reverse(d: dict) -> dict:
-    out: dict = {}
-    for k, v in d.items():
-        out.setdefault(v, []).append(k)
+    out = {v: [k] for k, v in d.items()}      # the common case: every value once
+    if len(out) != len(d):
+        out = {}
+        for k, v in d.items():
+            out.setdefault(v, []).append(k)
     return out
 
 
