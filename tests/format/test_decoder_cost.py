@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gc
 import random
-import time
 import tracemalloc
 
 import pytest
@@ -20,6 +19,7 @@ from nac_engine.isa.disasm import disassemble, iter_disassembly
 from nac_engine.isa.mep import (MEP_OPCODES, MepStream, _decode_one, _Undecodable, decode_mep, format_mep,
                                 format_mep_blocks)
 from tests.format.test_regressions import small_file
+from tests.decoder_cost import best_cpu, ram_per_file_byte
 
 # A real MEP program (load model, load array, run, argmax, print, return): 29 bytes.
 MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")
@@ -73,25 +73,8 @@ def files(tmp_path_factory):
 @pytest.mark.parametrize("step", sorted(STEPS))
 @pytest.mark.parametrize("kind", KINDS)
 def test_ram_per_file_byte_is_bounded(files, kind, step):
-    path = files[kind, 4]
-    STEPS[step](path)       # first-use imports and caches are not the decoder's cost
-    gc.collect()
-    tracemalloc.start()
-    try:
-        STEPS[step](path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak / path.stat().st_size <= 20, f"{kind} {step}: {peak / path.stat().st_size:.1f} B per file byte"
-
-
-def _cpu(fn, path, repeat=3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.process_time()
-        fn(path)
-        best = min(best, time.process_time() - t0)
-    return best
+    per_byte = ram_per_file_byte(STEPS[step], files[kind, 4])
+    assert per_byte <= 20, f"{kind} {step}: {per_byte:.1f} B per file byte"
 
 
 @pytest.mark.parametrize("step", sorted(STEPS))
@@ -99,7 +82,7 @@ def _cpu(fn, path, repeat=3) -> float:
 def test_four_times_the_input_costs_about_four_times(files, kind, step):
     fn = STEPS[step]
     fn(files[kind, 1])
-    small, big = _cpu(fn, files[kind, 1]), _cpu(fn, files[kind, 4])
+    small, big = best_cpu(fn, files[kind, 1]), best_cpu(fn, files[kind, 4])
     assert big <= 6 * small + 0.02, f"{kind} {step}: 1x {small:.3f} s, 4x {big:.3f} s"
 
 
