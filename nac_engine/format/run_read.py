@@ -35,12 +35,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..errors import NacFormatError
 from . import layout as L
 from .cursor import Cursor
 from .model import Constant, InputName, NacFile, Parameter, TensorMeta
 from .reader import _Problems, _Reader, read
-from .spans import Span
 
 #: Files up to this size are read into memory whole; bigger ones are memory-mapped.
 WHOLE_READ_MAX = 256 << 20
@@ -297,32 +295,42 @@ def _text(buf, pos: int, n: int, end: int) -> str:
     return bytes(buf[pos:pos + n]).decode("utf-8")
 
 
-def _id_text_table(table: dict, buf, pos: int, end: int, accept=None) -> int:
-    """CMAP and PERM share one record shape: count, then (u16 id, u8 length, UTF-8 text).
-    A repeated id, or a text ``accept`` refuses, is left to ``read()``'s decoder to explain."""
-    n = _count(buf, pos, end, 3)
+def _id_texts(buf, pos: int, end: int, rec: struct.Struct) -> tuple[list, int]:
+    """CMAP, PERM and DATA's name tables share one shape: a u32 count, then records of ``rec``
+    (an id and a length) each followed by that many bytes of UTF-8. The (id, text) pairs and
+    the position after them."""
+    size, unpack = rec.size, rec.unpack_from
+    n = _count(buf, pos, end, size)
     pos += 4
-    unpack = _CMAP_REC.unpack_from
+    out = []
     for _ in range(n):
-        if pos + 3 > end:
+        if pos + size > end:
             raise _Invalid
         key, ln = unpack(buf, pos)
-        text = _text(buf, pos + 3, ln, end)
+        out.append((key, _text(buf, pos + size, ln, end)))
+        pos += size + ln
+    return out, pos
+
+
+def _unique_into(table: dict, pairs: list, accept=None) -> None:
+    """A repeated id, or a text ``accept`` refuses, is left to ``read()``'s decoder to explain."""
+    for key, text in pairs:
         if key in table or (accept is not None and not accept(text)):
             raise _Invalid
         table[key] = text
-        pos += 3 + ln
-    return pos
 
 
 def _fast_cmap(nac: RunFile, buf, pos: int, end: int, fd) -> int:
-    pos = _id_text_table(nac.cmap, buf, pos, end)
+    pairs, pos = _id_texts(buf, pos, end, _CMAP_REC)
+    _unique_into(nac.cmap, pairs)
     nac.invalidate()
     return pos
 
 
 def _fast_perm(nac: RunFile, buf, pos: int, end: int, fd) -> int:
-    return _id_text_table(nac.perms, buf, pos, end, _PERM_CODES.issuperset)
+    pairs, pos = _id_texts(buf, pos, end, _CMAP_REC)
+    _unique_into(nac.perms, pairs, _PERM_CODES.issuperset)
+    return pos
 
 
 def _fast_cnst(nac: RunFile, buf, pos: int, end: int, fd) -> int:
@@ -391,27 +399,13 @@ def _fast_ops(nac: RunFile, buf, pos: int, end: int, fd) -> int:
 
 def _fast_data(nac: RunFile, buf, pos: int, end: int, fd) -> int:
     params = nac.params
-    n = _count(buf, pos, end, 4)
-    pos += 4
-    unpack = _NAME_REC.unpack_from
-    for _ in range(n):
-        if pos + 4 > end:
-            raise _Invalid
-        pid, ln = unpack(buf, pos)
-        name = _text(buf, pos + 4, ln, end)
+    pairs, pos = _id_texts(buf, pos, end, _NAME_REC)
+    for pid, name in pairs:
         if pid in params:
             raise _Invalid
         params[pid] = Parameter(pid, name, _file=nac)
-        pos += 4 + ln
-    m = _count(buf, pos, end, 4)
-    pos += 4
-    names = nac.input_names
-    for _ in range(m):
-        if pos + 4 > end:
-            raise _Invalid
-        idx, ln = unpack(buf, pos)
-        names.append(InputName(idx, _text(buf, pos + 4, ln, end)))
-        pos += 4 + ln
+    pairs, pos = _id_texts(buf, pos, end, _NAME_REC)
+    nac.input_names.extend(InputName(idx, text) for idx, text in pairs)
     if not nac.header.weights_internal:
         return pos
     t = _count(buf, pos, end, 14)

@@ -39,26 +39,26 @@ from .fastcall import plain_call_maker, recipe_call_maker
 from .kernels import _SchemaKernel, bind
 
 
-def _writes_an_argument(op) -> bool:
-    cached = getattr(op, "_nac_writes", None)
+def _schema_flag(op, attr: str, compute) -> bool:
+    """``compute(schema)``, kept on the op overload under ``attr`` (asked once per prepared call)."""
+    cached = getattr(op, attr, None)
     if cached is None:
-        cached = any(a.alias_info is not None and a.alias_info.is_write for a in op._schema.arguments)
+        cached = compute(op._schema)
         try:
-            op._nac_writes = cached
+            setattr(op, attr, cached)
         except AttributeError:     # pragma: no cover - OpOverload normally takes attributes
             pass
     return cached
+
+
+def _writes_an_argument(op) -> bool:
+    return _schema_flag(op, "_nac_writes", lambda schema: any(
+        a.alias_info is not None and a.alias_info.is_write for a in schema.arguments))
 
 
 def _returns_an_alias(op) -> bool:
-    cached = getattr(op, "_nac_returns_alias", None)
-    if cached is None:
-        cached = any(r.alias_info is not None for r in op._schema.returns)
-        try:
-            op._nac_returns_alias = cached
-        except AttributeError:     # pragma: no cover - OpOverload normally takes attributes
-            pass
-    return cached
+    return _schema_flag(op, "_nac_returns_alias", lambda schema: any(
+        r.alias_info is not None for r in schema.returns))
 
 
 def constant_key(const) -> tuple:

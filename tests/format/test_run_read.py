@@ -178,12 +178,17 @@ def test_truncated_file_is_refused_like_read(tmp_path):
                     getattr(run, field)
 
 
-def test_hostile_tensor_metadata_is_a_format_error_on_the_run_path(tmp_path):
+def rank_200_weight_file(path):
+    """A runnable file whose weight 1 claims rank 200 (numpy allows 64): ``path``, written."""
     nac = runnable_file()
     p = nac.params[1]
-    p.meta, p._payload = TensorMeta(0, (1,) * 200, 0), np.ones(1, np.float32).tobytes()   # rank 200
-    path = tmp_path / "rank.nac"
+    p.meta, p._payload = TensorMeta(0, (1,) * 200, 0), np.ones(1, np.float32).tobytes()
     path.write_bytes(write(nac))
+    return path
+
+
+def test_hostile_tensor_metadata_is_a_format_error_on_the_run_path(tmp_path):
+    path = rank_200_weight_file(tmp_path / "rank.nac")
     with pytest.raises(NacFormatError) as e:
         nac_engine.run(path, inputs={"x": X})
     assert e.value.section == "DATA/tensors" and "rank 200" in e.value.reason

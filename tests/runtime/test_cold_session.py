@@ -9,8 +9,7 @@ import pytest
 import torch
 
 import nac_engine
-from nac_engine import NacFormatError, read, write
-from nac_engine.format.model import TensorMeta
+from nac_engine import NacFormatError, read
 from nac_engine.runtime import Session
 from nac_engine.runtime.prepared import forget_plans
 
@@ -40,12 +39,8 @@ def test_external_weights_read_once_equal_stepping(tmp_path, quantization):
 
 
 def test_a_weight_that_fails_to_load_fails_at_its_tick(tmp_path):
-    from tests.format.test_run_read import runnable_file
-    nac = runnable_file()
-    p = nac.params[1]
-    p.meta, p._payload = TensorMeta(0, (1,) * 200, 0), np.ones(1, np.float32).tobytes()   # rank 200
-    path = tmp_path / "bad.nac"
-    path.write_bytes(write(nac))
+    from tests.format.test_run_read import rank_200_weight_file
+    path = rank_200_weight_file(tmp_path / "bad.nac")
     with Session(path, inputs={"x": np.ones((1, 3), np.float32)}) as s:
         with pytest.raises(NacFormatError, match="rank 200"):
             s.run()

@@ -15,7 +15,7 @@ import array
 import struct
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import xxhash
@@ -344,7 +344,7 @@ def _decode_v1(f: TvmrFile) -> None:
     if d[:4] != MAGIC:
         raise NacFormatError("header", 0, f"magic {d[:4]!r} is neither 'TVMR' nor legacy 'TERN'")
     (_, ver, flags, eo, ec, ro, rc, io, ic, ck, res) = _HDR.unpack_from(d, 0)
-    h = f.header = Header(ver, flags, eo, ec, ro, rc, io, ic, ck, res)
+    f.header = Header(ver, flags, eo, ec, ro, rc, io, ic, ck, res)
     hs = f.root.add(0, HEADER_SIZE, "header", "TvmrHeader")
     for off, size, name, typ, val in ((0, 4, "magic", "char[4]", "TVMR"), (4, 2, "version", "u16", ver),
                                       (6, 2, "flags", "u16", flags), (8, 4, "ext_table_offset", "u32", eo),
