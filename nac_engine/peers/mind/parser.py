@@ -17,8 +17,11 @@ lenient parsing skips the bad line and goes on, strict parsing raises the first.
 """
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any, Optional
+
+import numpy as np
 
 from .errors import MindError
 from .ir import ALIAS, BINOPS, CORE_OPS, DTYPES, Instr, Module, TensorType, Token
@@ -578,42 +581,20 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
     saw_outputs = False
     general: list = []           # instructions read by the general path (only they can name ``%x``)
     n = len(data)
-    number = 0
-    shapes = _FAST_SHAPES
-    add_instr, add_record, findall = mod.instrs.append, records.append, _DIGITS.findall
-    for m in _line_scanner().finditer(data):   # each line, the fast form's groups filled where it fits
-        start, end = m.span()
-        if start >= n:
-            break
-        number += 1
-        if number > MAX_LINES:
-            raise MindError(number, 1, start, f"more than {MAX_LINES:,} lines")
-        name_b = m.group(1)
-        if name_b is not None:
-            key = m.group(2, 3, 7, 8)
-            shape = shapes.get(key, False)
-            if shape is False:
-                shape = _fast_shape(*key)
-                if len(shapes) < 4096:
-                    shapes[key] = shape
-            if shape is not None:
-                op, ttype, params, arg_error = shape
-                off = m.start(1)
-                first, second, more = m.group(4, 5, 6)
-                if first is None:
-                    operands = []
-                elif second is None:
-                    operands = [int(first)]
-                elif not more:
-                    operands = [int(first), int(second)]
-                else:
-                    operands = [int(first), int(second), *map(int, findall(more))]
-                ins = Instr(int(name_b[1:]), op, operands, params, {}, ttype, number, off - start + 1, off,
-                            m.end(9) - off, name_b.decode("ascii"), arg_error, op, None, None, data)
-                add_instr(ins)
-                add_record(ins)
-                continue
-        stop = end - 1 if end > start and data[end - 1] == 10 else end
+    fast, rest, past_limit = _read_fast_lines(data)
+    instrs = mod.instrs
+    taken = 0                    # fast-path instructions placed so far (they sit between the general lines)
+    prev = -1
+    for k, start, size in rest:
+        if k > prev + 1:         # the lines in between are all fast-path instructions
+            chunk = fast[taken:taken + k - prev - 1]
+            taken += len(chunk)
+            instrs += chunk
+            records += chunk
+        prev = k
+        number = k + 1
+        stop = start + size
+        end = stop + 1 if stop < n else n
         try:
             tokens, comment = tokenize_line(data, number, start, stop)
             line = _Line(number, start, end, tokens, comment)
@@ -623,7 +604,7 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
             head = tokens[0]
             if head.kind == "value":
                 ins, dialect = _instruction(line, head, dialect)
-                mod.instrs.append(ins)
+                instrs.append(ins)
                 general.append(ins)
                 records.append(("instr", number, start, end, ins))
             elif head.kind == "ident" and head.text in ("outputs", "output"):
@@ -645,17 +626,27 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
                 raise
             problems.append(e)
             records.append(("error", number, start, end, e))
+    if taken < len(fast):
+        chunk = fast[taken:]
+        instrs += chunk
+        records += chunk
+    if past_limit is not None:
+        raise MindError(MAX_LINES + 1, 1, past_limit, f"more than {MAX_LINES:,} lines")
     mod.dialect = dialect
     _number_values(mod, general)
     return Parsed(mod, records, problems, data)
 
 
 # ----------------------------------------------------------------------------- the fast path
-# The common line ``%7 = BinOp(Add, %0, %6) : Tensor<f32, [2, 3]>`` in one regex match, no Token per
-# token (issue 15 §5: >= 10 MB/s, <= 20 B per file byte). It takes only lines whose every token the
-# general path reads the same way (numbers short enough for every bound, plain words, value refs);
-# anything else, and every line with a problem, goes through the general path, which gives the
-# diagnostics. Token positions are re-derived from the line on first use (Instr.tokens).
+# The common line ``%7 = BinOp(Add, %0, %6) : Tensor<f32, [2, 3]>`` read in bulk, no Token per token
+# and no per-line regex (issue 15 §5: >= 10 MB/s, <= 20 B per file byte). Every value reference
+# ``%<digits>`` of the text is replaced by a byte the text lacks (one ``re.sub``), so lines that differ
+# only in their ids become one text: each distinct text is matched once against ``_FAST_LINE`` (with
+# that byte in place of each reference), and the ids come from one ``findall`` over the whole text.
+# ``_FAST_LINE`` takes only lines whose every token the general path reads the same way (numbers
+# short enough for every bound, plain words, value refs); anything else, and every line with a
+# problem, goes through the general path, which gives the diagnostics. Token positions are re-derived
+# from the line on first use (Instr.tokens).
 _WS = " \t\r\f\v"
 _S = rb"[ \t\r\f\v]*"
 _FAST_LINE = re.compile(
@@ -666,17 +657,138 @@ _FAST_LINE = re.compile(
     + rb"((?:%[0-9]{1,18}" + _S + rb"(?:," + _S + rb"(?=%)|(?=\))))*)\)"               # any more
     + _S + rb":" + _S + rb"Tensor<" + _S + rb"([a-z0-9]+)" + _S + rb"," + _S + rb"\[([0-9, \t\r\f\v]*)\]"
     + _S + rb"(>)" + _S)
-_DIGITS = re.compile(rb"[0-9]+")
-_LINE_SCAN = None
+#: bytes that can stand for a reference: no whitespace, newline, printable or UTF-8 byte
+_MARKS = tuple(bytes([c]) for c in (0, 1, 2, 3, 4, 5, 6, 7, 8, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+                                    26, 27, 28, 29, 30, 31, 127))
+_POW10 = 10 ** np.arange(19, dtype=np.int64)        # a reference has at most 18 digits: below 2**63
+_MARKED = None
 
 
-def _line_scanner():
-    """Every line of the text, newline included; the fast form's groups are set when the whole line is
-    one (a match of ``_FAST_LINE`` as it is now: tests swap it out to compare with the general path)."""
-    global _LINE_SCAN
-    if _LINE_SCAN is None or _LINE_SCAN[0] is not _FAST_LINE:
-        _LINE_SCAN = (_FAST_LINE, re.compile(rb"(?:" + _FAST_LINE.pattern + rb"(?=\n|\Z)|[^\n]*)(?:\n|\Z)"))
-    return _LINE_SCAN[1]
+def _marked_line(mark: bytes):
+    """``_FAST_LINE`` (as it is now: tests swap it out to compare with the general path) over text whose
+    references read ``mark``: the same groups, a reference group holding the mark."""
+    global _MARKED
+    if _MARKED is None or _MARKED[0] is not _FAST_LINE or _MARKED[1] != mark:
+        esc = re.escape(mark)
+        pattern = _FAST_LINE.pattern.replace(rb"%([0-9]{1,18})", rb"(" + esc + rb")")
+        pattern = pattern.replace(rb"%[0-9]{1,18}", esc).replace(rb"(?=%)", rb"(?=" + esc + rb")")
+        _MARKED = (_FAST_LINE, mark, re.compile(pattern))
+    return _MARKED[2]
+
+
+def _references(text: np.ndarray, mark: int) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+    """``(marked, ids, starts, lengths)``: the text with every value reference ``%<digits>`` (as
+    ``_FAST_LINE`` reads one: 1 to 18 digits, not followed by another) written as the one byte ``mark``,
+    and each reference's value, first digit and digit count, in order."""
+    digit = (text - np.uint8(48)) < 10                      # uint8 wraps below "0"
+    edge = np.diff(digit.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    del digit
+    starts, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)      # runs of digits
+    del edge
+    lengths = ends - starts
+    is_ref = (starts > 0) & (lengths <= 18)
+    is_ref &= text[np.maximum(starts - 1, 0)] == 37                            # after a "%"
+    starts, ends, lengths = starts[is_ref], ends[is_ref], lengths[is_ref]
+    if not len(starts):
+        return text.tobytes(), np.zeros(0, np.int64), starts, lengths
+    first = np.cumsum(lengths) - lengths                    # each reference's first digit among all of theirs
+    at = np.repeat(starts - first, lengths) + np.arange(int(lengths.sum()))   # where each digit sits
+    values = (text[at] - np.uint8(48)).astype(np.int64) * _POW10[np.repeat(ends - 1, lengths) - at]
+    ids = np.add.reduceat(values, first)
+    del values
+    keep = np.ones(len(text), bool)
+    keep[at] = False
+    marked = text[keep]
+    marked[starts - 1 - first] = mark                       # the "%" of each, where it sits once digits are out
+    return marked.tobytes(), ids, starts, lengths
+
+
+def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int]]:
+    """``(instructions, rest, past)``: an :class:`Instr` for each line the fast form reads, in file order;
+    ``(index, start, length)`` of every other line, for the general path (``MAX_LINES`` lines at most);
+    and the offset of the line past that limit (None when there is none)."""
+    past = None
+    size = len(data)
+    if data.count(b"\n") >= MAX_LINES:
+        tail = data.split(b"\n", MAX_LINES)[-1]
+        past = size - len(tail) if tail else None
+        size -= len(tail)
+    text = np.frombuffer(data, np.uint8, size)
+    newlines = np.flatnonzero(text == 10)
+    count = len(newlines) + (1 if size and (not len(newlines) or newlines[-1] != size - 1) else 0)
+    starts = np.zeros(count, np.int64)
+    starts[1:] = newlines[:count - 1] + 1
+    lens = np.append(newlines, size)[:count] - starts
+    del newlines
+
+    def rest(which) -> list:
+        return list(zip(which.tolist(), starts[which].tolist(), lens[which].tolist()))
+    mark = next((m for m in _MARKS if m not in data), None)
+    if not count or mark is None:
+        return [], rest(np.arange(count)), past
+    marked, ids, ref_at, ref_len = _references(text, mark[0])
+    keys = marked.split(b"\n", count)
+    del marked, keys[count:]
+    seen: dict = {}
+    same = np.fromiter(map(seen.setdefault, keys, range(count)), np.int64, count)   # first line of its text
+    del keys
+    # per distinct text, at the index of its first line: fast form or not, references, where it starts/ends
+    fast_at = np.zeros(count, bool)
+    refs_at = np.zeros(count, np.int64)
+    lead_at = np.zeros(count, np.int64)
+    trail_at = np.zeros(count, np.int64)
+    shape_at = np.zeros(count, np.int64)
+    shapes: list = []
+    cache = _FAST_SHAPES
+    marked_line = _marked_line(mark)
+    for line, k in seen.items():
+        refs_at[k] = line.count(mark)
+        m = marked_line.fullmatch(line)
+        if m is None:
+            continue
+        key = m.group(2, 3, 7, 8)
+        shape = cache.get(key, False)
+        if shape is False:
+            shape = _fast_shape(*key)
+            if len(cache) < 4096:
+                cache[key] = shape
+        if shape is None:
+            continue
+        fast_at[k] = True
+        shape_at[k] = len(shapes)
+        shapes.append(shape)
+        lead_at[k] = m.start(1)
+        trail_at[k] = len(line) - m.end(9)
+    del seen
+    is_fast = fast_at[same]
+    if not shapes or not is_fast.any():
+        return [], rest(np.arange(count)), past
+    nrefs = refs_at[same]
+    which = np.flatnonzero(is_fast)
+    kinds = same[which]
+    first_ref = (np.cumsum(nrefs) - nrefs)[which]
+    last_ref = first_ref + nrefs[which]
+    id_list = ids.tolist()
+    vids = ids[first_ref].tolist()
+    names = ("%" + "\n%".join(map(str, vids))).split("\n")
+    vid_at, vid_len = ref_at[first_ref], ref_len[first_ref]
+    for j in np.flatnonzero((text[vid_at] == 48) & (vid_len > 1)).tolist():     # leading zeros: as written
+        names[j] = "%" + data[vid_at[j]:vid_at[j] + vid_len[j]].decode("ascii")
+    columns = [np.empty(len(shapes), dtype=object) for _ in range(4)]     # opcode, type, params, arg_error
+    for j, shape in enumerate(shapes):
+        for column, value in zip(columns, shape):
+            column[j] = value
+    op, ttype, params, arg_error = (column[shape_at[kinds]].tolist() for column in columns)
+    lead = lead_at[kinds]
+    n = len(which)
+    instrs = list(map(Instr, vids, op, map(id_list.__getitem__, map(slice, (first_ref + 1).tolist(), last_ref.tolist())),
+                      params, [{} for _ in range(n)], ttype, (which + 1).tolist(), (lead + 1).tolist(),
+                      (starts[which] + lead).tolist(), (lens[which] - lead - trail_at[kinds]).tolist(),
+                      names, arg_error, op, itertools.repeat(None, n), itertools.repeat(None, n),
+                      itertools.repeat(data, n)))
+    return instrs, rest(np.flatnonzero(~is_fast)), past
+
+
 _SPECIAL_WORDS = frozenset({"true", "false", "inf", "nan"})
 #: (opcode, op kind, dtype, dims) -> (opcode, TensorType, params, arg_error), or None where the general
 #: path must read the line: lines differing only in their value ids share one entry
