@@ -28,6 +28,7 @@ from .simulation_commands import register_simulation_commands
 from .document import Document, Selection, severity_of
 from .icons import icon
 from .qt_compat import guard_singleton_refcounts
+from .paint_gate import after_next_paint
 from .qt_document import QtDocument
 from .tasks import Cancelled, Task, TaskRunner
 from .tab_names import tab_titles
@@ -480,6 +481,15 @@ class MainWindow(QMainWindow):
         return task
 
     def _opened(self, path: str, doc: Document, started: float) -> None:
+        # the views' background work (layout, shapes, checks) starts once the new document's
+        # first frame is painted, so that frame does not wait on workers for the GIL (paint_gate)
+        self.tasks.hold()
+        try:
+            self._show_opened(path, doc, started)
+        finally:
+            after_next_paint(self, self.tasks.release)
+
+    def _show_opened(self, path: str, doc: Document, started: float) -> None:
         self._opening.pop(path, None)
         qdoc = QtDocument(doc, tasks=self.tasks, parent=self)
         qdoc.selectionChanged.connect(self._on_selection_changed)

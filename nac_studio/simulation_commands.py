@@ -83,6 +83,8 @@ class SimulationController(QObject):
 
 
 def register_simulation_commands(window) -> SimulationController:
+    # imported with the window, not inside the first file's open (it needs SCALE from here)
+    from . import simulation_overlay_legend  # noqa: F401
     c = window.commands
     ctl = SimulationController(window)
     window.simulation = ctl

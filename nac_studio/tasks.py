@@ -82,6 +82,28 @@ class TaskRunner(QObject):
         super().__init__(parent)
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="nac-studio")
         self.active: list[Task] = []
+        self._holds = 0
+        self._held: list[Callable[[], None]] = []
+
+    def hold(self) -> None:
+        """Queue what is submitted from now on instead of starting it, until :meth:`release`
+        (holds nest). The tasks are active meanwhile (status bar, ``is_idle``) and cancel as usual."""
+        self._holds += 1
+
+    def release(self) -> None:
+        """End one :meth:`hold`; the last one starts the queued tasks in submission order."""
+        if self._holds == 0:
+            return
+        self._holds -= 1
+        if self._holds == 0:
+            queued, self._held = self._held, []
+            for body in queued:
+                self._pool.submit(body)
+
+    @property
+    def held(self) -> int:
+        """Tasks submitted during a hold and not started yet."""
+        return len(self._held)
 
     def submit(self, title: str, fn: Callable[..., Any], *args: Any,
                on_done: Optional[Callable[[Any], None]] = None,
@@ -112,7 +134,10 @@ class TaskRunner(QObject):
             task.future.set_result(value)
             task.finished.emit(value)
 
-        self._pool.submit(body)
+        if self._holds:
+            self._held.append(body)
+        else:
+            self._pool.submit(body)
         return task
 
     def _end(self, task: Task) -> None:
@@ -126,4 +151,8 @@ class TaskRunner(QObject):
 
     def shutdown(self, wait: bool = True) -> None:
         self.cancel_all()
+        self._holds = 0
+        queued, self._held = self._held, []
+        for body in queued:        # cancelled above: each ends at once with Cancelled, never starting its work
+            body()
         self._pool.shutdown(wait=wait, cancel_futures=True)

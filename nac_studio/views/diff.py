@@ -171,6 +171,7 @@ class DiffView(QWidget):
         self.curves = {key: self.plot.plot([], [], name=label, pen=pg.mkPen(color, width=1.5), symbol="o",
                                            symbolSize=4, symbolBrush=color, symbolPen=None)
                        for key, label, color in _CURVES}
+        self._plot_empty = True     # the curves hold no points (each file's open shows "no result")
         self.tolerance_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#888", style=Qt.PenStyle.DashLine))
         self.plot.addItem(self.tolerance_line)
         self.divergence_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#d62728", width=1))
@@ -395,6 +396,9 @@ class DiffView(QWidget):
         self.status.setText(head + ("  " + " ".join(result.notes) if result.notes else ""))
 
     def _plot(self, result) -> None:
+        if result is None and self._plot_empty:
+            return
+        self._plot_empty = result is None
         pairs = [] if result is None else [p for p in result.pairs if p.max_abs is not None]
         ticks = [p.tick_a for p in pairs]
         floor = 1e-12                   # log scale: an exact match is drawn at the floor

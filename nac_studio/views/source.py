@@ -20,7 +20,7 @@ import re
 import weakref
 from typing import Optional
 
-from PySide6.QtCore import QRegularExpression, Qt, QTimer
+from PySide6.QtCore import QEvent, QRegularExpression, Qt, QTimer
 from PySide6.QtGui import (QColor, QFont, QFontDatabase, QSyntaxHighlighter, QTextCharFormat, QTextCursor,
                            QTextDocument, QTextFormat)
 from PySide6.QtWidgets import QLabel, QPlainTextDocumentLayout, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
@@ -110,7 +110,20 @@ class SourceView(QWidget):
         lay.setSpacing(0)
         lay.addWidget(self.header)
         lay.addWidget(self.editor, 1)
+        self.editor.viewport().installEventFilter(self)
         self.set_document(qdoc)
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Type.Paint and obj is self.editor.viewport():
+            self._highlight_when_painted()
+        return False
+
+    def _highlight_when_painted(self) -> None:
+        """Give the shown file's document its highlighter (it highlights on the next turn)."""
+        path = self.editor.property("path")
+        cached = self._documents.get(path) if path else None
+        if cached is not None and cached[1] is None:
+            self._documents[path] = (cached[0], PythonHighlighter(cached[0]))
 
     # -- document ---------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
@@ -226,7 +239,9 @@ class SourceView(QWidget):
                 doc.setDocumentLayout(QPlainTextDocumentLayout(doc))
                 doc.setDefaultFont(self.editor.font())
                 doc.setPlainText(text)
-                cached = self._documents[path] = (doc, PythonHighlighter(doc))
+                # highlighted when first painted (_highlight_when_painted): a model's source is
+                # ~2,000 lines, ~50 ms of highlighting, wasted while this pane is a hidden tab
+                cached = self._documents[path] = (doc, None)
             doc = cached[0]
         if self.editor.document() is not doc:
             self.editor.setExtraSelections([])
