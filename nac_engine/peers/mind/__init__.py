@@ -43,7 +43,7 @@ class MindFile(PeerFile):
         self.parsed = parsed
         self.module: Module = parsed.module
         self.syntax_problems: list[MindError] = list(parsed.problems)
-        self.verified = verify_module(self.module)
+        self.verified = verify_module(self.module, parsed.fast)
         self.problems = sorted(self.syntax_problems + self.verified.problems, key=lambda p: (p.line, p.column))
         self._build_spans()
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -532,11 +532,26 @@ def _outputs(line: _Line, first: Token, mod: Module) -> None:
 
 
 # ----------------------------------------------------------------------------- module
+class FastColumns(NamedTuple):
+    """The instructions the fast path read, as columns, straight from :func:`parse` (the verifier and
+    the printer read these instead of one attribute at a time per instruction)."""
+    count: int               # len(module.instrs) when parsed
+    at: np.ndarray           # index in module.instrs of each fast-path instruction
+    vids: np.ndarray         # int64, its value id
+    nops: np.ndarray         # its operand count
+    op0: np.ndarray          # its first and second operands (-1: none)
+    op1: np.ndarray
+    shape: np.ndarray        # index in ``shapes``
+    shapes: list             # (opcode, TensorType, params, arg_error): shared by the lines of one spelling
+
+
 class Parsed:
     """What :func:`parse` returns: the module, the per-line records for the span tree, problems."""
 
-    def __init__(self, module: Module, lines: list, problems: list, data: bytes = b""):
+    def __init__(self, module: Module, lines: list, problems: list, data: bytes = b"",
+                 fast: Optional["FastColumns"] = None):
         self.module = module
+        self.fast = fast         # the fast-path instructions as columns (verifier and printer read them)
         # (kind, number, start, end, payload) per line; a fast-path instruction line is its Instr alone
         # (a tuple per line is 5% of a big file's RAM): read them through record()/records()
         self.lines = lines
@@ -581,7 +596,7 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
     saw_outputs = False
     general: list = []           # instructions read by the general path (only they can name ``%x``)
     n = len(data)
-    fast, rest, past_limit = _read_fast_lines(data)
+    fast, rest, past_limit, fast_columns = _read_fast_lines(data)
     instrs = mod.instrs
     taken = 0                    # fast-path instructions placed so far (they sit between the general lines)
     prev = -1
@@ -634,7 +649,12 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
         raise MindError(MAX_LINES + 1, 1, past_limit, f"more than {MAX_LINES:,} lines")
     mod.dialect = dialect
     _number_values(mod, general)
-    return Parsed(mod, records, problems, data)
+    columns = None
+    if fast:
+        lines, vids, nops, op0, op1, shape, shapes = fast_columns
+        before = np.searchsorted(np.array([i.line for i in general], np.int64), lines)   # general ones above
+        columns = FastColumns(len(instrs), np.arange(len(fast)) + before, vids, nops, op0, op1, shape, shapes)
+    return Parsed(mod, records, problems, data, columns)
 
 
 # ----------------------------------------------------------------------------- the fast path
@@ -703,10 +723,11 @@ def _references(text: np.ndarray, mark: int) -> tuple[bytes, np.ndarray, np.ndar
     return marked.tobytes(), ids, starts, lengths
 
 
-def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int]]:
-    """``(instructions, rest, past)``: an :class:`Instr` for each line the fast form reads, in file order;
-    ``(index, start, length)`` of every other line, for the general path (``MAX_LINES`` lines at most);
-    and the offset of the line past that limit (None when there is none)."""
+def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[tuple]]:
+    """``(instructions, rest, past, columns)``: an :class:`Instr` for each line the fast form reads, in
+    file order; ``(index, start, length)`` of every other line, for the general path (``MAX_LINES`` lines
+    at most); the offset of the line past that limit (None when there is none); and the instructions'
+    line numbers, value ids, operand counts, first two operands, spelling indices and spellings."""
     past = None
     size = len(data)
     if data.count(b"\n") >= MAX_LINES:
@@ -725,7 +746,7 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int]]:
         return list(zip(which.tolist(), starts[which].tolist(), lens[which].tolist()))
     mark = next((m for m in _MARKS if m not in data), None)
     if not count or mark is None:
-        return [], rest(np.arange(count)), past
+        return [], rest(np.arange(count)), past, None
     marked, ids, ref_at, ref_len = _references(text, mark[0])
     keys = marked.split(b"\n", count)
     del marked, keys[count:]
@@ -762,7 +783,7 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int]]:
     del seen
     is_fast = fast_at[same]
     if not shapes or not is_fast.any():
-        return [], rest(np.arange(count)), past
+        return [], rest(np.arange(count)), past, None
     nrefs = refs_at[same]
     which = np.flatnonzero(is_fast)
     kinds = same[which]
@@ -786,7 +807,12 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int]]:
                       (starts[which] + lead).tolist(), (lens[which] - lead - trail_at[kinds]).tolist(),
                       names, arg_error, op, itertools.repeat(None, n), itertools.repeat(None, n),
                       itertools.repeat(data, n)))
-    return instrs, rest(np.flatnonzero(~is_fast)), past
+    nops = nrefs[which] - 1
+    last = len(ids) - 1
+    op0 = np.where(nops > 0, ids[np.minimum(first_ref + 1, last)], -1)
+    op1 = np.where(nops > 1, ids[np.minimum(first_ref + 2, last)], -1)
+    columns = (which + 1, ids[first_ref], nops, op0, op1, shape_at[kinds], shapes)
+    return instrs, rest(np.flatnonzero(~is_fast)), past, columns
 
 
 _SPECIAL_WORDS = frozenset({"true", "false", "inf", "nan"})

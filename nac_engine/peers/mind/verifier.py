@@ -14,7 +14,11 @@ gets no type, so one mistake is reported once, not again at every consumer.
 """
 from __future__ import annotations
 
+import itertools
+import operator
 from typing import Optional
+
+import numpy as np
 
 from .errors import MindError
 from .ir import (ALIAS, ARITY, CORE_OPS, FLOAT_DTYPES, INT_DTYPES, Instr, Module, TensorType)
@@ -384,7 +388,133 @@ class Verified:
         self.types = types
 
 
-def verify_module(mod: Module) -> Verified:
+def verify_module(mod: Module, fast=None) -> Verified:
+    """``fast``: the parser's :class:`~.parser.FastColumns` of ``mod``, straight from parsing it (its
+    fast-path lines are then checked in bulk where the module is clean; else every line in order)."""
+    found = _verify_in_bulk(mod, fast) if fast is not None and fast.count == len(mod.instrs) else None
+    problems, types = found if found is not None else _verify_in_order(mod)
+    undefined: dict[int, list] = {}            # one problem per undefined value, at its first mention
+    for k, v in enumerate(mod.outputs):
+        if v not in types:
+            undefined.setdefault(v, []).append(k)
+    for v, ks in undefined.items():
+        k = ks[0]
+        line, col, off = mod.output_cols[k] if k < len(mod.output_cols) else (mod.outputs_line, 1, mod.outputs_offset)
+        times = f" (listed {len(ks):,} times)" if len(ks) > 1 else ""
+        problems.append(problem("undefined-output", f"output %{v} is not defined{times}", line, col, off, len(f"%{v}")))
+    if not mod.outputs:
+        last = mod.instrs[-1] if mod.instrs else None
+        problems.append(problem("no-outputs", "the module declares no outputs (an 'outputs: %…' line)",
+                                last.line if last else 1, 1, last.offset if last else 0))
+    return Verified(problems, types)
+
+
+def _unknown_op(ins: Instr) -> str:
+    name = ins.dialect_op or ins.opcode
+    return f"{name if len(name) <= 40 else name[:37] + '...'!r} is not a Core v1 instruction"
+
+
+def _distinct_rows(rows: np.ndarray) -> Optional[np.ndarray]:
+    """Index of the first row of each distinct row of an int64 table; None in the unlikely case that
+    two different rows hash alike (the caller then takes the slow road)."""
+    h = rows[:, 0].copy()
+    for c in range(1, rows.shape[1]):
+        h *= np.int64(1_000_003)
+        h ^= rows[:, c]
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    if not (rows == rows[first[inverse]]).all():
+        return None
+    return first
+
+
+def _verify_in_bulk(mod: Module, fast) -> Optional[tuple[list, dict]]:
+    """``(problems, types)`` as :func:`_verify_in_order` finds them, for a module where every value is
+    defined once, before its uses, and every fast-path line (two operands at most) produces the type
+    written on it without a problem: those lines are checked from the parser's columns, one
+    :func:`_judge` per distinct (spelling, operand types); the other instructions in order. None for
+    any other module (the in-order loop then finds and words its problems)."""
+    instrs = mod.instrs
+    n = len(instrs)
+    small = fast.nops <= 2
+    at, shape = fast.at[small], fast.shape[small]
+    nops, op0, op1 = fast.nops[small], fast.op0[small], fast.op1[small]
+    in_bulk = np.zeros(n, bool)
+    in_bulk[at] = True
+    rest = np.flatnonzero(~in_bulk).tolist()
+    others = [instrs[k] for k in rest]
+    defined = np.zeros(n, np.int64)
+    defined[at] = fast.vids[small]
+    if others:
+        vids = np.array([i.vid for i in others])
+        if vids.dtype != np.int64:
+            return None                                  # ids past 64 bits: the in-order loop
+        defined[rest] = vids
+    lists = [i.operands for i in others]
+    used = np.array(list(itertools.chain.from_iterable(lists)))
+    if len(used) and used.dtype != np.int64:
+        return None
+    user = np.repeat(np.array(rest, np.int64), [len(ops) for ops in lists])
+    k0 = len(used)                                       # the fast-path lines' uses follow the others'
+    used = np.concatenate([used.astype(np.int64), op0[nops > 0], op1[nops > 1]])
+    user = np.concatenate([user, at[nops > 0], at[nops > 1]])
+    order = np.argsort(defined, kind="stable")
+    ordered = defined[order]
+    if (ordered[1:] == ordered[:-1]).any():
+        return None                                      # a value defined twice
+    definer = np.zeros(0, np.int64)
+    if len(used):
+        where = np.minimum(np.searchsorted(ordered, used), n - 1)
+        if (ordered[where] != used).any():
+            return None                                  # a value never defined
+        definer = order[where]
+        if (definer >= user).any():
+            return None                                  # a value used before (or by) its definition
+    # every value typed as written (checked below for the fast-path lines), the rest judged in order
+    shape_types = np.empty(len(fast.shapes), dtype=object)
+    for k, spelling in enumerate(fast.shapes):
+        shape_types[k] = spelling[1]
+    declared = np.empty(n, dtype=object)
+    declared[at] = shape_types[shape]
+    for k, ins in zip(rest, others):
+        declared[k] = ins.type
+    types: dict = dict(zip(defined.tolist(), declared.tolist()))
+    problems: list = []
+    for ins in others:
+        operand_types = [types[v] for v in ins.operands]
+        if ins.opcode == ALIAS:
+            types[ins.vid] = operand_types[0]
+            continue
+        if ins.opcode not in CORE_OPS:
+            problems.append(problem("unknown-op", _unknown_op(ins), ins.line, ins.column, ins.offset, ins.length))
+            types[ins.vid] = None
+            continue
+        found, types[ins.vid] = _judge(ins, True, operand_types)
+        for rule, message in found:
+            problems.append(problem(rule, message, ins.line, ins.column, ins.offset, ins.length))
+    if len(at):
+        # what _judge depends on: the spelling (one params dict, opcode and type per spelling), the
+        # operand count and the operands' types (by identity)
+        type_id = np.zeros(n, np.int64)
+        type_id[at] = np.array([id(t) for t in shape_types.tolist()], np.int64)[shape]
+        type_id[rest] = [id(types[i.vid]) for i in others]
+        value_type = type_id[definer[k0:]]
+        has0, has1 = nops > 0, nops > 1
+        first_type = np.zeros(len(at), np.int64)
+        second_type = np.zeros(len(at), np.int64)
+        first_type[has0] = value_type[:int(has0.sum())]
+        second_type[has1] = value_type[int(has0.sum()):]
+        firsts = _distinct_rows(np.stack([shape, nops, first_type, second_type], axis=1))
+        if firsts is None:
+            return None
+        for k in at[firsts].tolist():
+            ins = instrs[k]
+            found, result = _judge(ins, True, [types[v] for v in ins.operands])
+            if found or result is not ins.type:
+                return None                              # a problem, or a type other than written: in order
+    return problems, types
+
+
+def _verify_in_order(mod: Module) -> tuple[list, dict]:
     problems: list[MindError] = []
     types: dict[int, Optional[TensorType]] = {}
     first_def: Optional[dict] = None
@@ -402,55 +532,53 @@ def verify_module(mod: Module) -> Verified:
         problems.append(problem(rule, message, ins.line, ins.column, ins.offset, ins.length))
 
     memo: dict = {}      # lines that differ only in their value ids are judged once
-    for idx, ins in enumerate(mod.instrs):
-        if ins.vid in types:
-            prev = definer(ins.vid)
-            at(ins, "multiple-definition", f"%{ins.vid} is defined again (first defined at line {prev.line})")
+    defined, type_of = types.__contains__, types.__getitem__
+    for ins in mod.instrs:
+        vid = ins.vid
+        if vid in types:
+            prev = definer(vid)
+            at(ins, "multiple-definition", f"%{vid} is defined again (first defined at line {prev.line})")
             continue
-        ok = True
-        operand_types = []
-        for k, v in enumerate(ins.operands):
-            if v not in types:
-                line, col, off = ins.operand_cols[k] if k < len(ins.operand_cols) else (ins.line, ins.column, ins.offset)
-                later = definer(v)
-                where = f" (defined at line {later.line})" if later is not None else " (never defined)"
-                problems.append(problem("use-before-def", f"instruction at line {ins.line} uses %{v} before "
-                                        f"definition{where}", line, col, off, len(f"%{v}")))
-                ok = False
-            else:
-                operand_types.append(types[v])
-        if ins.opcode == ALIAS:
-            types[ins.vid] = operand_types[0] if ok else None
+        operands = ins.operands
+        if all(map(defined, operands)):
+            ok = True
+            operand_types = list(map(type_of, operands))
+        else:
+            ok = True
+            operand_types = []
+            for k, v in enumerate(operands):
+                if v not in types:
+                    line, col, off = ins.operand_cols[k] if k < len(ins.operand_cols) else (ins.line, ins.column,
+                                                                                            ins.offset)
+                    later = definer(v)
+                    where = f" (defined at line {later.line})" if later is not None else " (never defined)"
+                    problems.append(problem("use-before-def", f"instruction at line {ins.line} uses %{v} before "
+                                            f"definition{where}", line, col, off, len(f"%{v}")))
+                    ok = False
+                else:
+                    operand_types.append(types[v])
+        opcode = ins.opcode
+        if opcode == ALIAS:
+            types[vid] = operand_types[0] if ok else None
             continue
-        if ins.opcode not in CORE_OPS:
-            name = ins.dialect_op or ins.opcode
-            at(ins, "unknown-op", f"{name if len(name) <= 40 else name[:37] + '...'!r} is not a Core v1 instruction")
-            types[ins.vid] = None
+        if opcode not in CORE_OPS:
+            at(ins, "unknown-op", _unknown_op(ins))
+            types[vid] = None
             continue
-        # what _judge depends on, by identity (the parser shares one params dict and one TensorType per
-        # spelling, the verifier passes declared types on); attributes (Input, ConstTensor) are not keyed
-        key = None if ins.attrs else (id(ins.params), ins.opcode, ins.arg_error, len(ins.operands), ok,
-                                      id(ins.type), *map(id, operand_types))
-        hit = memo.get(key) if key is not None else None
-        if hit is None:
-            hit = _judge(ins, ok, operand_types)
-            if key is not None and len(memo) < 65536:
-                memo[key] = hit + (ins.params, operand_types, ins.type)     # keyed objects pinned: ids stay valid
-        found, types[ins.vid] = hit[0], hit[1]
+        if ins.attrs:        # attributes (Input, ConstTensor) are not keyed
+            found, types[vid] = _judge(ins, ok, operand_types)
+        else:
+            # what _judge depends on, by identity (the parser shares one params dict and one TensorType per
+            # spelling, the verifier passes declared types on)
+            key = (id(ins.params), opcode, ins.arg_error, len(operands), ok, id(ins.type)) + tuple(map(id, operand_types))
+            hit = memo.get(key)
+            if hit is None:
+                hit = _judge(ins, ok, operand_types)
+                if len(memo) < 65536:
+                    memo[key] = hit + (ins.params, operand_types, ins.type)     # keyed objects pinned: ids stay valid
+            found = hit[0]
+            types[vid] = hit[1]
         if found:
             for rule, message in found:
                 at(ins, rule, message)
-    undefined: dict[int, list] = {}            # one problem per undefined value, at its first mention
-    for k, v in enumerate(mod.outputs):
-        if v not in types:
-            undefined.setdefault(v, []).append(k)
-    for v, ks in undefined.items():
-        k = ks[0]
-        line, col, off = mod.output_cols[k] if k < len(mod.output_cols) else (mod.outputs_line, 1, mod.outputs_offset)
-        times = f" (listed {len(ks):,} times)" if len(ks) > 1 else ""
-        problems.append(problem("undefined-output", f"output %{v} is not defined{times}", line, col, off, len(f"%{v}")))
-    if not mod.outputs:
-        last = mod.instrs[-1] if mod.instrs else None
-        problems.append(problem("no-outputs", "the module declares no outputs (an 'outputs: %…' line)",
-                                last.line if last else 1, 1, last.offset if last else 0))
-    return Verified(problems, types)
+    return problems, types
