@@ -252,23 +252,16 @@ def decode_mep(bytecode: bytes, base_offset: int = 0, span: Optional[Span] = Non
     """
     buf = bytes(bytecode)
     ips = array("I")
-    append = ips.append
     problems: list[NacFormatError] = []
     tail = None
     ip, end = 0, len(buf)
     while ip < end:
         # Each window's "where does an instruction starting here end" is computed for every
-        # byte at once (numpy); the walk from instruction to instruction is then one array
-        # look-up per instruction. 0 marks a byte where no instruction decodes.
-        window = _next_starts(buf, ip, min(end, ip + _WINDOW))
-        w0, w1 = ip, ip + len(window)
-        while w0 <= ip < w1:
-            n = window[ip - w0]
-            if n == 0:
-                break
-            append(ip)
-            ip = n
-        else:
+        # byte at once (numpy), and the walk from instruction to instruction hops _HOP of them
+        # per Python step (see _walk_window). 0 marks a byte where no instruction decodes.
+        w0, w1 = ip, min(end, ip + _WINDOW)
+        ip = _walk_window(_next_starts(buf, w0, w1), w0, w1, ips)
+        if ip >= w1:
             continue
         # unknown opcode, unknown op selector or cut off: the full decoder says which
         try:
@@ -278,7 +271,7 @@ def decode_mep(bytecode: bytes, base_offset: int = 0, span: Optional[Span] = Non
             rest = buf[ip:]
             tail = MepInstruction(ip, None, RAW_MNEMONIC, [("data", rest)], len(rest))
             break
-        append(ip)      # pragma: no cover - the length tables and the decoder disagree
+        ips.append(ip)      # pragma: no cover - the length tables and the decoder disagree
         ip += n
     instructions = MepStream(buf, ips, tail)
     if span is not None:
@@ -294,13 +287,12 @@ class MepStream(Sequence):
     from its bytes (decoding is deterministic, so equal reads give equal instructions);
     the tail is one kept object. Compares equal to a list of the same instructions."""
 
-    __slots__ = ("bytecode", "starts", "tail", "_keys")
+    __slots__ = ("bytecode", "starts", "tail")
 
     def __init__(self, bytecode: bytes, starts: array, tail: Optional[MepInstruction] = None):
         self.bytecode = bytecode
         self.starts = starts
         self.tail = tail
-        self._keys: Optional[np.ndarray] = None
 
     def __len__(self) -> int:
         return len(self.starts) + (self.tail is not None)
@@ -369,39 +361,38 @@ class MepStream(Sequence):
         return keys
 
     def all_encoding_keys(self) -> np.ndarray:
-        """:meth:`encoding_keys` of every instruction, computed once (8 bytes per instruction:
-        the listing's check and its text share them)."""
-        if self._keys is None:
-            n = len(self.starts)
-            if not n:
-                self._keys = np.zeros(0, dtype=np.uint64)
-                return self._keys
-            # the 8 bytes at every offset as one unaligned little-endian u64 view (no copy but the
-            # padding), gathered at each start and masked to the instruction's length
-            padded = self.bytecode + bytes(8)
-            words = np.ndarray((len(self.bytecode),), dtype="<u8", buffer=padded, strides=(1,))
-            starts = np.frombuffer(self.starts, dtype=np.uint32).astype(np.int64)
-            length = self.ends(0, n) - starts
-            keys = words[starts]
-            short = length < 8
-            keys[short] &= (np.uint64(1) << (np.uint64(8) * length[short].astype(np.uint64))) - np.uint64(1)
-            keys[length > 8] = 0
-            self._keys = keys
-        return self._keys
+        """:meth:`encoding_keys` of every instruction (8 bytes per instruction, not kept: the
+        listing's check asks once). The 8 bytes at every offset are one unaligned little-endian
+        u64 view (no copy but the padding), gathered at each start and masked to its length."""
+        starts = np.frombuffer(self.starts, dtype=np.uint32)
+        if not len(starts):
+            return np.zeros(0, dtype=np.uint64)
+        padded = self.bytecode + bytes(8)
+        words = np.ndarray((len(self.bytecode),), dtype="<u8", buffer=padded, strides=(1,))
+        limit = self.tail.ip if self.tail is not None else len(self.bytecode)
+        length = np.diff(starts, append=np.uint32(limit))
+        keys = words[starts]
+        keys &= _KEY_MASKS[np.minimum(length, 9)]
+        return keys
 
     def distinct_encodings(self, limit: int) -> tuple[set, bool]:
-        """The distinct byte strings of the decoded instructions (the tail excluded), up to
-        about ``limit`` of them; the flag says whether that is all of them."""
+        """The distinct byte strings of the decoded instructions (the tail excluded) and True,
+        when there are at most about ``limit`` of them; else some of them and False."""
         buf, starts = self.bytecode, self.starts
         keys = self.all_encoding_keys()
-        order = np.argsort(keys, kind="stable")             # instructions of up to 8 bytes:
-        ordered = keys[order]                               # the first of each distinct key
-        new = np.empty(len(keys), dtype=bool)
+        ordered = np.sort(keys)
+        ordered = ordered[ordered != 0]                     # instructions of up to 8 bytes:
+        new = np.empty(len(ordered), dtype=bool)            # one instruction of each distinct key
         new[:1] = True
         np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-        first = np.sort(order[new & (ordered != 0)])
+        if np.count_nonzero(new) > limit:
+            return set(), False
+        distinct = ordered[new]
+        short = np.flatnonzero(keys)
+        one = np.empty(len(distinct), dtype=np.int64)
+        one[np.searchsorted(distinct, keys[short])] = short     # any instruction of a key: same bytes
         seen: set = set()
-        for group in (first, np.flatnonzero(keys == 0)):     # then each longer one
+        for group in (np.sort(one), np.flatnonzero(keys == 0)):     # then each longer one
             for i0 in range(0, len(group), _BLOCK):
                 for i in group[i0:i0 + _BLOCK].tolist():
                     end = starts[i + 1] if i + 1 < len(starts) else (
@@ -421,6 +412,8 @@ class MepStream(Sequence):
 # selector at ``ip + at``.
 _KEYS = -1
 _TAIL = -2
+# an encoding key's mask by instruction length (0 past 8 bytes: such keys are 0)
+_KEY_MASKS = np.array([(1 << 8 * n) - 1 for n in range(9)] + [0], dtype=np.uint64)
 
 
 def _plan_of(layout: tuple) -> tuple:
@@ -457,7 +450,7 @@ def _plan_of(layout: tuple) -> tuple:
 _WINDOW = 1 << 16     # bytes whose next-instruction offsets are computed at once
 
 
-def _next_starts(buf: bytes, w0: int, w1: int) -> array:
+def _next_starts(buf: bytes, w0: int, w1: int) -> np.ndarray:
     """For each byte offset p in [w0, w1): where the next instruction starts if one starts at
     p, or 0 if none decodes there (unknown opcode or op selector, or cut off by the end)."""
     end = len(buf)
@@ -485,7 +478,54 @@ def _next_starts(buf: bytes, w0: int, w1: int) -> array:
         length[at - w0] = np.where(ok, p - at, 0)
     nxt = pos + length
     nxt[(length == 0) | (nxt > end)] = 0
-    return array("I", nxt.astype(np.uint32).tobytes())
+    return nxt
+
+
+_HOP_LEVELS = 4       # the walk hops 2**4 = 16 instructions per Python step
+
+
+def _walk_window(nxt: np.ndarray, w0: int, w1: int, ips: array) -> int:
+    """Append to ``ips`` the starts of the instructions that begin in [w0, w1), walking from
+    the one at ``w0`` (``nxt`` from :func:`_next_starts`); return where the walk stopped: the
+    first start at or past ``w1``, or a byte in the window where no instruction decodes.
+
+    The chain is followed 16 instructions per Python step: numpy squares the "next start"
+    map four times (positions as window indices, ``W`` standing for "stopped": left the
+    window or undecodable, and mapping to itself), the hops are walked in Python, and the 15
+    starts between each two hops are gathered back with numpy."""
+    size = w1 - w0
+    loc = nxt.astype(np.int32)
+    loc -= w0
+    loc[(nxt == 0) | (nxt >= w1)] = size
+    loc = np.append(loc, np.int32(size))
+    hop = loc
+    for _ in range(_HOP_LEVELS):
+        hop = hop[hop]
+    hops = array("i", hop.tobytes())
+    landed = array("i")
+    i = 0
+    while (j := hops[i]) != size:
+        landed.append(i)
+        i = j
+    if landed:
+        step = np.frombuffer(landed, dtype=np.int32)
+        between = np.empty((len(step), 1 << _HOP_LEVELS), dtype=np.int32)
+        between[:, 0] = step
+        for k in range(1, 1 << _HOP_LEVELS):
+            between[:, k] = step = loc[step]
+        between += w0
+        ips.frombytes(between.astype(np.uint32).tobytes())
+    # the last < 16 instructions of the window, one at a time
+    ip = w0 + i
+    while ip < w1:
+        n = int(nxt[ip - w0])
+        if n == 0:
+            return ip
+        ips.append(ip)
+        ip = n
+    return ip
+
+
 
 
 def _length_tables() -> tuple[np.ndarray, list]:
@@ -645,41 +685,34 @@ def format_mep_lines(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None)
 
 
 def format_mep_blocks(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None, prefix: str = ""):
-    """The lines of :func:`format_mep_lines`, each after ``prefix``, in blocks of up to 4096
-    lines joined by newlines. A :class:`MepStream` is formatted from its bytes: an
-    instruction's text after the address is a function of its bytes (and ``pool``), except a
-    jump's absolute target, so it is computed once per distinct encoding (up to
-    ``TEXT_CACHE_LIMIT`` of them) and a repeated program costs a few C-level calls per line
-    instead of a decode and a format in Python."""
-    if not isinstance(instrs, MepStream):
+    """The lines of :func:`format_mep_lines`, each after ``prefix``, in blocks of lines joined
+    by newlines. A :class:`MepStream` is formatted from its bytes by
+    :mod:`~nac_engine.isa.mep_bulk_text` (numpy, a block of lines at a time); a line that it
+    leaves to this module is made by ``format_mep`` (one decode and format), once per distinct
+    encoding up to ``TEXT_CACHE_LIMIT`` of them."""
+    if not isinstance(instrs, MepStream) or "\0" in prefix or "\x01" in prefix:
         instrs = list(instrs)
         for i in range(0, len(instrs), _BLOCK):
             yield "\n".join(prefix + format_mep(ins, pool) for ins in instrs[i:i + _BLOCK])
         return
-    buf, starts = instrs.bytecode, instrs.starts
-    cache: dict = {}          # encoding key -> ": " + text after the address + newline + prefix
-    fixed_text = _FIXED_TEXT
-    tail = "\n" + prefix
-    all_keys = instrs.all_encoding_keys()
-    for i in range(0, len(starts), _BLOCK):
-        block = starts[i:i + _BLOCK].tolist()
-        keys = all_keys[i:i + len(block)].tolist()
-        texts = list(map(cache.get, keys))
-        if None in texts:      # new encodings, jumps (their text names the absolute target), long ones
-            for j, text in enumerate(texts):
-                if text is None and (text := cache.get(keys[j])) is not None:   # filled earlier in this block
-                    texts[j] = text
-                elif text is None:
-                    ip = block[j]
-                    fixed = fixed_text.get(buf[ip])
-                    texts[j] = text = ": " + (fixed(buf, ip, pool) if fixed is not None else
-                                              format_mep(instrs.decode_at(ip), pool, address=False)) + tail
-                    if keys[j] and buf[ip] not in _JUMP_OPCODES and len(cache) < TEXT_CACHE_LIMIT:
-                        cache[keys[j]] = text
-        parts = [prefix] * (2 * len(block) + 1)     # prefix, ip, text, ip, text ... (no per-line concat)
-        parts[1::2] = map(str, block)
-        parts[2::2] = texts
-        yield "".join(parts)[:-len(tail)]
+    from .mep_bulk_text import stream_blocks
+    buf = instrs.bytecode
+    cache: dict = {}          # encoding -> text after the address (not for jumps: it names the target)
+
+    def line_text(ip: int) -> str:
+        fixed = _FIXED_TEXT.get(buf[ip])
+        if fixed is not None:
+            return fixed(buf, ip, pool)
+        instr = instrs.decode_at(ip)
+        key = buf[ip:instr.end]
+        text = cache.get(key)
+        if text is None:
+            text = format_mep(instr, pool, address=False)
+            if len(cache) < TEXT_CACHE_LIMIT:
+                cache[key] = text
+        return text
+
+    yield from stream_blocks(instrs, pool, prefix, line_text)
     if instrs.tail is not None:
         yield prefix + format_mep(instrs.tail, pool)
 
