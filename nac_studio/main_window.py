@@ -50,7 +50,7 @@ from .diff_commands import register_diff_commands
 from .views.diff import DiffView
 from .views.source import SourceView
 from .widgets.command_palette import CommandPalette
-from .widgets.task_indicator import TaskIndicator
+from .widgets.task_indicator import TEXT_WIDTH as TASK_TEXT_WIDTH, TaskIndicator
 
 STATE_VERSION = 9          # bump when the dock set changes, so an old saved layout is ignored
 MAX_RECENT = 10
@@ -771,6 +771,12 @@ class MainWindow(QMainWindow):
         self.palette_popup.popup()
 
     # -- status ---------------------------------------------------------------------------
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        # a status message gets only what the permanent widgets leave: with the task title's
+        # full width a 1024-px window showed "Opened gpt2_12x768.n" of the open message
+        self.task_indicator.set_text_width(max(120, min(TASK_TEXT_WIDTH, (event.size().width() - 700) // 2)))
+
     def show_message(self, text: str, timeout: int = 5000) -> None:
         self.statusBar().showMessage(text, timeout)
 

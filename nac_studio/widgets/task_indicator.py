@@ -151,6 +151,14 @@ class TaskIndicator(QWidget):
         for w in (self.label, self.progress, self.cancel_button):
             w.setVisible(active)
 
+    def set_text_width(self, text_width: int) -> None:
+        """The width given to the task title (default :data:`TEXT_WIDTH`). The main window
+        narrows it when the window is resized small, so the status bar's messages keep room."""
+        size = QSize(text_width + 8 + BAR_WIDTH + 6 + self._button.width(), self._size.height())
+        if size != self._size:
+            self._size = size
+            self.updateGeometry()
+
     def sizeHint(self) -> QSize:
         return self._size
 

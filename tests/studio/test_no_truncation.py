@@ -128,3 +128,18 @@ def test_truncation_check_catches_a_cut_cell(qtbot, window, demo_path):
     table.setColumnWidth(4, 12)     # Offset: no tooltip
     qtbot.wait(20)
     assert any("col 4" in line for line in truncated_cells(table))
+
+
+@pytest.mark.parametrize("size", [(1600, 1000), (1024, 700)])
+def test_status_message_fits_left_of_the_permanent_widgets(qtbot, window, demo_path, size):
+    """The status bar draws a message only left of its permanent widgets (task indicator,
+    file summary) and clips it there: the open message must fit at both default sizes."""
+    window.resize(*size)
+    qtbot.wait(50)
+    window.open_and_wait(demo_path)
+    qtbot.wait(50)
+    sb = window.statusBar()
+    message = sb.currentMessage()
+    assert message.startswith("Opened ")
+    room = min(w.geometry().left() for w in (window.task_indicator, window.doc_label)) - 8
+    assert sb.fontMetrics().horizontalAdvance(message) <= room, (message, room)
