@@ -260,7 +260,7 @@ def decode_mep(bytecode: bytes, base_offset: int = 0, span: Optional[Span] = Non
         # byte at once (numpy), and the walk from instruction to instruction hops _HOP of them
         # per Python step (see _walk_window). 0 marks a byte where no instruction decodes.
         w0, w1 = ip, min(end, ip + _WINDOW)
-        ip = _walk_window(_next_starts(buf, w0, w1), w0, w1, ips)
+        ip = _walk_window(_lengths(buf, w0, w1), w0, w1, ips)
         if ip >= w1:
             continue
         # unknown opcode, unknown op selector or cut off: the full decoder says which
@@ -450,57 +450,62 @@ def _plan_of(layout: tuple) -> tuple:
 _WINDOW = 1 << 16     # bytes whose next-instruction offsets are computed at once
 
 
-def _next_starts(buf: bytes, w0: int, w1: int) -> np.ndarray:
-    """For each byte offset p in [w0, w1): where the next instruction starts if one starts at
-    p, or 0 if none decodes there (unknown opcode or op selector, or cut off by the end)."""
+def _lengths(buf: bytes, w0: int, w1: int) -> np.ndarray:
+    """For each byte offset p in [w0, w1) (int32): the length of the instruction that starts
+    there, or 0 if none decodes (unknown opcode or op selector, or cut off by the end)."""
     end = len(buf)
     b = np.frombuffer(buf, dtype=np.uint8)
-    pos = np.arange(w0, w1, dtype=np.int64)
-    length = _LENGTH_NP[b[w0:w1]]
-    for opcode, plan in _VARIABLE_PLANS:
-        at = np.flatnonzero(b[w0:w1] == opcode) + w0
-        if not at.size:
-            continue
-        p = at + 1
-        ok = np.ones(at.size, dtype=bool)
-        for step in plan:
-            if step == _KEYS:
-                ok &= p < end
-                p = p + 1 + b[np.minimum(p, end - 1)]
-            elif type(step) is int:
-                p = p + step
-            else:
-                sel = at + step[1]
-                ok &= sel < end
-                n = step[2][b[np.minimum(sel, end - 1)]]
-                ok &= n >= 0
-                p = p + n
-        length[at - w0] = np.where(ok, p - at, 0)
-    nxt = pos + length
-    nxt[(length == 0) | (nxt > end)] = 0
-    return nxt
+    window = b[w0:w1]
+    length = np.take(_LENGTH32, window)
+    variable = np.flatnonzero(length < 0)         # key lists and op-dependent tails
+    if variable.size:
+        opcodes = window[variable]
+        for opcode, plan in _VARIABLE_PLANS:
+            at = variable[opcodes == opcode] + w0
+            if not at.size:
+                continue
+            p = at + 1
+            ok = np.ones(at.size, dtype=bool)
+            for step in plan:
+                if step == _KEYS:
+                    ok &= p < end
+                    p = p + 1 + b[np.minimum(p, end - 1)]
+                elif type(step) is int:
+                    p = p + step
+                else:
+                    sel = at + step[1]
+                    ok &= sel < end
+                    n = step[2][b[np.minimum(sel, end - 1)]]
+                    ok &= n >= 0
+                    p = p + n
+            length[at - w0] = np.where(ok, p - at, 0)
+    near_end = max(0, end - _LONGEST - w0)        # only an instruction this near the end can be cut off
+    if near_end < len(length):
+        tail = length[near_end:]
+        tail[np.arange(w0 + near_end, w1) + tail > end] = 0
+    return length
 
 
 _HOP_LEVELS = 4       # the walk hops 2**4 = 16 instructions per Python step
 
 
-def _walk_window(nxt: np.ndarray, w0: int, w1: int, ips: array) -> int:
+def _walk_window(length: np.ndarray, w0: int, w1: int, ips: array) -> int:
     """Append to ``ips`` the starts of the instructions that begin in [w0, w1), walking from
-    the one at ``w0`` (``nxt`` from :func:`_next_starts`); return where the walk stopped: the
+    the one at ``w0`` (``length`` from :func:`_lengths`); return where the walk stopped: the
     first start at or past ``w1``, or a byte in the window where no instruction decodes.
 
     The chain is followed 16 instructions per Python step: numpy squares the "next start"
-    map four times (positions as window indices, ``W`` standing for "stopped": left the
+    map four times (positions as window indices, ``size`` standing for "stopped": left the
     window or undecodable, and mapping to itself), the hops are walked in Python, and the 15
     starts between each two hops are gathered back with numpy."""
     size = w1 - w0
-    loc = nxt.astype(np.int32)
-    loc -= w0
-    loc[(nxt == 0) | (nxt >= w1)] = size
-    loc = np.append(loc, np.int32(size))
+    loc = np.arange(size + 1, dtype=np.int32)
+    loc[:size] += length
+    np.minimum(loc, size, out=loc)
+    loc[:size][length == 0] = size
     hop = loc
     for _ in range(_HOP_LEVELS):
-        hop = hop[hop]
+        hop = np.take(hop, hop)
     hops = array("i", hop.tobytes())
     landed = array("i")
     i = 0
@@ -512,20 +517,18 @@ def _walk_window(nxt: np.ndarray, w0: int, w1: int, ips: array) -> int:
         between = np.empty((len(step), 1 << _HOP_LEVELS), dtype=np.int32)
         between[:, 0] = step
         for k in range(1, 1 << _HOP_LEVELS):
-            between[:, k] = step = loc[step]
+            between[:, k] = step = np.take(loc, step)
         between += w0
-        ips.frombytes(between.astype(np.uint32).tobytes())
+        ips.frombytes(between.tobytes())
     # the last < 16 instructions of the window, one at a time
     ip = w0 + i
     while ip < w1:
-        n = int(nxt[ip - w0])
+        n = int(length[ip - w0])
         if n == 0:
             return ip
         ips.append(ip)
-        ip = n
+        ip += n
     return ip
-
-
 
 
 def _length_tables() -> tuple[np.ndarray, list]:
@@ -552,6 +555,10 @@ def _length_tables() -> tuple[np.ndarray, list]:
 
 
 _LENGTH_NP, _VARIABLE_PLANS = _length_tables()
+_LENGTH32 = _LENGTH_NP.astype(np.int32)
+# bytes: no instruction is longer (its fixed fields, full key lists, its longest op tail)
+_LONGEST = max(1 + sum(256 if step == _KEYS else step if type(step) is int else int(step[2].max())
+                       for step in plan) for _, plan in _VARIABLE_PLANS + [(0, (int(_LENGTH_NP.max()) - 1,))])
 
 
 def _instruction_spans(buf: bytes, base_offset: int, instructions: list, section: Span) -> None:
