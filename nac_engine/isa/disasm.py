@@ -25,8 +25,7 @@ from ..format import layout as L
 from ..format.instruction_table import InstructionTable
 from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
-from .mep import (OP_SELECTOR_OPCODES, MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks,
-                  parse_mep)
+from .mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
 from .tisa import format_tisa
 from .textops import Tables, format_instruction, instruction_template
 
@@ -379,13 +378,7 @@ def _text_reads_back(instrs: MepStream, pool: dict) -> bool:
     for all the rest is what tests/isa/test_mep.py's property tests establish."""
     encodings, complete = instrs.distinct_encodings(EXACT_TEXT_CHECK)
     if not complete:       # the first instruction of each (opcode, op) kind, found with numpy
-        buf = np.frombuffer(instrs.bytecode, dtype=np.uint8)
-        starts = np.frombuffer(instrs.starts, dtype=np.uint32).astype(np.int64)
-        opcode = buf[starts].astype(np.int64)
-        has_op = np.isin(opcode, sorted(OP_SELECTOR_OPCODES))   # such an instruction has an op byte
-        kind = opcode * 512 + np.where(has_op, 256 + buf[np.minimum(starts + 1, buf.size - 1)].astype(np.int64), 0)
-        first = starts[np.unique(kind, return_index=True)[1]].tolist()
-        encodings = [instrs.bytecode[ip:ip + instrs.decode_at(ip).length] for ip in first]
+        encodings = instrs.kind_representatives()
     for key in encodings:
         ins, problems = decode_mep(key)
         if problems or len(ins) != 1:

@@ -402,6 +402,26 @@ class MepStream(Sequence):
                     return seen, False
         return seen, True
 
+    def kind_representatives(self) -> list:
+        """The bytes of the first instruction of each kind, in stream order (the tail excluded):
+        its opcode and, for an opcode in ``OP_SELECTOR_OPCODES``, its ``op`` byte. One pass of
+        numpy: a u16 kind per instruction and the least index of each of the 65536 kinds."""
+        starts = np.frombuffer(self.starts, dtype=np.uint32)
+        n = len(starts)
+        if not n:
+            return []
+        code = np.frombuffer(self.bytecode, dtype=np.uint8)
+        opcode = np.take(code, starts)
+        selector = np.take(code, np.minimum(starts + 1, len(code) - 1)) & np.take(_SELECTOR_MASK, opcode)
+        first = np.full(65536, n, dtype=np.int64)
+        np.minimum.at(first, opcode.astype(np.uint16) << 8 | selector, np.arange(n))
+        limit = self.tail.ip if self.tail is not None else len(self.bytecode)
+        out = []
+        for i in np.sort(first[first < n]).tolist():
+            end = int(starts[i + 1]) if i + 1 < n else limit
+            out.append(self.bytecode[int(starts[i]):end])
+        return out
+
     def __repr__(self) -> str:
         return f"MepStream({len(self)} instructions, {len(self.bytecode)} bytes)"
 
@@ -776,6 +796,7 @@ def _fixed_texts() -> dict:
 #: Opcodes whose first operand is an ``op`` selector (their layout may depend on it).
 OP_SELECTOR_OPCODES = frozenset(op for op, (_, layout) in MEP_OPCODES.items()
                                 if layout and isinstance(layout[0], Field) and layout[0].name == "op")
+_SELECTOR_MASK = np.array([0xFF if op in OP_SELECTOR_OPCODES else 0 for op in range(256)], dtype=np.uint8)
 _JUMP_OPCODES = frozenset(op for op, (_, layout) in MEP_OPCODES.items()
                           if any(isinstance(f, Field) and f.kind == "i16" for f in layout))
 
