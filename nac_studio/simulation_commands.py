@@ -14,11 +14,10 @@ from typing import Optional
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QColor
 
+from .simulation_overlay_legend import SCALE, OverlayScaleLegend, overlay_scale
 from .simulation_state import OVERLAY_METRICS
 
 LAYER = "hardware"
-#: Light to dark: more cycles / higher utilisation / more stalling is darker.
-SCALE = ("#fff7ec", "#fee8c8", "#fdd49e", "#fdbb84", "#fc8d59", "#ef6548", "#d7301f", "#b30000", "#7f0000")
 
 
 def scale_color(x: float) -> QColor:
@@ -64,7 +63,6 @@ class SimulationController(QObject):
             return
         st = self.qdoc.doc.simulation if self.qdoc is not None else None
         values = st.overlay_values() if st is not None else {}
-        from .simulation_overlay_legend import OverlayScaleLegend, overlay_scale
         if self.legend is None or self.legend.parentWidget() is not canvas:
             self.legend = OverlayScaleLegend(canvas)
         if not values:
@@ -83,8 +81,6 @@ class SimulationController(QObject):
 
 
 def register_simulation_commands(window) -> SimulationController:
-    # imported with the window, not inside the first file's open (it needs SCALE from here)
-    from . import simulation_overlay_legend  # noqa: F401
     c = window.commands
     ctl = SimulationController(window)
     window.simulation = ctl

@@ -18,7 +18,9 @@ from PySide6.QtWidgets import QWidget
 
 from .widgets.canvas_legend import CanvasLegend
 
-from .simulation_commands import SCALE
+#: Light to dark: more cycles / higher utilisation / more stalling is darker (the overlay's
+#: colours, ``simulation_commands.scale_color``, and this legend's bar).
+SCALE = ("#fff7ec", "#fee8c8", "#fdd49e", "#fdbb84", "#fc8d59", "#ef6548", "#d7301f", "#b30000", "#7f0000")
 
 
 @dataclass(frozen=True)
