@@ -17,6 +17,7 @@ import mmap
 import os
 import struct
 from array import array
+from itertools import repeat
 from typing import Optional
 
 import numpy as np
@@ -30,6 +31,8 @@ from . import layout as L
 from .cursor import Cursor
 from .gc_pause import collector_paused
 from .instruction_table import InstructionTable
+from .bulk_records import (CONST_CHUNK, name_records, plain_tensor_fields, plain_tensor_walk, scalar_constant_run,
+                           scalar_constants, stored_nbytes)
 from .model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, NacFile,
                     NamedArray, Orch, Parameter, Proc, Resource, TensorMeta)
 from .spans import UNPARSED, Span
@@ -586,10 +589,28 @@ class _Reader:
         buf, base, limit = cur.buf, cur.base, cur.limit
         head, scalars = _CONST_HEAD.unpack_from, _CONST_SCALAR
         STRING, BOOL, NULL = L.CONST_STRING, L.CONST_BOOL, L.CONST_NULL
+        # Runs of int64/float64 records (a big table is mostly these) are decoded by numpy, a
+        # chunk at a time; a run is looked for again only after _CONST_RETRY records one by one,
+        # so a table that mixes types costs the loop below and little more.
+        i, slow, chunk = 0, _CONST_RETRY, _CONST_FIRST_CHUNK
         try:
-            for i in range(n):
-                attempted = i + 1
+            while i < n:
                 pos = cur.pos
+                if slow >= _CONST_RETRY and base == 0 and pos + 5 <= limit and buf[pos + 2] in scalars:
+                    m = scalar_constant_run(buf, pos, limit, min(n - i, chunk))
+                    if m >= 2:
+                        ids, consts = scalar_constants(buf, pos, m)
+                        if len(set(ids)) == m and constants.keys().isdisjoint(ids):
+                            constants.update(zip(ids, consts))
+                            cur.pos = pos + 13 * m
+                            i = attempted = i + m
+                            full, chunk = m == chunk, min(2 * chunk, CONST_CHUNK)
+                            if not full:     # the run ended at a record of another kind
+                                slow, chunk = 0, _CONST_FIRST_CHUNK
+                            continue
+                    slow, chunk = 0, _CONST_FIRST_CHUNK
+                i = attempted = i + 1
+                slow += 1
                 const = None
                 if pos + 5 <= limit:
                     at = pos - base
@@ -639,6 +660,8 @@ class _Reader:
         params, rec_head = nac.params, _NAME_HEAD.unpack_from
         buf, base, limit = cur.buf, cur.base, cur.limit
         add_start, add_id, add_name = names.starts.append, names.ids.append, names.names.append
+        if base == 0 and not params and self._bulk_names(cur, n, names, _param_records):
+            n = 0      # all read in bulk: every record well formed, every id once
         try:
             for i in range(n):
                 rs = cur.pos
@@ -669,6 +692,8 @@ class _Reader:
         cur.check_count(m, 4, "input name")
         inputs = _NameRecords()
         b2.set_builder(functools.partial(_name_spans, inputs, "input", "index", "v{} = {}"))
+        if cur.base == 0 and self._bulk_names(cur, m, inputs, _input_records):
+            m = 0
         try:
             for i in range(m):
                 rs = cur.pos
@@ -698,7 +723,8 @@ class _Reader:
             # decoded here, inline; anything else goes through _tensor_record, field by field.
             params, seen, order, limit = nac.params, self._tensor_ids, nac.tensor_order, cur.limit
             head, itemsizes, fd = _TENSOR_HEAD.unpack_from, _ITEMSIZE, self.fd
-            for i in range(t):
+            first = self._bulk_tensors(cur, t, kept_at, kept) if fd is not None or cur.base == 0 else 0
+            for i in range(first, t):
                 rs = cur.pos
                 a0, ahead = self._ahead if fd is not None else (0, self.buf)
                 off = rs - a0
@@ -735,6 +761,66 @@ class _Reader:
                     raise
         finally:
             b3.length = cur.pos - start
+
+    def _bulk_names(self, cur: Cursor, n: int, records: "_NameRecords", make) -> bool:
+        """DATA block 1/2 read in bulk (bulk_records.name_records); False when a record is
+        truncated, not UTF-8 or (block 1) names an id twice: the field-by-field loop then reads
+        the block and says what is wrong, where."""
+        got = name_records(cur.buf, cur.pos, cur.limit, n)
+        if got is None:
+            return False
+        starts, ids, texts, end = got
+        if not make(self.nac, ids, texts):
+            return False
+        records.starts, records.ids, records.names = array("Q", starts.astype("<u8").tobytes()), array("H", ids), texts
+        cur.pos = end
+        return True
+
+    def _bulk_tensors(self, cur: Cursor, t: int, kept_at: array, kept: list) -> int:
+        """The leading plain tensor records of block 3 read in bulk (bulk_records); returns how
+        many. It stops before the first record that is not plain, names an id that block 1 does
+        not or that an earlier record did: the field-by-field loop goes on from there. A shape
+        that does not match its payload is reported here, in record order, as that loop would."""
+        starts, blobs, end = plain_tensor_walk(self.buf, self.fd, cur.pos, cur.limit, t, os.pread)
+        k = len(starts)
+        if k == 0:
+            return 0
+        pids, data_lens, dtypes, shapes, meta_lens, needs = plain_tensor_fields(blobs)
+        nac = self.nac
+        params, seen = nac.params, self._tensor_ids
+        named = list(map(params.__contains__, pids))
+        stop = k if all(named) else named.index(False)
+        found = list(map(params.__getitem__, pids[:stop]))
+        if len(set(pids[:stop])) != stop or not seen.isdisjoint(pids[:stop]):
+            met = set(seen)
+            for j, pid in enumerate(pids[:stop]):
+                if pid in met:
+                    stop = j
+                    break
+                met.add(pid)
+        if stop == 0:
+            return 0
+        if stop < k:
+            end = starts[stop]
+            del pids[stop:], starts[stop:], blobs[stop:]
+            needs = needs[:stop]
+        metas = list(map(TensorMeta, dtypes[:stop], shapes[:stop]))
+        for param, meta, rs, meta_len, data_len in zip(found, metas, starts, meta_lens, data_lens):
+            param.meta, param.data_offset, param.data_length = meta, rs + 14 + meta_len, data_len
+        nac.tensor_order.extend(pids)
+        seen.update(pids)
+        kept.extend(blobs)
+        kept_at.extend(starts)
+        wrong = np.flatnonzero((needs != -2) & (needs != np.asarray(data_lens[:stop], dtype=np.uint64).astype(np.int64)))
+        for j in wrong.tolist():
+            shape, dtype = shapes[j], dtypes[j]
+            need = stored_nbytes(dtype, shape)
+            if need != data_lens[j]:
+                self.p.add(NacFormatError(
+                    "DATA/tensors", starts[j], f"tensor {found[j].name}: shape {list(shape)} of "
+                    f"{L.dtype_name(dtype)} needs {need} bytes, record holds {data_lens[j]}"))
+        cur.pos = end
+        return stop
 
     def _record_bytes(self, offset: int, n: int) -> bytes:
         """Small reads between tensors go through pread: touching the mapping would fault in
@@ -931,6 +1017,8 @@ def read_constant(cur: Cursor, parent: Span, label: str) -> Constant:
 
 
 _CONST_HEAD = struct.Struct("<HBH")     # id, type, length
+_CONST_RETRY = 64          # CNST records read one by one before a numpy run is looked for again
+_CONST_FIRST_CHUNK = 64    # records in a run's first numpy check (doubled while runs fill it)
 _CONST_SCALAR = {L.CONST_INT64: struct.Struct("<q"), L.CONST_FLOAT64: struct.Struct("<d")}
 
 
@@ -1007,6 +1095,20 @@ class _NameRecords:
         self.starts.append(start)
         self.ids.append(ident)
         self.names.append(name)
+
+
+def _param_records(nac: NacFile, ids: list, names: list) -> bool:
+    """Block 1's Parameters from ids and names read in bulk; False (nothing made) when an id repeats."""
+    made = dict(zip(ids, map(Parameter, ids, names, repeat(None), repeat(-1), repeat(0), repeat(None), repeat(nac))))
+    if len(made) != len(ids):
+        return False
+    nac.params.update(made)
+    return True
+
+
+def _input_records(nac: NacFile, ids: list, names: list) -> bool:
+    nac.input_names.extend(map(InputName, ids, names))
+    return True
 
 
 def _name_spans(records: _NameRecords, kind: str, key: str, value: str, block: Span) -> None:

@@ -26,6 +26,7 @@ from ..format.instruction_table import InstructionTable
 from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
 from .mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
+from .table_lines import const_lines, param_lines, tensor_lines
 from .tisa import format_tisa
 from .textops import Tables, format_instruction, instruction_template
 
@@ -49,9 +50,9 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
         yield f".cmap {oid} {format_name(name)}"
     for sid, sig in nac.perms.items():
         yield f".perm {sid} {json.dumps(sig)}"
-    yield from _const_lines(nac.constants.values(), t.const_literals)
-    yield from _in_blocks(f".param {pid} {format_name(p.name)}" for pid, p in nac.params.items())
-    yield from _tensor_lines(nac)
+    yield from const_lines(nac.constants.values(), t.const_literals, _const_directive)
+    yield from param_lines(nac.params)
+    yield from tensor_lines(nac, format_meta)
     names = {n.index: n.name for n in nac.input_names}
     derivable = _inputs_derivable(nac)
     if not derivable:
@@ -92,46 +93,6 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
             yield format_instruction(ins, t, {})
     for region, data in nac.trailing.items():
         yield from _hex_lines(f".trailing {region}", data)
-
-
-def _in_blocks(lines, size: int = 4096):
-    """Lines joined in blocks of ``size``: one yield per block instead of per line."""
-    block: list = []
-    for line in lines:
-        block.append(line)
-        if len(block) == size:
-            yield "\n".join(block)
-            block = []
-    if block:
-        yield "\n".join(block)
-
-
-def _tensor_lines(nac: NacFile):
-    """``.tensor`` lines in blocks; a plain tensor's metadata text is made once per dtype and
-    shape (a file with 25k tensors repeats a few hundred)."""
-    texts: dict = {}
-    block: list = []
-    params = nac.params
-    for pid in nac.tensor_order:
-        p = params.get(pid)
-        if p is None or p.meta is None:
-            continue
-        m = p.meta
-        if m.quant == 0 and not m.extra:
-            key = (m.dtype, m.shape)
-            text = texts.get(key)
-            if text is None:
-                if len(texts) > 65536:
-                    texts.clear()
-                text = texts[key] = format_meta(m)
-        else:
-            text = format_meta(m)
-        block.append(f".tensor {pid} {text}    ; {p.data_length} bytes")
-        if len(block) == 4096:
-            yield "\n".join(block)
-            block = []
-    if block:
-        yield "\n".join(block)
 
 
 def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
@@ -301,24 +262,6 @@ def _inputs_derivable(nac: NacFile) -> bool:
         expect = [i.index for i in instrs if i.a == 2 and i.b == 0 and i.c is None and i.d is None]
     idx = [n.index for n in nac.input_names]
     return idx == sorted(set(idx)) and set(idx) <= set(expect)
-
-
-def _const_lines(constants, literals: list):
-    """``.const`` lines in blocks of up to 4096; each literal is the one Tables formatted (a
-    65,535-value list is formatted once, and a 65k-entry table costs an f-string per entry)."""
-    names = L.CONST_TYPE_NAMES
-    plain = set(names) - {L.CONST_NULL, L.CONST_BOOL}      # no len= to consider
-    block: list = []
-    for c, literal in zip(constants, literals):
-        if c.type in plain and literal is not None:
-            block.append(f".const {c.id} {names[c.type]} {literal}")
-        else:
-            block.append(".const " + _const_directive(c, literal))
-        if len(block) == 4096:
-            yield "\n".join(block)
-            block = []
-    if block:
-        yield "\n".join(block)
 
 
 def _const_directive(c: Constant, literal: Optional[str] = None) -> str:

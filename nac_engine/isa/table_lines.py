@@ -1,0 +1,87 @@
+"""``.const``, ``.param`` and ``.tensor`` lines of a listing, made a block at a time.
+
+A table of 65k constants or 25k parameters is mostly records of one shape: a block of plain
+records is one comprehension of f-strings with the tests done once for the block (are all the
+names bare? are all the constants of a type without ``len=``?), and a block holding anything
+else (a null or bool constant, a name that needs quoting) goes record by record through the
+disassembler's own formatters, so the text is the same either way. Lines are yielded joined
+in blocks, not one by one.
+"""
+from __future__ import annotations
+
+import re
+from operator import attrgetter
+from typing import Callable, Iterable
+
+from ..format import layout as L
+from ..format.model import NacFile
+from .literals import format_name
+
+BLOCK = 4096      # lines per yielded block
+
+# Every name in a block is bare (format_name leaves it as it is) when the block joined by NUL
+# matches: each part a bare name with no newline (format_name's own test lets "x\n" through,
+# such a block goes name by name), and none of the three words it quotes.
+_BARE_JOINED = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-:/\[\]]*(?:\x00[A-Za-z_][A-Za-z0-9_.\-:/\[\]]*)*")
+_QUOTED_WORDS = frozenset(("None", "True", "False"))
+_TYPE, _NAME = attrgetter("type"), attrgetter("name")
+
+
+def format_names(names: list) -> list:
+    """``format_name`` of each name."""
+    if names and _BARE_JOINED.fullmatch("\x00".join(names)) and _QUOTED_WORDS.isdisjoint(names):
+        return names
+    return list(map(format_name, names))
+
+
+def _joined(lines: list):
+    for b0 in range(0, len(lines), BLOCK):
+        yield "\n".join(lines[b0:b0 + BLOCK])
+
+
+def param_lines(params: dict):
+    """``.param ID NAME`` for each parameter, in blocks."""
+    names = format_names(list(map(_NAME, params.values())))
+    yield from _joined([f".param {pid} {name}" for pid, name in zip(params, names)])
+
+
+def const_lines(constants: Iterable, literals: list, directive: Callable) -> Iterable[str]:
+    """``.const`` lines in blocks; ``literals`` are Tables' texts of the constants, in order.
+    A block of int/float/str/list constants (no ``len=`` to consider) is one comprehension; any
+    other block goes through ``directive(constant, literal)`` line by line."""
+    consts = list(constants)
+    names = L.CONST_TYPE_NAMES
+    plain = {t: names[t] for t in set(names) - {L.CONST_NULL, L.CONST_BOOL}}
+    for b0 in range(0, len(consts), BLOCK):
+        block, lits = consts[b0:b0 + BLOCK], literals[b0:b0 + BLOCK]
+        if plain.keys() >= set(map(_TYPE, block)) and None not in lits:
+            yield "\n".join([f".const {c.id} {plain[c.type]} {lit}" for c, lit in zip(block, lits)])
+        else:
+            yield "\n".join([".const " + directive(c, lit) for c, lit in zip(block, lits)])
+
+
+def tensor_lines(nac: NacFile, format_meta: Callable) -> Iterable[str]:
+    """``.tensor ID META    ; N bytes`` in tensor order, in blocks; a plain tensor's metadata
+    text is made once per dtype and shape (a file with 25k tensors repeats a few hundred)."""
+    texts: dict = {}
+    params = nac.params
+    out: list = []
+    add = out.append
+    for pid in nac.tensor_order:
+        p = params.get(pid)
+        if p is None:
+            continue
+        m = p.meta
+        if m is None:
+            continue
+        if m.quant or m.extra:
+            add(f".tensor {pid} {format_meta(m)}    ; {p.data_length} bytes")
+            continue
+        key = (m.dtype, m.shape)
+        text = texts.get(key)
+        if text is None:
+            if len(texts) > 65536:
+                texts.clear()
+            text = texts[key] = format_meta(m)
+        add(f".tensor {pid} {text}    ; {p.data_length} bytes")
+    yield from _joined(out)
