@@ -140,7 +140,7 @@ class MindFile(PeerFile):
         from .canonical import canonical_text, instr_text
         if not self.problems:
             with collector_paused():
-                return canonical_text(self.module, self.verified)
+                return canonical_text(self.module, self.verified, self.parsed.fast)
         lines = []
         for ins in self.module.instrs:
             try:

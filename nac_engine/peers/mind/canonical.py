@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import operator
 from typing import Optional
 
 import numpy as np
@@ -226,8 +227,14 @@ def print_module(module: Module) -> str:
     return "\n".join(lines) + "\n"
 
 
-def canonical_text(module: Module, verified=None) -> str:
-    ver = verified if verified is not None else verify_module(module)
+def canonical_text(module: Module, verified=None, fast=None) -> str:
+    """``fast``: the parser's :class:`~.parser.FastColumns` of ``module``, straight from parsing it (its
+    fast-path lines are then checked and printed from the columns)."""
+    ver = verified if verified is not None else verify_module(module, fast)
+    if not ver.problems and fast is not None and fast.count == len(module.instrs):
+        text = _text_in_bulk(module, ver.types, fast)
+        if text is not None:
+            return text + "outputs: " + ", ".join(f"%{v}" for v in module.outputs) + "\n"
     if not ver.problems and _is_canonical(module):
         # canonicalize() would copy every instruction and change nothing but the written types
         lines = _instr_lines(module.instrs, ver.types)
@@ -306,3 +313,89 @@ def _is_canonical(module: Module) -> bool:
             consts.add(k)
     # every non-Input used or an output means none is dead: a dead one without a user would exist
     return all(ins.opcode == "Input" or ins.vid in used for ins in module.instrs)
+
+
+def _text_in_bulk(module: Module, types: dict, fast) -> Optional[str]:
+    """The instruction lines (each ending in a newline) :func:`_instr_lines` gives for a verified module
+    that :func:`_is_canonical` accepts, both done from the parser's columns for the fast-path lines
+    (each run of one spelling printed through one %-template) and one by one for the rest; None where the module is not canonical as it is, or a fast-path line's type is
+    not the one written (the caller then takes the general road)."""
+    instrs = module.instrs
+    n = len(instrs)
+    at, shape, nops = fast.at, fast.shape, fast.nops
+    if (nops > 2).any():
+        return None
+    is_fast = np.zeros(n, bool)
+    is_fast[at] = True
+    rest = np.flatnonzero(~is_fast).tolist()
+    others = [instrs[k] for k in rest]
+    if any(i.opcode == ALIAS or len(i.operands) > 2 or not isinstance(i.vid, int) for i in others):
+        return None
+    vids = np.zeros(n, np.int64)
+    vids[at] = fast.vids
+    vids[rest] = [i.vid if 0 <= i.vid < n else -1 for i in others]
+    if (vids != np.arange(n)).any():
+        return None
+    spellings = fast.shapes
+
+    def flags(of_spelling, of_instr) -> np.ndarray:
+        out = np.zeros(n, bool)
+        out[at] = np.array([of_spelling(*sp) for sp in spellings], bool)[shape]
+        out[rest] = [of_instr(i) for i in others]
+        return out
+    is_input = flags(lambda op, t, p, e: op == "Input", lambda i: i.opcode == "Input")
+    is_const = flags(lambda op, t, p, e: op in CONST_OPS, lambda i: i.opcode in CONST_OPS)
+    is_binop = flags(lambda op, t, p, e: op == "BinOp", lambda i: i.opcode == "BinOp")
+    commutative = flags(lambda op, t, p, e: op == "BinOp" and p["op"] in COMMUTATIVE,
+                        lambda i: i.opcode == "BinOp" and i.params["op"] in COMMUTATIVE)
+    first = np.full(n, -1, np.int64)
+    second = np.full(n, -1, np.int64)
+    first[at], second[at] = fast.op0, fast.op1
+    first[rest] = [i.operands[0] if i.operands else -1 for i in others]
+    second[rest] = [i.operands[1] if len(i.operands) > 1 else -1 for i in others]
+    if not is_input.all() and is_input[int(np.argmin(is_input)):].any():
+        return None                                 # an Input after another instruction
+    a, b = first[is_binop], second[is_binop]
+    if (a < 0).any() or (b < 0).any() or (a >= n).any() or (b >= n).any():
+        return None
+    if (is_const[a] & is_const[b]).any():
+        return None                                 # a BinOp of two constants: canonicalize may fold it
+    if (first[commutative] > second[commutative]).any():
+        return None
+    used = np.zeros(n, bool)
+    for values in (first, second):
+        used[values[(values >= 0) & (values < n)]] = True
+    used[[v for v in module.outputs if isinstance(v, int) and 0 <= v < n]] = True
+    if not (used | is_input).all():
+        return None                                 # a dead instruction: canonicalize prunes it
+    # the text: each run of lines of one spelling through its template (one %-format per chunk of the
+    # run: C does the per-line work, no str per line), when they all have the type written
+    written = np.array([id(sp[1]) for sp in spellings], np.int64)
+    if (np.fromiter(map(id, map(types.__getitem__, map(_VID, instrs))), np.int64, n)[at] != written[shape]).any():
+        return None
+    kind = np.full(n, -1, np.int64)
+    kind[at] = shape
+    row = np.zeros(n, np.int64)
+    row[at] = np.arange(len(at))
+    bounds = np.flatnonzero(kind[1:] != kind[:-1]) + 1
+    templates: dict = {}
+    pieces = []
+    for lo, hi in zip([0] + bounds.tolist(), bounds.tolist() + [n]):
+        s = int(kind[lo])
+        if s >= 0 and s not in templates:
+            tmpl = _template(instrs[int(at[row[lo]])], spellings[s][1])
+            templates[s] = None if tmpl is None or "\n" in tmpl else tmpl + "\n"
+        tmpl = templates.get(s)
+        if tmpl is None:
+            pieces += [instr_text(ins, types[ins.vid]) + "\n" for ins in instrs[lo:hi]]
+            continue
+        rows = row[lo:hi]
+        values = np.stack([fast.vids[rows], fast.op0[rows], fast.op1[rows]][:int(nops[rows[0]]) + 1], axis=1)
+        for c in range(0, hi - lo, _CHUNK):
+            part = values[c:c + _CHUNK]
+            pieces.append(tmpl * len(part) % tuple(part.ravel().tolist()))
+    return "".join(pieces)
+
+
+_CHUNK = 2048
+_VID = operator.attrgetter("vid")

@@ -787,34 +787,47 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[t
     nrefs = refs_at[same]
     which = np.flatnonzero(is_fast)
     kinds = same[which]
+    rest_lines = rest(np.flatnonzero(~is_fast))
+    del same, is_fast, refs_at, fast_at
     first_ref = (np.cumsum(nrefs) - nrefs)[which]
-    last_ref = first_ref + nrefs[which]
+    nops = nrefs[which] - 1
+    del nrefs
     id_list = ids.tolist()
-    vids = ids[first_ref].tolist()
+    vid_at = first_ref.tolist()
+    vids = list(map(id_list.__getitem__, vid_at))
     names = ("%" + "\n%".join(map(str, vids))).split("\n")
-    vid_at, vid_len = ref_at[first_ref], ref_len[first_ref]
-    for j in np.flatnonzero((text[vid_at] == 48) & (vid_len > 1)).tolist():     # leading zeros: as written
-        names[j] = "%" + data[vid_at[j]:vid_at[j] + vid_len[j]].decode("ascii")
+    at, digits = ref_at[first_ref], ref_len[first_ref]
+    del ref_at, ref_len
+    for j in np.flatnonzero((text[at] == 48) & (digits > 1)).tolist():      # leading zeros: as written
+        names[j] = "%" + data[at[j]:at[j] + digits[j]].decode("ascii")
+    del at, digits
+    spelling = shape_at[kinds]
     columns = [np.empty(len(shapes), dtype=object) for _ in range(4)]     # opcode, type, params, arg_error
     for j, shape in enumerate(shapes):
         for column, value in zip(columns, shape):
             column[j] = value
-    op, ttype, params, arg_error = (column[shape_at[kinds]].tolist() for column in columns)
     lead = lead_at[kinds]
-    n = len(which)
-    instrs = list(map(Instr, vids, op, map(id_list.__getitem__, map(slice, (first_ref + 1).tolist(), last_ref.tolist())),
-                      params, [{} for _ in range(n)], ttype, (which + 1).tolist(), (lead + 1).tolist(),
-                      (starts[which] + lead).tolist(), (lens[which] - lead - trail_at[kinds]).tolist(),
-                      names, arg_error, op, itertools.repeat(None, n), itertools.repeat(None, n),
-                      itertools.repeat(data, n)))
-    nops = nrefs[which] - 1
+    offset, length = starts[which] + lead, lens[which] - lead - trail_at[kinds]
+    del starts, lens, lead_at, trail_at, shape_at, kinds
+    instrs: list = []
+    for lo in range(0, len(which), _CHUNK):      # a chunk at a time: the per-field lists stay small
+        hi = min(lo + _CHUNK, len(which))
+        n = hi - lo
+        op, ttype, params, arg_error = (column[spelling[lo:hi]].tolist() for column in columns)
+        operands = map(id_list.__getitem__, map(slice, (first_ref[lo:hi] + 1).tolist(),
+                                                (first_ref[lo:hi] + 1 + nops[lo:hi]).tolist()))
+        instrs += map(Instr, vids[lo:hi], op, operands, params, [{} for _ in range(n)], ttype,
+                      (which[lo:hi] + 1).tolist(), (lead[lo:hi] + 1).tolist(), offset[lo:hi].tolist(),
+                      length[lo:hi].tolist(), names[lo:hi], arg_error, op, itertools.repeat(None, n),
+                      itertools.repeat(None, n), itertools.repeat(data, n))
+    del names, vids, id_list
     last = len(ids) - 1
     op0 = np.where(nops > 0, ids[np.minimum(first_ref + 1, last)], -1)
     op1 = np.where(nops > 1, ids[np.minimum(first_ref + 2, last)], -1)
-    columns = (which + 1, ids[first_ref], nops, op0, op1, shape_at[kinds], shapes)
-    return instrs, rest(np.flatnonzero(~is_fast)), past, columns
+    return instrs, rest_lines, past, (which + 1, ids[first_ref], nops, op0, op1, spelling, shapes)
 
 
+_CHUNK = 4096
 _SPECIAL_WORDS = frozenset({"true", "false", "inf", "nan"})
 #: (opcode, op kind, dtype, dims) -> (opcode, TensorType, params, arg_error), or None where the general
 #: path must read the line: lines differing only in their value ids share one entry

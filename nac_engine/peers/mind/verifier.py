@@ -409,20 +409,25 @@ def verify_module(mod: Module, fast=None) -> Verified:
     return Verified(problems, types)
 
 
+_VID = operator.attrgetter("vid")
+
+
 def _unknown_op(ins: Instr) -> str:
     name = ins.dialect_op or ins.opcode
     return f"{name if len(name) <= 40 else name[:37] + '...'!r} is not a Core v1 instruction"
 
 
-def _distinct_rows(rows: np.ndarray) -> Optional[np.ndarray]:
-    """Index of the first row of each distinct row of an int64 table; None in the unlikely case that
-    two different rows hash alike (the caller then takes the slow road)."""
-    h = rows[:, 0].copy()
-    for c in range(1, rows.shape[1]):
+def _distinct_rows(columns: list) -> Optional[np.ndarray]:
+    """Index of the first row of each distinct row of a table of int64 columns; None in the unlikely case
+    that two different rows hash alike (the caller then takes the slow road)."""
+    h = columns[0].copy()
+    for c in columns[1:]:
         h *= np.int64(1_000_003)
-        h ^= rows[:, c]
+        h ^= c
     _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
-    if not (rows == rows[first[inverse]]).all():
+    del h
+    same_as = first[inverse]
+    if not all((c == c[same_as]).all() for c in columns):
         return None
     return first
 
@@ -467,8 +472,11 @@ def _verify_in_bulk(mod: Module, fast) -> Optional[tuple[list, dict]]:
         if (ordered[where] != used).any():
             return None                                  # a value never defined
         definer = order[where]
+        del where
         if (definer >= user).any():
             return None                                  # a value used before (or by) its definition
+    definer = definer[k0:]                               # of the fast-path lines' operands
+    del used, user, order, ordered
     # every value typed as written (checked below for the fast-path lines), the rest judged in order
     shape_types = np.empty(len(fast.shapes), dtype=object)
     for k, spelling in enumerate(fast.shapes):
@@ -477,7 +485,8 @@ def _verify_in_bulk(mod: Module, fast) -> Optional[tuple[list, dict]]:
     declared[at] = shape_types[shape]
     for k, ins in zip(rest, others):
         declared[k] = ins.type
-    types: dict = dict(zip(defined.tolist(), declared.tolist()))
+    del defined
+    types: dict = dict(zip(map(_VID, instrs), declared.tolist()))     # keys: the instructions' own ints
     problems: list = []
     for ins in others:
         operand_types = [types[v] for v in ins.operands]
@@ -497,13 +506,13 @@ def _verify_in_bulk(mod: Module, fast) -> Optional[tuple[list, dict]]:
         type_id = np.zeros(n, np.int64)
         type_id[at] = np.array([id(t) for t in shape_types.tolist()], np.int64)[shape]
         type_id[rest] = [id(types[i.vid]) for i in others]
-        value_type = type_id[definer[k0:]]
+        value_type = type_id[definer]
         has0, has1 = nops > 0, nops > 1
         first_type = np.zeros(len(at), np.int64)
         second_type = np.zeros(len(at), np.int64)
         first_type[has0] = value_type[:int(has0.sum())]
         second_type[has1] = value_type[int(has0.sum()):]
-        firsts = _distinct_rows(np.stack([shape, nops, first_type, second_type], axis=1))
+        firsts = _distinct_rows([shape, nops, first_type, second_type])
         if firsts is None:
             return None
         for k in at[firsts].tolist():
