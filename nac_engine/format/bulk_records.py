@@ -26,6 +26,9 @@ _TENSOR_LENGTHS = struct.Struct("<IQ")     # DATA tensor record after the id: me
 _INT64, _FLOAT64 = L.CONST_INT64, L.CONST_FLOAT64
 #: A plain record's metadata is at most dtype, rank 255, 255 dims and the quant byte.
 _PLAIN_META_MAX = 3 + 4 * 255
+#: Tensor records whose fields are decoded by one numpy pass (bounds the temporaries).
+_FIELD_CHUNK = 4096
+_BYTE8 = np.arange(8)
 #: CNST records decoded with numpy in chunks of this many (a chunk's check is one numpy pass)
 CONST_CHUNK = 2048
 #: Item size of each known dtype code, -1 for unknown codes (their byte count is not judged).
@@ -113,46 +116,56 @@ def plain_tensor_walk(buf, fd, pos: int, limit: int, count: int, pread) -> tuple
     return starts, blobs, pos
 
 
-def plain_tensor_fields(blobs: list) -> tuple:
-    """The fields of plain records (``plain_tensor_walk``'s blobs), decoded across all of them:
-    (param ids, data lengths, dtype codes, shapes as tuples, meta lengths) as lists, and the
-    stored byte count each shape needs (an int64 array: -2 where the dtype is unknown, -1 where
-    the count is too big for int64, which the caller works out exactly). Equal shapes share one
-    tuple."""
-    k = len(blobs)
-    joined = np.frombuffer(b"".join(blobs), dtype=np.uint8)
-    rec_len = np.fromiter(map(len, blobs), dtype=np.int64, count=k)
-    at = np.zeros(k, dtype=np.int64)
-    np.cumsum(rec_len[:-1], out=at[1:])
-    pid = joined[at].astype(np.int64) | (joined[at + 1].astype(np.int64) << 8)
-    data_len = joined[(at + 6)[:, None] + np.arange(8)].copy().view("<u8").ravel()
-    dtype = joined[at + 14]
-    rank = joined[at + 15]
-    itemsize = _ITEMSIZE_BY_CODE[dtype]
-    needs = np.full(k, -1, dtype=np.int64)
-    shapes: list = [()] * k
-    ranks = np.unique(rank)
-    for r in ranks.tolist():
-        rows = np.flatnonzero(rank == r) if len(ranks) > 1 else np.arange(k)
-        if r == 0:
-            needs[rows] = itemsize[rows]
-            continue
-        dims = joined[(at[rows] + 16)[:, None] + np.arange(4 * r)].copy().view("<u4").reshape(-1, r)
-        distinct, inverse = np.unique(dims.view(f"V{4 * r}").ravel(), return_inverse=True)
-        tuples = list(zip(*distinct.view("<u4").reshape(-1, r).T.tolist()))
-        picked = list(map(tuples.__getitem__, inverse.ravel().tolist()))
-        if len(ranks) > 1:
-            for j, shape in zip(rows.tolist(), picked):
-                shapes[j] = shape
-        else:
-            shapes = picked
-        # a product that fits int64 is exact even if a partial one wrapped; a bigger one is
-        # marked -1 and computed with Python ints by the caller
-        approx = np.prod(dims.astype(np.float64), axis=1) * np.maximum(itemsize[rows], 1)
-        exact = np.prod(dims.astype(np.int64), axis=1) * itemsize[rows]
-        needs[rows] = np.where(approx < 2.0 ** 62, exact, -1)
-    needs[itemsize < 0] = -2
-    return pid.tolist(), data_len.tolist(), dtype.tolist(), shapes, (rec_len - 14).tolist(), needs
+def plain_tensor_fields(starts: list, blobs: list) -> tuple:
+    """The fields of plain records (``plain_tensor_walk``'s starts and blobs), decoded with numpy
+    a chunk of records at a time: (param ids, data offsets, data lengths, dtype codes, shapes as
+    tuples) as lists, and the stored byte count each shape needs (an int64 array: -2 where the
+    dtype is unknown, -1 where the count is too big for int64, which the caller works out
+    exactly). Equal shapes share one tuple."""
+    pids, offsets, lengths, dtypes, shapes = [], [], [], [], []
+    needs = np.empty(len(blobs), dtype=np.int64)
+    canon: dict = {}
+    for c0 in range(0, len(blobs), _FIELD_CHUNK):
+        chunk = blobs[c0:c0 + _FIELD_CHUNK]
+        k = len(chunk)
+        joined = np.frombuffer(b"".join(chunk), dtype=np.uint8)
+        rec_len = np.fromiter(map(len, chunk), dtype=np.int64, count=k)
+        at = np.zeros(k, dtype=np.int64)
+        np.cumsum(rec_len[:-1], out=at[1:])
+        pids += (joined[at].astype(np.int64) | (joined[at + 1].astype(np.int64) << 8)).tolist()
+        offsets += (np.asarray(starts[c0:c0 + k], dtype=np.int64) + rec_len).tolist()
+        lengths += joined[(at + 6)[:, None] + _BYTE8].view("<u8").ravel().tolist()
+        dtype = joined[at + 14]
+        rank = joined[at + 15]
+        dtypes += dtype.tolist()
+        itemsize = _ITEMSIZE_BY_CODE[dtype]
+        need = needs[c0:c0 + k]
+        part: list = [()] * k
+        ranks = np.unique(rank)
+        for r in ranks.tolist():
+            rows = np.flatnonzero(rank == r) if len(ranks) > 1 else np.arange(k)
+            if r == 0:
+                need[rows] = itemsize[rows]
+                continue
+            dims = joined[(at[rows] + 16)[:, None] + np.arange(4 * r)].view("<u4").reshape(-1, r)
+            distinct, inverse = np.unique(dims.view(f"V{4 * r}").ravel(), return_inverse=True)
+            tuples = [canon.setdefault(t, t) for t in zip(*distinct.view("<u4").reshape(-1, r).T.tolist())]
+            picked = list(map(tuples.__getitem__, inverse.ravel().tolist()))
+            if len(ranks) > 1:
+                for j, shape in zip(rows.tolist(), picked):
+                    part[j] = shape
+            else:
+                part = picked
+            # a product that fits int64 is exact even where a partial product wrapped; a bigger
+            # one is marked -1 and computed with Python ints by the caller
+            approx = np.prod(dims.astype(np.float64), axis=1) * np.maximum(itemsize[rows], 1)
+            exact = np.prod(dims.astype(np.int64), axis=1) * itemsize[rows]
+            need[rows] = np.where(approx < 2.0 ** 62, exact, -1)
+        need[itemsize < 0] = -2
+        shapes += part
+        if len(canon) > 65536:
+            canon.clear()
+    return pids, offsets, lengths, dtypes, shapes, needs
 
 
 def stored_nbytes(dtype: int, shape: tuple) -> int:

@@ -785,13 +785,13 @@ class _Reader:
         k = len(starts)
         if k == 0:
             return 0
-        pids, data_lens, dtypes, shapes, meta_lens, needs = plain_tensor_fields(blobs)
+        pids, data_offsets, data_lens, dtypes, shapes, needs = plain_tensor_fields(starts, blobs)
         nac = self.nac
         params, seen = nac.params, self._tensor_ids
         named = list(map(params.__contains__, pids))
         stop = k if all(named) else named.index(False)
-        found = list(map(params.__getitem__, pids[:stop]))
-        if len(set(pids[:stop])) != stop or not seen.isdisjoint(pids[:stop]):
+        ordered = np.sort(np.asarray(pids[:stop], dtype=np.uint16))
+        if (ordered[1:] == ordered[:-1]).any() or not seen.isdisjoint(pids[:stop]):
             met = set(seen)
             for j, pid in enumerate(pids[:stop]):
                 if pid in met:
@@ -802,16 +802,18 @@ class _Reader:
             return 0
         if stop < k:
             end = starts[stop]
-            del pids[stop:], starts[stop:], blobs[stop:]
+            for column in (pids, starts, blobs, data_offsets, data_lens, dtypes, shapes):
+                del column[stop:]
             needs = needs[:stop]
-        metas = list(map(TensorMeta, dtypes[:stop], shapes[:stop]))
-        for param, meta, rs, meta_len, data_len in zip(found, metas, starts, meta_lens, data_lens):
-            param.meta, param.data_offset, param.data_length = meta, rs + 14 + meta_len, data_len
+        found = list(map(params.__getitem__, pids))
+        for param, meta, data_offset, data_len in zip(found, map(TensorMeta, dtypes, shapes), data_offsets, data_lens):
+            param.meta, param.data_offset, param.data_length = meta, data_offset, data_len
         nac.tensor_order.extend(pids)
-        seen.update(pids)
+        if stop < t:          # the loop goes on from here: it needs the ids already seen
+            seen.update(pids)
         kept.extend(blobs)
         kept_at.extend(starts)
-        wrong = np.flatnonzero((needs != -2) & (needs != np.asarray(data_lens[:stop], dtype=np.uint64).astype(np.int64)))
+        wrong = np.flatnonzero((needs != -2) & (needs != np.asarray(data_lens, dtype=np.uint64).astype(np.int64)))
         for j in wrong.tolist():
             shape, dtype = shapes[j], dtypes[j]
             need = stored_nbytes(dtype, shape)
@@ -1099,10 +1101,11 @@ class _NameRecords:
 
 def _param_records(nac: NacFile, ids: list, names: list) -> bool:
     """Block 1's Parameters from ids and names read in bulk; False (nothing made) when an id repeats."""
-    made = dict(zip(ids, map(Parameter, ids, names, repeat(None), repeat(-1), repeat(0), repeat(None), repeat(nac))))
-    if len(made) != len(ids):
+    params = nac.params        # empty: block 1 is read first
+    params.update(zip(ids, map(Parameter, ids, names, repeat(None), repeat(-1), repeat(0), repeat(None), repeat(nac))))
+    if len(params) != len(ids):
+        params.clear()
         return False
-    nac.params.update(made)
     return True
 
 

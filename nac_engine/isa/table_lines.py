@@ -19,30 +19,32 @@ from .literals import format_name
 
 BLOCK = 4096      # lines per yielded block
 
-# Every name in a block is bare (format_name leaves it as it is) when the block joined by NUL
-# matches: each part a bare name with no newline (format_name's own test lets "x\n" through,
-# such a block goes name by name), and none of the three words it quotes.
-_BARE_JOINED = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-:/\[\]]*(?:\x00[A-Za-z_][A-Za-z0-9_.\-:/\[\]]*)*")
+# Every name is bare (format_name leaves it as it is) when the names joined by NUL (which no
+# name holds: counted) are all bare-name characters (no newline: format_name's own test lets a
+# trailing "\n" through, such names go one by one), no part is empty or starts with another
+# character, and none is one of the three words it quotes. Character classes only: a repeated
+# group would make the regex engine keep a backtracking state per name.
+_BARE_CHARS = re.compile(r"[A-Za-z0-9_.\-:/\[\]\x00]*")
+_BAD_START = re.compile(r"(?:^|\x00)(?![A-Za-z_])")
 _QUOTED_WORDS = frozenset(("None", "True", "False"))
 _TYPE, _NAME = attrgetter("type"), attrgetter("name")
 
 
 def format_names(names: list) -> list:
     """``format_name`` of each name."""
-    if names and _BARE_JOINED.fullmatch("\x00".join(names)) and _QUOTED_WORDS.isdisjoint(names):
+    joined = "\x00".join(names)
+    if names and joined.count("\x00") == len(names) - 1 and _BARE_CHARS.fullmatch(joined) \
+            and not _BAD_START.search(joined) and _QUOTED_WORDS.isdisjoint(names):
         return names
     return list(map(format_name, names))
 
 
-def _joined(lines: list):
-    for b0 in range(0, len(lines), BLOCK):
-        yield "\n".join(lines[b0:b0 + BLOCK])
-
-
 def param_lines(params: dict):
     """``.param ID NAME`` for each parameter, in blocks."""
+    ids = list(params)
     names = format_names(list(map(_NAME, params.values())))
-    yield from _joined([f".param {pid} {name}" for pid, name in zip(params, names)])
+    for b0 in range(0, len(ids), BLOCK):
+        yield "\n".join([f".param {pid} {name}" for pid, name in zip(ids[b0:b0 + BLOCK], names[b0:b0 + BLOCK])])
 
 
 def const_lines(constants: Iterable, literals: list, directive: Callable) -> Iterable[str]:
@@ -65,23 +67,26 @@ def tensor_lines(nac: NacFile, format_meta: Callable) -> Iterable[str]:
     text is made once per dtype and shape (a file with 25k tensors repeats a few hundred)."""
     texts: dict = {}
     params = nac.params
-    out: list = []
-    add = out.append
-    for pid in nac.tensor_order:
-        p = params.get(pid)
-        if p is None:
-            continue
-        m = p.meta
-        if m is None:
-            continue
-        if m.quant or m.extra:
-            add(f".tensor {pid} {format_meta(m)}    ; {p.data_length} bytes")
-            continue
-        key = (m.dtype, m.shape)
-        text = texts.get(key)
-        if text is None:
-            if len(texts) > 65536:
-                texts.clear()
-            text = texts[key] = format_meta(m)
-        add(f".tensor {pid} {text}    ; {p.data_length} bytes")
-    yield from _joined(out)
+    order = nac.tensor_order
+    for b0 in range(0, len(order), BLOCK):
+        out: list = []
+        add = out.append
+        for pid in order[b0:b0 + BLOCK]:
+            p = params.get(pid)
+            if p is None:
+                continue
+            m = p.meta
+            if m is None:
+                continue
+            if m.quant or m.extra:
+                add(f".tensor {pid} {format_meta(m)}    ; {p.data_length} bytes")
+                continue
+            key = (m.dtype, m.shape)
+            text = texts.get(key)
+            if text is None:
+                if len(texts) > 65536:
+                    texts.clear()
+                text = texts[key] = format_meta(m)
+            add(f".tensor {pid} {text}    ; {p.data_length} bytes")
+        if out:
+            yield "\n".join(out)
