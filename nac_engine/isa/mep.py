@@ -349,36 +349,31 @@ class MepStream(Sequence):
         """One uint64 per instruction ``i0 .. i1 - 1`` that identifies its bytes: the bytes
         themselves, little-endian, for an instruction of up to 8 bytes (a decodable instruction
         is never a prefix of another, so zero padding cannot collide), 0 for a longer one
-        (no instruction's key is 0: opcode 0x00 does not exist)."""
-        b = np.frombuffer(self.bytecode, dtype=np.uint8)
-        starts = np.frombuffer(self.starts, dtype=np.uint32)[i0:i1].astype(np.int64)
-        length = self.ends(i0, i1) - starts
-        lane = np.arange(8)
-        raw = b[np.minimum(starts[:, None] + lane, b.size - 1)]
-        raw[lane >= length[:, None]] = 0
-        keys = raw.view("<u8").ravel()
-        keys[length > 8] = 0
+        (no instruction's key is 0: opcode 0x00 does not exist). The 8 bytes at every offset
+        are one unaligned little-endian u64 view of the instructions' bytes (and 8 of padding),
+        gathered at each start and masked to its length."""
+        starts = np.frombuffer(self.starts, dtype=np.uint32)[i0:i1]
+        if not len(starts):
+            return np.zeros(0, dtype=np.uint64)
+        ends = self.ends(i0, i1)
+        lo, hi = int(starts[0]), int(ends[-1])
+        window = self.bytecode[lo:hi] + bytes(8)
+        words = np.ndarray((hi - lo,), dtype="<u8", buffer=window, strides=(1,))
+        keys = words[starts - np.uint32(lo)]
+        keys &= _KEY_MASKS[np.minimum(ends - starts, 9)]
         return keys
 
     def all_encoding_keys(self) -> np.ndarray:
         """:meth:`encoding_keys` of every instruction (8 bytes per instruction, not kept: the
-        listing's check asks once). The 8 bytes at every offset are one unaligned little-endian
-        u64 view (no copy but the padding), gathered at each start and masked to its length."""
-        starts = np.frombuffer(self.starts, dtype=np.uint32)
-        if not len(starts):
-            return np.zeros(0, dtype=np.uint64)
-        padded = self.bytecode + bytes(8)
-        words = np.ndarray((len(self.bytecode),), dtype="<u8", buffer=padded, strides=(1,))
-        limit = self.tail.ip if self.tail is not None else len(self.bytecode)
-        length = np.diff(starts, append=np.uint32(limit))
-        keys = words[starts]
-        keys &= _KEY_MASKS[np.minimum(length, 9)]
-        return keys
+        listing's check asks once)."""
+        return self.encoding_keys(0, len(self.starts))
 
     def distinct_encodings(self, limit: int) -> tuple[set, bool]:
         """The distinct byte strings of the decoded instructions (the tail excluded) and True,
         when there are at most about ``limit`` of them; else some of them and False."""
         buf, starts = self.bytecode, self.starts
+        if len(starts) > 4 * limit and _count_distinct(self.encoding_keys(0, 4 * limit)) > limit:
+            return set(), False         # as many in the first instructions: no need to look further
         keys = self.all_encoding_keys()
         ordered = np.sort(keys)
         ordered = ordered[ordered != 0]                     # instructions of up to 8 bytes:
@@ -432,6 +427,13 @@ class MepStream(Sequence):
 # selector at ``ip + at``.
 _KEYS = -1
 _TAIL = -2
+def _count_distinct(keys: np.ndarray) -> int:
+    """Distinct non-zero keys (a longer encoding's key is 0: not counted, so never too many)."""
+    ordered = np.sort(keys)
+    ordered = ordered[int(np.searchsorted(ordered, 0, side="right")):]
+    return int(np.count_nonzero(ordered[1:] != ordered[:-1])) + 1 if len(ordered) else 0
+
+
 # an encoding key's mask by instruction length (0 past 8 bytes: such keys are 0)
 _KEY_MASKS = np.array([(1 << 8 * n) - 1 for n in range(9)] + [0], dtype=np.uint64)
 

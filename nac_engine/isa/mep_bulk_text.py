@@ -16,7 +16,7 @@ differ formats about as fast as one that repeats a program.
 A line is made the ordinary way (the caller's ``line_text``) and spliced in where the matrix
 would not hold it: a shape wider than ``ROW_LIMIT`` bytes (long key lists), a pool comment
 longer than ``POOL_TEXT_LIMIT`` or holding a NUL or \\x01, a shape too rare in its block to be
-worth its numpy calls. The text is the same either way (tests/isa/test_mep_bulk_text.py).
+worth its numpy calls. The text is the same either way (tests/isa/test_mep_bulk.py).
 """
 from __future__ import annotations
 
@@ -390,7 +390,7 @@ def _block(buf: bytes, code, words, starts, length, head: bytes, prefix: str, sh
         back = np.empty(m, dtype=np.int64)
         back[order] = np.arange(m)
         lines = np.take(lines, back, axis=0)
-    text = lines[lines != 0].tobytes().decode()[:-1]
+    text = str(lines[lines != 0], "utf-8")[:-1]
     if spliced.size:
         parts = text.split(chr(_SPLICE))
         out = [parts[0]]

@@ -30,6 +30,8 @@ def crafted(kind: str, scale: int) -> bytes:
     nac = small_file()
     if kind == "orch":
         nac.orch = Orch(MEP_PROGRAM * (8_600 * scale), [Constant(i, 4, f"s{i}") for i in range(4)])
+    elif kind == "orch_distinct":
+        nac.orch = Orch(_distinct_orch(100_000 * scale), [Constant(i, 4, f"s{i}") for i in range(4)])
     elif kind == "mmap":
         rnd = random.Random(1)
         nac.mmap = [MmapRecord(t, [MmapCommand(10, rnd.randrange(5)) for _ in range(255)])
@@ -50,7 +52,23 @@ def crafted(kind: str, scale: int) -> bytes:
     return write(nac)
 
 
-KINDS = ("orch", "mmap", "cnst", "tensors", "rsrc", "ops")
+def _distinct_orch(size: int) -> bytes:
+    """About ``size`` bytes of MEP whose instructions all differ (random operands, a jump in
+    five, as benchmarks/bench_hostile_cost.py's orch_distinct): no text can be reused."""
+    rnd = random.Random(2)
+    kinds = [(0x04, 3), (0x14, 3), (0x61, 4), (0x5F, 3), (0xA8, 3), (0x59, 2)]
+    parts, n = [], 0
+    while n < size:
+        op, length = kinds[rnd.randrange(len(kinds))]
+        body = rnd.randbytes(length)
+        if op == 0x61:
+            body = bytes([body[0] % 7]) + body[1:]
+        parts.append(bytes([op]) + body)
+        n += 1 + length
+    return b"".join(parts)
+
+
+KINDS = ("orch", "orch_distinct", "mmap", "cnst", "tensors", "rsrc", "ops")
 STEPS = {
     "read": lambda p: read(p, strict=False).close(),
     "verify": verify,
@@ -84,6 +102,18 @@ def test_four_times_the_input_costs_about_four_times(files, kind, step):
     fn(files[kind, 1])
     small, big = best_cpu(fn, files[kind, 1]), best_cpu(fn, files[kind, 4])
     assert big <= 6 * small + 0.02, f"{kind} {step}: 1x {small:.3f} s, 4x {big:.3f} s"
+
+
+def test_all_different_orch_lists_about_as_fast_as_a_repeated_program(files):
+    """The ORCH listing is made from the bytes a block at a time (isa/mep_bulk_text.py): text per
+    byte of an all-different stream costs about what a repeated program's does (it was 5x when
+    each distinct instruction was decoded and formatted in Python)."""
+    dis = STEPS["dis"]
+    per_byte = {}
+    for kind in ("orch", "orch_distinct"):
+        dis(files[kind, 4])
+        per_byte[kind] = best_cpu(dis, files[kind, 4]) / files[kind, 4].stat().st_size
+    assert per_byte["orch_distinct"] <= 3 * per_byte["orch"], per_byte
 
 
 # -- the compact ORCH stream against the instruction-at-a-time walk --------------------------------
