@@ -16,8 +16,11 @@ from nac_engine.errors import NacFormatError
 from nac_engine.peers import open_peer
 from nac_engine.peers.base import PeerWarning
 from nac_engine.peers.mind import decode as decode_mind
+from nac_engine.peers.mind import canonical as mind_canonical
 from nac_engine.peers.mind import parser as mind_parser
+from nac_engine.peers.mind import verifier as mind_verifier
 from nac_engine.peers.mind.canonical import canonical_text, canonicalize, print_module
+from nac_engine.peers.mind.verifier import verify_module
 from nac_engine.peers.tvmr import decode as decode_tvmr
 from nac_engine.peers.tvmr import isa
 from nac_engine.peers.tvmr.asm import assemble
@@ -210,6 +213,123 @@ def test_canonical_text_shortcut_only_where_canonicalize_changes_nothing(body):
     f = decode_mind(('%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>\n' + body + "\n").encode())
     assert not f.problems, f.problems
     assert f.disassemble() == print_module(canonicalize(f.module))
+
+
+# ----------------------------------------------------------------------------- MIND columns
+def _mixed_text(count: int, seed: int) -> bytes:
+    """Fast-path lines of several spellings (BinOp Add/Sub/Mul, Relu, Exp, Neg) interleaved with lines
+    the general path reads (inputs, a comment, an alias, a commented instruction; with an odd seed also
+    BinOp Div, which the verifier reports), some values unused."""
+    rnd = random.Random(seed)
+    lines = ['%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>', '%1 = Input() {name: "b"} : Tensor<f32, [2, 3]>']
+    for k in range(2, count):
+        a, b = sorted(rnd.sample(range(k), 2))
+        lines.append(rnd.choice([
+            f"%{k} = BinOp(Add, %{a}, %{b}) : Tensor<f32, [2, 3]>", f"%{k} = BinOp(Sub, %{b}, %{a}) : Tensor<f32, [2, 3]>",
+            f"%{k} = BinOp(Mul, %{a}, %{b}) : Tensor<f32, [2, 3]>", f"%{k} = Relu(%{b}) : Tensor<f32, [2, 3]>",
+            f"%{k} = Exp(%{k - 1}) : Tensor<f32, [2, 3]>", f"  %{k} = Neg( %{k - 1} ) : Tensor< f32 , [2, 3] >",
+            f"%{k} = Relu(%{k - 1}) : Tensor<f32, [2, 3]>  # commented", f"%{k} = %{k - 1}",
+            f'%{k} = Input() {{name: "i{k}"}} : Tensor<f32, [2, 3]>']
+            + [f"%{k} = BinOp(Div, %{a}, %{b}) : Tensor<f32, [2, 3]>  # not Core v1"] * (seed % 2)))
+        if rnd.random() < 0.05:
+            lines.append("# a comment line")
+    lines.append(f"outputs: %{count - 1}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _chain_text(count: int) -> bytes:
+    """A canonical module as its own printer writes it (every value used, inputs first)."""
+    lines = ['%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>', '%1 = Input() {name: "b"} : Tensor<f32, [2, 3]>']
+    for k in range(2, count):
+        lines.append([f"%{k} = BinOp(Add, %{k - 2}, %{k - 1}) : Tensor<f32, [2, 3]>", f"%{k} = Relu(%{k - 1}) : "
+                      "Tensor<f32, [2, 3]>", f"%{k} = BinOp(Sub, %{k - 1}, %{k - 2}) : Tensor<f32, [2, 3]>"][k % 3])
+    lines.append(f"outputs: %{count - 1}, %{count - 2}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _mind_mutants(count: int, seed: int) -> list[bytes]:
+    seeds = _mind_corpus() + [mind_text(1)[:6000], _mixed_text(150, 1), _mixed_text(90, 2), _mixed_text(120, 4),
+                              _chain_text(120)]
+    rnd = random.Random(seed)
+    alphabet = b"%0123456789 ,()[]<>:=-+\t\rAddMulBinOpReluTensorf32i64x\n{}\"#"
+    out = list(seeds)
+    for _ in range(count):
+        d = bytearray(rnd.choice(seeds))
+        for _ in range(rnd.randrange(1, 6)):
+            pos = rnd.randrange(len(d) + 1)
+            r = rnd.random()
+            if r < 0.4 and d:
+                d[min(pos, len(d) - 1)] = rnd.choice(alphabet)
+            elif r < 0.7:
+                d[pos:pos] = bytes([rnd.choice(alphabet)])
+            elif d:
+                del d[min(pos, len(d) - 1)]
+        out.append(bytes(d))
+    return out
+
+
+def _verdict(ver) -> tuple:
+    return ([(p.section, p.offset, p.reason, p.length, p.code, p.rule) for p in ver.problems],
+            list(ver.types.items()))
+
+
+def test_bulk_verifier_finds_what_the_in_order_loop_finds():
+    """verify_module with the parser's columns (fast-path lines checked in bulk where the module is clean)
+    names the same problems, and gives the same type objects in the same order, as the in-order loop; the
+    bulk road is taken, with and without problems on the other lines."""
+    taken = {"clean": 0, "problems": 0}
+    for data in _mind_mutants(min(int(os.environ.get("NAC_FUZZ_MUTANTS", "300")), 2000), 21):
+        parsed = mind_parser.parse(data)
+        if parsed.fast is None:
+            continue
+        reference = _verdict(verify_module(mind_parser.parse(data).module))      # no columns: in order
+        bulk = mind_verifier._verify_in_bulk(parsed.module, parsed.fast)
+        got = verify_module(parsed.module, parsed.fast)
+        assert _verdict(got) == reference
+        if bulk is not None:
+            taken["problems" if bulk[0] else "clean"] += 1
+            # a fast-path line's value has the very type object written on it, as the in-order loop gives
+            in_order = verify_module(parsed.module).types
+            for at in parsed.fast.at.tolist():
+                ins = parsed.module.instrs[at]
+                assert got.types[ins.vid] is ins.type and in_order[ins.vid] is ins.type
+    assert taken["clean"] and taken["problems"], taken         # the unmutated seeds give both at least
+
+
+def test_bulk_printer_prints_what_the_general_printer_prints():
+    """A verified module's dis text from the parser's columns equals the text the general road gives
+    (instruction by instruction, or canonicalize where the module is not canonical as it is)."""
+    bulk = 0
+    for data in _mind_mutants(min(int(os.environ.get("NAC_FUZZ_MUTANTS", "300")), 2000), 22) + [_chain_text(5000)]:
+        f = decode_mind(data)
+        if f.problems:
+            continue
+        assert canonical_text(f.module, f.verified, f.parsed.fast) == canonical_text(f.module, f.verified)
+        assert f.disassemble() == print_module(canonicalize(f.module))
+        bulk += f.parsed.fast is not None and mind_canonical._text_in_bulk(f.module, f.verified.types,
+                                                                            f.parsed.fast) is not None
+    assert bulk >= 2             # the canonical seeds at least
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(valid_modules(dtypes=("f32", "i64")))
+def test_columns_describe_the_parsed_instructions(mod):
+    """The parser's columns say what its fast-path Instr objects hold (value ids, operands, spelling)."""
+    parsed = mind_parser.parse(print_module(canonicalize(mod)).encode())
+    fast = parsed.fast
+    if fast is None:
+        return
+    instrs = parsed.module.instrs
+    assert fast.count == len(instrs)
+    for k, at in enumerate(fast.at.tolist()):
+        ins = instrs[at]
+        op, ttype, params, arg_error = fast.shapes[int(fast.shape[k])]
+        assert ins._source is not None           # a fast-path line
+        assert (ins.vid, ins.opcode, ins.type, ins.params, ins.arg_error) == (int(fast.vids[k]), op, ttype, params,
+                                                                             arg_error)
+        assert ins.operands[:2] == [v for v in (int(fast.op0[k]), int(fast.op1[k])) if v >= 0]
+        assert len(ins.operands) == int(fast.nops[k])
+    assert sum(ins._source is not None for ins in instrs) == len(fast.at)
 
 
 # ----------------------------------------------------------------------------- TVMR
