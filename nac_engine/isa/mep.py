@@ -474,7 +474,7 @@ _WINDOW = 1 << 16     # bytes whose next-instruction offsets are computed at onc
 
 def _lengths(buf: bytes, w0: int, w1: int) -> np.ndarray:
     """For each byte offset p in [w0, w1) (int32): the length of the instruction that starts
-    there, or 0 if none decodes (unknown opcode or op selector, or cut off by the end)."""
+    there, or _NONE if none decodes (unknown opcode or op selector, or cut off by the end)."""
     end = len(buf)
     b = np.frombuffer(buf, dtype=np.uint8)
     window = b[w0:w1]
@@ -500,11 +500,11 @@ def _lengths(buf: bytes, w0: int, w1: int) -> np.ndarray:
                     n = step[2][b[np.minimum(sel, end - 1)]]
                     ok &= n >= 0
                     p = p + n
-            length[at - w0] = np.where(ok, p - at, 0)
+            length[at - w0] = np.where(ok, p - at, _NONE)
     near_end = max(0, end - _LONGEST - w0)        # only an instruction this near the end can be cut off
     if near_end < len(length):
         tail = length[near_end:]
-        tail[np.arange(w0 + near_end, w1) + tail > end] = 0
+        tail[np.arange(w0 + near_end, w1) + tail > end] = _NONE
     return length
 
 
@@ -521,10 +521,10 @@ def _walk_window(length: np.ndarray, w0: int, w1: int, ips: array) -> int:
     window or undecodable, and mapping to itself), the hops are walked in Python, and the 15
     starts between each two hops are gathered back with numpy."""
     size = w1 - w0
-    loc = np.arange(size + 1, dtype=np.int32)
-    loc[:size] += length
-    np.minimum(loc, size, out=loc)
-    loc[:size][length == 0] = size
+    loc = np.empty(size + 1, dtype=np.int32)
+    np.add(_OFFSETS[:size], length, out=loc[:size])
+    loc[size] = size
+    np.minimum(loc, size, out=loc)          # past the window, or _NONE: stopped
     hop = loc
     for _ in range(_HOP_LEVELS):
         hop = np.take(hop, hop)
@@ -546,7 +546,7 @@ def _walk_window(length: np.ndarray, w0: int, w1: int, ips: array) -> int:
     ip = w0 + i
     while ip < w1:
         n = int(length[ip - w0])
-        if n == 0:
+        if n == _NONE:
             return ip
         ips.append(ip)
         ip += n
@@ -577,7 +577,9 @@ def _length_tables() -> tuple[np.ndarray, list]:
 
 
 _LENGTH_NP, _VARIABLE_PLANS = _length_tables()
-_LENGTH32 = _LENGTH_NP.astype(np.int32)
+_NONE = 1 << 24      # the length of "no instruction decodes here": past any window
+_LENGTH32 = np.where(_LENGTH_NP == 0, _NONE, _LENGTH_NP).astype(np.int32)
+_OFFSETS = np.arange(_WINDOW, dtype=np.int32)
 # bytes: no instruction is longer (its fixed fields, full key lists, its longest op tail)
 _LONGEST = max(1 + sum(256 if step == _KEYS else step if type(step) is int else int(step[2].max())
                        for step in plan) for _, plan in _VARIABLE_PLANS + [(0, (int(_LENGTH_NP.max()) - 1,))])
