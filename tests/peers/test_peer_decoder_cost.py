@@ -145,6 +145,11 @@ VARIANTS = [
     "%1 = Exp(%0) : Tensor<f32, [2, 3]> extra",
     "%1 = Exp(%0) : Tensor<f32, [2, 3]",
     "%1 = Exp(%0) : Tensor<f32, [2, 3]>>",
+    "%1 = BinOp(Add, %0, %0) : Tensor<f32, [2, 3]>\x00",       # NUL: the byte that marks references in bulk
+    "%1 = BinOp(Add, %0\x00, %0) : Tensor<f32, [2, 3]>",
+    "\x00%1 = BinOp(Add, %0, %0) : Tensor<f32, [2, 3]>",
+    "%1 = BinOp(Add, %0, %\x000) : Tensor<f32, [2, 3]>",
+    "%1 = BinOp(Add, %0, %0) : Tensor<f32, [2, 3]>\x01",
 ]
 
 
@@ -153,6 +158,16 @@ def test_fast_line_reads_as_the_general_parser_does(line):
     for tail in ("\noutputs: %1\n", "\noutputs: %1", "\r\noutputs: %1\r\n"):
         data = ('%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>\n' + line + tail).encode()
         assert _mind_snapshot(data) == _general_only(data)
+
+
+def test_control_bytes_elsewhere_leave_the_other_lines_on_the_fast_path():
+    """A comment holding every control byte (NUL, which marks references in bulk, included) is read by
+    the general path; the instruction lines around it still go the fast way, reading as the general does."""
+    body = "".join(f"%{k} = BinOp(Add, %0, %{k - 1}) : Tensor<f32, [2, 3]>\n" for k in range(1, 200))
+    controls = "".join(chr(c) for c in range(32) if c != 10) + "\x7f"
+    data = ('%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>\n# ' + controls + "\n" + body + "outputs: %199\n").encode()
+    assert _mind_snapshot(data) == _general_only(data)
+    assert len(mind_parser.parse(data).fast.at) == 199
 
 
 def _mind_corpus() -> list[bytes]:

@@ -677,28 +677,28 @@ _FAST_LINE = re.compile(
     + rb"((?:%[0-9]{1,18}" + _S + rb"(?:," + _S + rb"(?=%)|(?=\))))*)\)"               # any more
     + _S + rb":" + _S + rb"Tensor<" + _S + rb"([a-z0-9]+)" + _S + rb"," + _S + rb"\[([0-9, \t\r\f\v]*)\]"
     + _S + rb"(>)" + _S)
-#: bytes that can stand for a reference: no whitespace, newline, printable or UTF-8 byte
-_MARKS = tuple(bytes([c]) for c in (0, 1, 2, 3, 4, 5, 6, 7, 8, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-                                    26, 27, 28, 29, 30, 31, 127))
+#: the byte that stands for a reference in the marked text (a NUL of the text itself reads as \x01 there:
+#: a line holding either control byte is never a fast-path line, so nothing else is taken for one)
+_MARK = b"\x00"
 _POW10 = 10 ** np.arange(19, dtype=np.int64)        # a reference has at most 18 digits: below 2**63
 _MARKED = None
 
 
-def _marked_line(mark: bytes):
-    """``_FAST_LINE`` (as it is now: tests swap it out to compare with the general path) over text whose
-    references read ``mark``: the same groups, a reference group holding the mark."""
+def _marked_line():
+    """``_FAST_LINE`` (as it is now: tests swap it out to compare with the general path) over the marked
+    text: the same groups, a reference group holding the mark."""
     global _MARKED
-    if _MARKED is None or _MARKED[0] is not _FAST_LINE or _MARKED[1] != mark:
-        esc = re.escape(mark)
+    if _MARKED is None or _MARKED[0] is not _FAST_LINE:
+        esc = re.escape(_MARK)
         pattern = _FAST_LINE.pattern.replace(rb"%([0-9]{1,18})", rb"(" + esc + rb")")
         pattern = pattern.replace(rb"%[0-9]{1,18}", esc).replace(rb"(?=%)", rb"(?=" + esc + rb")")
-        _MARKED = (_FAST_LINE, mark, re.compile(pattern))
-    return _MARKED[2]
+        _MARKED = (_FAST_LINE, re.compile(pattern))
+    return _MARKED[1]
 
 
-def _references(text: np.ndarray, mark: int) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+def _references(text: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
     """``(marked, ids, starts, lengths)``: the text with every value reference ``%<digits>`` (as
-    ``_FAST_LINE`` reads one: 1 to 18 digits, not followed by another) written as the one byte ``mark``,
+    ``_FAST_LINE`` reads one: 1 to 18 digits, not followed by another) written as the one byte ``_MARK``,
     and each reference's value, first digit and digit count, in order."""
     digit = (text - np.uint8(48)) < 10                      # uint8 wraps below "0"
     edge = np.diff(digit.view(np.int8), prepend=np.int8(0), append=np.int8(0))
@@ -709,17 +709,18 @@ def _references(text: np.ndarray, mark: int) -> tuple[bytes, np.ndarray, np.ndar
     is_ref = (starts > 0) & (lengths <= 18)
     is_ref &= text[np.maximum(starts - 1, 0)] == 37                            # after a "%"
     starts, ends, lengths = starts[is_ref], ends[is_ref], lengths[is_ref]
-    if not len(starts):
-        return text.tobytes(), np.zeros(0, np.int64), starts, lengths
     first = np.cumsum(lengths) - lengths                    # each reference's first digit among all of theirs
     at = np.repeat(starts - first, lengths) + np.arange(int(lengths.sum()))   # where each digit sits
-    values = (text[at] - np.uint8(48)).astype(np.int64) * _POW10[np.repeat(ends - 1, lengths) - at]
-    ids = np.add.reduceat(values, first)
-    del values
+    ids = np.zeros(0, np.int64)
+    if len(starts):
+        values = (text[at] - np.uint8(48)).astype(np.int64) * _POW10[np.repeat(ends - 1, lengths) - at]
+        ids = np.add.reduceat(values, first)
+        del values
     keep = np.ones(len(text), bool)
     keep[at] = False
     marked = text[keep]
-    marked[starts - 1 - first] = mark                       # the "%" of each, where it sits once digits are out
+    marked[marked == _MARK[0]] = 1
+    marked[starts - 1 - first] = _MARK[0]                   # the "%" of each, where it sits once digits are out
     return marked.tobytes(), ids, starts, lengths
 
 
@@ -744,10 +745,9 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[t
 
     def rest(which) -> list:
         return list(zip(which.tolist(), starts[which].tolist(), lens[which].tolist()))
-    mark = next((m for m in _MARKS if m not in data), None)
-    if not count or mark is None:
-        return [], rest(np.arange(count)), past, None
-    marked, ids, ref_at, ref_len = _references(text, mark[0])
+    if not count:
+        return [], [], past, None
+    marked, ids, ref_at, ref_len = _references(text)
     keys = marked.split(b"\n", count)
     del marked, keys[count:]
     seen: dict = {}
@@ -761,7 +761,7 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[t
     shape_at = np.zeros(count, np.int64)
     shapes: list = []
     cache = _FAST_SHAPES
-    marked_line = _marked_line(mark)
+    marked_line, mark = _marked_line(), _MARK
     for line, k in seen.items():
         refs_at[k] = line.count(mark)
         m = marked_line.fullmatch(line)
