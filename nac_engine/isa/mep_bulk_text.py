@@ -75,14 +75,17 @@ def _decimal(values: np.ndarray, groups: int = 0) -> list:
         top = int(values.max()) if values.size else 0
         groups = max(1, (len(str(top)) + 3) // 4)
     lanes = []
+    rest = values
     for g in range(groups - 1, -1, -1):
         low = 10 ** (4 * g)
-        chunk = values // low % 10000 if g else values % 10000
-        if g + 1 < groups:
-            chunk = np.where(values >= low * 10000, chunk + 10000, chunk)
+        chunk = rest // low if g else rest       # this group's 4 digits
         if g:
-            chunk = np.where(values >= low, chunk, 20000)
-        lanes.append(_DIGITS[chunk])
+            rest = rest - chunk * low
+        if g + 1 < groups:                       # a lower group: zero-filled
+            chunk = chunk + (values >= low * 10000) * 10000
+        if g:                                    # above the number: blank
+            chunk = chunk + (values < low) * 20000
+        lanes.append(np.take(_DIGITS, chunk))
     return lanes
 
 
@@ -128,7 +131,7 @@ class _PoolTexts:
         self.table = _Table([], wide=True)
 
     def lookup(self, values: np.ndarray) -> np.ndarray:
-        rows = self.rows[values]
+        rows = np.take(self.rows, values)
         if (rows == -2).any():
             for v in np.unique(values[rows == -2]).tolist():
                 if v not in self.pool:
@@ -141,7 +144,7 @@ class _PoolTexts:
                     self.rows[v] = len(self.texts)
                     self.texts.append(text)
             self.table = _Table(self.texts, wide=True)
-            rows = self.rows[values]
+            rows = np.take(self.rows, values)
         return rows
 
 
@@ -170,10 +173,11 @@ _SELECTOR_AT, _SELECTOR_MASK, _LENGTH_VARIES = _shape_selectors()
 def _shape_groups(code: np.ndarray, starts: np.ndarray, length: np.ndarray) -> list:
     """(shape key, rows) of each shape among the instructions at ``starts``, rows ascending.
     Grouped by opcode and layout byte (a radix sort of u16), then by length where it varies."""
-    opcode = code[starts]
-    key = opcode.astype(np.uint16) << 8 | (code[starts + _SELECTOR_AT[opcode]] & _SELECTOR_MASK[opcode])
+    opcode = np.take(code, starts)
+    selector = np.take(code, starts + np.take(_SELECTOR_AT, opcode)) & np.take(_SELECTOR_MASK, opcode)
+    key = opcode.astype(np.uint16) << 8 | selector
     order = np.argsort(key, kind="stable")
-    ordered = key[order]
+    ordered = np.take(key, order)
     cut = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
     groups = []
     for k, rows in zip(ordered[np.concatenate(([0], cut))].tolist(), np.split(order, cut)):
@@ -253,7 +257,7 @@ class _Shape:
         template, array), and which lines the matrix cannot hold (None: all fit)."""
         bad = None
         for off, count in self.checks:
-            differ = code[at + off] != count
+            differ = np.take(code, at + off) != count
             if differ.any():
                 bad = differ if bad is None else bad | differ
         template = bytearray()
@@ -264,21 +268,21 @@ class _Shape:
             if kind == "text":
                 template += piece[1]
             elif kind == "table":
-                idx = code[at + piece[1]]
-                lanes += [(col + o, values[idx]) for o, values in piece[2].lanes]
+                idx = np.take(code, at + piece[1])
+                lanes += [(col + o, np.take(values, idx)) for o, values in piece[2].lanes]
                 template += bytes(piece[2].width)
             elif kind == "keys":
                 off, n = piece[1], piece[2]
-                lanes.append((col, _KEY.lanes[0][1][code[at + off]]))
+                lanes.append((col, np.take(_KEY.lanes[0][1], np.take(code, at + off))))
                 keys = _NEXT_KEY.lanes[0][1]
-                lanes += [(col + 4 + 8 * j, keys[code[at + off + 1 + j]]) for j in range(n - 1)]
+                lanes += [(col + 4 + 8 * j, np.take(keys, np.take(code, at + off + 1 + j))) for j in range(n - 1)]
                 template += bytes(4 + 8 * (n - 1))
             elif kind == "hex":
                 off, n = piece[1], piece[2]
-                lanes += [(col + 2 * j, _HEX.lanes[0][1][code[at + off + j]]) for j in range(n)]
+                lanes += [(col + 2 * j, np.take(_HEX.lanes[0][1], np.take(code, at + off + j))) for j in range(n)]
                 template += bytes(2 * n)
             elif kind == "c16":
-                lanes.append((col, _u16_table("decimal")[words[at + piece[1]]]))
+                lanes.append((col, np.take(_u16_table("decimal"), words[at + piece[1]])))
                 template += bytes(8)
             elif kind == "jump":
                 rel = words[at + piece[1]].astype(np.int64)
@@ -293,12 +297,12 @@ class _Shape:
                 known = rows >= 0
                 table = pool.table
                 if known.all():
-                    lanes += [(col + o, v[rows]) for o, v in table.lanes]
+                    lanes += [(col + o, np.take(v, rows)) for o, v in table.lanes]
                 else:
                     where = np.maximum(rows, 0)
-                    first = np.where(known, table.lanes[0][1][where], _u16_table("unknown")[value])
+                    first = np.where(known, np.take(table.lanes[0][1], where), np.take(_u16_table("unknown"), value))
                     lanes.append((col, first))
-                    lanes += [(col + o, np.where(known, v[where], 0)) for o, v in table.lanes[1:]]
+                    lanes += [(col + o, np.where(known, np.take(v, where), 0)) for o, v in table.lanes[1:]]
                     unusable = rows == -3
                     if unusable.any():
                         bad = unusable if bad is None else bad | unusable
@@ -350,7 +354,7 @@ def _block(buf: bytes, code, words, starts, length, head: bytes, prefix: str, sh
         if shape is None or len(rows) < shape.lanes:      # a lane costs about what a line made alone does
             alone.append(rows)
             continue
-        template, lanes, bad = shape.render(code, words, starts[rows], pool)
+        template, lanes, bad = shape.render(code, words, np.take(starts, rows), pool)
         rendered.append((template, lanes, placed, placed + len(rows)))
         placed_rows.append(rows)
         if bad is not None:
@@ -376,7 +380,7 @@ def _block(buf: bytes, code, words, starts, length, head: bytes, prefix: str, sh
         for col, values in lanes:
             lane(body_at + col, values)[r0:r1] = values
     for g, digits in enumerate(address):
-        lane(len(head) + 4 * g, digits)[:placed] = digits[order[:placed]]
+        lane(len(head) + 4 * g, digits)[:placed] = np.take(digits, order[:placed])
     spliced = np.sort(np.concatenate(alone + unfit)) if alone or unfit else np.zeros(0, dtype=np.int64)
     if spliced.size:        # a line made alone stands as one \x01 in the matrix
         blank = np.zeros(width, dtype=_U8)
