@@ -170,6 +170,18 @@ def test_control_bytes_elsewhere_leave_the_other_lines_on_the_fast_path():
     assert len(mind_parser.parse(data).fast.at) == 199
 
 
+def test_lines_differing_in_spaces_share_one_spelling():
+    """One spelling per (opcode, kind, type), however each line is spaced: one judgement and one template
+    for all of them (a file of differently spaced lines costs what an evenly spaced one does)."""
+    body = "".join(" " * (k % 7) + f"%{k} = BinOp(Add, %0, %{k - 1})" + " " * (k % 3) + " : Tensor<f32, [2, 3]>\n"
+                   for k in range(1, 300))
+    data = ('%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>\n' + body + "outputs: %299\n").encode()
+    fast = mind_parser.parse(data).fast
+    assert len(fast.shapes) == 1 and len(fast.at) == 299
+    f = decode_mind(data)
+    assert not f.problems and f.disassemble() == print_module(canonicalize(f.module))
+
+
 def _mind_corpus() -> list[bytes]:
     found = sorted((CORPUS / "peers" / "mind").glob("*.ir")) if (CORPUS / "peers" / "mind").is_dir() else []
     return [p.read_bytes() for p in found]

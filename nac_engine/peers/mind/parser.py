@@ -659,14 +659,15 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
 
 # ----------------------------------------------------------------------------- the fast path
 # The common line ``%7 = BinOp(Add, %0, %6) : Tensor<f32, [2, 3]>`` read in bulk, no Token per token
-# and no per-line regex (issue 15 §5: >= 10 MB/s, <= 20 B per file byte). Every value reference
-# ``%<digits>`` of the text is replaced by a byte the text lacks (one ``re.sub``), so lines that differ
-# only in their ids become one text: each distinct text is matched once against ``_FAST_LINE`` (with
-# that byte in place of each reference), and the ids come from one ``findall`` over the whole text.
-# ``_FAST_LINE`` takes only lines whose every token the general path reads the same way (numbers
-# short enough for every bound, plain words, value refs); anything else, and every line with a
-# problem, goes through the general path, which gives the diagnostics. Token positions are re-derived
-# from the line on first use (Instr.tokens).
+# and no regex per line (issue 15 §5: >= 10 MB/s, <= 20 B per file byte). numpy finds every value
+# reference ``%<digits>`` of the text, its value, and a copy of the text with each written as one
+# ``_MARK`` byte, so lines that differ only in their ids become one text: each distinct text is
+# matched once against ``_FAST_LINE`` (the mark in place of each reference), and the instructions are
+# built column-wise. ``_FAST_LINE`` takes only lines whose every token the general path reads the
+# same way (numbers short enough for every bound, plain words, value refs); anything else, and every
+# line with a problem, goes through the general path, which gives the diagnostics. Token positions are
+# re-derived from the line on first use (Instr.tokens). The columns (FastColumns) go on to the
+# verifier and the printer.
 _WS = " \t\r\f\v"
 _S = rb"[ \t\r\f\v]*"
 _FAST_LINE = re.compile(
@@ -760,6 +761,7 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[t
     trail_at = np.zeros(count, np.int64)
     shape_at = np.zeros(count, np.int64)
     shapes: list = []
+    spelling_of: dict = {}       # id of a cached spelling -> its index in shapes (shapes holds them alive)
     cache = _FAST_SHAPES
     marked_line, mark = _marked_line(), _MARK
     for line, k in seen.items():
@@ -776,8 +778,9 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[t
         if shape is None:
             continue
         fast_at[k] = True
-        shape_at[k] = len(shapes)
-        shapes.append(shape)
+        shape_at[k] = index = spelling_of.setdefault(id(shape), len(shapes))    # texts differing in spaces: one
+        if index == len(shapes):
+            shapes.append(shape)
         lead_at[k] = m.start(1)
         trail_at[k] = len(line) - m.end(9)
     del seen
