@@ -130,10 +130,17 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
     # an unquantised tensor's problems depend on its dtype, shape and byte count only: judged
     # once per distinct triple (a file with 25k tensors repeats a few hundred)
     plain: dict = {}
+    unknown_dtype = []      # reported after the unparsed bytes, as they always were
+    dtype_names = L.DTYPE_NAMES
     for p in nac.params.values():
         m = p.meta
+        if m is None:
+            continue
+        if m.dtype not in dtype_names:
+            unknown_dtype.append(p)
+            continue
         # payloads whose byte count does not match are the reader's problem (already listed)
-        if m is None or p.data_offset < 0 or m.dtype not in L.DTYPE_NAMES:
+        if p.data_offset < 0:
             continue
         key = (m.dtype, m.shape, p.data_length) if m.quant == 0 and m.scales is None else None
         whys = plain.get(key) if key is not None else None
@@ -152,7 +159,6 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
                          [k for k in sec.eager_children if k.name == "unparsed"]):
                 add(sec.name if sec.name != "unparsed" else "file", leaf.offset,
                     f"{leaf.length} bytes here belong to no decoded field")
-    for pid, p in nac.params.items():
-        if p.meta is not None and p.meta.dtype not in L.DTYPE_NAMES:
-            add("DATA/tensors", p.data_offset, f"parameter {p.name!r}: unknown dtype code {p.meta.dtype}")
+    for p in unknown_dtype:
+        add("DATA/tensors", p.data_offset, f"parameter {p.name!r}: unknown dtype code {p.meta.dtype}")
     return out
