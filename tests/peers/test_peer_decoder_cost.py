@@ -252,7 +252,8 @@ def _mixed_text(count: int, seed: int) -> bytes:
     for k in range(2, count):
         a, b = sorted(rnd.sample(range(k), 2))
         lines.append(rnd.choice([
-            f"%{k} = BinOp(Add, %{a}, %{b}) : Tensor<f32, [2, 3]>", f"%{k} = BinOp(Sub, %{b}, %{a}) : Tensor<f32, [2, 3]>",
+            f"%{k} = BinOp(Add, %{a}, %{b}) : Tensor<f32, [2, 3]>",
+            f"%{k} = BinOp(Sub, %{b}, %{a}) : Tensor<f32, [2, 3]>",
             f"%{k} = BinOp(Mul, %{a}, %{b}) : Tensor<f32, [2, 3]>", f"%{k} = Relu(%{b}) : Tensor<f32, [2, 3]>",
             f"%{k} = Exp(%{k - 1}) : Tensor<f32, [2, 3]>", f"  %{k} = Neg( %{k - 1} ) : Tensor< f32 , [2, 3] >",
             f"%{k} = Relu(%{k - 1}) : Tensor<f32, [2, 3]>  # commented", f"%{k} = %{k - 1}",

@@ -318,8 +318,9 @@ def _is_canonical(module: Module) -> bool:
 def _text_in_bulk(module: Module, types: dict, fast) -> Optional[str]:
     """The instruction lines (each ending in a newline) :func:`_instr_lines` gives for a verified module
     that :func:`_is_canonical` accepts, both done from the parser's columns for the fast-path lines
-    (each run of one spelling printed through one %-template) and one by one for the rest; None where the module is not canonical as it is, or a fast-path line's type is
-    not the one written (the caller then takes the general road)."""
+    (each run of one spelling printed through one %-template) and one by one for the rest; None where
+    the module is not canonical as it is, or a fast-path line's type is not the one written (the
+    caller then takes the general road)."""
     instrs = module.instrs
     n = len(instrs)
     at, shape, nops = fast.at, fast.shape, fast.nops
@@ -346,8 +347,8 @@ def _text_in_bulk(module: Module, types: dict, fast) -> Optional[str]:
     is_input = flags(lambda op, t, p, e: op == "Input", lambda i: i.opcode == "Input")
     is_const = flags(lambda op, t, p, e: op in CONST_OPS, lambda i: i.opcode in CONST_OPS)
     is_binop = flags(lambda op, t, p, e: op == "BinOp", lambda i: i.opcode == "BinOp")
-    commutative = flags(lambda op, t, p, e: op == "BinOp" and p["op"] in COMMUTATIVE,
-                        lambda i: i.opcode == "BinOp" and i.params["op"] in COMMUTATIVE)
+    commutative = flags(lambda op, t, p, e: op == "BinOp" and p.get("op") in COMMUTATIVE,
+                        lambda i: i.opcode == "BinOp" and i.params.get("op") in COMMUTATIVE)
     first = np.full(n, -1, np.int64)
     second = np.full(n, -1, np.int64)
     first[at], second[at] = fast.op0, fast.op1

@@ -725,6 +725,11 @@ def _references(text: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray, np.nda
     return marked.tobytes(), ids, starts, lengths
 
 
+def _line_table(which: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> list:
+    """``(index, start, length)`` of the lines ``which``."""
+    return list(zip(which.tolist(), starts[which].tolist(), lens[which].tolist()))
+
+
 def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[tuple]]:
     """``(instructions, rest, past, columns)``: an :class:`Instr` for each line the fast form reads, in
     file order; ``(index, start, length)`` of every other line, for the general path (``MAX_LINES`` lines
@@ -743,9 +748,6 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[t
     starts[1:] = newlines[:count - 1] + 1
     lens = np.append(newlines, size)[:count] - starts
     del newlines
-
-    def rest(which) -> list:
-        return list(zip(which.tolist(), starts[which].tolist(), lens[which].tolist()))
     if not count:
         return [], [], past, None
     marked, ids, ref_at, ref_len = _references(text)
@@ -786,11 +788,11 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[t
     del seen
     is_fast = fast_at[same]
     if not shapes or not is_fast.any():
-        return [], rest(np.arange(count)), past, None
+        return [], _line_table(np.arange(count), starts, lens), past, None
     nrefs = refs_at[same]
     which = np.flatnonzero(is_fast)
     kinds = same[which]
-    rest_lines = rest(np.flatnonzero(~is_fast))
+    rest_lines = _line_table(np.flatnonzero(~is_fast), starts, lens)
     del same, is_fast, refs_at, fast_at
     first_ref = (np.cumsum(nrefs) - nrefs)[which]
     nops = nrefs[which] - 1

@@ -579,7 +579,8 @@ def _verify_in_order(mod: Module) -> tuple[list, dict]:
         else:
             # what _judge depends on, by identity (the parser shares one params dict and one TensorType per
             # spelling, the verifier passes declared types on)
-            key = (id(ins.params), opcode, ins.arg_error, len(operands), ok, id(ins.type)) + tuple(map(id, operand_types))
+            key = (id(ins.params), opcode, ins.arg_error, len(operands), ok, id(ins.type)) + tuple(
+                map(id, operand_types))
             hit = memo.get(key)
             if hit is None:
                 hit = _judge(ins, ok, operand_types)
