@@ -49,8 +49,9 @@ def param_lines(params: dict):
 
 def const_lines(constants: Iterable, literals: list, directive: Callable) -> Iterable[str]:
     """``.const`` lines in blocks; ``literals`` are Tables' texts of the constants, in order.
-    A block of int/float/str/list constants (no ``len=`` to consider) is one comprehension; any
-    other block goes through ``directive(constant, literal)`` line by line."""
+    A block of int/float/str/list constants (no ``len=`` to consider) is one comprehension of
+    f-strings; in any other block, the null and bool ones go through ``directive(constant,
+    literal)``."""
     consts = list(constants)
     names = L.CONST_TYPE_NAMES
     plain = {t: names[t] for t in set(names) - {L.CONST_NULL, L.CONST_BOOL}}
@@ -59,7 +60,8 @@ def const_lines(constants: Iterable, literals: list, directive: Callable) -> Ite
         if plain.keys() >= set(map(_TYPE, block)) and None not in lits:
             yield "\n".join([f".const {c.id} {plain[c.type]} {lit}" for c, lit in zip(block, lits)])
         else:
-            yield "\n".join([".const " + directive(c, lit) for c, lit in zip(block, lits)])
+            yield "\n".join([f".const {c.id} {plain[c.type]} {lit}" if c.type in plain and lit is not None
+                             else ".const " + directive(c, lit) for c, lit in zip(block, lits)])
 
 
 def tensor_lines(nac: NacFile, format_meta: Callable) -> Iterable[str]:
