@@ -383,9 +383,12 @@ class MepStream(Sequence):
         if np.count_nonzero(new) > limit:
             return set(), False
         distinct = ordered[new]
-        short = np.flatnonzero(keys)
-        one = np.empty(len(distinct), dtype=np.int64)
-        one[np.searchsorted(distinct, keys[short])] = short     # any instruction of a key: same bytes
+        if len(distinct) <= 64:         # a program repeated: one comparison pass per distinct key
+            one = np.array([np.argmax(keys == key) for key in distinct], dtype=np.int64)
+        else:
+            short = np.flatnonzero(keys)
+            one = np.empty(len(distinct), dtype=np.int64)
+            one[np.searchsorted(distinct, keys[short])] = short     # any instruction of a key: same bytes
         seen: set = set()
         for group in (np.sort(one), np.flatnonzero(keys == 0)):     # then each longer one
             for i0 in range(0, len(group), _BLOCK):
