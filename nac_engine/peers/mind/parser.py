@@ -681,7 +681,8 @@ _FAST_LINE = re.compile(
 #: the byte that stands for a reference in the marked text (a NUL of the text itself reads as \x01 there:
 #: a line holding either control byte is never a fast-path line, so nothing else is taken for one)
 _MARK = b"\x00"
-_POW10 = 10 ** np.arange(19, dtype=np.int64)        # a reference has at most 18 digits: below 2**63
+_IS_DIGIT = np.zeros(256, bool)
+_IS_DIGIT[48:58] = True
 _MARKED = None
 
 
@@ -697,30 +698,37 @@ def _marked_line():
     return _MARKED[1]
 
 
-def _references(text: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+def _references(text: np.ndarray, has_mark: bool) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
     """``(marked, ids, starts, lengths)``: the text with every value reference ``%<digits>`` (as
     ``_FAST_LINE`` reads one: 1 to 18 digits, not followed by another) written as the one byte ``_MARK``,
-    and each reference's value, first digit and digit count, in order."""
-    digit = (text - np.uint8(48)) < 10                      # uint8 wraps below "0"
-    edge = np.diff(digit.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    and each reference's value, first digit and digit count, in order. ``has_mark``: the text holds that
+    byte itself (it then reads as \x01 in the copy)."""
+    digit = _IS_DIGIT[text]
+    edges = np.flatnonzero(np.diff(digit.view(np.int8))) + 1     # where a run of digits starts or ends
+    if len(text) and digit[0]:
+        edges = np.concatenate([[0], edges])
+    if len(text) and digit[-1]:
+        edges = np.append(edges, len(text))
     del digit
-    starts, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)      # runs of digits
-    del edge
+    starts, ends = edges[0::2], edges[1::2]                 # runs of digits: they alternate
     lengths = ends - starts
     is_ref = (starts > 0) & (lengths <= 18)
     is_ref &= text[np.maximum(starts - 1, 0)] == 37                            # after a "%"
     starts, ends, lengths = starts[is_ref], ends[is_ref], lengths[is_ref]
-    first = np.cumsum(lengths) - lengths                    # each reference's first digit among all of theirs
-    at = np.repeat(starts - first, lengths) + np.arange(int(lengths.sum()))   # where each digit sits
-    ids = np.zeros(0, np.int64)
-    if len(starts):
-        values = (text[at] - np.uint8(48)).astype(np.int64) * _POW10[np.repeat(ends - 1, lengths) - at]
-        ids = np.add.reduceat(values, first)
-        del values
-    keep = np.ones(len(text), bool)
-    keep[at] = False
-    marked = text[keep]
-    marked[marked == _MARK[0]] = 1
+    ids = np.zeros(len(starts), np.int64)
+    for j in range(int(lengths.max()) if len(lengths) else 0):   # Horner, one digit place at a time
+        live = np.flatnonzero(lengths > j)
+        ids[live] = ids[live] * 10 + (text[starts[live] + j] - np.uint8(48))
+    # the copy without the references' digits: a running count over +1 at each start, -1 at each end
+    inside = np.zeros(len(text) + 1, np.int8)
+    inside[starts] = 1
+    inside[ends] -= 1
+    np.cumsum(inside, dtype=np.int8, out=inside)
+    marked = text[inside[:-1] == 0]
+    del inside
+    if has_mark:
+        marked[marked == _MARK[0]] = 1
+    first = np.cumsum(lengths) - lengths                    # digits of the references before each
     marked[starts - 1 - first] = _MARK[0]                   # the "%" of each, where it sits once digits are out
     return marked.tobytes(), ids, starts, lengths
 
@@ -750,7 +758,7 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[t
     del newlines
     if not count:
         return [], [], past, None
-    marked, ids, ref_at, ref_len = _references(text)
+    marked, ids, ref_at, ref_len = _references(text, _MARK in data)
     keys = marked.split(b"\n", count)
     del marked, keys[count:]
     seen: dict = {}
