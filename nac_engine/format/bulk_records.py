@@ -148,7 +148,9 @@ def plain_tensor_fields(starts: list, blobs: list) -> tuple:
                 need[rows] = itemsize[rows]
                 continue
             dims = joined[(at[rows] + 16)[:, None] + np.arange(4 * r)].view("<u4").reshape(-1, r)
-            distinct, inverse = np.unique(dims.view(f"V{4 * r}").ravel(), return_inverse=True)
+            # equal shapes found by sorting numbers where a shape fits one (void rows sort slowly)
+            keys = dims.ravel() if r == 1 else dims.view("<u8" if r == 2 else f"V{4 * r}").ravel()
+            distinct, inverse = np.unique(keys, return_inverse=True)
             tuples = [canon.setdefault(t, t) for t in zip(*distinct.view("<u4").reshape(-1, r).T.tolist())]
             picked = list(map(tuples.__getitem__, inverse.ravel().tolist()))
             if len(ranks) > 1:

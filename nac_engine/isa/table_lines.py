@@ -65,8 +65,9 @@ def const_lines(constants: Iterable, literals: list, directive: Callable) -> Ite
 
 
 def tensor_lines(nac: NacFile, format_meta: Callable) -> Iterable[str]:
-    """``.tensor ID META    ; N bytes`` in tensor order, in blocks; a plain tensor's metadata
-    text is made once per dtype and shape (a file with 25k tensors repeats a few hundred)."""
+    """``.tensor ID META    ; N bytes`` in tensor order, in blocks; a plain tensor's text after
+    its id is made once per dtype, shape and byte count (a file with 25k tensors repeats a few
+    hundred)."""
     texts: dict = {}
     params = nac.params
     order = nac.tensor_order
@@ -83,12 +84,12 @@ def tensor_lines(nac: NacFile, format_meta: Callable) -> Iterable[str]:
             if m.quant or m.extra:
                 add(f".tensor {pid} {format_meta(m)}    ; {p.data_length} bytes")
                 continue
-            key = (m.dtype, m.shape)
-            text = texts.get(key)
-            if text is None:
+            key = (m.dtype, m.shape, p.data_length)
+            tail = texts.get(key)
+            if tail is None:
                 if len(texts) > 65536:
                     texts.clear()
-                text = texts[key] = format_meta(m)
-            add(f".tensor {pid} {text}    ; {p.data_length} bytes")
+                tail = texts[key] = f" {format_meta(m)}    ; {p.data_length} bytes"
+            add(f".tensor {pid}{tail}")
         if out:
             yield "\n".join(out)
