@@ -735,13 +735,13 @@ def format_mep_blocks(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None
 
     def line_text(ip: int) -> str:
         fixed = _FIXED_TEXT.get(buf[ip])
-        if fixed is not None:
+        if fixed is not None and buf[ip] in _JUMP_OPCODES:
             return fixed(buf, ip, pool)
-        instr = instrs.decode_at(ip)
-        key = buf[ip:instr.end]
+        key = buf[ip:ip + fixed.length] if fixed is not None else buf[ip:instrs.decode_at(ip).end]
         text = cache.get(key)
         if text is None:
-            text = format_mep(instr, pool, address=False)
+            text = fixed(buf, ip, pool) if fixed is not None else format_mep(instrs.decode_at(ip), pool,
+                                                                              address=False)
             if len(cache) < TEXT_CACHE_LIMIT:
                 cache[key] = text
         return text

@@ -30,9 +30,11 @@ from .mep import MEP_OPCODES, MepStream, _decode_one, _KEYS, _layout_of, _plan_o
 BLOCK_LINES = 16384
 #: Widest instruction text (after the address, NUL-padded values) a matrix row holds; a wider
 #: shape's lines are made one by one.
-ROW_LIMIT = 160
+ROW_LIMIT = 1024
 #: Longest pool comment (UTF-8 bytes) a matrix row holds.
-POOL_TEXT_LIMIT = 96
+POOL_TEXT_LIMIT = 1024
+#: Bytes a block's matrix may take: a block of wide rows holds fewer lines.
+MATRIX_BYTES = 1 << 21
 
 _SPLICE = 1           # the byte that stands for a line made one by one (never in a line's text)
 _U8 = np.uint8
@@ -327,13 +329,21 @@ def stream_blocks(stream: MepStream, pool: Optional[Mapping[int, Any]], prefix: 
     head = prefix.encode()
     pool_texts = _PoolTexts(pool) if pool is not None else None
     shapes: dict = {}
-    for b0 in range(0, n, BLOCK_LINES):
-        starts = all_starts[b0:b0 + BLOCK_LINES + 1].astype(np.int64)
-        if len(starts) == BLOCK_LINES + 1:
+    b0, size = 0, BLOCK_LINES
+    while b0 < n:
+        starts = all_starts[b0:b0 + size + 1].astype(np.int64)
+        if len(starts) == size + 1:
             starts, ends = starts[:-1], starts[1:]
         else:
             ends = np.append(starts[1:], limit)
-        yield _block(buf, code, words, starts, ends - starts, head, prefix, shapes, pool_texts, line_text)
+        text, width = _block(buf, code, words, starts, ends - starts, head, prefix, shapes, pool_texts, line_text)
+        if text is None:        # rows this wide (long pool values, key lists): fewer of them at a time
+            size = max(64, MATRIX_BYTES // width)
+            continue
+        yield text
+        b0 += len(starts)
+        if size < BLOCK_LINES and 2 * size * width <= MATRIX_BYTES:
+            size = min(BLOCK_LINES, 2 * size)
 
 
 def _block(buf: bytes, code, words, starts, length, head: bytes, prefix: str, shapes: dict,
@@ -364,6 +374,8 @@ def _block(buf: bytes, code, words, starts, length, head: bytes, prefix: str, sh
     address = _decimal(starts)
     body_at = len(head) + 4 * len(address) + 2
     width = body_at + max((len(t) for t, _, _, _ in rendered), default=0) + 1
+    if m * width > MATRIX_BYTES and m > 64:
+        return None, width
     lines = np.empty((m, width), dtype=_U8)
     row = np.zeros(width, dtype=_U8)
     row[:len(head)] = np.frombuffer(head, dtype=_U8)
@@ -401,7 +413,7 @@ def _block(buf: bytes, code, words, starts, length, head: bytes, prefix: str, sh
         for ip, part in zip(starts[spliced].tolist(), parts[1:]):
             out += [prefix, str(ip), ": ", line_text(ip), part]
         text = "".join(out)
-    return text
+    return text, width
 
 
 def _make_shape(buf: bytes, ip: int, with_pool: bool) -> Optional[_Shape]:

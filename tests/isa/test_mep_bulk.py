@@ -91,6 +91,16 @@ def test_bulk_listing_with_tiny_blocks(monkeypatch):
         assert _bulk(stream, pool, ".mep ") == _general(stream, pool, ".mep ")
 
 
+def test_wide_rows_make_smaller_blocks(monkeypatch):
+    """A block whose matrix would pass MATRIX_BYTES is made again with fewer lines (and the size
+    grows back): same text."""
+    monkeypatch.setattr(mep_bulk_text, "MATRIX_BYTES", 20_000)
+    stream, _ = decode_mep(_stream(12, 6000, small=True))
+    blocks = list(format_mep_blocks(stream, POOLS[2], ".mep "))
+    assert len(blocks) > 20
+    assert "\n".join(blocks) == _general(stream, POOLS[2], ".mep ")
+
+
 def test_one_opcode_streams_and_jumps_far_and_negative():
     for opcode in sorted(MEP_OPCODES):
         stream, problems = decode_mep(_stream(opcode, 200, opcodes=[opcode]))
