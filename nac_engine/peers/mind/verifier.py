@@ -549,11 +549,10 @@ def _verify_in_order(mod: Module) -> tuple[list, dict]:
             at(ins, "multiple-definition", f"%{vid} is defined again (first defined at line {prev.line})")
             continue
         operands = ins.operands
+        ok = True
         if all(map(defined, operands)):
-            ok = True
             operand_types = list(map(type_of, operands))
         else:
-            ok = True
             operand_types = []
             for k, v in enumerate(operands):
                 if v not in types:
