@@ -255,6 +255,16 @@ def decode_mep(bytecode: bytes, base_offset: int = 0, span: Optional[Span] = Non
     problems: list[NacFormatError] = []
     tail = None
     ip, end = 0, len(buf)
+    while ip < end and end <= _SMALL_STREAM:     # a few instructions: numpy's set-up would dominate
+        try:
+            n = _decode_one(buf, ip, want_leaves=False)[0].length
+        except _Undecodable as e:
+            problems.append(NacFormatError(SECTION, base_offset + ip, e.args[0]))
+            tail = MepInstruction(ip, None, RAW_MNEMONIC, [("data", buf[ip:])], end - ip)
+            ip = end
+            break
+        ips.append(ip)
+        ip += n
     while ip < end:
         # Each window's "where does an instruction starting here end" is computed for every
         # byte at once (numpy), and the walk from instruction to instruction hops _HOP of them
@@ -473,6 +483,7 @@ def _plan_of(layout: tuple) -> tuple:
 
 
 _WINDOW = 1 << 16     # bytes whose next-instruction offsets are computed at once
+_SMALL_STREAM = 64    # bytes up to which a stream is decoded one instruction at a time
 
 
 def _lengths(buf: bytes, w0: int, w1: int) -> np.ndarray:
