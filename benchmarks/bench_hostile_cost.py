@@ -8,7 +8,10 @@ file byte, >= 10 MB/s per decoder). Builds the files in a temp dir from the mode
 * ``ops_1m``: 100,000 instructions (1 MB of OPS); ``tensors_25k``: 25,000 tensor records;
   ``rsrc_20k``: 20,000 RSRC entries
 * peers: ``mind_1m`` (1 MB of MIND IR lines), ``tvmr_1m`` (120,000 TVMR instructions), and the
-  corpus' ``gemm.hwx`` / ``matmul_small.neff`` as they are (read = open_peer)
+  corpus' ``gemm.hwx`` / ``matmul_small.neff`` as they are (read = open_peer); MIND's harder lines:
+  ``mind_const_1m`` (1 MB of ``ConstF32`` lines), ``mind_undefined_1m`` (1 MB of lines each using an
+  undefined value: a problem per line), ``mind_attrs_1m`` (bench_mind.py's module: Transpose lines
+  with ``[1, 0]`` attribute lists)
 
 For each: read, verify and dis, CPU seconds (best of ``--repeat``, without tracing) -> MB/s, and the
 peak traced allocation per file byte (tracemalloc, a separate pass). A calibration loop (a pure
@@ -92,7 +95,8 @@ def build(name: str) -> bytes:
 # corpus hwx / NEFF files as they are (skipped without ../shared/corpus).
 CORPUS_PEERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared",
                             "corpus", "peers")
-PEER_CASES = {"mind_1m": ".ir", "tvmr_1m": ".tvmr", "hwx_gemm": ".hwx", "neff_matmul": ".neff"}
+PEER_CASES = {"mind_1m": ".ir", "mind_const_1m": ".ir", "mind_undefined_1m": ".ir", "mind_attrs_1m": ".ir",
+              "tvmr_1m": ".tvmr", "hwx_gemm": ".hwx", "neff_matmul": ".neff"}
 
 
 def build_peer(name: str) -> bytes | None:
@@ -105,6 +109,27 @@ def build_peer(name: str) -> bytes | None:
             n += 1
         lines.append(f"outputs: %{n - 1}")
         return ("\n".join(lines) + "\n").encode()
+    if name == "mind_const_1m":
+        lines, size, n = [], 0, 0
+        while size < 1_000_000:
+            lines.append(f"%{n} = ConstF32({n % 97}.5) : Tensor<f32, []>")
+            size += len(lines[-1]) + 1
+            n += 1
+        lines.append(f"outputs: %{n - 1}")
+        return ("\n".join(lines) + "\n").encode()
+    if name == "mind_undefined_1m":
+        # every line adds a value never defined: one problem per line
+        lines = ['%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>']
+        size = n = 1
+        while size < 1_000_000:
+            lines.append(f"%{n} = BinOp(Add, %0, %{n + 1_000_000}) : Tensor<f32, [2, 3]>")
+            size += len(lines[-1]) + 1
+            n += 1
+        lines.append(f"outputs: %{n - 1}")
+        return ("\n".join(lines) + "\n").encode()
+    if name == "mind_attrs_1m":
+        from benchmarks.bench_mind import make_module
+        return make_module(18_750)[0]       # about 1 MB
     if name == "tvmr_1m":
         from nac_engine.peers.tvmr.asm import assemble
         head = (".registers\n    H0: i32[64]\n    H1: i32[24]\n"
@@ -145,7 +170,7 @@ def main(argv=None) -> int:
         for name in args.only.split(","):
             data = build_peer(name) if name in PEER_CASES else build(name)
             if data is None:
-                print(f"{name:13s} skipped: the shared corpus is not here")
+                print(f"{name:17s} skipped: the shared corpus is not here")
                 continue
             path = os.path.join(d, name + PEER_CASES.get(name, ".nac"))
             with open(path, "wb") as fh:
@@ -161,7 +186,7 @@ def main(argv=None) -> int:
                 tracemalloc.stop()
                 rate = size / max(best, 1e-9) / 1e6
                 verdict = "ok" if rate >= 10 and peak / size <= 20 else "MISSED"
-                print(f"{name:13s} {size / 1e6:5.2f} MB  {step:6s} {best:7.3f} s  {rate:7.2f} MB/s  "
+                print(f"{name:17s} {size / 1e6:5.2f} MB  {step:6s} {best:7.3f} s  {rate:7.2f} MB/s  "
                       f"peak {peak / size:6.1f} B per file byte  {verdict}")
     return 0
 
