@@ -788,8 +788,8 @@ class _Reader:
         pids, data_offsets, data_lens, dtypes, shapes, needs = plain_tensor_fields(starts, blobs)
         nac = self.nac
         params, seen = nac.params, self._tensor_ids
-        named = list(map(params.__contains__, pids))
-        stop = k if all(named) else named.index(False)
+        found = list(map(params.get, pids))
+        stop = k if all(found) else [p is None for p in found].index(True)    # (a Parameter is truthy)
         ordered = np.sort(np.asarray(pids[:stop], dtype=np.uint16))
         if (ordered[1:] == ordered[:-1]).any() or not seen.isdisjoint(pids[:stop]):
             met = set(seen)
@@ -802,10 +802,9 @@ class _Reader:
             return 0
         if stop < k:
             end = starts[stop]
-            for column in (pids, starts, blobs, data_offsets, data_lens, dtypes, shapes):
+            for column in (pids, found, starts, blobs, data_offsets, data_lens, dtypes, shapes):
                 del column[stop:]
             needs = needs[:stop]
-        found = list(map(params.__getitem__, pids))
         for param, meta, data_offset, data_len in zip(found, map(TensorMeta, dtypes, shapes), data_offsets, data_lens):
             param.meta, param.data_offset, param.data_length = meta, data_offset, data_len
         nac.tensor_order.extend(pids)

@@ -25,7 +25,8 @@ BLOCK = 4096      # lines per yielded block
 # character, and none is one of the three words it quotes. Character classes only: a repeated
 # group would make the regex engine keep a backtracking state per name.
 _BARE_CHARS = re.compile(r"[A-Za-z0-9_.\-:/\[\]\x00]*")
-_BAD_START = re.compile(r"(?:^|\x00)(?![A-Za-z_])")
+_BARE_START = re.compile(r"[A-Za-z_]")
+_BAD_START = re.compile(r"\x00(?![A-Za-z_])")      # a literal first: the engine scans for NULs
 _QUOTED_WORDS = frozenset(("None", "True", "False"))
 _TYPE, _NAME = attrgetter("type"), attrgetter("name")
 
@@ -34,7 +35,7 @@ def format_names(names: list) -> list:
     """``format_name`` of each name."""
     joined = "\x00".join(names)
     if names and joined.count("\x00") == len(names) - 1 and _BARE_CHARS.fullmatch(joined) \
-            and not _BAD_START.search(joined) and _QUOTED_WORDS.isdisjoint(names):
+            and _BARE_START.match(joined) and not _BAD_START.search(joined) and _QUOTED_WORDS.isdisjoint(names):
         return names
     return list(map(format_name, names))
 
