@@ -24,7 +24,8 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 
 import numpy as np
 
-from .mep import MEP_OPCODES, MepStream, _decode_one, _KEYS, _layout_of, _plan_of, _show_pool, _TAIL, _Undecodable
+from .mep import (_JUMP_OPCODES, _KEY_MASKS, _KEYS, _TAIL, MEP_OPCODES, MepStream, _decode_one, _layout_of, _plan_of,
+                  _show_pool, _Undecodable)
 
 #: Lines formatted per block (one matrix of this many rows).
 BLOCK_LINES = 16384
@@ -35,10 +36,13 @@ ROW_LIMIT = 1024
 POOL_TEXT_LIMIT = 1024
 #: Bytes a block's matrix may take: a block of wide rows holds fewer lines.
 MATRIX_BYTES = 1 << 21
+#: A block of at most this many distinct encodings copies one row per encoding to its lines.
+REPEATED_DISTINCT = 64
 
 _SPLICE = 1           # the byte that stands for a line made one by one (never in a line's text)
 _U8 = np.uint8
 _LANE_TYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_JUMP_CODES = np.array(sorted(_JUMP_OPCODES), dtype=np.uint64)
 
 
 # -- value tables ------------------------------------------------------------------------------
@@ -321,8 +325,9 @@ def stream_blocks(stream: MepStream, pool: Optional[Mapping[int, Any]], prefix: 
     buf = stream.bytecode
     code = np.frombuffer(buf, dtype=_U8)
     # the u16 at every offset (an unaligned view of the bytes and one padding byte)
-    padded = buf + b"\0"
+    padded = buf + bytes(8)
     words = np.ndarray((len(buf),), dtype="<u2", buffer=padded, strides=(1,))
+    encodings = np.ndarray((len(buf),), dtype="<u8", buffer=padded, strides=(1,))     # as MepStream keys
     all_starts = np.frombuffer(stream.starts, dtype=np.uint32)
     n = len(all_starts)
     limit = stream.tail.ip if stream.tail is not None else len(buf)
@@ -336,7 +341,10 @@ def stream_blocks(stream: MepStream, pool: Optional[Mapping[int, Any]], prefix: 
             starts, ends = starts[:-1], starts[1:]
         else:
             ends = np.append(starts[1:], limit)
-        text, width = _block(buf, code, words, starts, ends - starts, head, prefix, shapes, pool_texts, line_text)
+        text, width = _repeated_block(encodings, starts, ends - starts, head, line_text)
+        if text is None:
+            text, width = _block(buf, code, words, starts, ends - starts, head, prefix, shapes, pool_texts,
+                                 line_text)
         if text is None:        # rows this wide (long pool values, key lists): fewer of them at a time
             size = max(64, MATRIX_BYTES // width)
             continue
@@ -344,6 +352,42 @@ def stream_blocks(stream: MepStream, pool: Optional[Mapping[int, Any]], prefix: 
         b0 += len(starts)
         if size < BLOCK_LINES and 2 * size * width <= MATRIX_BYTES:
             size = min(BLOCK_LINES, 2 * size)
+
+
+def _repeated_block(encodings: np.ndarray, starts, length, head: bytes, line_text) -> tuple:
+    """A block of a few distinct encodings (a program repeated, a loop unrolled): each distinct
+    encoding's line is made once (``line_text``) as a matrix row and the rows are copied to
+    their lines; (None, 0) when the block is not like that (a quick look at its first 256
+    instructions, then all of them), or holds a jump (its text names its own target) or an
+    instruction over 8 bytes."""
+    m = len(starts)
+    keys = encodings[starts] & np.take(_KEY_MASKS, np.minimum(length, 9))
+    if len(np.unique(keys[:256])) > REPEATED_DISTINCT // 2:
+        return None, 0
+    distinct, which = np.unique(keys, return_inverse=True)
+    if len(distinct) > REPEATED_DISTINCT or not distinct[0] or \
+            np.isin(distinct & np.uint64(0xFF), _JUMP_CODES).any():
+        return None, 0
+    first = np.full(len(distinct), m, dtype=np.int64)
+    np.minimum.at(first, which, np.arange(m))
+    texts = [line_text(ip).encode() for ip in starts[first].tolist()]
+    if any(b"\0" in t or bytes([_SPLICE]) in t for t in texts):
+        return None, 0
+    address = _decimal(starts)
+    body_at = len(head) + 4 * len(address) + 2
+    width = body_at + max(map(len, texts)) + 1
+    if m * width > MATRIX_BYTES and m > 64:
+        return None, 0
+    table = np.zeros((len(texts), width), dtype=_U8)
+    table[:, :len(head)] = np.frombuffer(head, dtype=_U8)
+    table[:, body_at - 2:body_at] = np.frombuffer(b": ", dtype=_U8)
+    table[:, -1] = ord("\n")
+    for row, text in zip(table, texts):
+        row[body_at:body_at + len(text)] = np.frombuffer(text, dtype=_U8)
+    lines = np.take(table, which, axis=0)
+    for g, digits in enumerate(address):
+        np.ndarray((m,), dtype=digits.dtype, buffer=lines, offset=len(head) + 4 * g, strides=(width,))[:] = digits
+    return str(lines[lines != 0], "utf-8")[:-1], width
 
 
 def _block(buf: bytes, code, words, starts, length, head: bytes, prefix: str, shapes: dict,

@@ -4,7 +4,7 @@ listing made a block at a time from the bytes (isa/mep_bulk_text.py) against for
 decoded instruction: every opcode, op-dependent tails, enum values with and without names, key
 lists short and too long for a matrix row, jumps before 0 and past the end, pool comments
 present, missing, non-ASCII and too long, keys that only equal ints, several blocks, shapes too
-rare for a block, an undecodable tail."""
+rare for a block, repeated programs, an undecodable tail."""
 from __future__ import annotations
 
 import random
@@ -89,6 +89,20 @@ def test_bulk_listing_with_tiny_blocks(monkeypatch):
     stream, _ = decode_mep(_stream(11, 3000, small=True, garbage=True))
     for pool in POOLS[:3]:
         assert _bulk(stream, pool, ".mep ") == _general(stream, pool, ".mep ")
+
+
+@pytest.mark.parametrize("extra", [b"", bytes([0xA8, 1, 0xF0, 0xFF]), bytes([0xFE, 9]) + bytes(range(9))])
+def test_repeated_programs_copy_one_row_per_encoding(extra):
+    """A block of a few distinct encodings is made from one row per encoding, unless it holds a
+    jump (its target differs per line) or an instruction over 8 bytes: same text every way."""
+    program = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101") + extra
+    rnd = random.Random(len(extra))
+    many = b"".join(_instruction(rnd, 0x59, False) for _ in range(100))      # 100 distinct SYS_COPYs
+    for data in (program * 3000, program * 2000 + many * 30 + program * 500):
+        stream, problems = decode_mep(data)
+        assert not problems
+        for pool in (None, POOLS[2]):
+            assert _bulk(stream, pool, ".mep ") == _general(stream, pool, ".mep ")
 
 
 def test_wide_rows_make_smaller_blocks(monkeypatch):
