@@ -361,9 +361,10 @@ def _repeated_block(encodings: np.ndarray, starts, length, head: bytes, line_tex
     instructions, then all of them), or holds a jump (its text names its own target) or an
     instruction over 8 bytes."""
     m = len(starts)
-    keys = encodings[starts] & np.take(_KEY_MASKS, np.minimum(length, 9))
-    if len(np.unique(keys[:256])) > REPEATED_DISTINCT // 2:
+    sample = encodings[starts[:256]] & np.take(_KEY_MASKS, np.minimum(length[:256], 9))
+    if len(np.unique(sample)) > REPEATED_DISTINCT // 2:
         return None, 0
+    keys = encodings[starts] & np.take(_KEY_MASKS, np.minimum(length, 9))
     distinct, which = np.unique(keys, return_inverse=True)
     if len(distinct) > REPEATED_DISTINCT or not distinct[0] or \
             np.isin(distinct & np.uint64(0xFF), _JUMP_CODES).any():
