@@ -40,6 +40,7 @@ MATRIX_BYTES = 1 << 21
 REPEATED_DISTINCT = 64
 
 _SPLICE = 1           # the byte that stands for a line made one by one (never in a line's text)
+_BY_VALUE_ROWS = 2048  # lines of a shape from which pool comments come from u16-wide tables
 _U8 = np.uint8
 _LANE_TYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _JUMP_CODES = np.array(sorted(_JUMP_OPCODES), dtype=np.uint64)
@@ -135,6 +136,22 @@ class _PoolTexts:
             self.rows[:] = -2
         self.texts: list[bytes] = []
         self.table = _Table([], wide=True)
+        self.unusable = False           # some id's text is -3
+        self._by_value: Optional[list] = None
+
+    def by_value(self) -> list:
+        """The comment of every u16 value as lanes (offset, 65536 u64): the pool's text where
+        ``rows`` has one, else "#v=?" (an id not yet made or unusable reads as "#v=?": its line
+        is judged by ``rows``). Remade when ``table`` changes."""
+        if self._by_value is None:
+            made = np.flatnonzero(self.rows >= 0)
+            lanes = []
+            for o, values in self.table.lanes:
+                full = _u16_table("unknown").copy() if o == 0 else np.zeros(65536, dtype=np.uint64)
+                full[made] = np.take(values, self.rows[made])
+                lanes.append((o, full))
+            self._by_value = lanes
+        return self._by_value
 
     def lookup(self, values: np.ndarray) -> np.ndarray:
         rows = np.take(self.rows, values)
@@ -146,10 +163,12 @@ class _PoolTexts:
                 text = _show_pool(self.pool[v]).encode()
                 if len(text) > POOL_TEXT_LIMIT or b"\0" in text or bytes([_SPLICE]) in text:
                     self.rows[v] = -3
+                    self.unusable = True
                 else:
                     self.rows[v] = len(self.texts)
                     self.texts.append(text)
             self.table = _Table(self.texts, wide=True)
+            self._by_value = None
             rows = np.take(self.rows, values)
         return rows
 
@@ -300,8 +319,17 @@ class _Shape:
             else:                                   # pool comment
                 value = words[at + piece[1]]
                 rows = pool.lookup(value)
-                known = rows >= 0
                 table = pool.table
+                if len(value) >= _BY_VALUE_ROWS and len(table.lanes) <= 2:   # many lines, short values:
+                    # one look-up per lane in u16-wide tables (512 KB a lane)
+                    lanes += [(col + o, np.take(v, value)) for o, v in pool.by_value()]
+                    if pool.unusable:
+                        unusable = rows == -3
+                        if unusable.any():
+                            bad = unusable if bad is None else bad | unusable
+                    template += bytes(table.width)
+                    continue
+                known = rows >= 0
                 if known.all():
                     lanes += [(col + o, np.take(v, rows)) for o, v in table.lanes]
                 else:

@@ -105,6 +105,17 @@ def test_repeated_programs_copy_one_row_per_encoding(extra):
             assert _bulk(stream, pool, ".mep ") == _general(stream, pool, ".mep ")
 
 
+@pytest.mark.parametrize("pool", [{0: "a", 1: "bb", 3: "y" * 2000, 5: 7, 9: None},
+                                  {i: f"value number {i}" for i in range(0, 16, 2)}])
+def test_pool_comments_of_many_lines(pool):
+    """Thousands of lines of one shape take their comments from u16-wide tables: a pool value,
+    an id the pool lacks, a value too long for the matrix (its line made alone)."""
+    for opcode in (0x04, 0x5F, 0x82):
+        stream, problems = decode_mep(_stream(opcode, 6000, small=True, opcodes=[opcode]))
+        assert not problems
+        assert _bulk(stream, pool, ".mep ") == _general(stream, pool, ".mep "), hex(opcode)
+
+
 def test_wide_rows_make_smaller_blocks(monkeypatch):
     """A block whose matrix would pass MATRIX_BYTES is made again with fewer lines (and the size
     grows back): same text."""
