@@ -150,6 +150,36 @@ VARIANTS = [
     "\x00%1 = BinOp(Add, %0, %0) : Tensor<f32, [2, 3]>",
     "%1 = BinOp(Add, %0, %\x000) : Tensor<f32, [2, 3]>",
     "%1 = BinOp(Add, %0, %0) : Tensor<f32, [2, 3]>\x01",
+    # literals and comments (read by the fast path since the const/attribute lines of issue 15 §5)
+    "%1 = ConstF32(1.5) : Tensor<f32, []>",
+    "%1 = ConstF32( -2 ) : Tensor<f32, []>  # c",
+    "%1 = ConstF32(1 .5) : Tensor<f32, []>",
+    "%1 = ConstF32(-inf) : Tensor<f32, []>",
+    "%1 = ConstF32(- inf) : Tensor<f32, []>",
+    "%1 = ConstF32(nan) : Tensor<f32, []>",
+    "%1 = ConstF32(1e400) : Tensor<f32, []>",
+    "%1 = ConstF32(true) : Tensor<f32, []>",
+    "%1 = ConstF32(1.5, 2.5) : Tensor<f32, []>",
+    "%1 = ConstI64(7) : Tensor<i64, []>",
+    "%1 = ConstI64(7.0) : Tensor<i64, []>",
+    "%1 = ConstI64(" + "9" * 45 + ") : Tensor<i64, []>",
+    "%1 = Transpose(%0, [1, 0]) : Tensor<f32, [3, 2]>",
+    "%1 = Transpose(%0,[1,0]) : Tensor<f32, [3, 2]> // residual",
+    "%1 = Transpose(%0, [1, %0]) : Tensor<f32, [3, 2]>",
+    "%1 = Transpose(%0abc, [1, 0]) : Tensor<f32, [3, 2]>",
+    "%1 = Transpose([1, 0], %0) : Tensor<f32, [3, 2]>",
+    "%1 = Transpose(%0, [1, 0) : Tensor<f32, [3, 2]>",
+    "%1 = Transpose(%0, [[[1]], 0]) : Tensor<f32, [3, 2]>",
+    "%1 = Transpose(%0, " + "[" * 70 + "]" * 70 + ") : Tensor<f32, [3, 2]>",
+    "%1 = Reshape(%0, [3, -1]) : Tensor<f32, [3, 2]>",
+    "%1 = Sum(%0, [1], false) : Tensor<f32, [2]>",
+    "%1 = Sum(%0, [1], true, 1) : Tensor<f32, [2, 1]>",
+    "%1 = BinOp(Add, %0, %0) : Tensor<f32, [2, 3]> # %5 and more",
+    "%1 = BinOp(Add, %0, %0) : Tensor<f32, [2, 3]> # \u00e9",
+    "%1 = BinOp(Add, %0, %0) : Tensor<f32, [2, 3]> #\x00",
+    "%1 = BinOp(Add, %0, %0) : Tensor<f32, [2, 3]> / 2",
+    "%1 = BinOp(Add, %0, %0,, %0) : Tensor<f32, [2, 3]>",
+    "%1 = BinOp(Add, %0, %9) : Tensor<f32, [2, 3]>  # undefined, column from the bulk reading",
 ]
 
 
@@ -158,6 +188,26 @@ def test_fast_line_reads_as_the_general_parser_does(line):
     for tail in ("\noutputs: %1\n", "\noutputs: %1", "\r\noutputs: %1\r\n"):
         data = ('%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>\n' + line + tail).encode()
         assert _mind_snapshot(data) == _general_only(data)
+
+
+def test_fast_path_operand_columns_read_first_match_the_general_parser():
+    """``operand_cols`` asked before ``tokens`` (the verifier does, for each undefined operand) come from
+    the bulk reading's reference positions, not a second tokenizing: the same as the general path's."""
+    body = "".join(f"%{k} = BinOp(Add,  %{k + 500}, %{k - 1}) : Tensor<f32, [2, 3]>  # x %y\n"
+                   f"%{k + 1000} = Transpose(%{k},[1, 0]) : Tensor<f32, [3, 2]>\n" for k in range(1, 40))
+    data = ('%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>\n' + body + "outputs: %39\n").encode()
+
+    def columns() -> list:
+        return [i.operand_cols for i in mind_parser.parse(data).module.instrs]
+    fast = columns()
+    saved = mind_parser._FAST_LINE
+    mind_parser._FAST_LINE = re.compile(rb"(?!)" + rb"()" * saved.groups)
+    try:
+        assert fast == columns()
+    finally:
+        mind_parser._FAST_LINE = saved
+    assert len(mind_parser.parse(data).fast.at) == 78
+    assert _mind_snapshot(data) == _general_only(data)
 
 
 def test_control_bytes_elsewhere_leave_the_other_lines_on_the_fast_path():

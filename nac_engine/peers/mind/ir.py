@@ -122,7 +122,10 @@ class Instr:
     def operand_cols(self) -> list:
         """(line, column, offset) of each operand."""
         if self._cols is None:
-            self._fill_positions()
+            if self._source is not None:       # a fast-path line: found from where its references are
+                self._cols = _fast_operand_cols(self._source, self)
+            else:
+                self._fill_positions()
         return self._cols
 
     @operand_cols.setter
@@ -183,3 +186,10 @@ def literal_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return str(value)
+
+
+def _fast_operand_cols(data: bytes, ins: Instr) -> list:
+    global _fast_operand_cols
+    from .parser import fast_operand_cols       # the parser imports this module: bound on first use
+    _fast_operand_cols = fast_operand_cols
+    return fast_operand_cols(data, ins)

@@ -671,13 +671,10 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
 _WS = " \t\r\f\v"
 _S = rb"[ \t\r\f\v]*"
 _FAST_LINE = re.compile(
-    _S + rb"(%[0-9]{1,18})" + _S + rb"=" + _S + rb"([A-Z][A-Za-z0-9]*)\(" + _S
-    + rb"(?:([A-Za-z_][A-Za-z0-9_]*)" + _S + rb"(?:," + _S + rb"|(?=\))))?"            # an op kind (``Add``)
-    + rb"(?:%([0-9]{1,18})" + _S + rb"(?:," + _S + rb"(?=%)|(?=\))))?"                 # first operand,
-    + rb"(?:%([0-9]{1,18})" + _S + rb"(?:," + _S + rb"(?=%)|(?=\))))?"                 # second operand,
-    + rb"((?:%[0-9]{1,18}" + _S + rb"(?:," + _S + rb"(?=%)|(?=\))))*)\)"               # any more
+    _S + rb"(%[0-9]{1,18})" + _S + rb"=" + _S + rb"([A-Z][A-Za-z0-9]*)\("
+    + rb"((?:%[0-9]{1,18}|[-+.A-Za-z0-9_\[\], \t\r\f\v])*)\)"     # references and plain literals
     + _S + rb":" + _S + rb"Tensor<" + _S + rb"([a-z0-9]+)" + _S + rb"," + _S + rb"\[([0-9, \t\r\f\v]*)\]"
-    + _S + rb"(>)" + _S)
+    + _S + rb"(>)" + _S + rb"(?:(?:\#|//)[\x01-\x7f]*)?")     # a comment: ASCII, no reference (no mark)
 #: the byte that stands for a reference in the marked text (a NUL of the text itself reads as \x01 there:
 #: a line holding either control byte is never a fast-path line, so nothing else is taken for one)
 _MARK = b"\x00"
@@ -779,11 +776,11 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[t
         m = marked_line.fullmatch(line)
         if m is None:
             continue
-        key = m.group(2, 3, 7, 8)
+        key = m.group(2, 3, 4, 5)
         shape = cache.get(key, False)
         if shape is False:
             shape = _fast_shape(*key)
-            if len(cache) < 4096:
+            if len(cache) < 4096 and len(key[1]) <= 256:
                 cache[key] = shape
         if shape is None:
             continue
@@ -792,7 +789,7 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[t
         if index == len(shapes):
             shapes.append(shape)
         lead_at[k] = m.start(1)
-        trail_at[k] = len(line) - m.end(9)
+        trail_at[k] = len(line) - m.end(6)
     del seen
     is_fast = fast_at[same]
     if not shapes or not is_fast.any():
@@ -841,13 +838,17 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[t
 
 
 _CHUNK = 4096
-_SPECIAL_WORDS = frozenset({"true", "false", "inf", "nan"})
-#: (opcode, op kind, dtype, dims) -> (opcode, TensorType, params, arg_error), or None where the general
-#: path must read the line: lines differing only in their value ids share one entry
+#: (opcode, arguments as marked, dtype, dims) -> (opcode, TensorType, params, arg_error), or None where the
+#: general path must read the line: lines differing only in their value ids share one entry
 _FAST_SHAPES: dict = {}
+#: (opcode, argument token texts, dtype, dims) -> that entry: lines differing only in spaces share one too
+_FAST_SPELLINGS: dict = {}
 
 
-def _fast_shape(op_b: bytes, word_b: Optional[bytes], dtype_b: bytes, dims_b: bytes):
+def _fast_shape(op_b: bytes, args_b: bytes, dtype_b: bytes, dims_b: bytes):
+    """One spelling's opcode, type, params and arg_error, its arguments read by the general path's own
+    tokenizer and literal reader (each mark standing for ``%0``); None where that reading is not the fast
+    path's: an error, or a reference that is not one top-level operand."""
     op = op_b.decode("ascii")
     if op not in CORE_OPS:
         return None
@@ -856,15 +857,38 @@ def _fast_shape(op_b: bytes, word_b: Optional[bytes], dtype_b: bytes, dims_b: by
     dims = [d.strip(_WS) for d in dims_text.split(",")] if dims_text else []
     if dtype not in DTYPES or len(dims) > MAX_RANK or not all(d.isdigit() and len(d) <= 18 for d in dims):
         return None
-    literals: list = []
-    if word_b is not None:
-        word = word_b.decode("ascii")
-        if word.lower() in _SPECIAL_WORDS:
-            return None
-        literals.append(Ident(word))
+    args = b"(" + args_b.replace(_MARK, b"%0") + b")"
+    try:
+        tokens, _ = tokenize_line(args, 1, 0, len(args))
+        line = _Line(1, 0, len(args), tokens, None)
+        line.pos = 1
+        values = _items(line, ")", 1)
+    except MindError:
+        return None
+    if not line.done:
+        return None
+    refs = [v for v in values if isinstance(v, Ref)]
+    if len(refs) != args_b.count(_MARK) or any(r.name != "%0" for r in refs):
+        return None                     # a reference inside a literal, or one glued to a word
     probe = Instr(vid=0, opcode=op, operands=[])
-    _bind_literals(probe, None, literals, {})
-    return op, TensorType(dtype, tuple(int(d) for d in dims)), probe.params, probe.arg_error
+    _bind_literals(probe, None, [v for v in values if not isinstance(v, Ref)], {})
+    ttype = TensorType(dtype, tuple(int(d) for d in dims))
+    shape = (op, ttype, probe.params, probe.arg_error)
+    if len(_FAST_SPELLINGS) >= 4096:
+        return shape
+    return _FAST_SPELLINGS.setdefault((op, tuple(t.text for t in tokens), dtype, ttype.shape), shape)
+
+
+def fast_operand_cols(data: bytes, ins: Instr) -> list:
+    """``operand_cols`` of a fast-path instruction without reading its line again: on such a line a
+    ``%`` starts a reference and nothing else before any comment, the result's first."""
+    start = ins.offset - ins.column + 1
+    cols = []
+    at = ins.offset
+    for _ in range(len(ins.operands)):
+        at = data.find(b"%", at + 1)
+        cols.append((ins.line, at - start + 1, at))
+    return cols
 
 
 def reparse_positions(data: bytes, ins: Instr) -> tuple[list, list]:
