@@ -190,6 +190,25 @@ def test_fast_line_reads_as_the_general_parser_does(line):
         assert _mind_snapshot(data) == _general_only(data)
 
 
+@pytest.mark.parametrize("instructions", [1, 3, 4, 5, 9, 64, 401])
+def test_interleaved_spellings_and_commutative_swaps_print_as_canonicalize_does(instructions):
+    """bench_mind.py's module (MatMul, residual Add with its operands out of order and a comment,
+    Relu, Transpose with a [1, 0] list): one spelling per line in turn, printed a spelling at a time;
+    and a module of dead constants (canonicalize prunes them before copying): dis == canonicalize."""
+    from benchmarks.bench_mind import make_module
+    f = decode_mind(make_module(instructions)[0])
+    assert not f.problems and len(f.parsed.fast.at) == len(f.module.instrs) - 1
+    assert f.disassemble() == print_module(canonicalize(f.module))
+    consts = "".join(f"%{k} = ConstF32({k % 7}.5) : Tensor<f32, []>  # c\n" for k in range(instructions))
+    f = decode_mind((consts + f"%{instructions} = BinOp(Add, %0, %{instructions - 1}) : Tensor<f32, []>\n"
+                     f"outputs: %{instructions}\n").encode())
+    assert not f.problems and len(f.parsed.fast.at) == instructions + 1
+    assert f.disassemble() == print_module(canonicalize(f.module))
+    kept = canonicalize(f.module).instrs            # the two constants the Add reads fold into one
+    assert [i.opcode for i in kept] == ["ConstF32"] and len(canonicalize(f.module, prune=False).instrs) == \
+        instructions + 1
+
+
 def test_fast_path_operand_columns_read_first_match_the_general_parser():
     """``operand_cols`` asked before ``tokens`` (the verifier does, for each undefined operand) come from
     the bulk reading's reference positions, not a second tokenizing: the same as the general path's."""

@@ -106,10 +106,15 @@ def canonicalize(module: Module, *, fold: bool = True, prune: bool = True, verif
     alias: dict[int, int] = {}
     body: list[Instr] = []
     consts: dict[int, np.ndarray] = {}
+    # what the outputs reach before folding: folding only cuts edges, so nothing outside it can be live
+    # after; the rest is neither copied nor valued (1 MB of dead constants costs a walk, not a copy each)
+    reach = _reachable(module) if prune else None
     for ins in module.instrs:
         if ins.opcode == ALIAS:
             src = ins.operands[0]
             alias[ins.vid] = alias.get(src, src)
+            continue
+        if reach is not None and ins.vid not in reach and ins.opcode != "Input":
             continue
         ins = _own_copy(ins, types[ins.vid])
         if alias:
@@ -144,6 +149,20 @@ def canonicalize(module: Module, *, fold: bool = True, prune: bool = True, verif
         if ins.opcode == "BinOp" and ins.params["op"] in COMMUTATIVE:
             ins.operands.sort()
     return Module(instrs=order, outputs=[renum[v] for v in outputs], dialect="spec")
+
+
+def _reachable(module: Module) -> set:
+    """The values the outputs depend on (through aliases too) in a module that verifies."""
+    by_id = {i.vid: i.operands for i in module.instrs}
+    live: set = set()
+    stack = list(module.outputs)
+    while stack:
+        v = stack.pop()
+        if v in live or v not in by_id:
+            continue
+        live.add(v)
+        stack.extend(by_id[v])
+    return live
 
 
 # ----------------------------------------------------------------------------- printing
@@ -361,8 +380,9 @@ def _text_in_bulk(module: Module, types: dict, fast) -> Optional[str]:
         return None
     if (is_const[a] & is_const[b]).any():
         return None                                 # a BinOp of two constants: canonicalize may fold it
-    if (first[commutative] > second[commutative]).any():
-        return None
+    swapped = commutative & (first > second)        # canonicalize sorts them: printed swapped
+    if swapped[rest].any():
+        return None                                 # not a fast-path line: printed as it is, so not here
     used = np.zeros(n, bool)
     for values in (first, second):
         used[values[(values >= 0) & (values < n)]] = True
@@ -374,11 +394,17 @@ def _text_in_bulk(module: Module, types: dict, fast) -> Optional[str]:
     written = np.array([id(sp[1]) for sp in spellings], np.int64)
     if (np.fromiter(map(id, map(types.__getitem__, map(_VID, instrs))), np.int64, n)[at] != written[shape]).any():
         return None
+    op0, op1 = fast.op0, fast.op1
+    if swapped.any():
+        flip = swapped[at]
+        op0, op1 = np.where(flip, op1, op0), np.where(flip, op0, op1)
     kind = np.full(n, -1, np.int64)
     kind[at] = shape
     row = np.zeros(n, np.int64)
     row[at] = np.arange(len(at))
     bounds = np.flatnonzero(kind[1:] != kind[:-1]) + 1
+    if len(bounds) > n // 16:
+        return _interleaved_text(instrs, types, fast, kind, row, op0, op1)
     templates: dict = {}
     pieces = []
     for lo, hi in zip([0] + bounds.tolist(), bounds.tolist() + [n]):
@@ -391,11 +417,39 @@ def _text_in_bulk(module: Module, types: dict, fast) -> Optional[str]:
             pieces += [instr_text(ins, types[ins.vid]) + "\n" for ins in instrs[lo:hi]]
             continue
         rows = row[lo:hi]
-        values = np.stack([fast.vids[rows], fast.op0[rows], fast.op1[rows]][:int(nops[rows[0]]) + 1], axis=1)
+        values = np.stack([fast.vids[rows], op0[rows], op1[rows]][:int(nops[rows[0]]) + 1], axis=1)
         for c in range(0, hi - lo, _CHUNK):
             part = values[c:c + _CHUNK]
             pieces.append(tmpl * len(part) % tuple(part.ravel().tolist()))
     return "".join(pieces)
+
+
+def _interleaved_text(instrs: list, types: dict, fast, kind: np.ndarray, row: np.ndarray, op0: np.ndarray,
+                      op1: np.ndarray) -> str:
+    """:func:`_text_in_bulk`'s text where spellings alternate (runs of a line or two): each spelling's
+    lines made by one %-format over all of them, split, and put in place (a str per line, but no
+    per-line Python work)."""
+    n = len(instrs)
+    out = np.empty(n, dtype=object)
+    spellings = fast.shapes
+    for s in np.unique(kind).tolist():
+        where = np.flatnonzero(kind == s)
+        tmpl = None
+        if s >= 0:
+            tmpl = _template(instrs[int(where[0])], spellings[s][1])
+            if tmpl is not None and "\n" in tmpl:
+                tmpl = None
+        if tmpl is None:
+            out[where] = [instr_text(instrs[k], types[instrs[k].vid]) for k in where.tolist()]
+            continue
+        rows = row[where]
+        values = np.stack([fast.vids[rows], op0[rows], op1[rows]][:int(fast.nops[rows[0]]) + 1], axis=1)
+        lines = []
+        for c in range(0, len(rows), _CHUNK):
+            part = values[c:c + _CHUNK]
+            lines += ((tmpl + "\n") * len(part) % tuple(part.ravel().tolist())).split("\n")[:-1]
+        out[where] = lines
+    return "\n".join(out.tolist()) + "\n"
 
 
 _CHUNK = 2048
