@@ -3,7 +3,9 @@ file byte, >= 10 MB/s per decoder). Builds the files in a temp dir from the mode
 
 * ``orch_1m``: 1 MB of ORCH bytecode (a real MEP program repeated: ~240k instructions)
 * ``mmap_4m``: a 4 MB MMAP schedule (5,200 records of 255 commands)
-* ``orch_distinct``: 1 MB of ORCH whose instructions all differ (random operands, a jump in five)
+* ``orch_distinct``: 1 MB of ORCH whose instructions all differ (random operands, a jump in five);
+  ``orch_19k``: 1 MB drawn from 19,000 distinct instructions (just under the 20,000 that the listing
+  would check one by one)
 * ``cnst_65k``: 65,000 int constants; ``cnst_lists``: 30 int lists of 65,535 values (7.8 MB)
 * ``ops_1m``: 100,000 instructions (1 MB of OPS); ``tensors_25k``: 25,000 tensor records;
   ``rsrc_20k``: 20,000 RSRC entries
@@ -43,7 +45,7 @@ from tests.format.test_regressions import small_file  # noqa: E402
 MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")
 
 
-CASES = ("orch_1m", "orch_distinct", "mmap_4m", "cnst_65k", "cnst_lists", "ops_1m", "tensors_25k", "rsrc_20k")
+CASES = ("orch_1m", "orch_distinct", "orch_19k", "mmap_4m", "cnst_65k", "cnst_lists", "ops_1m", "tensors_25k", "rsrc_20k")
 
 
 def build(name: str) -> bytes:
@@ -72,6 +74,21 @@ def build(name: str) -> bytes:
             body = bytes(rnd.randrange(7) if (op == 0x61 and j == 0) else rnd.randrange(256) for j in range(n))
             parts.append(bytes([op]) + body)
             size += 1 + n
+        nac.orch = Orch(b"".join(parts), [Constant(i, 4, f"s{i}") for i in range(4)])
+    elif name == "orch_19k":
+        # 19,000 distinct instructions (no jumps), drawn at random until 1 MB
+        rnd = random.Random(3)
+        kinds = [(0x04, 3), (0x14, 3), (0x5F, 3), (0xA8, 3), (0x59, 2)]
+        distinct: set = set()
+        while len(distinct) < 19_000:
+            op, n = kinds[rnd.randrange(len(kinds))]
+            distinct.add(bytes([op]) + bytes(rnd.randrange(256) for _ in range(n)))
+        pool_of = sorted(distinct)
+        parts, size = [], 0
+        while size < 1_000_000:
+            ins = pool_of[rnd.randrange(len(pool_of))]
+            parts.append(ins)
+            size += len(ins)
         nac.orch = Orch(b"".join(parts), [Constant(i, 4, f"s{i}") for i in range(4)])
     elif name == "ops_1m":
         # linear(v, v) and softmax(v, -1, True) alternating: 1 MB of instruction records

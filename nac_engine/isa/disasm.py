@@ -309,6 +309,11 @@ def _scales_text(scales) -> str:
 #: Up to this many distinct instruction encodings are each checked (re-encoded, and their line
 #: parsed back); a stream with more (only a crafted one) checks one per (opcode, op) after that.
 EXACT_TEXT_CHECK = 20_000
+#: ... and at most one per this many bytes of stream (never fewer than EXACT_TEXT_CHECK_MIN): a
+#: check costs ~25 us (a parse); without the bound a crafted 1 MB stream of 19,000 distinct
+#: encodings listed at 1 MB/s.
+EXACT_TEXT_CHECK_BYTES = 600
+EXACT_TEXT_CHECK_MIN = 256
 
 
 def _text_reads_back(instrs: MepStream, pool: dict) -> bool:
@@ -317,9 +322,11 @@ def _text_reads_back(instrs: MepStream, pool: dict) -> bool:
     which parsing ignores; a jump's absolute target is converted back with the ip, so checking
     it at ip 0 checks it anywhere), so each distinct encoding is checked once: a 1 MB stream
     repeating a program costs a set insertion per instruction. Past ``EXACT_TEXT_CHECK``
-    distinct encodings (a crafted stream), one per (opcode, op) pair; the grammar's inversion
+    distinct encodings, or one per ``EXACT_TEXT_CHECK_BYTES`` of stream (a crafted stream),
+    one per (opcode, op) pair; the grammar's inversion
     for all the rest is what tests/isa/test_mep.py's property tests establish."""
-    encodings, complete = instrs.distinct_encodings(EXACT_TEXT_CHECK)
+    budget = min(EXACT_TEXT_CHECK, max(EXACT_TEXT_CHECK_MIN, len(instrs.bytecode) // EXACT_TEXT_CHECK_BYTES))
+    encodings, complete = instrs.distinct_encodings(budget)
     if not complete:       # the first instruction of each (opcode, op) kind, found with numpy
         encodings = instrs.kind_representatives()
     for key in encodings:

@@ -192,3 +192,25 @@ def test_walk_of_one_byte_instructions_and_all_halts():
     data = b"\xff" * 200_000 + b"\x05\x01" * 1000
     stream, problems = decode_mep(data)
     assert not problems and list(stream.starts) == _reference_starts(data)[0]
+
+
+def test_listing_check_is_bounded_by_the_stream_size(monkeypatch):
+    """The exact read-back check parses each distinct encoding (~25 us each) only up to one per
+    EXACT_TEXT_CHECK_BYTES of stream: 5,000 distinct instructions in ~25 KB fall back to one per
+    (opcode, op) kind, and the listing is still the readable one."""
+    from nac_engine.isa import disasm
+    rnd = random.Random(7)
+    distinct: set = set()
+    while len(distinct) < 5_000:
+        distinct.add(bytes([0x04]) + bytes(rnd.randrange(256) for _ in range(3)))
+    stream, _ = decode_mep(b"".join(sorted(distinct)))
+    parsed = []
+    real = disasm.parse_mep
+    monkeypatch.setattr(disasm, "parse_mep", lambda text: parsed.append(text) or real(text))
+    assert disasm._text_reads_back(stream, {})
+    budget = max(disasm.EXACT_TEXT_CHECK_MIN, len(stream.bytecode) // disasm.EXACT_TEXT_CHECK_BYTES)
+    assert 0 < len(parsed) <= budget
+    # a stream under the budget is checked one encoding at a time
+    parsed.clear()
+    small, _ = decode_mep(b"".join(sorted(distinct)[:100]))
+    assert disasm._text_reads_back(small, {}) and len(parsed) == 100
