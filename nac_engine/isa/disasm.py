@@ -26,6 +26,7 @@ from ..format.instruction_table import InstructionTable
 from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
 from .mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
+from .line_bytes import assemble_lines, template_parts
 from .table_lines import const_lines, param_lines, tensor_lines
 from .tisa import format_tisa
 from .textops import Tables, format_instruction, instruction_template
@@ -148,6 +149,11 @@ def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
         special = np.array([en is None for en in entries])[inverse] | (ticks + min_delta[inverse] < 0)
         if tick_notes:
             special |= np.isin(ticks, np.fromiter(tick_notes, dtype=np.int64, count=len(tick_notes)))
+        if BYTE_LINES:
+            text = _block_bytes(nac, t, instrs, b0, entries, inverse, ticks, special, input_names, tick_notes)
+            if text is not None:
+                yield text
+                continue
         fmts = [en[0] if en else "%s" for en in entries]
         lines = list(map(fmts.__getitem__, inverse.tolist()))
         count = np.where(special, 1, nslots[inverse])
@@ -167,8 +173,29 @@ def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
         yield "\n".join(lines) % tuple(args)
 
 
+def _block_bytes(nac, t, instrs, b0, entries, inverse, ticks, special, input_names, tick_notes):
+    """A block's lines assembled as bytes (line_bytes): a line made on its own (special) is a
+    shape of its own with no numbers. None when a text is not UTF-8 encodable (a lone
+    surrogate): the block is %-formatted then."""
+    parts = [en[5] if en else _NO_PARTS for en in entries]
+    deltas = [en[1] if en else () for en in entries]
+    which = inverse.astype(np.int64)
+    try:
+        for i in np.flatnonzero(special).tolist():
+            line = _special_line(nac, t, instrs, b0 + i, entries[inverse[i]], input_names, tick_notes)
+            which[i] = len(parts)
+            parts.append((line.encode() + b"\n",))
+            deltas.append(())
+    except UnicodeEncodeError:
+        return None
+    return assemble_lines(parts, deltas, which, ticks)
+
+
+_NO_PARTS = (b"\n",)
+#: Off: every block %-formatted line by line (tests compare the two).
+BYTE_LINES = True
 _KEY_BYTES = 16        # instruction bytes compared by numpy; longer encodings are keyed one by one
-_OPS_BLOCK = 1024      # lines formatted at once
+_OPS_BLOCK = 4096      # lines formatted at once
 _MISSING = object()
 
 
@@ -180,7 +207,13 @@ def _template_entry(nac: NacFile, t: Tables, ins, input_names: dict):
     p = nac.param_for(ins)
     notes = tpl.notes + ((f"{p.dtype}{list(p.shape)}",) if p is not None and p.meta is not None else ())
     suffix = ("   ; " + "; ".join(notes)).replace("%", "%%") if notes else ""
-    return (tpl.text + suffix, tpl.deltas, tpl.min_delta, tpl, notes)
+    fmt = tpl.text + suffix
+    try:
+        parts = [p.encode() for p in template_parts(fmt)]
+        parts[-1] += b"\n"
+    except UnicodeEncodeError:
+        return None
+    return (fmt, tpl.deltas, tpl.min_delta, tpl, notes, tuple(parts))
 
 
 def _special_line(nac: NacFile, t: Tables, instrs, j: int, entry, input_names: dict, tick_notes: dict) -> str:

@@ -1,0 +1,117 @@
+"""Lines made of templates over integers, assembled as bytes with numpy.
+
+The ``.ops`` listing of a 1 MB OPS section is 100k lines of a few distinct shapes, each line its
+shape's literal text with a few tick numbers (``vN``) in between. %-formatting them costs a
+Python-level conversion per number; here the numbers' decimal digits are made column by column
+with numpy, and every line's bytes (literal parts and digits) are gathered from one buffer in a
+single fancy-indexing pass over the block's output. A block's text is the same as
+``"\\n".join(template % numbers)`` for each of its lines.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional, Sequence
+
+import numpy as np
+
+_FIELD = re.compile(r"%%|%d")
+
+
+def template_parts(template: str) -> list:
+    """The literal parts around the ``%d`` fields of a %-template (``%%`` read as ``%``):
+    ``template % numbers`` is the parts with the numbers in between."""
+    parts, cur, pos = [], [], 0
+    for m in _FIELD.finditer(template):
+        cur.append(template[pos:m.start()])
+        if m.group() == "%%":
+            cur.append("%")
+        else:
+            parts.append("".join(cur))
+            cur = []
+        pos = m.end()
+    cur.append(template[pos:])
+    parts.append("".join(cur))
+    return parts
+
+
+_FILL = 0xFF       # never a byte of UTF-8 text: the padding that is deleted at the end
+_FILL_BYTE = bytes((_FILL,))
+
+
+def assemble_lines(parts: Sequence, deltas: Sequence, which: np.ndarray, ticks: np.ndarray,
+                   spread: int = 8) -> Optional[str]:
+    """Line ``i`` is shape ``u = which[i]``: ``parts[u]`` (UTF-8 bytes, one more than
+    ``deltas[u]``, the last ending in a newline) with the decimal ``ticks[i] + deltas[u][k]``
+    between parts ``k`` and ``k + 1``. Returns the lines joined by newlines; None when a number
+    would be negative, or when padding every line to the block's widest columns would take
+    more than ``spread`` times the text (a long line among short ones): the caller formats
+    such a block its own way.
+
+    Every line is laid out in the same columns (part 0, number 0, part 1, ..., each as wide as
+    its widest in the block, the rest filled with 0xFF): the lines are one row gather of their
+    shapes' rows, the numbers' digits are written into their columns, and deleting the filler
+    leaves the text."""
+    n_shapes, m = len(parts), len(which)
+    if m == 0:
+        return ""
+    width = max(map(len, deltas), default=0)
+    part_len = np.zeros((n_shapes, width + 1), dtype=np.int64)
+    delta = np.zeros((n_shapes, width), dtype=np.int64)
+    used = np.zeros((n_shapes, width), dtype=bool)
+    for u, (ps, ds) in enumerate(zip(parts, deltas)):
+        part_len[u, :len(ps)] = list(map(len, ps))
+        if ds:
+            delta[u, :len(ds)] = ds
+            used[u, :len(ds)] = True
+    values = ticks[:, None] + delta[which]
+    used_at = used[which]
+    if width and (values.min(initial=0, where=used_at) < 0):
+        return None
+    values[~used_at] = -1
+    top = int(values.max()) if width else 0
+    n_digits = len(str(max(top, 0)))
+    col_width = part_len.max(axis=0)
+    row_width = int(col_width.sum()) + width * n_digits
+    text_size = int(np.bincount(which, minlength=n_shapes) @ part_len.sum(axis=1)) + width * n_digits * m
+    if m * row_width > spread * text_size + 65536:
+        return None
+    # each shape's row: its parts left-aligned in their columns, filler elsewhere
+    starts = np.zeros(2 * width + 1, dtype=np.int64)
+    starts[1:] = np.cumsum(np.ravel(np.column_stack((col_width[:-1], np.full(width, n_digits))))
+                           if width else [])[:2 * width]
+    rows = np.full((n_shapes, row_width), _FILL, dtype=np.uint8)
+    for u, ps in enumerate(parts):
+        for k, p in enumerate(ps):
+            a = int(starts[2 * k])
+            rows[u, a:a + len(p)] = np.frombuffer(p, dtype=np.uint8)
+    out = np.take(rows, which, axis=0)
+    # digits, right-aligned in each number's columns; a shorter number (or none) leaves filler.
+    # The numbers of a block are mostly its ticks plus small deltas: each value in their range
+    # gets its digits once, and each column is a row gather from those.
+    lo = int(values.min(initial=top, where=used_at))
+    if top - lo <= 2 * values.size:
+        table = _digit_rows(np.append(np.arange(lo, top + 1, dtype=np.int64), -1), n_digits)
+        at = np.where(used_at, values - lo, top - lo + 1)
+    else:
+        table = _digit_rows(values.ravel(), n_digits)
+        at = np.arange(values.size, dtype=np.int64).reshape(values.shape)
+    for k in range(width):
+        a = int(starts[2 * k + 1])
+        out[:, a:a + n_digits] = np.take(table, at[:, k], axis=0)
+    return out.tobytes().translate(None, _FILL_BYTE)[:-1].decode("utf-8")
+
+
+def _digit_rows(values: np.ndarray, n_digits: int) -> np.ndarray:
+    """Each value's decimal digits right-aligned in ``n_digits`` bytes, filler before them;
+    -1: filler only."""
+    rows = np.empty((len(values), n_digits), dtype=np.uint8)
+    rest = np.maximum(values, 0)
+    for c in range(n_digits):
+        rest, digit = np.divmod(rest, 10)
+        digit += 48
+        if c:
+            digit[values < 10 ** c] = _FILL
+        else:
+            digit[values < 0] = _FILL
+        rows[:, n_digits - 1 - c] = digit
+    return rows
