@@ -49,9 +49,28 @@ def tvmr_program(scale: int, pairs: int = 15_000) -> bytes:
     return assemble(head + "    relu H1, H1\n    ternary_matmul H1, C0, H0\n" * (pairs * scale) + "    halt\n")
 
 
+def mind_const_text(scale: int) -> bytes:
+    """The bench's mind_const_1m: ``ConstF32`` lines (literals on the fast path), about 250 KB per scale."""
+    lines, size, n = [], 0, 0
+    while size < 250_000 * scale:
+        lines.append(f"%{n} = ConstF32({n % 97}.5) : Tensor<f32, []>")
+        size += len(lines[-1]) + 1
+        n += 1
+    lines.append(f"outputs: %{n - 1}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def mind_attrs_text(scale: int) -> bytes:
+    """The bench's mind_attrs_1m: bench_mind.py's module (attribute lists, comments, four spellings in
+    turn), about 250 KB per scale."""
+    from benchmarks.bench_mind import make_module
+    return make_module(4_690 * scale)[0]
+
+
 STEPS = {"read": lambda p: open_peer(p), "verify": lambda p: open_peer(p).verify(),
          "dis": lambda p: open_peer(p).disassemble()}
-KINDS = {"mind": (mind_text, ".ir"), "tvmr": (tvmr_program, ".tvmr")}
+KINDS = {"mind": (mind_text, ".ir"), "tvmr": (tvmr_program, ".tvmr"), "mind_const": (mind_const_text, ".ir"),
+         "mind_attrs": (mind_attrs_text, ".ir")}
 
 
 @pytest.fixture(scope="module")

@@ -556,8 +556,8 @@ def _verify_in_order(mod: Module) -> tuple[list, dict]:
             operand_types = []
             for k, v in enumerate(operands):
                 if v not in types:
-                    line, col, off = ins.operand_cols[k] if k < len(ins.operand_cols) else (ins.line, ins.column,
-                                                                                            ins.offset)
+                    cols = ins.operand_cols
+                    line, col, off = cols[k] if k < len(cols) else (ins.line, ins.column, ins.offset)
                     later = definer(v)
                     where = f" (defined at line {later.line})" if later is not None else " (never defined)"
                     problems.append(problem("use-before-def", f"instruction at line {ins.line} uses %{v} before "
