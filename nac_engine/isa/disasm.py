@@ -110,29 +110,13 @@ def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
             yield _ops_line(nac, ins, t, input_names, tick_notes)
         return
     code = encoded.code
-    u8 = np.frombuffer(code, dtype=np.uint8)
-    last = max(len(code) - 1, 0)
+    words = _byte_words(code)
     templates: dict = {}       # encoding -> (%-template with its notes, deltas, min delta, template)
-    width = np.arange(_KEY_BYTES)
     for b0 in range(0, len(encoded.starts), _OPS_BLOCK):
         starts = encoded.starts[b0:b0 + _OPS_BLOCK]
         ends = encoded.ends[b0:b0 + _OPS_BLOCK]
         m = len(starts)
-        length = ends - starts
-        # each instruction's bytes (up to _KEY_BYTES, zero-padded) and length as one key; a longer
-        # one gets a key of its own (its tick), looked up by its bytes below
-        rows = np.zeros((m, _KEY_BYTES + 1), dtype=np.uint8)
-        at = starts[:, None] + width
-        np.minimum(at, last, out=at)
-        rows[:, :_KEY_BYTES] = u8[at]
-        rows[:, :_KEY_BYTES][width >= length[:, None]] = 0
-        rows[:, _KEY_BYTES] = np.minimum(length, 255)
-        long_ = np.flatnonzero(length > _KEY_BYTES)
-        if long_.size:
-            rows[long_, :8] = (long_ + b0).astype("<u8").view(np.uint8).reshape(-1, 8)
-        _, first, inverse = np.unique(rows.view(f"V{_KEY_BYTES + 1}").ravel(), return_index=True,
-                                      return_inverse=True)
-        inverse = inverse.ravel()
+        first, inverse = _block_keys(words, starts, ends, b0)
         entries = []
         for f in first.tolist():
             key = code[int(starts[f]):int(ends[f])]
@@ -171,6 +155,41 @@ def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
                 args[int(slot[i])] = _special_line(nac, t, instrs, b0 + i, entries[inverse[i]],
                                                    input_names, tick_notes).replace("%", "%%")
         yield "\n".join(lines) % tuple(args)
+
+
+def _byte_words(code: bytes) -> np.ndarray:
+    """``words[i]``: the 8 bytes of ``code`` from ``i`` as a little-endian uint64 (zeros past
+    the end), for every ``i <= len(code)``: a view of one padded copy, not 8 bytes per byte."""
+    padded = code + bytes(16)
+    return np.ndarray((len(code) + 9,), dtype="<u8", buffer=padded, strides=(1,))
+
+
+_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
+
+
+def _block_keys(words: np.ndarray, starts: np.ndarray, ends: np.ndarray, b0: int):
+    """(first index, inverse) of a block's distinct encodings, as numpy's unique gives them.
+    An encoding is told by its first 16 bytes (two words, the bytes past its end masked off)
+    and its length; a longer one gets a key of its own (its tick), looked up by its bytes by
+    the caller. The three are hashed to one uint64 for the sort, and the groups checked
+    against the three (a collision: the block's keys are sorted as rows instead)."""
+    length = ends - starts
+    lo = words[starts] & _LOW_BYTES[np.minimum(length, 8)]
+    hi = words[starts + 8] & _LOW_BYTES[np.clip(length - 8, 0, 8)]
+    size = np.minimum(length, 255).astype(np.uint64)
+    long_ = np.flatnonzero(length > _KEY_BYTES)
+    if long_.size:
+        lo[long_] = long_ + b0
+        hi[long_] = 0
+    mixed = (lo * np.uint64(0x9E3779B97F4A7C15)) ^ (hi * np.uint64(0xC2B2AE3D27D4EB4F)) ^ size
+    _, first, inverse = np.unique(mixed, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    rep = first[inverse]
+    if (lo[rep] == lo).all() and (hi[rep] == hi).all() and (size[rep] == size).all():
+        return first, inverse
+    rows = np.column_stack((lo, hi, size)).astype("<u8")
+    _, first, inverse = np.unique(rows.view("V24").ravel(), return_index=True, return_inverse=True)
+    return first, inverse.ravel()
 
 
 def _block_bytes(nac, t, instrs, b0, entries, inverse, ticks, special, input_names, tick_notes):

@@ -63,13 +63,17 @@ def assemble_lines(parts: Sequence, deltas: Sequence, which: np.ndarray, ticks: 
         if ds:
             delta[u, :len(ds)] = ds
             used[u, :len(ds)] = True
-    values = ticks[:, None] + delta[which]
-    used_at = used[which]
-    if width and (values.min(initial=0, where=used_at) < 0):
-        return None
-    values[~used_at] = -1
-    top = int(values.max()) if width else 0
-    n_digits = len(str(max(top, 0)))
+    # the numbers lie in [lo, top]: the block's first tick plus the least delta, its last plus
+    # the greatest (bounds: a shape need not be at either end)
+    first_tick, last_tick = int(ticks.min()), int(ticks.max())
+    lo = first_tick + int(delta.min(initial=0, where=used))
+    top = max(last_tick + int(delta.max(initial=0, where=used)), 0)
+    if lo < 0:
+        values = ticks[:, None] + np.take(delta, which, axis=0)
+        if (values < 0)[np.take(used, which, axis=0)].any():
+            return None
+        lo = 0
+    n_digits = len(str(top))
     col_width = part_len.max(axis=0)
     row_width = int(col_width.sum()) + width * n_digits
     text_size = int(np.bincount(which, minlength=n_shapes) @ part_len.sum(axis=1)) + width * n_digits * m
@@ -85,16 +89,24 @@ def assemble_lines(parts: Sequence, deltas: Sequence, which: np.ndarray, ticks: 
             a = int(starts[2 * k])
             rows[u, a:a + len(p)] = np.frombuffer(p, dtype=np.uint8)
     out = np.take(rows, which, axis=0)
+    if not width:
+        return out.tobytes().translate(None, _FILL_BYTE)[:-1].decode("utf-8")
     # digits, right-aligned in each number's columns; a shorter number (or none) leaves filler.
-    # The numbers of a block are mostly its ticks plus small deltas: each value in their range
-    # gets its digits once, and each column is a row gather from those.
-    lo = int(values.min(initial=top, where=used_at))
-    if top - lo <= 2 * values.size:
-        table = _digit_rows(np.append(np.arange(lo, top + 1, dtype=np.int64), -1), n_digits)
-        at = np.where(used_at, values - lo, top - lo + 1)
-    else:
+    # Each value in [lo, top] gets its digits once (the numbers of a block are mostly its ticks
+    # plus small deltas) and each column is a row gather from those, at tick - first_tick +
+    # (first_tick - lo + delta); an unused slot reads rows of filler after them.
+    span = top - lo + 1
+    if span > 4 * m + 4096:       # far references: each number's digits made on its own
+        values = ticks[:, None] + np.take(delta, which, axis=0)
+        values[~np.take(used, which, axis=0)] = -1
         table = _digit_rows(values.ravel(), n_digits)
         at = np.arange(values.size, dtype=np.int64).reshape(values.shape)
+    else:
+        table = np.full((span + last_tick - first_tick + 1, n_digits), _FILL, dtype=np.uint8)
+        table[:span] = _digit_rows(np.arange(lo, top + 1, dtype=np.int64), n_digits)
+        add = np.where(used, delta + (first_tick - lo), span)
+        at = np.take(add, which, axis=0)
+        at += (ticks - first_tick)[:, None]
     for k in range(width):
         a = int(starts[2 * k + 1])
         out[:, a:a + n_digits] = np.take(table, at[:, k], axis=0)
