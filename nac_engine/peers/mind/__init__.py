@@ -137,12 +137,29 @@ class MindFile(PeerFile):
     def disassemble(self) -> Optional[str]:
         """Canonical text when the module verifies; else each instruction as parsed in the reference
         encoding (its source text where it does not fit its opcode) with the outputs line."""
-        from .canonical import canonical_text, instr_text
+        from .canonical import _template, canonical_text, instr_text
         if not self.problems:
             with collector_paused():
                 return canonical_text(self.module, self.verified, self.parsed.fast)
         lines = []
+        memo: dict = {}     # lines differing only in their ids (one params dict, opcode, type): one %-template
         for ins in self.module.instrs:
+            if not ins.arg_error and not ins.attrs:
+                key = (id(ins.params), ins.opcode, id(ins.type), len(ins.operands))
+                tmpl = memo.get(key, False)
+                if tmpl is False:
+                    try:
+                        tmpl = _template(ins, ins.type)
+                    except (KeyError, TypeError, ValueError, IndexError):
+                        tmpl = None
+                    if len(memo) < 65536:
+                        memo[key] = tmpl
+                if tmpl is not None:
+                    try:
+                        lines.append(tmpl % (ins.vid, *ins.operands))
+                        continue
+                    except TypeError:           # an id that is not an int: printed the plain way
+                        pass
             try:
                 lines.append(instr_text(ins) if not ins.arg_error else None)
             except (KeyError, TypeError, ValueError, IndexError):
