@@ -100,7 +100,8 @@ def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
     """One line per instruction. A read file's instructions are formatted from their bytes, in
     blocks: each distinct encoding's line is made (and read back) once, as a template over the
     tick (textops.instruction_template); a block's encodings are told apart with numpy, and its
-    lines come out of one %-format of the block's templates joined. Instructions are never made
+    lines are assembled as bytes (line_bytes.assemble_lines; BYTE_LINES off: one %-format of
+    the block's templates joined, the same text). Instructions are never made
     as objects (a 1 MB OPS holds 100k); a line whose encoding has no template, or with notes of
     its own tick, is made on its own."""
     instrs = nac.instructions
@@ -164,6 +165,7 @@ def _byte_words(code: bytes) -> np.ndarray:
     return np.ndarray((len(code) + 9,), dtype="<u8", buffer=padded, strides=(1,))
 
 
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))   # odd multipliers
 _LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
 
 
@@ -181,7 +183,7 @@ def _block_keys(words: np.ndarray, starts: np.ndarray, ends: np.ndarray, b0: int
     if long_.size:
         lo[long_] = long_ + b0
         hi[long_] = 0
-    mixed = (lo * np.uint64(0x9E3779B97F4A7C15)) ^ (hi * np.uint64(0xC2B2AE3D27D4EB4F)) ^ size
+    mixed = (lo * _MIX[0]) ^ (hi * _MIX[1]) ^ size
     _, first, inverse = np.unique(mixed, return_index=True, return_inverse=True)
     inverse = inverse.ravel()
     rep = first[inverse]
