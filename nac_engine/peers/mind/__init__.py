@@ -16,6 +16,7 @@ from ...format.spans import UNPARSED, Span
 from ..base import PeerEdge, PeerFile, PeerGraph, PeerNode
 from .errors import MindError
 from .ir import ALIAS, Instr, Module, TensorType
+from .limit import MAX_PROBLEMS, merge
 from .parser import Parsed, is_mic2, parse
 from .verifier import RULES, verify_module
 
@@ -44,7 +45,8 @@ class MindFile(PeerFile):
         self.module: Module = parsed.module
         self.syntax_problems: list[MindError] = list(parsed.problems)
         self.verified = verify_module(self.module, parsed.fast)
-        self.problems = sorted(self.syntax_problems + self.verified.problems, key=lambda p: (p.line, p.column))
+        # in file order, at most MAX_PROBLEMS of them, then one summary problem for the rest (see .limit)
+        self.problems = merge(self.syntax_problems, parsed.limit, self.verified.problems, self.verified.limit)
         self._build_spans()
 
     # -- spans ----------------------------------------------------------------------------
@@ -167,7 +169,8 @@ class MindFile(PeerFile):
             if lines[-1] is None:
                 lines[-1] = self.data[ins.offset:ins.offset + ins.length].decode("utf-8", "replace")
         lines.append("outputs: " + ", ".join(f"%{v}" for v in self.module.outputs))
-        return "\n".join(lines) + "\n"
+        lines.append("")                # the final newline without a second copy of the text
+        return "\n".join(lines)
 
     def graph(self) -> PeerGraph:
         g = PeerGraph()
@@ -220,4 +223,4 @@ def decode(data: bytes, path: Optional[str] = None, strict: bool = False) -> Min
     return f
 
 
-__all__ = ["EXTENSIONS", "FORMAT", "MindError", "MindFile", "RULES", "decode", "sniff"]
+__all__ = ["EXTENSIONS", "FORMAT", "MAX_PROBLEMS", "MindError", "MindFile", "RULES", "decode", "sniff"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from .errors import MindError
+from .limit import ProblemLimit
 from .ir import DTYPES, Instr, Module, TensorType, Token
 from .parser import MAX_INT_DIGITS, MAX_RANK, Parsed, split_lines
 
@@ -34,7 +35,7 @@ def _int(tok: Token, number: int, start: int) -> int:
 def parse_mic2(data: bytes, strict: bool = False) -> Parsed:
     mod = Module(instrs=[], outputs=[], dialect="mic@2")
     records: list = []
-    problems: list = []
+    lim = ProblemLimit()         # syntax errors past its limit are counted (their lines' records keep them)
     types: list[TensorType] = []
     header = False
     next_id = 0
@@ -137,11 +138,11 @@ def parse_mic2(data: bytes, strict: bool = False) -> Parsed:
         except MindError as e:
             if strict:
                 raise
-            problems.append(e)
+            lim.add(e)
             records.append(("error", number, start, end, e))
-    if not header and not problems:
+    if not header and not lim.found():
         e = MindError(1, 1, 0, "empty mic@2 file (no header)")
         if strict:
             raise e
-        problems.append(e)
-    return Parsed(mod, records, problems)
+        lim.add(e)
+    return Parsed(mod, records, lim.problems(), limit=lim)

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from .errors import MindError
+from .limit import ProblemLimit
 from .ir import ALIAS, BINOPS, CORE_OPS, DTYPES, Instr, Module, TensorType, Token
 
 MAX_DEPTH = 64
@@ -549,13 +550,14 @@ class Parsed:
     """What :func:`parse` returns: the module, the per-line records for the span tree, problems."""
 
     def __init__(self, module: Module, lines: list, problems: list, data: bytes = b"",
-                 fast: Optional["FastColumns"] = None):
+                 fast: Optional["FastColumns"] = None, limit: Optional[ProblemLimit] = None):
         self.module = module
         self.fast = fast         # the fast-path instructions as columns (verifier and printer read them)
         # (kind, number, start, end, payload) per line; a fast-path instruction line is its Instr alone
         # (a tuple per line is 5% of a big file's RAM): read them through record()/records()
         self.lines = lines
         self.problems = problems
+        self.limit = limit       # what kept ``problems`` (it counts the syntax errors left out of them)
         self.data = data
 
     def record(self, k: int) -> tuple:
@@ -591,7 +593,7 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
         return parse_mic2(data, strict)
     mod = Module(instrs=[], outputs=[], dialect="spec")
     records: list = []
-    problems: list = []
+    lim = ProblemLimit()         # syntax errors past its limit are counted (their lines' records keep them)
     dialect = "spec"
     saw_outputs = False
     general: list = []           # instructions read by the general path (only they can name ``%x``)
@@ -639,7 +641,7 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
         except MindError as e:
             if strict:
                 raise
-            problems.append(e)
+            lim.add(e)
             records.append(("error", number, start, end, e))
     if taken < len(fast):
         chunk = fast[taken:]
@@ -654,7 +656,7 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
         lines, vids, nops, op0, op1, shape, shapes = fast_columns
         before = np.searchsorted(np.array([i.line for i in general], np.int64), lines)   # general ones above
         columns = FastColumns(len(instrs), np.arange(len(fast)) + before, vids, nops, op0, op1, shape, shapes)
-    return Parsed(mod, records, problems, data, columns)
+    return Parsed(mod, records, lim.problems(), data, columns, lim)
 
 
 # ----------------------------------------------------------------------------- the fast path

@@ -21,6 +21,7 @@ from typing import Optional
 import numpy as np
 
 from .errors import MindError
+from .limit import ProblemLimit
 from .ir import (ALIAS, ARITY, CORE_OPS, FLOAT_DTYPES, INT_DTYPES, Instr, Module, TensorType)
 
 #: rule -> (code, source, what it checks)
@@ -381,18 +382,20 @@ def _judge(ins: Instr, ok: bool, operand_types: list) -> tuple[list, Optional[Te
 
 
 class Verified:
-    """Problems plus the inferred type of every value (``None`` where it could not be inferred)."""
+    """Problems plus the inferred type of every value (``None`` where it could not be inferred).
+    ``limit``: the :class:`~.limit.ProblemLimit` that kept ``problems`` (it counts those left out)."""
 
-    def __init__(self, problems: list, types: dict):
+    def __init__(self, problems: list, types: dict, limit: Optional[ProblemLimit] = None):
         self.problems = problems
         self.types = types
+        self.limit = limit
 
 
 def verify_module(mod: Module, fast=None) -> Verified:
     """``fast``: the parser's :class:`~.parser.FastColumns` of ``mod``, straight from parsing it (its
     fast-path lines are then checked in bulk where the module is clean; else every line in order)."""
     found = _verify_in_bulk(mod, fast) if fast is not None and fast.count == len(mod.instrs) else None
-    problems, types = found if found is not None else _verify_in_order(mod)
+    _, types, lim = found if found is not None else _verify_in_order(mod)
     undefined: dict[int, list] = {}            # one problem per undefined value, at its first mention
     for k, v in enumerate(mod.outputs):
         if v not in types:
@@ -400,13 +403,15 @@ def verify_module(mod: Module, fast=None) -> Verified:
     for v, ks in undefined.items():
         k = ks[0]
         line, col, off = mod.output_cols[k] if k < len(mod.output_cols) else (mod.outputs_line, 1, mod.outputs_offset)
-        times = f" (listed {len(ks):,} times)" if len(ks) > 1 else ""
-        problems.append(problem("undefined-output", f"output %{v} is not defined{times}", line, col, off, len(f"%{v}")))
+        if lim.wants(line, col, off):
+            times = f" (listed {len(ks):,} times)" if len(ks) > 1 else ""
+            lim.keep(problem("undefined-output", f"output %{v} is not defined{times}", line, col, off, len(f"%{v}")))
     if not mod.outputs:
         last = mod.instrs[-1] if mod.instrs else None
-        problems.append(problem("no-outputs", "the module declares no outputs (an 'outputs: %…' line)",
-                                last.line if last else 1, 1, last.offset if last else 0))
-    return Verified(problems, types)
+        line, off = (last.line, last.offset) if last else (1, 0)
+        if lim.wants(line, 1, off):
+            lim.keep(problem("no-outputs", "the module declares no outputs (an 'outputs: %…' line)", line, 1, off))
+    return Verified(lim.problems(), types, lim)
 
 
 _VID = operator.attrgetter("vid")
@@ -432,8 +437,8 @@ def _distinct_rows(columns: list) -> Optional[np.ndarray]:
     return first
 
 
-def _verify_in_bulk(mod: Module, fast) -> Optional[tuple[list, dict]]:
-    """``(problems, types)`` as :func:`_verify_in_order` finds them, for a module where every value is
+def _verify_in_bulk(mod: Module, fast) -> Optional[tuple[list, dict, ProblemLimit]]:
+    """``(problems, types, limit)`` as :func:`_verify_in_order` finds them, for a module where every value is
     defined once, before its uses, and every fast-path line (two operands at most) produces the type
     written on it without a problem: those lines are checked from the parser's columns, one
     :func:`_judge` per distinct (spelling, operand types); the other instructions in order. None for
@@ -487,19 +492,21 @@ def _verify_in_bulk(mod: Module, fast) -> Optional[tuple[list, dict]]:
         declared[k] = ins.type
     del defined
     types: dict = dict(zip(map(_VID, instrs), declared.tolist()))     # keys: the instructions' own ints
-    problems: list = []
+    lim = ProblemLimit()
     for ins in others:
         operand_types = [types[v] for v in ins.operands]
         if ins.opcode == ALIAS:
             types[ins.vid] = operand_types[0]
             continue
         if ins.opcode not in CORE_OPS:
-            problems.append(problem("unknown-op", _unknown_op(ins), ins.line, ins.column, ins.offset, ins.length))
+            if lim.wants(ins.line, ins.column, ins.offset):
+                lim.keep(problem("unknown-op", _unknown_op(ins), ins.line, ins.column, ins.offset, ins.length))
             types[ins.vid] = None
             continue
         found, types[ins.vid] = _judge(ins, True, operand_types)
         for rule, message in found:
-            problems.append(problem(rule, message, ins.line, ins.column, ins.offset, ins.length))
+            if lim.wants(ins.line, ins.column, ins.offset):
+                lim.keep(problem(rule, message, ins.line, ins.column, ins.offset, ins.length))
     if len(at):
         # what _judge depends on: the spelling (one params dict, opcode and type per spelling), the
         # operand count and the operands' types (by identity)
@@ -520,11 +527,11 @@ def _verify_in_bulk(mod: Module, fast) -> Optional[tuple[list, dict]]:
             found, result = _judge(ins, True, [types[v] for v in ins.operands])
             if found or result is not ins.type:
                 return None                              # a problem, or a type other than written: in order
-    return problems, types
+    return lim.problems(), types, lim
 
 
-def _verify_in_order(mod: Module) -> tuple[list, dict]:
-    problems: list[MindError] = []
+def _verify_in_order(mod: Module) -> tuple[list, dict, ProblemLimit]:
+    lim = ProblemLimit()          # problems past its limit are counted, not built
     types: dict[int, Optional[TensorType]] = {}
     first_def: Optional[dict] = None
 
@@ -537,16 +544,19 @@ def _verify_in_order(mod: Module) -> tuple[list, dict]:
                 first_def.setdefault(i.vid, i)
         return first_def.get(vid)
 
-    def at(ins: Instr, rule: str, message: str) -> None:
-        problems.append(problem(rule, message, ins.line, ins.column, ins.offset, ins.length))
+    def at(ins: Instr, rule: str, message) -> None:
+        """``message``: the text, or a function of no arguments making it (called only when it is kept)."""
+        if not lim.past(ins.line) and lim.wants(ins.line, ins.column, ins.offset):
+            lim.keep(problem(rule, message if type(message) is str else message(), ins.line, ins.column, ins.offset,
+                             ins.length))
 
     memo: dict = {}      # lines that differ only in their value ids are judged once
     defined, type_of = types.__contains__, types.__getitem__
     for ins in mod.instrs:
         vid = ins.vid
         if vid in types:
-            prev = definer(vid)
-            at(ins, "multiple-definition", f"%{vid} is defined again (first defined at line {prev.line})")
+            at(ins, "multiple-definition",
+               lambda: f"%{vid} is defined again (first defined at line {definer(vid).line})")
             continue
         operands = ins.operands
         ok = True
@@ -556,13 +566,17 @@ def _verify_in_order(mod: Module) -> tuple[list, dict]:
             operand_types = []
             for k, v in enumerate(operands):
                 if v not in types:
+                    ok = False
+                    if lim.past(ins.line):      # past the limit: counted without its column or wording
+                        continue
                     cols = ins.operand_cols
                     line, col, off = cols[k] if k < len(cols) else (ins.line, ins.column, ins.offset)
+                    if not lim.wants(line, col, off):
+                        continue
                     later = definer(v)
                     where = f" (defined at line {later.line})" if later is not None else " (never defined)"
-                    problems.append(problem("use-before-def", f"instruction at line {ins.line} uses %{v} before "
-                                            f"definition{where}", line, col, off, len(f"%{v}")))
-                    ok = False
+                    lim.keep(problem("use-before-def", f"instruction at line {ins.line} uses %{v} before "
+                                     f"definition{where}", line, col, off, len(f"%{v}")))
                 else:
                     operand_types.append(types[v])
         opcode = ins.opcode
@@ -590,4 +604,4 @@ def _verify_in_order(mod: Module) -> tuple[list, dict]:
         if found:
             for rule, message in found:
                 at(ins, rule, message)
-    return problems, types
+    return lim.problems(), types, lim
