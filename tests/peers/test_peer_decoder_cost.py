@@ -67,10 +67,23 @@ def mind_attrs_text(scale: int) -> bytes:
     return make_module(4_690 * scale)[0]
 
 
+def mind_undefined_text(scale: int) -> bytes:
+    """The bench's mind_undefined_1m: every line uses a value never defined (a problem per line, most of
+    them past the error limit: counted, not built), about 250 KB per scale."""
+    lines = ['%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>']
+    size = n = 1
+    while size < 250_000 * scale:
+        lines.append(f"%{n} = BinOp(Add, %0, %{n + 1_000_000}) : Tensor<f32, [2, 3]>")
+        size += len(lines[-1]) + 1
+        n += 1
+    lines.append(f"outputs: %{n - 1}")
+    return ("\n".join(lines) + "\n").encode()
+
+
 STEPS = {"read": lambda p: open_peer(p), "verify": lambda p: open_peer(p).verify(),
          "dis": lambda p: open_peer(p).disassemble()}
 KINDS = {"mind": (mind_text, ".ir"), "tvmr": (tvmr_program, ".tvmr"), "mind_const": (mind_const_text, ".ir"),
-         "mind_attrs": (mind_attrs_text, ".ir")}
+         "mind_attrs": (mind_attrs_text, ".ir"), "mind_undefined": (mind_undefined_text, ".ir")}
 
 
 @pytest.fixture(scope="module")

@@ -29,8 +29,8 @@ class ProblemLimit:
 
     __slots__ = ("limit", "_heap", "_seq", "_pending", "more", "first_more", "_after")
 
-    def __init__(self, limit: int = MAX_PROBLEMS):
-        self.limit = limit
+    def __init__(self, limit: Optional[int] = None):
+        self.limit = MAX_PROBLEMS if limit is None else limit      # read when made: tests may change it
         self._heap: list = []           # ((-line, -column, -seq), problem): the root is the last kept in file order
         self._seq = 0
         self._pending = 0
@@ -92,16 +92,18 @@ class ProblemLimit:
         return [e[1] for e in sorted(heap, key=lambda e: e[0][2], reverse=True)]
 
 
-def summary_problem(count: int, line: int, column: int, offset: int, limit: int = MAX_PROBLEMS) -> MindError:
+def summary_problem(count: int, line: int, column: int, offset: int, limit: Optional[int] = None) -> MindError:
     """The one problem that stands for ``count`` problems left out, placed at the first of them."""
+    limit = MAX_PROBLEMS if limit is None else limit
     what = "problem" if count == 1 else "problems"
     return MindError(line, column, offset, f"{count} more {what} not listed (limit {limit})", rule=LIMIT_RULE)
 
 
 def merge(syntax: list, syntax_limit: Optional[ProblemLimit], verified: list,
-          verified_limit: Optional[ProblemLimit], limit: int = MAX_PROBLEMS) -> list:
+          verified_limit: Optional[ProblemLimit], limit: Optional[int] = None) -> list:
     """The parser's and the verifier's problems in file order (a stable sort on line, column: the
     parser's first at a tie), at most ``limit`` of them, then a summary problem when any were left out."""
+    limit = MAX_PROBLEMS if limit is None else limit
     merged = sorted(syntax + verified, key=lambda p: (p.line, p.column))
     more = len(merged) - limit if len(merged) > limit else 0
     firsts = []
