@@ -10,6 +10,7 @@ single fancy-indexing pass over the block's output. A block's text is the same a
 from __future__ import annotations
 
 import re
+from itertools import chain
 from typing import Optional, Sequence
 
 import numpy as np
@@ -20,6 +21,8 @@ _FIELD = re.compile(r"%%|%d")
 def template_parts(template: str) -> list:
     """The literal parts around the ``%d`` fields of a %-template (``%%`` read as ``%``):
     ``template % numbers`` is the parts with the numbers in between."""
+    if "%%" not in template:
+        return template.split("%d")
     parts, cur, pos = [], [], 0
     for m in _FIELD.finditer(template):
         cur.append(template[pos:m.start()])
@@ -55,14 +58,20 @@ def assemble_lines(parts: Sequence, deltas: Sequence, which: np.ndarray, ticks: 
     if m == 0:
         return ""
     width = max(map(len, deltas), default=0)
+    # shapes' parts and deltas as flat arrays (shape, index in shape): no loop per shape, a
+    # block of all-different encodings has as many shapes as lines
+    n_parts = np.fromiter(map(len, parts), dtype=np.int64, count=n_shapes)
+    n_deltas = np.fromiter(map(len, deltas), dtype=np.int64, count=n_shapes)
+    flat = list(chain.from_iterable(parts))
+    flat_len = np.fromiter(map(len, flat), dtype=np.int64, count=len(flat))
+    part_shape, part_k = _owners(n_parts)
     part_len = np.zeros((n_shapes, width + 1), dtype=np.int64)
+    part_len[part_shape, part_k] = flat_len
+    delta_shape, delta_k = _owners(n_deltas)
     delta = np.zeros((n_shapes, width), dtype=np.int64)
     used = np.zeros((n_shapes, width), dtype=bool)
-    for u, (ps, ds) in enumerate(zip(parts, deltas)):
-        part_len[u, :len(ps)] = list(map(len, ps))
-        if ds:
-            delta[u, :len(ds)] = ds
-            used[u, :len(ds)] = True
+    delta[delta_shape, delta_k] = np.fromiter(chain.from_iterable(deltas), dtype=np.int64, count=len(delta_shape))
+    used[delta_shape, delta_k] = True
     # the numbers lie in [lo, top]: the block's first tick plus the least delta, its last plus
     # the greatest (bounds: a shape need not be at either end)
     first_tick, last_tick = int(ticks.min()), int(ticks.max())
@@ -84,10 +93,10 @@ def assemble_lines(parts: Sequence, deltas: Sequence, which: np.ndarray, ticks: 
     starts[1:] = np.cumsum(np.ravel(np.column_stack((col_width[:-1], np.full(width, n_digits))))
                            if width else [])[:2 * width]
     rows = np.full((n_shapes, row_width), _FILL, dtype=np.uint8)
-    for u, ps in enumerate(parts):
-        for k, p in enumerate(ps):
-            a = int(starts[2 * k])
-            rows[u, a:a + len(p)] = np.frombuffer(p, dtype=np.uint8)
+    pool = np.frombuffer(b"".join(flat), dtype=np.uint8)
+    if pool.size:
+        into = part_shape * row_width + starts[2 * part_k]
+        rows.ravel()[np.repeat(into - (np.cumsum(flat_len) - flat_len), flat_len) + np.arange(pool.size)] = pool
     out = np.take(rows, which, axis=0)
     if not width:
         return out.tobytes().translate(None, _FILL_BYTE)[:-1].decode("utf-8")
@@ -111,6 +120,13 @@ def assemble_lines(parts: Sequence, deltas: Sequence, which: np.ndarray, ticks: 
         a = int(starts[2 * k + 1])
         out[:, a:a + n_digits] = np.take(table, at[:, k], axis=0)
     return out.tobytes().translate(None, _FILL_BYTE)[:-1].decode("utf-8")
+
+
+def _owners(counts: np.ndarray):
+    """For items counted per owner (``counts[u]`` items of owner ``u``, in order): each item's
+    owner and its index within the owner."""
+    owner = np.repeat(np.arange(len(counts)), counts)
+    return owner, np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
 def _digit_rows(values: np.ndarray, n_digits: int) -> np.ndarray:
