@@ -38,11 +38,11 @@ class ProblemLimit:
         self.first_more: Optional[tuple] = None    # (line, column, seq, offset) of the first of them in file order
         self._after = sys.maxsize       # a problem on a later line is neither kept nor the first left out
 
-    def past(self, line: int) -> bool:
-        """True (and the problem counted) when a problem on ``line`` can be neither kept nor the first one
-        left out: a producer then need not even work out its column and offset."""
+    def past(self, line: int, count: int = 1) -> bool:
+        """True (and the ``count`` problems counted) when a problem on ``line`` can be neither kept nor the
+        first one left out: a producer then need not even work out its column and offset."""
         if line > self._after:
-            self.more += 1
+            self.more += count
             return True
         return False
 

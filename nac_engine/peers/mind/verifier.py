@@ -563,11 +563,12 @@ def _verify_in_order(mod: Module) -> tuple[list, dict, ProblemLimit]:
         if all(map(defined, operands)):
             operand_types = list(map(type_of, operands))
         else:
-            operand_types = []
-            for k, v in enumerate(operands):
-                if v not in types:
-                    ok = False
-                    if lim.past(ins.line):      # past the limit: counted without its column or wording
+            ok = False
+            operand_types = [types[v] for v in operands if v in types]
+            # past the limit the undefined uses are counted without their columns or wording
+            if not lim.past(ins.line, len(operands) - len(operand_types)):
+                for k, v in enumerate(operands):
+                    if v in types:
                         continue
                     cols = ins.operand_cols
                     line, col, off = cols[k] if k < len(cols) else (ins.line, ins.column, ins.offset)
@@ -577,8 +578,6 @@ def _verify_in_order(mod: Module) -> tuple[list, dict, ProblemLimit]:
                     where = f" (defined at line {later.line})" if later is not None else " (never defined)"
                     lim.keep(problem("use-before-def", f"instruction at line {ins.line} uses %{v} before "
                                      f"definition{where}", line, col, off, len(f"%{v}")))
-                else:
-                    operand_types.append(types[v])
         opcode = ins.opcode
         if opcode == ALIAS:
             types[vid] = operand_types[0] if ok else None
