@@ -25,7 +25,7 @@ import numpy as np
 
 from .errors import MindError
 from .limit import ProblemLimit
-from .ir import ALIAS, BINOPS, CORE_OPS, DTYPES, Instr, Module, TensorType, Token
+from .ir import ALIAS, BINOPS, CORE_OPS, DTYPES, Instr, Module, TensorType, Token, literal_text
 
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 40
@@ -174,11 +174,16 @@ def escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
+# Literal values print as they were written (``__str__``: literal_text's fallback): the listing of a
+# module with problems shows them where a check refused them, never an object's repr.
 class Ref:
     __slots__ = ("name", "tok")
 
     def __init__(self, name: str, tok: Token):
         self.name, self.tok = name, tok
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class Ident(str):
@@ -191,12 +196,19 @@ class Call:
     def __init__(self, name: str, args: list):
         self.name, self.args = name, args
 
+    def __str__(self) -> str:
+        return f"{self.name}({', '.join(literal_text(a) for a in self.args)})"
+
 
 class Range:
     __slots__ = ("start", "end", "step")
 
     def __init__(self, start, end, step):
         self.start, self.end, self.step = start, end, step
+
+    def __str__(self) -> str:
+        parts = ["" if v is None else str(v) for v in (self.start, self.end, self.step)]
+        return ":".join(parts if self.step is not None else parts[:2])
 
 
 def _int(line: _Line, tok: Token) -> int:
