@@ -293,19 +293,27 @@ def test_fast_path_matches_the_general_parser_on_mutants():
     dis text are the same with the fast path as without it."""
     seeds = _mind_corpus() + [mind_text(1)[:6000]]
     rnd = random.Random(15)
-    alphabet = b"%0123456789 ,()[]<>:=-+\t\rAddMulBinOpReluTensorf32i64x\n{}\"#"
     for _ in range(min(int(os.environ.get("NAC_FUZZ_MUTANTS", "300")), 2000) // 2):
-        d = bytearray(rnd.choice(seeds))
-        for _ in range(rnd.randrange(1, 6)):
-            pos = rnd.randrange(len(d) + 1)
-            r = rnd.random()
-            if r < 0.4 and d:
-                d[min(pos, len(d) - 1)] = rnd.choice(alphabet)
-            elif r < 0.7:
-                d[pos:pos] = bytes([rnd.choice(alphabet)])
-            elif d:
-                del d[min(pos, len(d) - 1)]
-        assert _mind_snapshot(bytes(d)) == _general_only(bytes(d))
+        d = _mutant(rnd, seeds)
+        assert _mind_snapshot(d) == _general_only(d)
+
+
+_MUTATION_ALPHABET = b"%0123456789 ,()[]<>:=-+\t\rAddMulBinOpReluTensorf32i64x\n{}\"#"
+
+
+def _mutant(rnd: random.Random, seeds: list) -> bytes:
+    """One of ``seeds`` with 1–5 bytes replaced, inserted or deleted (from the IR's own characters)."""
+    d = bytearray(rnd.choice(seeds))
+    for _ in range(rnd.randrange(1, 6)):
+        pos = rnd.randrange(len(d) + 1)
+        r = rnd.random()
+        if r < 0.4 and d:
+            d[min(pos, len(d) - 1)] = rnd.choice(_MUTATION_ALPHABET)
+        elif r < 0.7:
+            d[pos:pos] = bytes([rnd.choice(_MUTATION_ALPHABET)])
+        elif d:
+            del d[min(pos, len(d) - 1)]
+    return bytes(d)
 
 
 def test_fast_path_tokens_are_derived_on_first_use():
@@ -380,21 +388,7 @@ def _mind_mutants(count: int, seed: int) -> list[bytes]:
     seeds = _mind_corpus() + [mind_text(1)[:6000], _mixed_text(150, 1), _mixed_text(90, 2), _mixed_text(120, 4),
                               _chain_text(120)]
     rnd = random.Random(seed)
-    alphabet = b"%0123456789 ,()[]<>:=-+\t\rAddMulBinOpReluTensorf32i64x\n{}\"#"
-    out = list(seeds)
-    for _ in range(count):
-        d = bytearray(rnd.choice(seeds))
-        for _ in range(rnd.randrange(1, 6)):
-            pos = rnd.randrange(len(d) + 1)
-            r = rnd.random()
-            if r < 0.4 and d:
-                d[min(pos, len(d) - 1)] = rnd.choice(alphabet)
-            elif r < 0.7:
-                d[pos:pos] = bytes([rnd.choice(alphabet)])
-            elif d:
-                del d[min(pos, len(d) - 1)]
-        out.append(bytes(d))
-    return out
+    return list(seeds) + [_mutant(rnd, seeds) for _ in range(count)]
 
 
 def _verdict(ver) -> tuple:
