@@ -116,27 +116,32 @@ PEER_CASES = {"mind_1m": ".ir", "mind_const_1m": ".ir", "mind_undefined_1m": ".i
               "tvmr_1m": ".tvmr", "hwx_gemm": ".hwx", "neff_matmul": ".neff"}
 
 
-def _mind_text(first: list, line, start: int) -> bytes:
-    """MIND IR: the ``first`` lines, then ``line(n)`` for n = start, start + 1, … until 1 MB, then
-    an outputs line naming the last value."""
-    lines, size, n = list(first), (1 if first else 0), start
-    while size < 1_000_000:
+_FIRST_INPUT = ['%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>']
+#: MIND cases built line by line: (first lines, the line of value n, the first n)
+MIND_LINES = {
+    "mind_1m": (_FIRST_INPUT, lambda n: f"%{n} = BinOp(Add, %0, %{n - 1}) : Tensor<f32, [2, 3]>", 1),
+    "mind_const_1m": ([], lambda n: f"%{n} = ConstF32({n % 97}.5) : Tensor<f32, []>", 0),
+    # every line adds a value never defined: one problem per line
+    "mind_undefined_1m": (_FIRST_INPUT, lambda n: f"%{n} = BinOp(Add, %0, %{n + 1_000_000}) : Tensor<f32, [2, 3]>", 1),
+}
+
+
+def mind_text(name: str, size: int = 1_000_000) -> bytes:
+    """MIND IR of case ``name`` (:data:`MIND_LINES`): its first lines, then one line per value until
+    ``size`` bytes, then an outputs line naming the last value. The peer cost tests use it too."""
+    first, line, start = MIND_LINES[name]
+    lines, total, n = list(first), (1 if first else 0), start
+    while total < size:
         lines.append(line(n))
-        size += len(lines[-1]) + 1
+        total += len(lines[-1]) + 1
         n += 1
     lines.append(f"outputs: %{n - 1}")
     return ("\n".join(lines) + "\n").encode()
 
 
 def build_peer(name: str) -> bytes | None:
-    first_input = ['%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>']
-    if name == "mind_1m":
-        return _mind_text(first_input, lambda n: f"%{n} = BinOp(Add, %0, %{n - 1}) : Tensor<f32, [2, 3]>", 1)
-    if name == "mind_const_1m":
-        return _mind_text([], lambda n: f"%{n} = ConstF32({n % 97}.5) : Tensor<f32, []>", 0)
-    if name == "mind_undefined_1m":
-        # every line adds a value never defined: one problem per line
-        return _mind_text(first_input, lambda n: f"%{n} = BinOp(Add, %0, %{n + 1_000_000}) : Tensor<f32, [2, 3]>", 1)
+    if name in MIND_LINES:
+        return mind_text(name)
     if name == "mind_attrs_1m":
         from benchmarks.bench_mind import make_module
         return make_module(18_750)[0]       # about 1 MB

@@ -25,6 +25,7 @@ from nac_engine.peers.tvmr import decode as decode_tvmr
 from nac_engine.peers.tvmr import isa
 from nac_engine.peers.tvmr.asm import assemble
 from nac_engine.peers.tvmr.checks import semantic_checks
+from benchmarks.bench_hostile_cost import mind_text as bench_mind_text
 from tests.decoder_cost import best_cpu, ram_per_file_byte
 from tests.corpus_paths import CORPUS
 from tests.peers.mind_strategies import valid_modules
@@ -32,14 +33,7 @@ from tests.peers.mind_strategies import valid_modules
 
 def mind_text(scale: int) -> bytes:
     """The bench's MIND input (bench_hostile_cost.py mind_1m), about 250 KB per scale."""
-    lines = ['%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>']
-    size = n = 1
-    while size < 250_000 * scale:
-        lines.append(f"%{n} = BinOp(Add, %0, %{n - 1}) : Tensor<f32, [2, 3]>")
-        size += len(lines[-1]) + 1
-        n += 1
-    lines.append(f"outputs: %{n - 1}")
-    return ("\n".join(lines) + "\n").encode()
+    return bench_mind_text("mind_1m", 250_000 * scale)
 
 
 def tvmr_program(scale: int, pairs: int = 15_000) -> bytes:
@@ -51,13 +45,7 @@ def tvmr_program(scale: int, pairs: int = 15_000) -> bytes:
 
 def mind_const_text(scale: int) -> bytes:
     """The bench's mind_const_1m: ``ConstF32`` lines (literals on the fast path), about 250 KB per scale."""
-    lines, size, n = [], 0, 0
-    while size < 250_000 * scale:
-        lines.append(f"%{n} = ConstF32({n % 97}.5) : Tensor<f32, []>")
-        size += len(lines[-1]) + 1
-        n += 1
-    lines.append(f"outputs: %{n - 1}")
-    return ("\n".join(lines) + "\n").encode()
+    return bench_mind_text("mind_const_1m", 250_000 * scale)
 
 
 def mind_attrs_text(scale: int) -> bytes:
@@ -70,14 +58,7 @@ def mind_attrs_text(scale: int) -> bytes:
 def mind_undefined_text(scale: int) -> bytes:
     """The bench's mind_undefined_1m: every line uses a value never defined (a problem per line, most of
     them past the error limit: counted, not built), about 250 KB per scale."""
-    lines = ['%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>']
-    size = n = 1
-    while size < 250_000 * scale:
-        lines.append(f"%{n} = BinOp(Add, %0, %{n + 1_000_000}) : Tensor<f32, [2, 3]>")
-        size += len(lines[-1]) + 1
-        n += 1
-    lines.append(f"outputs: %{n - 1}")
-    return ("\n".join(lines) + "\n").encode()
+    return bench_mind_text("mind_undefined_1m", 250_000 * scale)
 
 
 STEPS = {"read": lambda p: open_peer(p), "verify": lambda p: open_peer(p).verify(),
