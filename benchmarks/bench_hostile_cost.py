@@ -7,7 +7,9 @@ file byte, >= 10 MB/s per decoder). Builds the files in a temp dir from the mode
   ``orch_19k``: 1 MB drawn from 19,000 distinct instructions (just under the 20,000 that the listing
   would check one by one)
 * ``cnst_65k``: 65,000 int constants; ``cnst_lists``: 30 int lists of 65,535 values (7.8 MB)
-* ``ops_1m``: 100,000 instructions (1 MB of OPS); ``tensors_25k``: 25,000 tensor records;
+* ``ops_1m``: 100,000 instructions (1 MB of OPS); ``ops_distinct``: 1 MB of OPS whose instructions
+  all differ even with references made relative (random references and constants: every line is
+  formatted and checked on its own); ``tensors_25k``: 25,000 tensor records;
   ``rsrc_20k``: 20,000 RSRC entries
 * peers: ``mind_1m`` (1 MB of MIND IR lines), ``tvmr_1m`` (120,000 TVMR instructions), and the
   corpus' ``gemm.hwx`` / ``matmul_small.neff`` as they are (read = open_peer); MIND's harder lines:
@@ -45,7 +47,7 @@ from tests.format.test_regressions import small_file  # noqa: E402
 MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")
 
 
-CASES = ("orch_1m", "orch_distinct", "orch_19k", "mmap_4m", "cnst_65k", "cnst_lists", "ops_1m", "tensors_25k", "rsrc_20k")
+CASES = ("orch_1m", "orch_distinct", "orch_19k", "mmap_4m", "cnst_65k", "cnst_lists", "ops_1m", "ops_distinct", "tensors_25k", "rsrc_20k")
 
 
 def build(name: str) -> bytes:
@@ -97,6 +99,31 @@ def build(name: str) -> bytes:
         for i in range(2, 2 + 100_000):
             body.append(Instruction(i, base, 2, None, (-1, -1)) if i % 2 else
                         Instruction(i, base + 1, 3, (2, 3, 2), (-1, 0, 0)))
+        n = len(body) + 2
+        nac.instructions = nac.instructions[:2] + body + [Instruction(n, 3, 0, (1, 0), (-1,))]
+    elif name == "ops_distinct":
+        # linear(vX, vY) and softmax(vX, K, True) with random earlier X, Y and one of 4,000 int
+        # constants K: no two encodings equal (deltas and constant ids drawn until new)
+        rnd = random.Random(4)
+        for cid in range(10, 4_010):
+            nac.constants[cid] = Constant(cid, 2, cid * 7919 - 10_000_000)
+        base = nac.instructions[2].a
+        seen: set = set()
+        body = []
+        i = 2
+        while i < 2 + 100_000:
+            span = min(i, 3_000)
+            if i % 2:
+                key = (0, -rnd.randint(1, span), -rnd.randint(1, span))
+                ins = Instruction(i, base, 2, None, key[1:])
+            else:
+                key = (1, -rnd.randint(1, span), rnd.randrange(10, 4_010))
+                ins = Instruction(i, base + 1, 3, (2, key[2], 2), (key[1], 0, 0))
+            if key in seen:
+                continue
+            seen.add(key)
+            body.append(ins)
+            i += 1
         n = len(body) + 2
         nac.instructions = nac.instructions[:2] + body + [Instruction(n, 3, 0, (1, 0), (-1,))]
     elif name == "tensors_25k":
