@@ -1,6 +1,6 @@
 """Where the UI thread's stalls come from: a stack sampler beside ``studio_stalls.py``'s actions.
 
-    QT_QPA_PLATFORM=offscreen python3 benchmarks/profile_stalls.py FILE [--actions open,selection,reload]
+    QT_QPA_PLATFORM=offscreen python3 benchmarks/profile_stalls.py FILE [--actions open,selection,theme,reload]
         [--threshold 40] [--top 12] [--cprofile]
 
 A watchdog thread samples every thread's Python stack every 2 ms while the 5 ms heartbeat
@@ -198,6 +198,12 @@ def main(argv=None) -> int:
                 app.processEvents()
                 time.sleep(0.001)
     action("selection", select_many, settle=0.05)
+
+    def theme() -> None:
+        win.set_theme("dark")
+        _pump(app, win, settle=0.1)
+        win.set_theme("light")
+    action("theme", theme)
     action("reload", win.reload_active, settle=0.5)
     sampler.stop()
     timer.stop()
