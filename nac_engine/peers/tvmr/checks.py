@@ -25,7 +25,6 @@ def semantic_checks(f) -> list[NacFormatError]:
         for k in flagged:
             _instruction_problems(f, ins[k], declared, k == compute_warning_at, out)
     keys: dict[bytes, int] = {}
-    keys: dict[bytes, int] = {}
     for r in f.registers:
         if r.key and r.key in keys:
             out.append(PeerWarning(f"registers/{r.name}", r.offset, f"Duplicate thermogram key "
