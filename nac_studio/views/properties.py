@@ -225,6 +225,7 @@ class PropertiesView(QWidget):
         self._stats_task = None
         self._stats_for: Optional[tuple[int, Optional[Selection]]] = None   # (param id, selection)
         self.stats: Optional[dict] = None
+        self._stats_kept = None   # (what, stats) carried across a re-render by retint
         self.model = PropertyModel(self)
 
         self.icon_label = QLabel(self)
@@ -295,7 +296,16 @@ class PropertiesView(QWidget):
 
     def retint(self) -> None:
         self.stats_button.setIcon(icon("stats"))
-        self._on_selection(None)   # heading icon and histogram colours
+        # heading icon and histogram colours; statistics already computed for the parameter
+        # on display are shown again, not recomputed (a GPT-2 weight's histogram is a
+        # worker's second of CPU that would compete with the repaint of the whole window)
+        if self.stats is not None and self._stats_for is not None and self.qdoc is not None \
+                and self._stats_for[1] == self.qdoc.selection:
+            self._stats_kept = (self._stats_for, self.stats)
+        try:
+            self._on_selection(None)
+        finally:
+            self._stats_kept = None
 
     # -- document -------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
@@ -563,6 +573,10 @@ class PropertiesView(QWidget):
         self._stats_for = (pid, self.qdoc.selection)
         meta = self.qdoc.nac.params[pid].meta
         self.stats_panel.show()
+        kept = self._stats_kept
+        if kept is not None and kept[0] == self._stats_for:
+            self._stats_done(self.qdoc.selection, kept[1])   # a theme switch: same values, new colours
+            return
         self.log_check.setVisible(False)
         if self.plot is not None:
             self.plot.hide()

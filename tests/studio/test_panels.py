@@ -110,6 +110,39 @@ def test_properties_stats_match_numpy(qdoc_for, demo_path, qtbot):
     assert view.plot is not None and not view.plot.isHidden()
 
 
+def test_theme_switch_recolours_statistics_without_recomputing(qdoc_for, demo_path, qtbot, qapp):
+    """A theme switch re-renders the panel in the new palette; the parameter's statistics are
+    shown again, not sent to a worker again (that worker's CPU competed with the repaint)."""
+    from nac_studio.theme import dark_palette, light_palette
+    qdoc = qdoc_for(demo_path)
+    view = PropertiesView(qdoc)
+    qtbot.addWidget(view)
+    p = max(qdoc.nac.params.values(), key=lambda p: p.data_length)
+    qdoc.select(Selection("param", p.id))
+    qtbot.waitUntil(lambda: view.stats is not None, timeout=5000)
+    stats = view.stats
+    light_bg = view.plot.backgroundBrush().color().name()
+    submitted = []
+    original = qdoc.tasks.submit
+    qdoc.tasks.submit = lambda *a, **k: submitted.append(a[0]) or original(*a, **k)
+    try:
+        qapp.setPalette(dark_palette())
+        qapp.processEvents()   # the palette reaches widgets through posted events
+        view.retint()
+        assert submitted == [] and view._stats_task is None
+        assert view.stats is stats
+        assert view.model.value("Statistics", "Min") is not None
+        assert not view.plot.isHidden()
+        assert view.plot.backgroundBrush().color().name() != light_bg
+        # another parameter still gets its statistics computed
+        other = min(qdoc.nac.params.values(), key=lambda q: q.data_length)
+        qdoc.select(Selection("param", other.id))
+        assert submitted, "a new selection must start its statistics"
+    finally:
+        qdoc.tasks.submit = original
+        qapp.setPalette(light_palette())
+
+
 def test_tensor_stats_counts_nan_inf_and_zeros():
     a = np.array([0.0, 1.0, -2.0, np.nan, np.inf, 0.0], np.float32)
     s = tensor_stats(None, lambda: a, bins=4)
