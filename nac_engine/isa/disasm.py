@@ -27,6 +27,7 @@ from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
 from .mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
 from .line_bytes import assemble_lines, template_parts
+from .ops_bulk_lines import PlainOpsLines
 from .table_lines import const_lines, param_lines, tensor_lines
 from .tisa import format_tisa
 from .textops import Tables, format_instruction, instruction_template
@@ -98,10 +99,12 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
 
 def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
     """One line per instruction. A read file's instructions are formatted from their bytes, in
-    blocks: each distinct encoding's line is made (and read back) once, as a template over the
-    tick (textops.instruction_template); a block's encodings are told apart with numpy, and its
-    lines are assembled as bytes (line_bytes.assemble_lines; BYTE_LINES off: one %-format of
-    the block's templates joined, the same text). Instructions are never made
+    blocks of ``_OPS_BLOCK`` ticks: plain regular lines (``ops_bulk_lines``: references and safe
+    constants, a text that is a function of the fields) are made column by column with numpy;
+    the others by encoding: each distinct encoding's line is made (and read back) once, as a
+    template over the tick (textops.instruction_template); a block's encodings are told apart
+    with numpy, and its lines are assembled as bytes (line_bytes.assemble_lines; BYTE_LINES off:
+    one %-format of the block's templates joined, the same text). Instructions are never made
     as objects (a 1 MB OPS holds 100k); a line whose encoding has no template, or with notes of
     its own tick, is made on its own."""
     instrs = nac.instructions
@@ -110,52 +113,77 @@ def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
         for ins in instrs:
             yield _ops_line(nac, ins, t, input_names, tick_notes)
         return
-    code = encoded.code
-    words = _byte_words(code)
+    words = _byte_words(encoded.code)
     templates: dict = {}       # encoding -> (%-template with its notes, deltas, min delta, template)
-    for b0 in range(0, len(encoded.starts), _OPS_BLOCK):
-        starts = encoded.starts[b0:b0 + _OPS_BLOCK]
-        ends = encoded.ends[b0:b0 + _OPS_BLOCK]
-        m = len(starts)
-        first, inverse = _block_keys(words, starts, ends, b0)
-        entries = []
-        for f in first.tolist():
-            key = code[int(starts[f]):int(ends[f])]
-            entry = templates.get(key, _MISSING)
-            if entry is _MISSING:
-                entry = _template_entry(nac, t, instrs.decode(b0 + f), input_names)
-                if len(templates) > 65536:     # all-distinct encodings (crafted): keep it bounded
-                    templates.clear()
-                templates[key] = entry
-            entries.append(entry)
-        nslots = np.array([len(en[1]) if en else 1 for en in entries], dtype=np.int64)
-        min_delta = np.array([en[2] if en else 0 for en in entries], dtype=np.int64)
-        ticks = np.arange(b0, b0 + m, dtype=np.int64)
-        special = np.array([en is None for en in entries])[inverse] | (ticks + min_delta[inverse] < 0)
-        if tick_notes:
-            special |= np.isin(ticks, np.fromiter(tick_notes, dtype=np.int64, count=len(tick_notes)))
-        if BYTE_LINES:
-            text = _block_bytes(nac, t, instrs, b0, entries, inverse, ticks, special, input_names, tick_notes)
-            if text is not None:
-                yield text
+    plain = PlainOpsLines(t, encoded.code) if BULK_LINES else None
+    noted = np.fromiter(tick_notes, dtype=np.int64, count=len(tick_notes)) if tick_notes else None
+    n = len(encoded.starts)
+    block = min(_OPS_BLOCK, max(_OPS_BLOCK_MIN, n // 16))     # a block's text: a bounded part of the file's
+    for b0 in range(0, n, block):
+        b1 = min(n, b0 + block)
+        ticks = np.arange(b0, b1, dtype=np.int64)
+        if plain is not None:
+            special = np.isin(ticks, noted) if noted is not None else np.zeros(b1 - b0, dtype=bool)
+            mask, text = plain.plain(ticks, encoded.starts[b0:b1], encoded.ends[b0:b1], special)
+            if mask.all():
+                yield text[:-1]
                 continue
-        fmts = [en[0] if en else "%s" for en in entries]
-        lines = list(map(fmts.__getitem__, inverse.tolist()))
-        count = np.where(special, 1, nslots[inverse])
-        widest = int(nslots.max()) if nslots.size else 1
-        deltas = np.zeros((len(entries), widest), dtype=np.int64)
-        for u, en in enumerate(entries):
-            if en:
-                deltas[u, :len(en[1])] = en[1]
-        values = (ticks[:, None] + deltas[inverse])[np.arange(widest) < count[:, None]]
-        args = values.tolist()
-        if special.any():
-            slot = np.cumsum(count) - count
-            for i in np.flatnonzero(special).tolist():
-                lines[i] = "%s"
-                args[int(slot[i])] = _special_line(nac, t, instrs, b0 + i, entries[inverse[i]],
-                                                   input_names, tick_notes).replace("%", "%%")
-        yield "\n".join(lines) % tuple(args)
+            if mask.any():
+                others = _general_lines(nac, t, encoded, words, templates, ticks[~mask], input_names,
+                                        tick_notes).split("\n")
+                if len(others) == b1 - b0 - int(mask.sum()):     # (a line with a newline: no split)
+                    lines = np.empty(b1 - b0, dtype=object)
+                    lines[mask] = text[:-1].split("\n")
+                    lines[~mask] = others
+                    yield "\n".join(lines.tolist())
+                    continue
+        yield _general_lines(nac, t, encoded, words, templates, ticks, input_names, tick_notes)
+
+
+def _general_lines(nac: NacFile, t: Tables, encoded, words, templates: dict, ticks: np.ndarray,
+                   input_names: dict, tick_notes: dict) -> str:
+    """The lines of instructions ``ticks`` (ascending) by encoding (see :func:`_ops_lines`),
+    joined by newlines."""
+    instrs, code = nac.instructions, encoded.code
+    starts, ends = encoded.starts[ticks], encoded.ends[ticks]
+    m = len(ticks)
+    first, inverse = _block_keys(words, starts, ends, ticks)
+    entries = []
+    for f in first.tolist():
+        key = code[int(starts[f]):int(ends[f])]
+        entry = templates.get(key, _MISSING)
+        if entry is _MISSING:
+            entry = _template_entry(nac, t, instrs.decode(int(ticks[f])), input_names)
+            if len(templates) > 65536:     # all-distinct encodings (crafted): keep it bounded
+                templates.clear()
+            templates[key] = entry
+        entries.append(entry)
+    nslots = np.array([len(en[1]) if en else 1 for en in entries], dtype=np.int64)
+    min_delta = np.array([en[2] if en else 0 for en in entries], dtype=np.int64)
+    special = np.array([en is None for en in entries])[inverse] | (ticks + min_delta[inverse] < 0)
+    if tick_notes:
+        special |= np.isin(ticks, np.fromiter(tick_notes, dtype=np.int64, count=len(tick_notes)))
+    if BYTE_LINES:
+        text = _block_bytes(nac, t, instrs, entries, inverse, ticks, special, input_names, tick_notes)
+        if text is not None:
+            return text
+    fmts = [en[0] if en else "%s" for en in entries]
+    lines = list(map(fmts.__getitem__, inverse.tolist()))
+    count = np.where(special, 1, nslots[inverse])
+    widest = int(nslots.max()) if nslots.size else 1
+    deltas = np.zeros((len(entries), widest), dtype=np.int64)
+    for u, en in enumerate(entries):
+        if en:
+            deltas[u, :len(en[1])] = en[1]
+    values = (ticks[:, None] + deltas[inverse])[np.arange(widest) < count[:, None]]
+    args = values.tolist()
+    if special.any():
+        slot = np.cumsum(count) - count
+        for i in np.flatnonzero(special).tolist():
+            lines[i] = "%s"
+            args[int(slot[i])] = _special_line(nac, t, instrs, int(ticks[i]), entries[inverse[i]],
+                                               input_names, tick_notes).replace("%", "%%")
+    return "\n".join(lines) % tuple(args)
 
 
 def _byte_words(code: bytes) -> np.ndarray:
@@ -169,7 +197,7 @@ _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))   # odd mu
 _LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
 
 
-def _block_keys(words: np.ndarray, starts: np.ndarray, ends: np.ndarray, b0: int):
+def _block_keys(words: np.ndarray, starts: np.ndarray, ends: np.ndarray, ticks: np.ndarray):
     """(first index, inverse) of a block's distinct encodings, as numpy's unique gives them.
     An encoding is told by its first 16 bytes (two words, the bytes past its end masked off)
     and its length; a longer one gets a key of its own (its tick), looked up by its bytes by
@@ -181,7 +209,7 @@ def _block_keys(words: np.ndarray, starts: np.ndarray, ends: np.ndarray, b0: int
     size = np.minimum(length, 255).astype(np.uint64)
     long_ = np.flatnonzero(length > _KEY_BYTES)
     if long_.size:
-        lo[long_] = long_ + b0
+        lo[long_] = ticks[long_]
         hi[long_] = 0
     mixed = (lo * _MIX[0]) ^ (hi * _MIX[1]) ^ size
     _, first, inverse = np.unique(mixed, return_index=True, return_inverse=True)
@@ -194,7 +222,7 @@ def _block_keys(words: np.ndarray, starts: np.ndarray, ends: np.ndarray, b0: int
     return first, inverse.ravel()
 
 
-def _block_bytes(nac, t, instrs, b0, entries, inverse, ticks, special, input_names, tick_notes):
+def _block_bytes(nac, t, instrs, entries, inverse, ticks, special, input_names, tick_notes):
     """A block's lines assembled as bytes (line_bytes): a line made on its own (special) is a
     shape of its own with no numbers. None when a text is not UTF-8 encodable (a lone
     surrogate): the block is %-formatted then."""
@@ -203,7 +231,7 @@ def _block_bytes(nac, t, instrs, b0, entries, inverse, ticks, special, input_nam
     which = inverse.astype(np.int64)
     try:
         for i in np.flatnonzero(special).tolist():
-            line = _special_line(nac, t, instrs, b0 + i, entries[inverse[i]], input_names, tick_notes)
+            line = _special_line(nac, t, instrs, int(ticks[i]), entries[inverse[i]], input_names, tick_notes)
             which[i] = len(parts)
             parts.append((line.encode() + b"\n",))
             deltas.append(())
@@ -215,8 +243,11 @@ def _block_bytes(nac, t, instrs, b0, entries, inverse, ticks, special, input_nam
 _NO_PARTS = (b"\n",)
 #: Off: every block %-formatted line by line (tests compare the two).
 BYTE_LINES = True
+#: Off: plain regular lines are made by encoding too, not in columns (tests compare the two).
+BULK_LINES = True
 _KEY_BYTES = 16        # instruction bytes compared by numpy; longer encodings are keyed one by one
 _OPS_BLOCK = 4096      # lines formatted at once
+_OPS_BLOCK_MIN = 512   # ... and at least this many, for a small section
 _MISSING = object()
 
 

@@ -108,11 +108,11 @@ def assemble_lines(parts: Sequence, deltas: Sequence, which: np.ndarray, ticks: 
     if span > 4 * m + 4096:       # far references: each number's digits made on its own
         values = ticks[:, None] + np.take(delta, which, axis=0)
         values[~np.take(used, which, axis=0)] = -1
-        table = _digit_rows(values.ravel(), n_digits)
+        table = digit_rows(values.ravel(), n_digits)
         at = np.arange(values.size, dtype=np.int64).reshape(values.shape)
     else:
         table = np.full((span + last_tick - first_tick + 1, n_digits), _FILL, dtype=np.uint8)
-        table[:span] = _digit_rows(np.arange(lo, top + 1, dtype=np.int64), n_digits)
+        table[:span] = digit_rows(np.arange(lo, top + 1, dtype=np.int64), n_digits)
         add = np.where(used, delta + (first_tick - lo), span)
         at = np.take(add, which, axis=0)
         at += (ticks - first_tick)[:, None]
@@ -129,9 +129,9 @@ def _owners(counts: np.ndarray):
     return owner, np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
-def _digit_rows(values: np.ndarray, n_digits: int) -> np.ndarray:
-    """Each value's decimal digits right-aligned in ``n_digits`` bytes, filler before them;
-    -1: filler only."""
+def digit_rows(values: np.ndarray, n_digits: int) -> np.ndarray:
+    """Each value's decimal digits right-aligned in ``n_digits`` bytes, 0xFF filler before
+    them; -1: filler only."""
     rows = np.empty((len(values), n_digits), dtype=np.uint8)
     rest = np.maximum(values, 0)
     for c in range(n_digits):

@@ -70,6 +70,7 @@ def _ops_mutants(data: bytes, count: int, seed: int) -> list:
 
 
 def _both_ways(datas, monkeypatch) -> None:
+    monkeypatch.setattr(disasm, "BULK_LINES", False)     # every line by encoding (bulk: test_ops_bulk_lines)
     for k, data in enumerate(datas):
         fast = _texts(data)
         with monkeypatch.context() as m:
@@ -90,6 +91,7 @@ def test_listing_of_mutated_ops_as_bytes_equals_the_percent_format(monkeypatch):
 
 def test_colliding_keys_fall_back_to_sorting_rows(monkeypatch):
     """Every encoding hashed to 0: the groups fail the check and are sorted as rows, same text."""
+    monkeypatch.setattr(disasm, "BULK_LINES", False)
     data = dict(_ops_cases())["variety"]
     expect = _texts(data)
     monkeypatch.setattr(disasm, "_MIX", (np.uint64(0), np.uint64(0)))
@@ -103,6 +105,7 @@ def test_colliding_keys_fall_back_to_sorting_rows(monkeypatch):
 def test_listing_as_bytes_costs_less_than_the_percent_format(monkeypatch):
     """The ops listing alone (file read once) with BYTE_LINES on and off: about 0.4x on an idle
     machine; the bound leaves room for a shared one."""
+    monkeypatch.setattr(disasm, "BULK_LINES", False)     # the lines by encoding, not in columns
     nac = read(crafted("ops", 16), strict=False)
 
     def listing(_):

@@ -1,0 +1,295 @@
+"""The ``.ops`` lines of plain regular instructions, made column by column with numpy.
+
+A crafted 1 MB OPS section can hold 100k instructions whose encodings all differ (random earlier
+references, random constant ids): each then made its line, and read it back, on its own
+(``textops.format_instruction``, ~50 us). Most lines, though, are of one grammar whose text is a
+pure function of the encoded fields and whose parse is its exact inverse::
+
+    vN = OP(ARG, ...)[<SIG> | <#B>]        ARG = vK (a reference) | the constant's literal
+
+Such a line is *plain* when (each rule mirrors a branch of ``_readable`` / ``parse_instruction``):
+
+* its op (A >= 10) has a name of the conservative form ``[A-Za-z_][A-Za-z0-9_.]*`` (no word the
+  grammar reserves), shown as ``name`` when the name is unique, else ``name#A``;
+* its signature (B) is declared, 1..``MAX_ARGS`` codes from the signature alphabet, and the
+  instruction's bytes are laid out as that signature says: D holds one value per code, C (present
+  exactly when a code is a constant code) counts the zero D values and nothing else;
+* each reference (a non-zero D value) lands on tick 0 or later (``v-3`` is no reference);
+* each constant argument is *safe*: it exists, its literal is short, of a conservative character
+  set, parses back to its own type and the same literal, is the one constant with that literal
+  (``textops._const_arg`` prints it rather than ``cID``), and the op uses it as stored (no
+  coercion note: the code wants its type exactly, or is not a scalar code);
+* the tick has no notes of its own (inputs, MMAP comments, source map): those lines go the
+  general way.
+
+Every other line keeps the general path (templates read back, ``raw``). Plain lines are laid
+out in fixed columns (tick, head, each argument's separator, reference and literal, tail) padded
+with 0xFF, gathered from small per-file tables, and the filler deleted, as ``line_bytes`` does.
+``tests/isa/test_ops_bulk_lines.py`` holds the text equal to the general path's on the corpus,
+crafted and mutated files, and ambiguous tables, and the text re-assembling to the same bytes.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import numpy as np
+
+from ..format import layout as L
+from .coerce import CODE_TYPES
+from .line_bytes import digit_rows
+from .literals import format_literal, parse_literal
+from .optable import CONST_CODES, SIGNATURE_CODES
+from .textops import _LITERAL_CODE, Tables, _const_arg
+
+MAX_ARGS = 16            # longer signatures go the general way (bounds the columns)
+MAX_LITERAL = 32         # longer constant literals go the general way (bounds the row width)
+
+_FILL = 0xFF             # never a byte of ASCII text: deleted at the end
+_FILL_BYTE = bytes((_FILL,))
+_COMMA_V = np.frombuffer(b", v", dtype=np.uint8)
+_LITERAL_ROW = MAX_LITERAL + 8      # ", " + literal, read as 8-byte words from byte 0 or 2
+_OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_RESERVED = frozenset({"raw", "input", "param", "lifted", "state", "saved", "target", "return",
+                       "subreturn", "None", "True", "False", "inf", "nan"})
+# literals whose text holds no character the line grammar gives a meaning to (',', '(', ')',
+# '<', '>', ';', '%', quotes inside strings, whitespace other than the list separator)
+_SAFE_LITERAL = re.compile(r"-?\d+|-?(?:\d+\.\d*(?:e[+-]?\d+)?|\d+e[+-]?\d+|inf|nan)|True|False|None"
+                           r'|"[A-Za-z0-9_./:+\-]*"'
+                           r"|\[(?:-?\d+(?:, -?\d+)*)?\]"
+                           r"|\[(?:-?[0-9.e+\-infa]+(?:, -?[0-9.e+\-infa]+)*)?\]f32")
+# the type class an op wants (signature code) and a stored scalar has, for the coercion rule
+_CLASS_OF_TYPE = {int: 1, bool: 2, float: 3}
+_CLASS_OF_CODE = {code: _CLASS_OF_TYPE[typ] for code, typ in CODE_TYPES.items()}
+_UNKNOWN, _SAFE, _UNSAFE = 0, 1, 2
+
+
+class PlainOpsLines:
+    """Per-file tables for the plain lines of one encoded OPS section (see module docstring)."""
+
+    def __init__(self, t: Tables, code: bytes):
+        self.t = t
+        self.u8 = np.frombuffer(code, dtype=np.uint8)
+        self.i16 = np.frombuffer(code, dtype="<i2", count=len(code) // 2)
+        heads = [None] * 256
+        for a in range(10, 256):
+            name = t.op_names.get(a)
+            if name is None or name in _RESERVED or not _OP_NAME.fullmatch(name):
+                continue
+            op = name if t.op_ids.get(name) == [a] else f"{name}#{a}"
+            heads[a] = f" = {op}(".encode()
+        self.op_ok = np.array([h is not None for h in heads])
+        self.heads = _rows([h or b"" for h in heads], pad=8)
+        self.head_width = max(len(h or b"") for h in heads)
+        sig_len = np.zeros(256, dtype=np.int64)
+        has_const = np.zeros(256, dtype=bool)
+        codes = np.zeros((256, MAX_ARGS), dtype=np.uint8)
+        classes = np.zeros((256, MAX_ARGS), dtype=np.uint8)
+        tails = [b")\n"] * 512              # (B, the derived codes differ from the signature)
+        for b, sig in t.nac.perms.items():
+            if not (0 <= b < 256 and isinstance(sig, str) and 1 <= len(sig) <= MAX_ARGS
+                    and set(sig) <= SIGNATURE_CODES):
+                continue
+            sig_len[b] = len(sig)
+            has_const[b] = any(ch in CONST_CODES for ch in sig)
+            codes[b, :len(sig)] = np.frombuffer(sig.encode(), dtype=np.uint8)
+            classes[b, :len(sig)] = [_CLASS_OF_CODE.get(ch, 0) for ch in sig]
+            if t.sig_ids.get(sig) != [b]:
+                tails[2 * b] = tails[2 * b + 1] = f")<#{b}>\n".encode()
+            else:
+                tails[2 * b + 1] = f")<{sig}>\n".encode()
+        self.sig_len, self.has_const, self.codes, self.classes = sig_len, has_const, codes, classes
+        self.tails = _rows(tails, pad=8)
+        self.tail_width = max(map(len, tails))
+        # constants, judged on first use: state, derived code, class of the stored scalar, literal row
+        # (slot: constant id - the least id C can name; the last slot stands for every id C holds
+        # that no constant has, and is unsafe)
+        ids = [cid for cid in t.nac.constants if isinstance(cid, int) and -32768 <= cid <= 32767]
+        self.first_id = min(ids, default=0)
+        n_slots = max(ids, default=0) - self.first_id + 2
+        self.const_state = np.zeros(n_slots, dtype=np.uint8)
+        self.const_state[-1] = _UNSAFE
+        self.const_code = np.zeros(n_slots, dtype=np.uint8)
+        self.const_class = np.zeros(n_slots, dtype=np.uint8)
+        self.const_row = np.zeros(n_slots, dtype=np.int32)
+        self.literals = np.full((64, _LITERAL_ROW), _FILL, dtype=np.uint8)     # row 0: filler
+        self.literal_len = np.zeros(64, dtype=np.int64)
+        self.n_literals = 1
+
+    # ------------------------------------------------------------------ per block
+    def plain(self, ticks: np.ndarray, starts: np.ndarray, ends: np.ndarray, special: np.ndarray):
+        """Which of the block's lines are plain, and the block's plain lines: (mask, text of
+        the plain lines in order, each ending in a newline)."""
+        a = self.u8[starts]
+        b = self.u8[starts + 1]
+        n_args = self.sig_len[b]
+        hc = self.has_const[b]
+        c_len = (ends - starts - 2) // 2 - n_args
+        ok = self.op_ok[a] & (n_args > 0) & ~special & np.where(hc, c_len >= 1, c_len == 0)
+        sel = np.flatnonzero(ok)
+        if not sel.size:
+            return ok, ""
+        a, b, n_args, hc, c_len = a[sel], b[sel], n_args[sel], hc[sel], c_len[sel]
+        tk, s16 = ticks[sel], starts[sel] // 2
+        width = int(n_args.max())
+        k = np.arange(width, dtype=np.int64)
+        used = k < n_args[:, None]
+        # D: one value per code (unused slots read as 1: neither a constant nor a bad reference)
+        d = np.where(used, self.i16[np.where(used, (ends[sel] // 2 - n_args)[:, None] + k, 0)], 1)
+        zero = d == 0
+        n_zero = zero.sum(axis=1)
+        count = np.where(hc, self.i16[np.where(hc, s16 + 1, 0)], 0)
+        good = np.where(hc, (count == c_len - 1) & (count == n_zero), n_zero == 0)
+        good &= (d.min(axis=1) + tk) >= 0           # every reference on tick 0 or later
+        # constant argument j (the j-th zero of D) is C value 1 + j
+        zr, zc = np.nonzero(zero)
+        slot = np.zeros(d.shape, dtype=np.int64)
+        if zr.size:
+            first_zero = np.cumsum(n_zero) - n_zero
+            zslot = self.i16[s16[zr] + 2 + (np.arange(zr.size) - first_zero[zr])] - np.int64(self.first_id)
+            last = len(self.const_state) - 1
+            zslot[(zslot < 0) | (zslot > last)] = last
+            self._judge(np.unique(zslot))
+            cls, want = self.const_class[zslot], self.classes[b[zr], zc]
+            bad = (self.const_state[zslot] != _SAFE) | ((want != 0) & (cls != 0) & (cls != want))
+            good[zr[bad]] = False
+            slot[zr, zc] = zslot
+        # derived codes ('T' for a reference, the literal's code for a constant) against the signature
+        derived = np.where(zero, self.const_code[slot], ord("T"))
+        differs = (used & (derived != self.codes[b, :width])).any(axis=1)
+        if not good.all():
+            ok[sel[~good]] = False
+            keep = np.flatnonzero(good)
+            if not keep.size:
+                return ok, ""
+            a, b, tk, d, used, zero, slot, differs = (x[keep] for x in (a, b, tk, d, used, zero, slot, differs))
+        return ok, self._assemble(a, b, tk, d, used, zero, slot, differs)
+
+    def _assemble(self, a, b, tk, d, used, zero, slot, differs) -> str:
+        """The lines in fixed columns: tick, head, each argument's ``[, ]vK`` and ``[, ]LITERAL``
+        (a column left out when no line has one there), tail. Each column is written as 8-byte
+        words gathered from its table (a row's text left-aligned, filler after it), left to right:
+        a word running past its column is overwritten by the next one; 8 bytes of filler end
+        each row. Deleting the filler leaves the text."""
+        m, width = d.shape
+        ref = used & ~zero
+        values = np.where(ref, tk[:, None] + d, -1)
+        hi = max(int(tk.max()), int(values.max()))
+        n_digits = len(str(hi))
+        lo = min(int(tk.min()), int(values.min(initial=hi, where=ref)))
+        # ", v" and the digits of every number, right-aligned; a row of filler after them
+        num_w = n_digits + 1
+        table_w = max(2 + 8 * -(-num_w // 8), 8 * -(-(num_w + 2) // 8))     # (words read from byte 0 or 2)
+        span = hi - lo + 1
+        if span <= 4 * m + 4096:
+            table = np.full((span + 1, table_w), _FILL, dtype=np.uint8)
+            table[:span, 3:num_w + 2] = digit_rows(np.arange(lo, hi + 1, dtype=np.int64), n_digits)
+            table[:span, :3] = _COMMA_V
+            tick_at = tk - lo
+            ref_at = np.where(ref, values - lo, span)
+        else:       # far references: each number's digits made on its own
+            flat = np.concatenate((tk, values.ravel()))
+            table = np.full((flat.size, table_w), _FILL, dtype=np.uint8)
+            table[:, 3:num_w + 2] = digit_rows(flat, n_digits)
+            table[:, :3] = np.where((flat >= 0)[:, None], _COMMA_V, _FILL)
+            tick_at = np.arange(m)
+            ref_at = np.arange(m, m + values.size).reshape(values.shape)
+        lit_rows = np.where(zero, self.const_row[slot], 0)
+        lit_width = self.literal_len[lit_rows].max(axis=0)
+        has_ref = ref.any(axis=0)
+        head_w, tail_w = self.head_width, self.tail_width
+        fields = [(table, 2, num_w, tick_at), (self.heads, 0, head_w, a)]
+        for k in range(width):
+            skip = 0 if k else 2          # no ", " before the first argument
+            if has_ref[k]:
+                fields.append((table, skip, num_w + 2 - skip, ref_at[:, k]))
+            if lit_width[k]:
+                fields.append((self.literals, skip, int(lit_width[k]) + 2 - skip, lit_rows[:, k]))
+        fields.append((self.tails, 0, tail_w, 2 * b.astype(np.int64) + differs))
+        row_width = sum(f[2] for f in fields)
+        stride = row_width + 8
+        out = np.empty((m, stride), dtype=np.uint8)
+        out[:, row_width:] = _FILL
+        at = 0
+        for source, skip, w, rows in fields:
+            for j in range(0, w, 8):
+                word = np.ndarray((len(source),), dtype="<u8", buffer=source, offset=skip + j,
+                                  strides=(source.shape[1],))
+                np.ndarray((m,), dtype="<u8", buffer=out, offset=at + j, strides=(stride,))[...] = word[rows]
+            at += w
+        return out.tobytes().translate(None, _FILL_BYTE).decode("ascii")
+
+    def _judge(self, slots: np.ndarray) -> None:
+        """Judge the constants at ``slots`` not judged yet (see the module docstring's rule)."""
+        new = slots[self.const_state[slots] == _UNKNOWN].tolist()
+        if not new:
+            return
+        t = self.t
+        constants, const_ids, int64 = t.nac.constants, t.const_ids, L.CONST_INT64
+        safe, texts = [], []
+        for s in new:
+            cid = s + self.first_id
+            const = constants.get(cid)
+            if const is None:
+                continue
+            value = const.value
+            if type(value) is int and const.type == int64:
+                # the common case, inline: str() of an int is what _const_arg prints (when the
+                # literal names this constant alone) and parse_literal reads back exactly
+                text = str(value)
+                if len(text) > MAX_LITERAL or const_ids.get(text) != [cid]:
+                    continue
+            elif type(value) in (bool, float, str, tuple, type(None)):
+                text = _const_arg(cid, t)
+                if not (len(text) <= MAX_LITERAL and _SAFE_LITERAL.fullmatch(text)
+                        and text != f"c{cid}" and _reads_back(text, const, t, cid)):
+                    continue
+            else:
+                continue
+            safe.append(s)
+            texts.append(b", " + text.encode("ascii"))
+        self.const_state[new] = _UNSAFE
+        if not safe:
+            return
+        safe_slots = np.array(safe, dtype=np.int64)
+        self.const_state[safe_slots] = _SAFE
+        kinds = [constants[s + self.first_id] for s in safe]
+        self.const_code[safe_slots] = [ord(_LITERAL_CODE.get(c.type, "c")) for c in kinds]
+        self.const_class[safe_slots] = [_CLASS_OF_TYPE.get(type(c.value), 0) for c in kinds]
+        n = self.n_literals
+        self.const_row[safe_slots] = np.arange(n, n + len(safe))
+        if n + len(safe) > len(self.literals):     # grown by doubling: each row copied O(1) times
+            grown = np.full((max(2 * len(self.literals), n + len(safe)), _LITERAL_ROW), _FILL, dtype=np.uint8)
+            grown[:n] = self.literals[:n]
+            self.literals = grown
+            self.literal_len = np.concatenate((self.literal_len, np.zeros(len(grown) - len(self.literal_len),
+                                                                          dtype=np.int64)))
+        self.literals[n:n + len(safe)] = _rows(texts, _LITERAL_ROW)
+        self.literal_len[n:n + len(safe)] = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) - 2
+        self.n_literals = n + len(safe)
+
+
+def _reads_back(text: str, const, t: Tables, cid: int) -> bool:
+    """The literal parses to the constant's own type and literal, which names it alone (what
+    ``textops._const_ref`` does with it, and the derived code the parse takes from it)."""
+    try:
+        typ, value = parse_literal(text)
+        again = format_literal(typ, value)
+    except ValueError:
+        return False
+    return typ == const.type and again == text and t.const_ids.get(text) == [cid] and \
+        const.type in (L.CONST_NULL, L.CONST_BOOL, L.CONST_INT64, L.CONST_FLOAT64, L.CONST_STRING,
+                       L.CONST_LIST_I32, L.CONST_LIST_F32)
+
+
+def _rows(texts: list, width: Optional[int] = None, pad: int = 1) -> np.ndarray:
+    """Byte strings as rows of one uint8 matrix, left-aligned, filler after them (``width``:
+    the rows' width, else the longest text's rounded up to a multiple of ``pad``)."""
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    width = -(-int(lengths.max(initial=0)) // pad) * pad if width is None else width
+    rows = np.full((len(texts), width), _FILL, dtype=np.uint8)
+    pool = np.frombuffer(b"".join(texts), dtype=np.uint8)
+    if pool.size:
+        row_start = np.arange(len(texts), dtype=np.int64) * width - (np.cumsum(lengths) - lengths)
+        rows.ravel()[np.repeat(row_start, lengths) + np.arange(pool.size)] = pool
+    return rows
