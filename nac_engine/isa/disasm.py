@@ -115,14 +115,14 @@ def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
         return
     words = _byte_words(encoded.code)
     templates: dict = {}       # encoding -> (%-template with its notes, deltas, min delta, template)
-    plain = PlainOpsLines(t, encoded.code) if BULK_LINES else None
+    plain = PlainOpsLines(t, encoded.code, len(encoded.starts)) if BULK_LINES else None
     noted = np.fromiter(tick_notes, dtype=np.int64, count=len(tick_notes)) if tick_notes else None
     n = len(encoded.starts)
     block = min(_OPS_BLOCK, max(_OPS_BLOCK_MIN, n // 16))     # a block's text: a bounded part of the file's
     for b0 in range(0, n, block):
         b1 = min(n, b0 + block)
         ticks = np.arange(b0, b1, dtype=np.int64)
-        if plain is not None:
+        if plain is not None and not _repetitive(words, encoded, b0, b1):
             special = np.isin(ticks, noted) if noted is not None else np.zeros(b1 - b0, dtype=bool)
             mask, text = plain.plain(ticks, encoded.starts[b0:b1], encoded.ends[b0:b1], special)
             if mask.all():
@@ -138,6 +138,15 @@ def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
                     yield "\n".join(lines.tolist())
                     continue
         yield _general_lines(nac, t, encoded, words, templates, ticks, input_names, tick_notes)
+
+
+def _repetitive(words: np.ndarray, encoded, b0: int, b1: int) -> bool:
+    """Does the block repeat its encodings (a program's few hundred, as a real file or a repeated
+    crafted one)? Then its lines are cheaper by encoding (a template per encoding, rows gathered)
+    than in columns. Judged on the block's first ``_SAMPLE`` lines; either way the text is the same."""
+    s1 = min(b1, b0 + _SAMPLE)
+    first, _ = _block_keys(words, encoded.starts[b0:s1], encoded.ends[b0:s1], np.arange(b0, s1, dtype=np.int64))
+    return len(first) * TEMPLATE_REPEATS <= s1 - b0
 
 
 def _general_lines(nac: NacFile, t: Tables, encoded, words, templates: dict, ticks: np.ndarray,
@@ -245,6 +254,10 @@ _NO_PARTS = (b"\n",)
 BYTE_LINES = True
 #: Off: plain regular lines are made by encoding too, not in columns (tests compare the two).
 BULK_LINES = True
+#: A block whose sampled lines repeat each encoding this many times or more on average goes by
+#: encoding (tests set it out of reach to make every plain line in columns).
+TEMPLATE_REPEATS = 4
+_SAMPLE = 256
 _KEY_BYTES = 16        # instruction bytes compared by numpy; longer encodings are keyed one by one
 _OPS_BLOCK = 4096      # lines formatted at once
 _OPS_BLOCK_MIN = 512   # ... and at least this many, for a small section

@@ -67,8 +67,12 @@ _UNKNOWN, _SAFE, _UNSAFE = 0, 1, 2
 class PlainOpsLines:
     """Per-file tables for the plain lines of one encoded OPS section (see module docstring)."""
 
-    def __init__(self, t: Tables, code: bytes):
+    def __init__(self, t: Tables, code: bytes, count: int):
         self.t = t
+        # numbers: ticks below ``count`` and references up to 32,767 past one
+        self.count = count
+        self.n_digits = len(str(max(count - 1, 0) + 32767))
+        self.number_rows = np.zeros((0, 8), dtype=np.uint8)
         self.u8 = np.frombuffer(code, dtype=np.uint8)
         self.i16 = np.frombuffer(code, dtype="<i2", count=len(code) // 2)
         heads = [None] * 256
@@ -98,7 +102,9 @@ class PlainOpsLines:
                 tails[2 * b] = tails[2 * b + 1] = f")<#{b}>\n".encode()
             else:
                 tails[2 * b + 1] = f")<{sig}>\n".encode()
-        self.sig_len, self.has_const, self.codes, self.classes = sig_len, has_const, codes, classes
+        self.sig_len, self.has_const = sig_len, has_const
+        self.codes = [np.ascontiguousarray(codes[:, k]) for k in range(MAX_ARGS)]       # per argument position
+        self.classes = [np.ascontiguousarray(classes[:, k]) for k in range(MAX_ARGS)]
         self.tails = _rows(tails, pad=8)
         self.tail_width = max(map(len, tails))
         # constants, judged on first use: state, derived code, class of the stored scalar, literal row
@@ -119,7 +125,8 @@ class PlainOpsLines:
     # ------------------------------------------------------------------ per block
     def plain(self, ticks: np.ndarray, starts: np.ndarray, ends: np.ndarray, special: np.ndarray):
         """Which of the block's lines are plain, and the block's plain lines: (mask, text of
-        the plain lines in order, each ending in a newline)."""
+        the plain lines in order, each ending in a newline). Arguments are handled a column (an
+        argument position) at a time: a signature has a few, a block thousands of lines."""
         a = self.u8[starts]
         b = self.u8[starts + 1]
         n_args = self.sig_len[b]
@@ -131,85 +138,92 @@ class PlainOpsLines:
             return ok, ""
         a, b, n_args, hc, c_len = a[sel], b[sel], n_args[sel], hc[sel], c_len[sel]
         tk, s16 = ticks[sel], starts[sel] // 2
+        d_at = ends[sel] // 2 - n_args
         width = int(n_args.max())
-        k = np.arange(width, dtype=np.int64)
-        used = k < n_args[:, None]
-        # D: one value per code (unused slots read as 1: neither a constant nor a bad reference)
-        d = np.where(used, self.i16[np.where(used, (ends[sel] // 2 - n_args)[:, None] + k, 0)], 1)
-        zero = d == 0
-        n_zero = zero.sum(axis=1)
-        count = np.where(hc, self.i16[np.where(hc, s16 + 1, 0)], 0)
-        good = np.where(hc, (count == c_len - 1) & (count == n_zero), n_zero == 0)
-        good &= (d.min(axis=1) + tk) >= 0           # every reference on tick 0 or later
+        # D: one value per code (past a line's codes: 1, neither a constant nor a bad reference);
         # constant argument j (the j-th zero of D) is C value 1 + j
-        zr, zc = np.nonzero(zero)
-        slot = np.zeros(d.shape, dtype=np.int64)
-        if zr.size:
-            first_zero = np.cumsum(n_zero) - n_zero
-            zslot = self.i16[s16[zr] + 2 + (np.arange(zr.size) - first_zero[zr])] - np.int64(self.first_id)
-            last = len(self.const_state) - 1
-            zslot[(zslot < 0) | (zslot > last)] = last
-            self._judge(np.unique(zslot))
-            cls, want = self.const_class[zslot], self.classes[b[zr], zc]
-            bad = (self.const_state[zslot] != _SAFE) | ((want != 0) & (cls != 0) & (cls != want))
-            good[zr[bad]] = False
-            slot[zr, zc] = zslot
-        # derived codes ('T' for a reference, the literal's code for a constant) against the signature
-        derived = np.where(zero, self.const_code[slot], ord("T"))
-        differs = (used & (derived != self.codes[b, :width])).any(axis=1)
+        ds, zeros, slots = [], [], []
+        n_zero = np.zeros(len(sel), dtype=np.int64)
+        good = np.ones(len(sel), dtype=bool)
+        last = len(self.const_state) - 1
+        for k in range(width):
+            used = n_args > k
+            dk = self.i16[np.where(used, d_at + k, 0)].astype(np.int64)
+            dk[~used] = 1
+            good &= tk + dk >= 0           # every reference on tick 0 or later
+            zk = dk == 0
+            if zk.any():
+                slot = self.i16[np.where(zk, s16 + 2 + n_zero, 0)] - np.int64(self.first_id)
+                slot[(slot < 0) | (slot > last) | ~zk] = last
+            else:
+                slot = None
+            n_zero += zk
+            ds.append(dk)
+            zeros.append(zk)
+            slots.append(slot)
+        count = np.where(hc, self.i16[np.where(hc, s16 + 1, 0)], 0)
+        good &= np.where(hc, (count == c_len - 1) & (count == n_zero), n_zero == 0)
+        present = [x for x in slots if x is not None]
+        if present:
+            present = np.concatenate(present)
+            new = present[self.const_state[present] == _UNKNOWN]
+            if new.size:
+                self._judge(np.unique(new))
+        differs = np.zeros(len(sel), dtype=bool)
+        for k in range(width):
+            used, zk, slot = n_args > k, zeros[k], slots[k]
+            # derived codes ('T' for a reference, the literal's code for a constant) against the signature
+            code = self.codes[k][b]
+            if slot is None:
+                differs |= used & (code != ord("T"))
+                continue
+            want, cls = self.classes[k][b], self.const_class[slot]
+            good &= ~zk | ((self.const_state[slot] == _SAFE) & ((want == 0) | (cls == 0) | (cls == want)))
+            differs |= used & (np.where(zk, self.const_code[slot], ord("T")) != code)
         if not good.all():
             ok[sel[~good]] = False
             keep = np.flatnonzero(good)
             if not keep.size:
                 return ok, ""
-            a, b, tk, d, used, zero, slot, differs = (x[keep] for x in (a, b, tk, d, used, zero, slot, differs))
-        return ok, self._assemble(a, b, tk, d, used, zero, slot, differs)
+            a, b, tk, n_args, differs = a[keep], b[keep], tk[keep], n_args[keep], differs[keep]
+            ds, zeros = [x[keep] for x in ds], [x[keep] for x in zeros]
+            slots = [x[keep] if x is not None else None for x in slots]
+        return ok, self._assemble(a, b, tk, n_args, ds, zeros, slots, differs)
 
-    def _assemble(self, a, b, tk, d, used, zero, slot, differs) -> str:
+    def _assemble(self, a, b, tk, n_args, ds, zeros, slots, differs) -> str:
         """The lines in fixed columns: tick, head, each argument's ``[, ]vK`` and ``[, ]LITERAL``
         (a column left out when no line has one there), tail. Each column is written as 8-byte
         words gathered from its table (a row's text left-aligned, filler after it), left to right:
         a word running past its column is overwritten by the next one; 8 bytes of filler end
         each row. Deleting the filler leaves the text."""
-        m, width = d.shape
-        ref = used & ~zero
-        values = np.where(ref, tk[:, None] + d, -1)
-        hi = max(int(tk.max()), int(values.max()))
-        n_digits = len(str(hi))
-        lo = min(int(tk.min()), int(values.min(initial=hi, where=ref)))
-        # ", v" and the digits of every number, right-aligned; a row of filler after them
-        num_w = n_digits + 1
-        table_w = max(2 + 8 * -(-num_w // 8), 8 * -(-(num_w + 2) // 8))     # (words read from byte 0 or 2)
-        span = hi - lo + 1
-        if span <= 4 * m + 4096:
-            table = np.full((span + 1, table_w), _FILL, dtype=np.uint8)
-            table[:span, 3:num_w + 2] = digit_rows(np.arange(lo, hi + 1, dtype=np.int64), n_digits)
-            table[:span, :3] = _COMMA_V
-            tick_at = tk - lo
-            ref_at = np.where(ref, values - lo, span)
-        else:       # far references: each number's digits made on its own
-            flat = np.concatenate((tk, values.ravel()))
-            table = np.full((flat.size, table_w), _FILL, dtype=np.uint8)
-            table[:, 3:num_w + 2] = digit_rows(flat, n_digits)
-            table[:, :3] = np.where((flat >= 0)[:, None], _COMMA_V, _FILL)
+        m, width = len(tk), int(n_args.max())
+        refs = [(n_args > k) & ~zeros[k] for k in range(width)]
+        values = [np.where(ref, tk + dk, -1) for ref, dk in zip(refs, ds)]
+        top = max([int(tk[-1])] + [int(v.max()) for v in values])
+        if top <= 4 * self.count + 4096:
+            table = self._numbers(top)
+            tick_at, ref_at = tk, values
+        else:       # far forward references (a small crafted file): the block's numbers on their own
+            table = self._number_rows(np.concatenate([tk] + values))
             tick_at = np.arange(m)
-            ref_at = np.arange(m, m + values.size).reshape(values.shape)
-        lit_rows = np.where(zero, self.const_row[slot], 0)
-        lit_width = self.literal_len[lit_rows].max(axis=0)
-        has_ref = ref.any(axis=0)
-        head_w, tail_w = self.head_width, self.tail_width
-        fields = [(table, 2, num_w, tick_at), (self.heads, 0, head_w, a)]
+            ref_at = [np.arange(m * (k + 1), m * (k + 2)) for k in range(width)]
+        none = len(table) - 1             # the row of filler
+        ref_at = [np.where(ref, at, none) for at, ref in zip(ref_at, refs)]
+        num_w = self.n_digits + 1
+        fields = [(table, 2, num_w, tick_at), (self.heads, 0, self.head_width, a)]
         for k in range(width):
             skip = 0 if k else 2          # no ", " before the first argument
-            if has_ref[k]:
-                fields.append((table, skip, num_w + 2 - skip, ref_at[:, k]))
-            if lit_width[k]:
-                fields.append((self.literals, skip, int(lit_width[k]) + 2 - skip, lit_rows[:, k]))
-        fields.append((self.tails, 0, tail_w, 2 * b.astype(np.int64) + differs))
-        row_width = sum(f[2] for f in fields)
-        stride = row_width + 8
+            if refs[k].any():
+                fields.append((table, skip, num_w + 2 - skip, ref_at[k]))
+            if slots[k] is not None:
+                rows = np.where(zeros[k], self.const_row[slots[k]], 0)
+                w = int(self.literal_len[rows].max())
+                if w:
+                    fields.append((self.literals, skip, w + 2 - skip, rows))
+        fields.append((self.tails, 0, self.tail_width, 2 * b.astype(np.int64) + differs))
+        # a row ends where the tail's last word does: every byte of it is written
+        stride = sum(f[2] for f in fields[:-1]) + 8 * -(-self.tail_width // 8)
         out = np.empty((m, stride), dtype=np.uint8)
-        out[:, row_width:] = _FILL
         at = 0
         for source, skip, w, rows in fields:
             for j in range(0, w, 8):
@@ -218,6 +232,24 @@ class PlainOpsLines:
                 np.ndarray((m,), dtype="<u8", buffer=out, offset=at + j, strides=(stride,))[...] = word[rows]
             at += w
         return out.tobytes().translate(None, _FILL_BYTE).decode("ascii")
+
+    def _numbers(self, top: int) -> np.ndarray:
+        """Rows ``", v"`` + the digits of 0, 1, ... (at least up to ``top``), right-aligned in the
+        file's widest number, and a last row of filler; grown by doubling."""
+        table = self.number_rows
+        if len(table) - 1 > top:
+            return table
+        self.number_rows = table = self._number_rows(np.arange(max(top + 1, 2 * (len(table) - 1), 1024)))
+        return table
+
+    def _number_rows(self, values: np.ndarray) -> np.ndarray:
+        """``", v"`` + the digits of each value (>= 0), and a last row of filler."""
+        num_w = self.n_digits + 1
+        width = max(2 + 8 * -(-num_w // 8), 8 * -(-(num_w + 2) // 8))     # (words read from byte 0 or 2)
+        table = np.full((len(values) + 1, width), _FILL, dtype=np.uint8)
+        table[:-1, 3:num_w + 2] = digit_rows(values.astype(np.int64), self.n_digits)
+        table[:-1, :3] = _COMMA_V
+        return table
 
     def _judge(self, slots: np.ndarray) -> None:
         """Judge the constants at ``slots`` not judged yet (see the module docstring's rule)."""
