@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, Signal
+from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QPalette
 from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QDockWidget, QFileDialog, QHBoxLayout, QInputDialog,
                                QLabel, QListWidget, QListWidgetItem, QMainWindow, QMenu, QMessageBox,
@@ -54,6 +54,10 @@ from .widgets.task_indicator import TEXT_WIDTH as TASK_TEXT_WIDTH, TaskIndicator
 
 STATE_VERSION = 9          # bump when the dock set changes, so an old saved layout is ignored
 MAX_RECENT = 10
+#: How long a document opened during the start-up imports waits for them before it is
+#: shown anyway (seconds after its open began), and how often it looks (ms). See _opened.
+FIRST_FRAME_IMPORT_WAIT_S = 3.0
+IMPORT_POLL_MS = 25
 DEFAULT_SIZE = QSize(1600, 1000)
 FILE_FILTER = "NAC models (*.nac);;All files (*)"
 
@@ -486,6 +490,19 @@ class MainWindow(QMainWindow):
         return task
 
     def _opened(self, path: str, doc: Document, started: float) -> None:
+        if preload.running() and time.perf_counter() - started < FIRST_FRAME_IMPORT_WAIT_S:
+            # A file opened at start-up decodes while torch is still being imported. That
+            # import holds the GIL in long C calls (extension initialisers, code objects), and
+            # the document's first frame (~20 ms of UI work, a few hundred Python callbacks)
+            # then took 80-150 ms. The window stays responsive meanwhile; the document shows
+            # as soon as the imports end, or after the wait's bound.
+            self.show_message(f"Opening {Path(path).name}… (loading libraries)")
+            # a timer owned by the window: closing the window drops the pending call with it
+            timer = QTimer(self)
+            timer.setSingleShot(True)
+            timer.timeout.connect(lambda: (timer.deleteLater(), self._opened(path, doc, started)))
+            timer.start(IMPORT_POLL_MS)
+            return
         # the views' background work (layout, shapes, checks) starts once the new document's
         # first frame is painted, so that frame does not wait on workers for the GIL (paint_gate)
         self.tasks.hold()

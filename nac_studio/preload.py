@@ -16,6 +16,15 @@ import would trigger several). When the imports are done everything alive is fro
 (``gc.freeze``): modules, classes and the window live as long as the process, and later
 full collections walk only what files and views create afterwards. The price: a cycle of
 objects frozen then (a document opened in that second) is never collected.
+
+The imports that opening a file triggers later are done here too. The meta-shape pass's first
+meta kernel imports ``torch.fx.experimental.symbolic_shapes`` (sympy, 0.4 s) through
+``torch._check``, and its first ``add`` imports ``torch._dynamo`` (1.3 s) through the
+``_disable_dynamo`` wrapper of ``torch._refs.add``; the layout imports igraph, and the
+debugger and shape session import the runtime. Run by the views' workers, those imports held
+the GIL right after a file's first frame, in every session's first open. The main window
+shows a document that finished decoding during these imports once they are done (bounded,
+``main_window.FIRST_FRAME_IMPORT_WAIT_S``): see ``running``.
 """
 from __future__ import annotations
 
@@ -27,8 +36,10 @@ import os
 import sys
 import threading
 
-#: Modules imported in the background, in order.
-BACKGROUND_IMPORTS = ("pyqtgraph", "torch")
+#: Modules imported in the background, in order (see the module's docstring for why each).
+BACKGROUND_IMPORTS = ("pyqtgraph", "torch", "torch.fx.experimental.symbolic_shapes", "torch._dynamo", "igraph",
+                      "nac_engine.sim._shape_session", "nac_engine.runtime.debugger", "nac_engine.format.defuse",
+                      "nac_engine.format.source_map")
 #: Native libraries loaded (GIL released) before a module's import, relative to its package.
 NATIVE_LIBRARIES = {"torch": ("lib/libtorch.so",)}
 
@@ -87,6 +98,11 @@ def load_native_libraries(module: str) -> int:
         if os.path.isfile(path) and dlopen(os.fsencode(path), os.RTLD_LAZY | os.RTLD_LOCAL):
             loaded += 1
     return loaded
+
+
+def running() -> bool:
+    """True while the background imports are still going."""
+    return _thread is not None and _thread.is_alive()
 
 
 def wait(timeout: float | None = None) -> bool:

@@ -123,3 +123,38 @@ def test_hidden_source_pane_does_not_highlight_until_shown(window, qtbot, tmp_pa
     doc = src.editor.document()
     qtbot.waitUntil(lambda: any(doc.findBlockByNumber(n).layout().formats() for n in range(doc.blockCount())),
                     timeout=3000)
+
+
+def test_a_document_opened_during_the_start_up_imports_shows_when_they_end(window, qtbot, demo_path,
+                                                                          monkeypatch):
+    """A file that finished decoding while torch was still being imported waits for the import
+    (its first frame would wait on it for the GIL), with the window responsive and saying why."""
+    from nac_studio import preload
+    importing = [True]
+    monkeypatch.setattr(preload, "running", lambda: importing[0])
+    shown = []
+    window.documentOpened.connect(shown.append)
+    task = window.open_path(str(demo_path))
+    qtbot.waitUntil(task.done, timeout=10000)
+    ticks = []
+    from PySide6.QtCore import QTimer
+    beat = QTimer(window)
+    beat.timeout.connect(lambda: ticks.append(1))
+    beat.start(10)
+    qtbot.wait(300)
+    beat.stop()
+    assert shown == [] and window.active is None and not window.is_idle()
+    assert "loading libraries" in window.statusBar().currentMessage()
+    assert len(ticks) >= 10           # the event loop kept running meanwhile
+    importing[0] = False
+    qtbot.waitUntil(lambda: len(shown) == 1, timeout=5000)
+    assert window.active is shown[0]
+
+
+def test_the_wait_for_the_start_up_imports_is_bounded(window, qtbot, demo_path, monkeypatch):
+    from nac_studio import main_window, preload
+    monkeypatch.setattr(preload, "running", lambda: True)       # an import that never ends
+    monkeypatch.setattr(main_window, "FIRST_FRAME_IMPORT_WAIT_S", 0.4)
+    with qtbot.waitSignal(window.documentOpened, timeout=10000):
+        window.open_path(str(demo_path))
+    assert window.active is not None

@@ -52,3 +52,33 @@ def test_the_window_sets_the_policy_and_the_start_up_imports_end_frozen(window):
     assert preload.wait(120)
     assert "torch" in sys.modules and "pyqtgraph" in sys.modules
     assert gc.get_freeze_count() > 0
+
+
+def test_opening_a_file_imports_nothing_after_the_start_up_imports():
+    """In a fresh process, after the background imports: the work the views start for a newly
+    opened file (meta-shape pass, graph layout, debugger session) imports no module. Each of
+    those imports held the GIL on a worker right after the file's first frame (torch._dynamo
+    alone took 1.3 s, through the first meta ``add``)."""
+    code = """if True:
+        import sys
+        from nac_studio import preload
+        preload.start_background_imports()
+        assert preload.wait(300)
+        from nac_engine.format.reader import read
+        from nac_engine.format.input_signature import read_input_signature
+        from nac_studio import graph_layout, graph_model, graph_shapes
+        nac = read(sys.argv[1])
+        assert read_input_signature(nac), "the demo must carry an input signature"
+        before = set(sys.modules)
+        shapes = graph_shapes.propagated_shapes(nac)
+        graph_layout.layout_graph(graph_model.build_graph(nac))
+        assert shapes
+        new = sorted(m for m in set(sys.modules) - before)
+        print(" ".join(new) or "-")
+        """
+    model = ROOT / "resources" / "models" / "demo_bert_tiny.nac"   # has an input signature and adds
+    env = dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen")
+    out = subprocess.run([sys.executable, "-c", code, str(model)], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["-"], f"imported while opening: {out.stdout[:2000]}"
