@@ -19,6 +19,8 @@ from .model import Instruction
 
 #: (a, b) -> (fixed C length in i16 values, D length, C counted by its first value)
 LayoutOf = Callable[[int, int], tuple]
+#: the same for arrays of A and B bytes: three arrays
+FieldsOf = Callable[[np.ndarray, np.ndarray], tuple]
 
 
 class EncodedInstructions(NamedTuple):
@@ -28,6 +30,7 @@ class EncodedInstructions(NamedTuple):
     base: int
     starts: np.ndarray     # int64, relative to code
     ends: np.ndarray
+    fields: Optional[FieldsOf] = None     # the section's layout, for many instructions at once
 
     def keys(self):
         """Each instruction's encoding (bytes), in order: equal bytes decode to equal A/B/C/D."""
@@ -47,14 +50,16 @@ _MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear", "sort", "re
 class InstructionTable(Sequence):
     """The instructions of a decoded section, made on first access (see module docstring)."""
 
-    __slots__ = ("_code", "_base", "_starts", "_ends", "_layout", "_items", "_edited")
+    __slots__ = ("_code", "_base", "_starts", "_ends", "_layout", "_bulk_layout", "_items", "_edited")
 
-    def __init__(self, code: bytes, base: int, starts: np.ndarray, ends: np.ndarray, layout: LayoutOf):
+    def __init__(self, code: bytes, base: int, starts: np.ndarray, ends: np.ndarray, layout: LayoutOf,
+                 fields: Optional[FieldsOf] = None):
         self._code = code
         self._base = base
         self._starts = starts
         self._ends = ends
         self._layout = layout
+        self._bulk_layout = fields
         self._items: Optional[list] = None
         self._edited = False
 
@@ -63,7 +68,7 @@ class InstructionTable(Sequence):
         """The section's bytes and instruction bounds, or None once the list was edited."""
         if self._edited:
             return None
-        return EncodedInstructions(self._code, self._base, self._starts, self._ends)
+        return EncodedInstructions(self._code, self._base, self._starts, self._ends, self._bulk_layout)
 
     # -- the list ---------------------------------------------------------------------------
     def _list(self) -> list:

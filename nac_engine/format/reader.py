@@ -429,7 +429,7 @@ class _Reader:
             ends[:-1] = s[1:]
             if len(s):
                 ends[-1] = p
-            table = InstructionTable(code, first, s, ends, lay.layout)
+            table = InstructionTable(code, first, s, ends, lay.layout, lay.fields)
             store(table)
             sp.set_builder(_instruction_spans(table, self.nac))
 

@@ -17,6 +17,7 @@ from ..isa.optable import OP_INPUT, OP_OUTPUT
 from . import layout as L
 from .instruction_table import InstructionTable
 from .model import NacFile
+from .ops_suspects import suspect_instructions
 from .reader import read
 from .tensor_rules import MAX_RANK, tensor_problems
 from .weights import external_weight_problems
@@ -82,19 +83,14 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
         inputs_b0 = {i.index for i in instrs if i.a == OP_INPUT and i.b == 0}
         has_output = any(i.a == OP_OUTPUT and i.b == 0 for i in instrs)
     else:
-        # a read file's instructions are judged from their bytes: an instruction's problems
-        # depend on its encoding (its tick only names it), so each distinct encoding is judged
-        # once and only the instructions of a faulty one are made and reported
-        clean: dict = {}
-        for j, key in enumerate(encoded.keys()):
-            ok = clean.get(key)
-            if ok is None or not ok:
-                found: list = []
-                _instruction_problems(nac, instrs.decode(j), names, found)
-                out.extend(found)
-                if len(clean) > 65536:     # all-distinct encodings (crafted): keep it bounded
-                    clean.clear()
-                clean[key] = not found
+        # a read file's instructions are judged from their bytes: those that might refer to
+        # something missing are found in bulk (ops_suspects), and only they are made and judged
+        if encoded.fields is not None:
+            suspects = suspect_instructions(nac, encoded, names).tolist()
+        else:
+            suspects = range(n)
+        for j in suspects:
+            _instruction_problems(nac, instrs.decode(j), names, out)
         a, b = encoded.column(0), encoded.column(1)
         inputs_b0 = set(np.flatnonzero((a == OP_INPUT) & (b == 0)).tolist()) if nac.input_names else set()
         has_output = bool(((a == OP_OUTPUT) & (b == 0)).any())

@@ -239,7 +239,9 @@ class PlainOpsLines:
         table = self.number_rows
         if len(table) - 1 > top:
             return table
-        self.number_rows = table = self._number_rows(np.arange(max(top + 1, 2 * (len(table) - 1), 1024)))
+        # first the section's ticks (most references are to earlier ones), then by doubling
+        size = max(top + 1, 2 * (len(table) - 1), self.count)
+        self.number_rows = table = self._number_rows(np.arange(size))
         return table
 
     def _number_rows(self, values: np.ndarray) -> np.ndarray:
@@ -247,7 +249,9 @@ class PlainOpsLines:
         num_w = self.n_digits + 1
         width = max(2 + 8 * -(-num_w // 8), 8 * -(-(num_w + 2) // 8))     # (words read from byte 0 or 2)
         table = np.full((len(values) + 1, width), _FILL, dtype=np.uint8)
-        table[:-1, 3:num_w + 2] = digit_rows(values.astype(np.int64), self.n_digits)
+        for c0 in range(0, len(values), 16384):       # (digit_rows' temporaries: 8 bytes a value)
+            part = values[c0:c0 + 16384].astype(np.int64)
+            table[c0:c0 + len(part), 3:num_w + 2] = digit_rows(part, self.n_digits)
         table[:-1, :3] = _COMMA_V
         return table
 
