@@ -24,7 +24,7 @@ from typing import NamedTuple, Optional
 from ..format import layout as L
 from ..format.model import Constant, Instruction, NacFile
 from .coerce import CODE_TYPES, InexactCoercion, as_used, differs, is_scalar
-from .literals import format_literal, format_name, parse_literal, parse_name, split_top
+from .literals import format_literal, format_name, parse_literal, parse_name, split_top, strip_comment
 from .optable import (OP_INPUT, OP_OUTPUT, SYSTEM_OPS, count_const_codes, standard_ops)
 
 _LITERAL_CODE = {L.CONST_NULL: "c", L.CONST_BOOL: "b", L.CONST_INT64: "i", L.CONST_FLOAT64: "f",
@@ -157,7 +157,8 @@ def format_instruction(ins: Instruction, t: Tables, input_names: Optional[dict] 
             continue
         if line is not None:
             try:
-                enc = parse_instruction(line, ins.index, t, dry_run=True)
+                # read back as the assembler reads it: a ';' outside a string starts a comment
+                enc = parse_instruction(strip_comment(line) if ";" in line else line, ins.index, t, dry_run=True)
             except (TextError, ValueError):
                 enc = None
             if enc is not None and enc.same_encoding(ins):
