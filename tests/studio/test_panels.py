@@ -151,6 +151,22 @@ def test_tensor_stats_counts_nan_inf_and_zeros():
     assert s["hist"][0].sum() == 4
 
 
+def test_tensor_stats_histogram_counts_values_on_bin_edges_as_numpy_does(monkeypatch):
+    """The equal-width histogram (numpy's arithmetic path) counts exactly as the explicit
+    edges would, values lying on the edges included, across chunks."""
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal(5000).astype(np.float32) * 3
+    edges = np.linspace(float(base.min()), float(base.max()), 65)
+    a = np.concatenate([base, edges.astype(np.float32), np.float32(edges[10]) * np.ones(7, np.float32)])
+    from nac_studio.views import properties
+    monkeypatch.setattr(properties, "STATS_CHUNK", 1000)     # six chunks
+    s = tensor_stats(None, lambda: a, bins=64)
+    counts, got_edges = s["hist"]
+    assert counts.sum() == a.size
+    np.testing.assert_array_equal(counts, np.histogram(a.astype(np.float64), bins=got_edges)[0])
+    assert s["std"] == pytest.approx(a.astype(np.float64).std(), rel=1e-9)
+
+
 def test_stats_of_a_stale_selection_are_dropped(qdoc_for, demo_path, qtbot):
     qdoc = qdoc_for(demo_path)
     view = PropertiesView(qdoc)
