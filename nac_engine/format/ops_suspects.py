@@ -11,6 +11,8 @@ problems and messages are unchanged.
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ..isa.optable import OP_INPUT
@@ -57,12 +59,18 @@ def suspect_instructions(nac: NacFile, encoded: EncodedInstructions, names: dict
 
 
 def _id_set(ids) -> np.ndarray:
-    """The ids an i16 field can name, sorted (an id outside that range is never named)."""
-    return np.array(sorted(i for i in ids if isinstance(i, int) and -32768 <= i <= 32767), dtype=np.int64)
+    """Which of the ids an i16 field can name are in ``ids`` (a table by id + 2**15; an id outside
+    that range is never named), filled a slice of ``ids`` at a time (a 65k-entry CNST's ids as
+    one int64 array would be most of the table)."""
+    table = np.zeros(1 << 16, dtype=bool)
+    it = iter(ids)
+    while True:
+        chunk = list(itertools.islice(it, 8192))
+        if not chunk:
+            return table
+        table[np.fromiter((i for i in chunk if isinstance(i, int) and -32768 <= i <= 32767),
+                          dtype=np.int64) + 32768] = True
 
 
-def _member(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
-    if not sorted_ids.size:
-        return np.zeros(values.shape, dtype=bool)
-    at = np.minimum(np.searchsorted(sorted_ids, values), sorted_ids.size - 1)
-    return sorted_ids[at] == values
+def _member(values: np.ndarray, table: np.ndarray) -> np.ndarray:
+    return table[values.astype(np.int64) + 32768]
