@@ -29,9 +29,9 @@ def suspect_instructions(nac: NacFile, encoded: EncodedInstructions, names: dict
     i16 = np.frombuffer(code, dtype="<i2", count=len(code) // 2)
     named = np.zeros(256, dtype=bool)
     named[[a for a in names if isinstance(a, int) and 0 <= a < 256]] = True
-    constants = _id_set(nac.constants)
+    constants = _Known(nac.constants)
     internal = nac.header.weights_internal
-    params = _id_set([pid for pid, p in nac.params.items() if not (internal and p.meta is None)])
+    params = _Known(nac.params, lambda p: not (internal and p.meta is None))
     out = []
     for c0 in range(0, len(starts), _CHUNK):
         s = starts[c0:c0 + _CHUNK]
@@ -45,32 +45,52 @@ def suspect_instructions(nac: NacFile, encoded: EncodedInstructions, names: dict
         loads = (a == OP_INPUT) & (c_len > 1)
         if loads.any():
             ref = i16[np.where(loads, s16 + 2, 0)]
-            flag |= loads & (b == 1) & ~_member(ref, params)
-            flag |= loads & (b == 3) & ~_member(ref, constants)
+            flag |= loads & (b == 1) & ~params.has(ref)
+            flag |= loads & (b == 3) & ~constants.has(ref)
         regular = np.flatnonzero((a >= 10) & (c_len > 1) & named[np.minimum(a, 255)])
         if regular.size:
             n_ids = c_len[regular] - 1
             owner = np.repeat(regular, n_ids)
             within = np.arange(len(owner), dtype=np.int64) - np.repeat(np.cumsum(n_ids) - n_ids, n_ids)
             ids = i16[s16[owner] + 2 + within]
-            flag[owner[~_member(ids, constants)]] = True
+            flag[owner[~constants.has(ids)]] = True
         out.append(np.flatnonzero(flag) + c0)
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
 def _id_set(ids) -> np.ndarray:
-    """Which of the ids an i16 field can name are in ``ids`` (a table by id + 2**15; an id outside
-    that range is never named), filled a slice of ``ids`` at a time (a 65k-entry CNST's ids as
-    one int64 array would be most of the table)."""
-    table = np.zeros(1 << 16, dtype=bool)
+    """Which of the ids an i16 field can name are in ``ids`` (an id outside that range is never
+    named): up to 4,096 ids sorted, more as a table by id + 2**15 filled a slice of ``ids`` at a
+    time (a 65k-entry CNST's ids as one int64 array would be most of the section)."""
     it = iter(ids)
-    while True:
-        chunk = list(itertools.islice(it, 8192))
-        if not chunk:
-            return table
+    chunk = list(itertools.islice(it, 4097))
+    if len(chunk) <= 4096:
+        return np.array(sorted(i for i in chunk if isinstance(i, int) and -32768 <= i <= 32767), dtype=np.int64)
+    table = np.zeros(1 << 16, dtype=bool)
+    while chunk:
         table[np.fromiter((i for i in chunk if isinstance(i, int) and -32768 <= i <= 32767),
                           dtype=np.int64) + 32768] = True
+        chunk = list(itertools.islice(it, 8192))
+    return table
 
 
-def _member(values: np.ndarray, table: np.ndarray) -> np.ndarray:
-    return table[values.astype(np.int64) + 32768]
+class _Known:
+    """Membership of i16 values in a dict's keys: a few values looked up in the dict, many in an
+    id set made once (:func:`_id_set`)."""
+
+    def __init__(self, ids: dict, keep=None):
+        self.ids, self.keep = ids, keep or (lambda _value: True)
+        self.set: np.ndarray | None = None
+
+    def has(self, values: np.ndarray) -> np.ndarray:
+        ids, keep = self.ids, self.keep
+        if self.set is None and 8 * values.size < len(ids):
+            return np.fromiter((v in ids and keep(ids[v]) for v in values.tolist()), dtype=bool, count=values.size)
+        if self.set is None:
+            self.set = _id_set(k for k, v in ids.items() if keep(v))
+        ids = self.set
+        if ids.dtype == bool:
+            return ids[values.astype(np.int64) + 32768]
+        if not ids.size:
+            return np.zeros(values.shape, dtype=bool)
+        return ids[np.minimum(np.searchsorted(ids, values), ids.size - 1)] == values
