@@ -229,7 +229,8 @@ class PropertiesView(QWidget):
         self._stats_task = None
         self._stats_for: Optional[tuple[int, Optional[Selection]]] = None   # (param id, selection)
         self.stats: Optional[dict] = None
-        self._stats_kept = None   # (what, stats) carried across a re-render by retint
+        self._icon_name: Optional[str] = None   # the heading's icon, redrawn by retint
+        self._drawn = None   # (stats, log scale) the histogram shows
         self.model = PropertyModel(self)
 
         self.icon_label = QLabel(self)
@@ -299,17 +300,13 @@ class PropertiesView(QWidget):
         self.set_document(qdoc)
 
     def retint(self) -> None:
+        """Redraw what is drawn in palette colours: the icons and the histogram. The rows
+        and the statistics stay (re-rendering the panel restarted a weight's statistics, and
+        rebuilding it cost a theme switch 15-40 ms)."""
         self.stats_button.setIcon(icon("stats"))
-        # heading icon and histogram colours; statistics already computed for the parameter
-        # on display are shown again, not recomputed (a GPT-2 weight's histogram is a
-        # worker's second of CPU that would compete with the repaint of the whole window)
-        if self.stats is not None and self._stats_for is not None and self.qdoc is not None \
-                and self._stats_for[1] == self.qdoc.selection:
-            self._stats_kept = (self._stats_for, self.stats)
-        try:
-            self._on_selection(None)
-        finally:
-            self._stats_kept = None
+        self.icon_label.setPixmap(icon(self._icon_name).pixmap(20, 20) if self._icon_name else QPixmap())
+        if self.stats is not None and self.plot is not None and not self.plot.isHidden():
+            self._draw_histogram()
 
     # -- document -------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
@@ -346,6 +343,7 @@ class PropertiesView(QWidget):
         self.heading.setToolTip(heading)
         self.subheading.setText(sub)
         self.subheading.setVisible(bool(sub))
+        self._icon_name = icon_name
         self.icon_label.setPixmap(icon(icon_name).pixmap(20, 20) if icon_name else QPixmap())
         self.model.set_groups(groups)
         self.tree.expandAll()
@@ -577,10 +575,6 @@ class PropertiesView(QWidget):
         self._stats_for = (pid, self.qdoc.selection)
         meta = self.qdoc.nac.params[pid].meta
         self.stats_panel.show()
-        kept = self._stats_kept
-        if kept is not None and kept[0] == self._stats_for:
-            self._stats_done(self.qdoc.selection, kept[1])   # a theme switch: same values, new colours
-            return
         self.log_check.setVisible(False)
         if self.plot is not None:
             self.plot.hide()
@@ -672,10 +666,16 @@ class PropertiesView(QWidget):
                 ax = plot.getAxis(axis)
                 ax.setPen(pg.mkPen(fg))
                 ax.setTextPen(pg.mkPen(fg))
+        drawn = (self.stats, self.log_check.isChecked())
+        bar = getattr(self, "_bar", None)
+        if bar is not None and bar.scene() is not None and self._drawn is not None \
+                and self._drawn[0] is drawn[0] and self._drawn[1] == drawn[1]:
+            bar.setOpts(brush=brush)   # the same bars in a new theme: no new data, no new range
+            return
+        self._drawn = drawn
         heights = counts.astype(np.float64)
         if self.log_check.isChecked():
             heights = np.log10(heights + 1)
-        bar = getattr(self, "_bar", None)
         if bar is None or bar.scene() is None:
             # one bar item, refilled per histogram (a new item per selection cost a scene rebuild)
             bar = self._bar = pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=heights, brush=brush,
