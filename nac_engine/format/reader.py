@@ -126,22 +126,24 @@ class _OpsLayout:
         return got
 
     def next_starts(self, code: bytes, w0: int, w1: int) -> np.ndarray:
-        """For each offset p in [w0, w1) of ``code``: where the next instruction starts if one
+        """For each even offset p in [w0, w1) of ``code`` (``w0`` even: an instruction is a whole
+        number of i16 values, so every start is even): where the next instruction starts if one
         starts at p, or 0 where the field-by-field decoder must look (cut off by the end, or a
         negative C count)."""
         size = len(code)
+        n = (w1 - w0 + 1) // 2
         u8 = np.frombuffer(code, dtype=np.uint8)
-        padded = np.zeros(w1 - w0 + 3, dtype=np.uint8)      # bytes past the end read as 0
-        got = u8[w0:w1 + 3]
+        padded = np.zeros(2 * n + 4, dtype=np.uint8)      # bytes past the end read as 0
+        got = u8[w0:w0 + 2 * n + 4]
         padded[:got.size] = got
-        a, b = padded[:-3], padded[1:-2]
+        pairs = padded.reshape(-1, 2)
+        a, b = pairs[:n, 0], pairs[:n, 1]
         c_fix, d_len, counted = self.fields(a, b)
         step = 2 + 2 * c_fix + 2 * d_len
-        pos = np.arange(w0, w1, dtype=np.int64)
+        pos = np.arange(w0, w0 + 2 * n, 2, dtype=np.int64)
         ok = pos + 2 <= size
         if counted.any():
-            v = padded[2:-1].astype(np.int32) | (padded[3:].astype(np.int32) << 8)
-            k = v - ((v & 0x8000) << 1)
+            k = padded.view("<i2")[1:n + 1].astype(np.int32)       # the i16 after A and B
             step += np.where(counted, 2 + 2 * k, 0)
             ok &= ~counted | ((pos + 4 <= size) & (k >= 0))
         nxt = pos + step
@@ -155,17 +157,17 @@ _HOP_LEVELS = 4       # the walk hops 2**4 = 16 instructions per Python step
 
 def _walk_window(nxt: np.ndarray, w0: int, w1: int, starts: array) -> int:
     """Append to ``starts`` the instructions that begin in [w0, w1), walking from the one at
-    ``w0`` (``nxt``: :meth:`_OpsLayout.next_starts` of the window); return where the walk
-    stopped: the first start at or past ``w1``, or a start in the window whose next is 0 (the
-    field-by-field decoder looks there).
+    ``w0`` (``nxt``: :meth:`_OpsLayout.next_starts` of the window, one per even offset); return
+    where the walk stopped: the first start at or past ``w1``, or a start in the window whose
+    next is 0 (the field-by-field decoder looks there).
 
-    As isa/mep.py's walk: numpy squares the "next start" map four times (window indices, ``size``
-    standing for "stopped": left the window or next unknown, and mapping to itself), the hops of
-    16 instructions are walked in Python, the 15 starts between each two hops gathered back with
-    numpy, and the last few instructions taken one at a time."""
-    size = w1 - w0
+    As isa/mep.py's walk: numpy squares the "next start" map four times (slots of even offsets,
+    ``size`` standing for "stopped": left the window or next unknown, and mapping to itself), the
+    hops of 16 instructions are walked in Python, the 15 starts between each two hops gathered
+    back with numpy, and the last few instructions taken one at a time."""
+    size = len(nxt)
     loc = np.empty(size + 1, dtype=np.int32)
-    loc[:size] = np.where((nxt == 0) | (nxt >= w1), w0 + size, nxt) - w0
+    loc[:size] = np.where((nxt == 0) | (nxt >= w1), w0 + 2 * size, nxt) - w0 >> 1
     loc[size] = size
     hop = loc
     for _ in range(_HOP_LEVELS):
@@ -182,12 +184,12 @@ def _walk_window(nxt: np.ndarray, w0: int, w1: int, starts: array) -> int:
         between[:, 0] = step
         for k in range(1, 1 << _HOP_LEVELS):
             between[:, k] = step = np.take(loc, step)
-        between += w0
+        between = 2 * between + w0
         starts.frombytes(between.astype(np.uint32).tobytes())
-    p = w0 + i
+    p = w0 + 2 * i
     append = starts.append
     while w0 <= p < w1:
-        q = int(nxt[p - w0])
+        q = int(nxt[(p - w0) >> 1])
         if q == 0:
             break
         append(p)
