@@ -115,9 +115,9 @@ def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
         return
     words = _byte_words(encoded.code)
     templates: dict = {}       # encoding -> (%-template with its notes, deltas, min delta, template)
-    plain = PlainOpsLines(t, encoded.code, len(encoded.starts)) if BULK_LINES else None
-    noted = np.fromiter(tick_notes, dtype=np.int64, count=len(tick_notes)) if tick_notes else None
     n = len(encoded.starts)
+    plain = PlainOpsLines(t, encoded.code, n) if BULK_LINES and n >= PLAIN_MIN_LINES else None
+    noted = np.fromiter(tick_notes, dtype=np.int64, count=len(tick_notes)) if tick_notes else None
     block = min(_OPS_BLOCK, max(_OPS_BLOCK_MIN, n // 16))     # a block's text: a bounded part of the file's
     for b0 in range(0, n, block):
         b1 = min(n, b0 + block)
@@ -257,6 +257,9 @@ BULK_LINES = True
 #: A block whose sampled lines repeat each encoding this many times or more on average goes by
 #: encoding (tests set it out of reach to make every plain line in columns).
 TEMPLATE_REPEATS = 4
+#: A section of fewer instructions goes by encoding: the column path's per-file tables would
+#: cost more than they save (tests set it to 0)
+PLAIN_MIN_LINES = 256
 _SAMPLE = 256
 _KEY_BYTES = 16        # instruction bytes compared by numpy; longer encodings are keyed one by one
 _OPS_BLOCK = 4096      # lines formatted at once

@@ -110,9 +110,8 @@ class PlainOpsLines:
         # constants, judged on first use: state, derived code, class of the stored scalar, literal row
         # (slot: constant id - the least id C can name; the last slot stands for every id C holds
         # that no constant has, and is unsafe)
-        ids = [cid for cid in t.nac.constants if isinstance(cid, int) and -32768 <= cid <= 32767]
-        self.first_id = min(ids, default=0)
-        n_slots = max(ids, default=0) - self.first_id + 2
+        self.first_id, last_id = _id_range(t.nac.constants)
+        n_slots = max(last_id - self.first_id + 1, 0) + 1
         self.const_state = np.zeros(n_slots, dtype=np.uint8)
         self.const_state[-1] = _UNSAFE
         self.const_code = np.zeros(n_slots, dtype=np.uint8)
@@ -303,6 +302,17 @@ class PlainOpsLines:
         self.literals[n:n + len(safe)] = _rows(texts, _LITERAL_ROW)
         self.literal_len[n:n + len(safe)] = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) - 2
         self.n_literals = n + len(safe)
+
+
+def _id_range(constants: dict) -> tuple:
+    """The least and greatest constant ids that C's i16 values can name (min/max over the keys
+    in C: a 65k-entry table is not walked in Python)."""
+    try:
+        lo, hi = min(constants, default=0), max(constants, default=-1)
+    except TypeError:       # (ids of mixed types: only a table built in memory)
+        ids = [cid for cid in constants if isinstance(cid, int)]
+        lo, hi = min(ids, default=0), max(ids, default=-1)
+    return max(int(lo), -32768), min(int(hi), 32767)
 
 
 def _reads_back(text: str, const, t: Tables, cid: int) -> bool:

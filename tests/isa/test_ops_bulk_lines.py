@@ -33,7 +33,8 @@ def _texts(data: bytes, bulk: bool, monkeypatch) -> tuple:
 
     with monkeypatch.context() as m:
         m.setattr(disasm, "BULK_LINES", bulk)
-        m.setattr(disasm, "TEMPLATE_REPEATS", 10 ** 9)       # every block in columns, repeated or not
+        m.setattr(disasm, "TEMPLATE_REPEATS", 10 ** 9)       # every block in columns, repeated or not,
+        m.setattr(disasm, "PLAIN_MIN_LINES", 0)               # ... and every section, however short
         m.setattr(PlainOpsLines, "plain", counting)
         nac = read(data, strict=False)
         texts = [disasm.disassemble(nac, mmap_comments=mc) for mc in (False, True)]
@@ -218,6 +219,7 @@ def test_random_files_list_the_same_both_ways(consts, sigs, picks, monkeypatch):
 def test_listing_made_in_columns_reassembles_byte_identical(name, monkeypatch):
     data = crafted("ops_distinct", 1) if name == "ops_distinct" else _ambiguous()[0]
     monkeypatch.setattr(disasm, "TEMPLATE_REPEATS", 10 ** 9)
+    monkeypatch.setattr(disasm, "PLAIN_MIN_LINES", 0)
     nac = read(data, strict=False)
     text = disasm.disassemble(nac, mmap_comments=True)
     assert write(assemble(text, weights=nac)) == data
@@ -228,6 +230,7 @@ def test_corpus_listings_made_in_columns_reassemble_byte_identical(monkeypatch):
     if not NAC_FILES:
         pytest.skip("../shared/corpus is absent")
     monkeypatch.setattr(disasm, "TEMPLATE_REPEATS", 10 ** 9)
+    monkeypatch.setattr(disasm, "PLAIN_MIN_LINES", 0)
     for path in NAC_FILES:
         with read(path) as nac:
             text = disasm.disassemble(nac, mmap_comments=True)
