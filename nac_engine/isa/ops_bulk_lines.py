@@ -259,11 +259,12 @@ class PlainOpsLines:
         new = slots[self.const_state[slots] == _UNKNOWN].tolist()
         if not new:
             return
-        t = self.t
+        t, first = self.t, self.first_id
         constants, const_ids, int64 = t.nac.constants, t.const_ids, L.CONST_INT64
-        safe, texts = [], []
+        safe, texts, codes, classes = [], [], [], []
+        int_code = ord(_LITERAL_CODE[int64])
         for s in new:
-            cid = s + self.first_id
+            cid = s + first
             const = constants.get(cid)
             if const is None:
                 continue
@@ -272,13 +273,18 @@ class PlainOpsLines:
                 # the common case, inline: str() of an int is what _const_arg prints (when the
                 # literal names this constant alone) and parse_literal reads back exactly
                 text = str(value)
-                if len(text) > MAX_LITERAL or const_ids.get(text) != [cid]:
+                ids = const_ids.get(text)
+                if len(text) > MAX_LITERAL or ids is None or len(ids) != 1 or ids[0] != cid:
                     continue
+                codes.append(int_code)
+                classes.append(1)
             elif type(value) in (bool, float, str, tuple, type(None)):
                 text = _const_arg(cid, t)
                 if not (len(text) <= MAX_LITERAL and _SAFE_LITERAL.fullmatch(text)
                         and text != f"c{cid}" and _reads_back(text, const, t, cid)):
                     continue
+                codes.append(ord(_LITERAL_CODE.get(const.type, "c")))
+                classes.append(_CLASS_OF_TYPE.get(type(value), 0))
             else:
                 continue
             safe.append(s)
@@ -288,9 +294,8 @@ class PlainOpsLines:
             return
         safe_slots = np.array(safe, dtype=np.int64)
         self.const_state[safe_slots] = _SAFE
-        kinds = [constants[s + self.first_id] for s in safe]
-        self.const_code[safe_slots] = [ord(_LITERAL_CODE.get(c.type, "c")) for c in kinds]
-        self.const_class[safe_slots] = [_CLASS_OF_TYPE.get(type(c.value), 0) for c in kinds]
+        self.const_code[safe_slots] = codes
+        self.const_class[safe_slots] = classes
         n = self.n_literals
         self.const_row[safe_slots] = np.arange(n, n + len(safe))
         if n + len(safe) > len(self.literals):     # grown by doubling: each row copied O(1) times
