@@ -155,7 +155,6 @@ def _general_lines(nac: NacFile, t: Tables, encoded, words, templates: dict, tic
     joined by newlines."""
     instrs, code = nac.instructions, encoded.code
     starts, ends = encoded.starts[ticks], encoded.ends[ticks]
-    m = len(ticks)
     first, inverse = _block_keys(words, starts, ends, ticks)
     entries = []
     for f in first.tolist():

@@ -23,8 +23,11 @@ Such a line is *plain* when (each rule mirrors a branch of ``_readable`` / ``par
   general way.
 
 Every other line keeps the general path (templates read back, ``raw``). Plain lines are laid
-out in fixed columns (tick, head, each argument's separator, reference and literal, tail) padded
-with 0xFF, gathered from small per-file tables, and the filler deleted, as ``line_bytes`` does.
+out in fixed columns (``vN``, `` = OP(``, each argument's ``[, ]vK`` and ``[, ]LITERAL``, the
+tail) padded with 0xFF, gathered as 8-byte words from small per-file tables (numbers, heads per
+A, tails per B, literals of the constants judged so far), and the filler deleted, as
+``line_bytes`` does. ``disasm`` uses it for sections of 256 instructions or more, on blocks that
+do not repeat their encodings (those are cheaper by template).
 ``tests/isa/test_ops_bulk_lines.py`` holds the text equal to the general path's on the corpus,
 crafted and mutated files, and ambiguous tables, and the text re-assembling to the same bytes.
 """
