@@ -259,7 +259,7 @@ TEMPLATE_REPEATS = 4
 #: A section of fewer instructions goes by encoding: the column path's per-file tables would
 #: cost more than they save (tests set it to 0)
 PLAIN_MIN_LINES = 256
-_SAMPLE = 256
+_SAMPLE = 128
 _KEY_BYTES = 16        # instruction bytes compared by numpy; longer encodings are keyed one by one
 _OPS_BLOCK = 4096      # lines formatted at once
 _OPS_BLOCK_MIN = 512   # ... and at least this many, for a small section

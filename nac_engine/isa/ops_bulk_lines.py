@@ -243,7 +243,27 @@ class PlainOpsLines:
             return table
         # first the section's ticks (most references are to earlier ones), then by doubling
         size = max(top + 1, 2 * (len(table) - 1), self.count)
-        self.number_rows = table = self._number_rows(np.arange(size))
+        self.number_rows = table = self._counting_rows(size)
+        return table
+
+    def _counting_rows(self, count: int) -> np.ndarray:
+        """:meth:`_number_rows` of 0, 1, ..., count - 1, digit column by digit column: the digit
+        of 10**c cycles through 0-9 every 10**(c + 1) values and is filler below 10**c (but
+        the units of 0)."""
+        num_w = self.n_digits + 1
+        width = max(2 + 8 * -(-num_w // 8), 8 * -(-(num_w + 2) // 8))     # (words read from byte 0 or 2)
+        table = np.full((count + 1, width), _FILL, dtype=np.uint8)
+        table[:-1, :3] = _COMMA_V
+        digits = np.arange(48, 58, dtype=np.uint8)
+        for c in range(self.n_digits):
+            unit = 10 ** c
+            if unit >= count and c:
+                break
+            cycle = np.repeat(digits, unit)
+            column = np.tile(cycle, -(-count // cycle.size))[:count]
+            if c:
+                column[:unit] = _FILL
+            table[:-1, 2 + self.n_digits - c] = column
         return table
 
     def _number_rows(self, values: np.ndarray) -> np.ndarray:

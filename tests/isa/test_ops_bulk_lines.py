@@ -235,3 +235,12 @@ def test_corpus_listings_made_in_columns_reassemble_byte_identical(monkeypatch):
         with read(path) as nac:
             text = disasm.disassemble(nac, mmap_comments=True)
         assert write(assemble(text, weights=str(path))) == path.read_bytes(), path
+
+
+@pytest.mark.parametrize("count", [1, 2, 9, 10, 11, 99, 100, 101, 1_000, 12_345, 100_002])
+def test_number_table_by_digit_cycles_equals_the_digits_of_each_value(count):
+    plain = PlainOpsLines.__new__(PlainOpsLines)
+    for extra in (0, 32767):
+        plain.n_digits = len(str(count - 1 + extra))
+        fast = plain._counting_rows(count)
+        assert np.array_equal(fast, plain._number_rows(np.arange(count)))
