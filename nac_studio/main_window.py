@@ -142,7 +142,7 @@ class MainWindow(QMainWindow):
                  theme: str = "system"):
         guard_singleton_refcounts()
         gil_policy.configure_for_ui()          # busy workers hand the GIL to the UI thread sooner
-        ui_gc.collect_on_ui_thread()           # Qt objects in cyclic garbage die on their own thread
+        ui_gc.collect_on_ui_thread(skip_while=preload.running)  # on the UI thread; not the imports' objects
         preload.start_background_imports()    # pyqtgraph and torch off the UI thread, before they are needed
         super().__init__()
         self.setObjectName("nacStudioMain")

@@ -62,3 +62,27 @@ def test_full_collections_are_rate_limited(qapp, monkeypatch):
         assert c.due() == 1                         # and the clock starts again
     finally:
         c.deleteLater()
+
+
+def test_nothing_is_collected_while_told_to_wait(qapp, monkeypatch):
+    """While the start-up imports run (``skip_while``) the timer collects nothing, even past
+    every threshold; once they end it collects again."""
+    importing = [True]
+    c = ui_gc.UiThreadCollector(skip_while=lambda: importing[0])
+    try:
+        c.timer.stop()
+        c.threshold = (700, 10, 10)
+        monkeypatch.setattr(ui_gc.gc, "get_count", lambda: (5000, 11, 0))
+        ran = []
+        monkeypatch.setattr(ui_gc.gc, "collect", lambda gen=2: ran.append(gen) or 0)
+        c.check()
+        assert ran == [] and c.collections == [0, 0, 0]
+        importing[0] = False
+        c.check()
+        assert ran == [1] and c.collections == [0, 1, 0]
+    finally:
+        c.deleteLater()
+
+
+def test_the_window_skips_collections_while_the_start_up_imports_run(window):
+    assert ui_gc.collect_on_ui_thread().skip_while is preload.running
