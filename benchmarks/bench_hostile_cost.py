@@ -50,6 +50,33 @@ MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f02030
 CASES = ("orch_1m", "orch_distinct", "orch_19k", "mmap_4m", "cnst_65k", "cnst_lists", "ops_1m", "ops_distinct", "tensors_25k", "rsrc_20k")
 
 
+
+def distinct_ops(nac, count: int, n_const: int) -> list:
+    """``nac``'s first two instructions, then ``count`` whose encodings all differ even with
+    references made relative, then a return: linear(vX, vY) and softmax(vX, K, True) with random
+    earlier X, Y and one of ``n_const`` int constants K (ids from 10), drawn until new. The
+    ops_distinct case, and the decoder cost tests' smaller files."""
+    rnd = random.Random(4)
+    base = nac.instructions[2].a
+    seen: set = set()
+    body = []
+    i = 2
+    while i < 2 + count:
+        span = min(i, 3_000)
+        if i % 2:
+            key = (0, -rnd.randint(1, span), -rnd.randint(1, span))
+            ins = Instruction(i, base, 2, None, key[1:])
+        else:
+            key = (1, -rnd.randint(1, span), rnd.randrange(10, 10 + n_const))
+            ins = Instruction(i, base + 1, 3, (2, key[2], 2), (key[1], 0, 0))
+        if key in seen:
+            continue
+        seen.add(key)
+        body.append(ins)
+        i += 1
+    return nac.instructions[:2] + body + [Instruction(i, 3, 0, (1, 0), (-1,))]
+
+
 def build(name: str) -> bytes:
     nac = small_file()
     if name == "orch_1m":
@@ -102,30 +129,9 @@ def build(name: str) -> bytes:
         n = len(body) + 2
         nac.instructions = nac.instructions[:2] + body + [Instruction(n, 3, 0, (1, 0), (-1,))]
     elif name == "ops_distinct":
-        # linear(vX, vY) and softmax(vX, K, True) with random earlier X, Y and one of 4,000 int
-        # constants K: no two encodings equal (deltas and constant ids drawn until new)
-        rnd = random.Random(4)
         for cid in range(10, 4_010):
             nac.constants[cid] = Constant(cid, 2, cid * 7919 - 10_000_000)
-        base = nac.instructions[2].a
-        seen: set = set()
-        body = []
-        i = 2
-        while i < 2 + 100_000:
-            span = min(i, 3_000)
-            if i % 2:
-                key = (0, -rnd.randint(1, span), -rnd.randint(1, span))
-                ins = Instruction(i, base, 2, None, key[1:])
-            else:
-                key = (1, -rnd.randint(1, span), rnd.randrange(10, 4_010))
-                ins = Instruction(i, base + 1, 3, (2, key[2], 2), (key[1], 0, 0))
-            if key in seen:
-                continue
-            seen.add(key)
-            body.append(ins)
-            i += 1
-        n = len(body) + 2
-        nac.instructions = nac.instructions[:2] + body + [Instruction(n, 3, 0, (1, 0), (-1,))]
+        nac.instructions = distinct_ops(nac, 100_000, 4_000)
     elif name == "tensors_25k":
         for pid in range(2, 25_000):
             nac.params[pid] = Parameter(pid, f"p{pid}", meta=TensorMeta(0, (2,), 0),

@@ -23,6 +23,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import NacFormatError
+from ..isa.hop_walk import hop_chain
 from ..isa.mep import decode_mep
 from ..isa.tisa import decode_tisa
 from ..isa.optable import (CONST_CODES, OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT,
@@ -152,9 +153,6 @@ class _OpsLayout:
         return nxt
 
 
-_HOP_LEVELS = 4       # the walk hops 2**4 = 16 instructions per Python step
-
-
 def _walk_window(nxt: np.ndarray, w0: int, w1: int, starts: array) -> int:
     """Append to ``starts`` the instructions that begin in [w0, w1), walking from the one at
     ``w0`` (``nxt``: :meth:`_OpsLayout.next_starts` of the window, one per even offset); return
@@ -169,23 +167,9 @@ def _walk_window(nxt: np.ndarray, w0: int, w1: int, starts: array) -> int:
     loc = np.empty(size + 1, dtype=np.int32)
     loc[:size] = np.where((nxt == 0) | (nxt >= w1), w0 + 2 * size, nxt) - w0 >> 1
     loc[size] = size
-    hop = loc
-    for _ in range(_HOP_LEVELS):
-        hop = np.take(hop, hop)
-    hops = array("i", hop.tobytes())
-    landed = array("i")
-    i = 0
-    while (j := hops[i]) != size:
-        landed.append(i)
-        i = j
-    if landed:
-        step = np.frombuffer(landed, dtype=np.int32)
-        between = np.empty((len(step), 1 << _HOP_LEVELS), dtype=np.int64)
-        between[:, 0] = step
-        for k in range(1, 1 << _HOP_LEVELS):
-            between[:, k] = step = np.take(loc, step)
-        between = 2 * between + w0
-        starts.frombytes(between.astype(np.uint32).tobytes())
+    between, i = hop_chain(loc, size)
+    if between is not None:
+        starts.frombytes((2 * between + w0).astype(np.uint32).tobytes())
     p = w0 + 2 * i
     append = starts.append
     while w0 <= p < w1:

@@ -54,6 +54,7 @@ import numpy as np
 
 from ..errors import NacFormatError
 from ..format.spans import Span
+from .hop_walk import hop_chain
 
 SECTION = "ORCH/bytecode"
 RAW_MNEMONIC = ".bytes"
@@ -522,9 +523,6 @@ def _lengths(buf: bytes, w0: int, w1: int) -> np.ndarray:
     return length
 
 
-_HOP_LEVELS = 4       # the walk hops 2**4 = 16 instructions per Python step
-
-
 def _walk_window(length: np.ndarray, w0: int, w1: int, ips: array) -> int:
     """Append to ``ips`` the starts of the instructions that begin in [w0, w1), walking from
     the one at ``w0`` (``length`` from :func:`_lengths`); return where the walk stopped: the
@@ -539,23 +537,9 @@ def _walk_window(length: np.ndarray, w0: int, w1: int, ips: array) -> int:
     np.add(_OFFSETS[:size], length, out=loc[:size])
     loc[size] = size
     np.minimum(loc, size, out=loc)          # past the window, or _NONE: stopped
-    hop = loc
-    for _ in range(_HOP_LEVELS):
-        hop = np.take(hop, hop)
-    hops = array("i", hop.tobytes())
-    landed = array("i")
-    i = 0
-    while (j := hops[i]) != size:
-        landed.append(i)
-        i = j
-    if landed:
-        step = np.frombuffer(landed, dtype=np.int32)
-        between = np.empty((len(step), 1 << _HOP_LEVELS), dtype=np.int32)
-        between[:, 0] = step
-        for k in range(1, 1 << _HOP_LEVELS):
-            between[:, k] = step = np.take(loc, step)
-        between += w0
-        ips.frombytes(between.tobytes())
+    between, i = hop_chain(loc, size)
+    if between is not None:
+        ips.frombytes((between + w0).astype(np.int32).tobytes())
     # the last < 16 instructions of the window, one at a time
     ip = w0 + i
     while ip < w1:

@@ -11,6 +11,7 @@ import tracemalloc
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from benchmarks.bench_hostile_cost import distinct_ops
 from nac_engine import read, verify, write
 from nac_engine.format.gc_pause import collector_paused
 from nac_engine.format.model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, Orch, Parameter,
@@ -49,7 +50,7 @@ def crafted(kind: str, scale: int) -> bytes:
         nac.instructions = nac.instructions[:2] + body + [Instruction(len(body) + 2, 3, 0, (1, 0), (-1,))]
     elif kind == "ops_distinct":
         nac.constants.update(_int_constants(400 * scale))
-        nac.instructions = _distinct_ops(nac, 2_000 * scale, 400 * scale)
+        nac.instructions = distinct_ops(nac, 2_000 * scale, 400 * scale)
     elif kind == "rsrc":
         nac.rsrc = [Resource(f"res/{i}.json", _payload=b'{"k": %d}' % i) for i in range(4_000 * scale)]
     return write(nac)
@@ -57,31 +58,6 @@ def crafted(kind: str, scale: int) -> bytes:
 
 def _int_constants(count: int) -> dict:
     return {cid: Constant(cid, 2, cid * 7919 - 10_000_000) for cid in range(10, 10 + count)}
-
-
-def _distinct_ops(nac, count: int, n_const: int) -> list:
-    """``count`` instructions after small_file's first two whose encodings all differ even with
-    references made relative (benchmarks/bench_hostile_cost.py's ops_distinct): linear(vX, vY)
-    and softmax(vX, K, True), random earlier X, Y and constant K, drawn until new."""
-    rnd = random.Random(4)
-    base = nac.instructions[2].a
-    seen: set = set()
-    body = []
-    i = 2
-    while i < 2 + count:
-        span = min(i, 3_000)
-        if i % 2:
-            key = (0, -rnd.randint(1, span), -rnd.randint(1, span))
-            ins = Instruction(i, base, 2, None, key[1:])
-        else:
-            key = (1, -rnd.randint(1, span), rnd.randrange(10, 10 + n_const))
-            ins = Instruction(i, base + 1, 3, (2, key[2], 2), (key[1], 0, 0))
-        if key in seen:
-            continue
-        seen.add(key)
-        body.append(ins)
-        i += 1
-    return nac.instructions[:2] + body + [Instruction(i, 3, 0, (1, 0), (-1,))]
 
 
 def _distinct_orch(size: int) -> bytes:

@@ -90,13 +90,19 @@ def test_properties_describe_an_instruction(qdoc_for, demo_path, qtbot, qtmodelt
     assert [k for k, _ in groups["Consumers"]] == [f"t{c}" for c in consumers]
 
 
-def test_properties_stats_match_numpy(qdoc_for, demo_path, qtbot):
+def _largest_weight_with_stats(qdoc_for, demo_path, qtbot):
+    """A properties view showing the demo's largest parameter, its statistics computed."""
     qdoc = qdoc_for(demo_path)
     view = PropertiesView(qdoc)
     qtbot.addWidget(view)
     p = max(qdoc.nac.params.values(), key=lambda p: p.data_length)
     qdoc.select(Selection("param", p.id))
     qtbot.waitUntil(lambda: view.stats is not None, timeout=5000)
+    return qdoc, view, p
+
+
+def test_properties_stats_match_numpy(qdoc_for, demo_path, qtbot):
+    _qdoc, view, p = _largest_weight_with_stats(qdoc_for, demo_path, qtbot)
     arr = p.array().astype(np.float64)
     s = view.stats
     assert s["count"] == arr.size
@@ -111,15 +117,11 @@ def test_properties_stats_match_numpy(qdoc_for, demo_path, qtbot):
 
 
 def test_theme_switch_recolours_statistics_without_recomputing(qdoc_for, demo_path, qtbot, qapp):
-    """A theme switch re-renders the panel in the new palette; the parameter's statistics are
-    shown again, not sent to a worker again (that worker's CPU competed with the repaint)."""
+    """A theme switch redraws the panel's icons and histogram in the new palette; the
+    parameter's statistics stay, not sent to a worker again (that worker's CPU competed with
+    the repaint)."""
     from nac_studio.theme import dark_palette, light_palette
-    qdoc = qdoc_for(demo_path)
-    view = PropertiesView(qdoc)
-    qtbot.addWidget(view)
-    p = max(qdoc.nac.params.values(), key=lambda p: p.data_length)
-    qdoc.select(Selection("param", p.id))
-    qtbot.waitUntil(lambda: view.stats is not None, timeout=5000)
+    qdoc, view, _p = _largest_weight_with_stats(qdoc_for, demo_path, qtbot)
     stats = view.stats
     light_bg = view.plot.backgroundBrush().color().name()
     submitted = []
