@@ -497,11 +497,8 @@ class MainWindow(QMainWindow):
             # then took 80-150 ms. The window stays responsive meanwhile; the document shows
             # as soon as the imports end, or after the wait's bound.
             self.show_message(f"Opening {Path(path).name}… (loading libraries)")
-            # a timer owned by the window: closing the window drops the pending call with it
-            timer = QTimer(self)
-            timer.setSingleShot(True)
-            timer.timeout.connect(lambda: (timer.deleteLater(), self._opened(path, doc, started)))
-            timer.start(IMPORT_POLL_MS)
+            # the window as the timer's context: closing it drops the pending call
+            QTimer.singleShot(IMPORT_POLL_MS, self, lambda: self._opened(path, doc, started))
             return
         # the views' background work (layout, shapes, checks) starts once the new document's
         # first frame is painted, so that frame does not wait on workers for the GIL (paint_gate)

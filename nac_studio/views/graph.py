@@ -510,9 +510,7 @@ class GraphView(QWidget):
             return
         nac = self.qdoc.nac
 
-        def work(ctx, nac=nac):
-            base = file_shapes(nac)
-
+        def work(ctx, nac=nac, base=self._file_shapes[doc]):   # set by _apply_shapes, its one caller
             def progress(tick, n):
                 ctx.check()
                 if tick % 64 == 0:
