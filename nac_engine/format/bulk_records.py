@@ -19,7 +19,7 @@ from typing import Optional
 import numpy as np
 
 from . import layout as L
-from .model import Constant, TensorMeta
+from .model import Constant
 
 _U16 = struct.Struct("<H")
 _TENSOR_LENGTHS = struct.Struct("<IQ")     # DATA tensor record after the id: meta length, data length
@@ -173,10 +173,6 @@ def plain_tensor_fields(starts: list, blobs: list) -> tuple:
 def stored_nbytes(dtype: int, shape: tuple) -> int:
     """The exact byte count of a plain tensor (Python ints: no wrap)."""
     return math.prod(shape) * int(_ITEMSIZE_BY_CODE[dtype])
-
-
-def plain_metas(dtypes: list, shapes: list) -> list:
-    return list(map(TensorMeta, dtypes, shapes))
 
 
 def scalar_constant_run(buf, pos: int, limit: int, count: int) -> int:

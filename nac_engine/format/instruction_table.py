@@ -30,7 +30,7 @@ class EncodedInstructions(NamedTuple):
     base: int
     starts: np.ndarray     # int64, relative to code
     ends: np.ndarray
-    fields: Optional[FieldsOf] = None     # the section's layout, for many instructions at once
+    fields: FieldsOf     # the section's layout, for many instructions at once
 
     def keys(self):
         """Each instruction's encoding (bytes), in order: equal bytes decode to equal A/B/C/D."""
@@ -53,7 +53,7 @@ class InstructionTable(Sequence):
     __slots__ = ("_code", "_base", "_starts", "_ends", "_layout", "_bulk_layout", "_items", "_edited")
 
     def __init__(self, code: bytes, base: int, starts: np.ndarray, ends: np.ndarray, layout: LayoutOf,
-                 fields: Optional[FieldsOf] = None):
+                 fields: FieldsOf):
         self._code = code
         self._base = base
         self._starts = starts

@@ -85,11 +85,7 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
     else:
         # a read file's instructions are judged from their bytes: those that might refer to
         # something missing are found in bulk (ops_suspects), and only they are made and judged
-        if encoded.fields is not None:
-            suspects = suspect_instructions(nac, encoded, names).tolist()
-        else:
-            suspects = range(n)
-        for j in suspects:
+        for j in suspect_instructions(nac, encoded, names).tolist():
             _instruction_problems(nac, instrs.decode(j), names, out)
         a, b = encoded.column(0), encoded.column(1)
         inputs_b0 = set(np.flatnonzero((a == OP_INPUT) & (b == 0)).tolist()) if nac.input_names else set()

@@ -117,27 +117,29 @@ def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
     templates: dict = {}       # encoding -> (%-template with its notes, deltas, min delta, template)
     n = len(encoded.starts)
     plain = PlainOpsLines(t, encoded.code, n) if BULK_LINES and n >= PLAIN_MIN_LINES else None
-    noted = np.fromiter(tick_notes, dtype=np.int64, count=len(tick_notes)) if tick_notes else None
+    noted = np.zeros(n, dtype=bool)        # ticks with notes of their own: made line by line
+    if tick_notes:
+        ids = np.fromiter(tick_notes, dtype=np.int64, count=len(tick_notes))
+        noted[ids[(ids >= 0) & (ids < n)]] = True
     block = min(_OPS_BLOCK, max(_OPS_BLOCK_MIN, n // 16))     # a block's text: a bounded part of the file's
     for b0 in range(0, n, block):
         b1 = min(n, b0 + block)
         ticks = np.arange(b0, b1, dtype=np.int64)
         if plain is not None and not _repetitive(words, encoded, b0, b1):
-            special = np.isin(ticks, noted) if noted is not None else np.zeros(b1 - b0, dtype=bool)
-            mask, text = plain.plain(ticks, encoded.starts[b0:b1], encoded.ends[b0:b1], special)
+            mask, text = plain.plain(ticks, encoded.starts[b0:b1], encoded.ends[b0:b1], noted[b0:b1])
             if mask.all():
                 yield text[:-1]
                 continue
             if mask.any():
                 others = _general_lines(nac, t, encoded, words, templates, ticks[~mask], input_names,
-                                        tick_notes).split("\n")
+                                        tick_notes, noted).split("\n")
                 if len(others) == b1 - b0 - int(mask.sum()):     # (a line with a newline: no split)
                     lines = np.empty(b1 - b0, dtype=object)
                     lines[mask] = text[:-1].split("\n")
                     lines[~mask] = others
                     yield "\n".join(lines.tolist())
                     continue
-        yield _general_lines(nac, t, encoded, words, templates, ticks, input_names, tick_notes)
+        yield _general_lines(nac, t, encoded, words, templates, ticks, input_names, tick_notes, noted)
 
 
 def _repetitive(words: np.ndarray, encoded, b0: int, b1: int) -> bool:
@@ -150,9 +152,9 @@ def _repetitive(words: np.ndarray, encoded, b0: int, b1: int) -> bool:
 
 
 def _general_lines(nac: NacFile, t: Tables, encoded, words, templates: dict, ticks: np.ndarray,
-                   input_names: dict, tick_notes: dict) -> str:
+                   input_names: dict, tick_notes: dict, noted: np.ndarray) -> str:
     """The lines of instructions ``ticks`` (ascending) by encoding (see :func:`_ops_lines`),
-    joined by newlines."""
+    joined by newlines; ``noted``: per tick of the file, whether it has notes of its own."""
     instrs, code = nac.instructions, encoded.code
     starts, ends = encoded.starts[ticks], encoded.ends[ticks]
     first, inverse = _block_keys(words, starts, ends, ticks)
@@ -169,8 +171,7 @@ def _general_lines(nac: NacFile, t: Tables, encoded, words, templates: dict, tic
     nslots = np.array([len(en[1]) if en else 1 for en in entries], dtype=np.int64)
     min_delta = np.array([en[2] if en else 0 for en in entries], dtype=np.int64)
     special = np.array([en is None for en in entries])[inverse] | (ticks + min_delta[inverse] < 0)
-    if tick_notes:
-        special |= np.isin(ticks, np.fromiter(tick_notes, dtype=np.int64, count=len(tick_notes)))
+    special |= noted[ticks]
     if BYTE_LINES:
         text = _block_bytes(nac, t, instrs, entries, inverse, ticks, special, input_names, tick_notes)
         if text is not None:

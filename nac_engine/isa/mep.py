@@ -268,8 +268,8 @@ def decode_mep(bytecode: bytes, base_offset: int = 0, span: Optional[Span] = Non
         ip += n
     while ip < end:
         # Each window's "where does an instruction starting here end" is computed for every
-        # byte at once (numpy), and the walk from instruction to instruction hops _HOP of them
-        # per Python step (see _walk_window). 0 marks a byte where no instruction decodes.
+        # byte at once (numpy), and the walk from instruction to instruction hops 16 of them
+        # per Python step (see _walk_window). _NONE marks a byte where no instruction decodes.
         w0, w1 = ip, min(end, ip + _WINDOW)
         ip = _walk_window(_lengths(buf, w0, w1), w0, w1, ips)
         if ip >= w1:
@@ -732,11 +732,11 @@ def format_mep_blocks(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None
         fixed = _FIXED_TEXT.get(buf[ip])
         if fixed is not None and buf[ip] in _JUMP_OPCODES:
             return fixed(buf, ip, pool)
-        key = buf[ip:ip + fixed.length] if fixed is not None else buf[ip:instrs.decode_at(ip).end]
+        ins = None if fixed is not None else instrs.decode_at(ip)
+        key = buf[ip:ip + fixed.length] if fixed is not None else buf[ip:ins.end]
         text = cache.get(key)
         if text is None:
-            text = fixed(buf, ip, pool) if fixed is not None else format_mep(instrs.decode_at(ip), pool,
-                                                                              address=False)
+            text = fixed(buf, ip, pool) if fixed is not None else format_mep(ins, pool, address=False)
             if len(cache) < TEXT_CACHE_LIMIT:
                 cache[key] = text
         return text

@@ -420,7 +420,7 @@ def _repeated_block(encodings: np.ndarray, starts, length, head: bytes, line_tex
 
 
 def _block(buf: bytes, code, words, starts, length, head: bytes, prefix: str, shapes: dict,
-           pool: Optional[_PoolTexts], line_text) -> str:
+           pool: Optional[_PoolTexts], line_text) -> tuple:
     m = len(starts)
     rendered = []            # (template, lanes, first and end row in the matrix)
     placed_rows = []         # stream rows of the matrix rows, shape by shape

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..format import layout as L
 from .coerce import CODE_TYPES
-from .line_bytes import digit_rows
+from .line_bytes import _FILL, _FILL_BYTE, digit_rows
 from .literals import format_literal, parse_literal
 from .optable import CONST_CODES, SIGNATURE_CODES
 from .textops import _LITERAL_CODE, Tables, _const_arg
@@ -48,8 +48,6 @@ from .textops import _LITERAL_CODE, Tables, _const_arg
 MAX_ARGS = 16            # longer signatures go the general way (bounds the columns)
 MAX_LITERAL = 32         # longer constant literals go the general way (bounds the row width)
 
-_FILL = 0xFF             # never a byte of ASCII text: deleted at the end
-_FILL_BYTE = bytes((_FILL,))
 _COMMA_V = np.frombuffer(b", v", dtype=np.uint8)
 _LITERAL_ROW = MAX_LITERAL + 8      # ", " + literal, read as 8-byte words from byte 0 or 2
 _OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
@@ -250,10 +248,7 @@ class PlainOpsLines:
         """:meth:`_number_rows` of 0, 1, ..., count - 1, digit column by digit column: the digit
         of 10**c cycles through 0-9 every 10**(c + 1) values and is filler below 10**c (but
         the units of 0)."""
-        num_w = self.n_digits + 1
-        width = max(2 + 8 * -(-num_w // 8), 8 * -(-(num_w + 2) // 8))     # (words read from byte 0 or 2)
-        table = np.full((count + 1, width), _FILL, dtype=np.uint8)
-        table[:-1, :3] = _COMMA_V
+        table = self._empty_number_rows(count)
         digits = np.arange(48, 58, dtype=np.uint8)
         for c in range(self.n_digits):
             unit = 10 ** c
@@ -268,12 +263,18 @@ class PlainOpsLines:
 
     def _number_rows(self, values: np.ndarray) -> np.ndarray:
         """``", v"`` + the digits of each value (>= 0), and a last row of filler."""
-        num_w = self.n_digits + 1
-        width = max(2 + 8 * -(-num_w // 8), 8 * -(-(num_w + 2) // 8))     # (words read from byte 0 or 2)
-        table = np.full((len(values) + 1, width), _FILL, dtype=np.uint8)
+        table = self._empty_number_rows(len(values))
         for c0 in range(0, len(values), 16384):       # (digit_rows' temporaries: 8 bytes a value)
             part = values[c0:c0 + 16384].astype(np.int64)
-            table[c0:c0 + len(part), 3:num_w + 2] = digit_rows(part, self.n_digits)
+            table[c0:c0 + len(part), 3:self.n_digits + 3] = digit_rows(part, self.n_digits)
+        return table
+
+    def _empty_number_rows(self, count: int) -> np.ndarray:
+        """``count`` rows of ``", v"`` then filler where the digits go, and a last row of filler;
+        wide enough to be read as 8-byte words from byte 0 or 2."""
+        num_w = self.n_digits + 1
+        width = max(2 + 8 * -(-num_w // 8), 8 * -(-(num_w + 2) // 8))
+        table = np.full((count + 1, width), _FILL, dtype=np.uint8)
         table[:-1, :3] = _COMMA_V
         return table
 
