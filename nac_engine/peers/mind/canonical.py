@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import operator
 from typing import Optional
 
 import numpy as np
@@ -25,7 +24,7 @@ import numpy as np
 from .errors import MindError
 from .ir import ALIAS, COMMUTATIVE, CONST_OPS, Instr, Module, TensorType, literal_text
 from .parser import Ident, escape
-from .verifier import _fits_float, flat_data, verify_module
+from .verifier import _VID, _fits_float, flat_data, verify_module
 
 FOLD_LIMIT = 4096
 _SCALAR_CONST = {"i64": "ConstI64", "f32": "ConstF32", "f64": "ConstF64"}
@@ -130,15 +129,7 @@ def canonicalize(module: Module, *, fold: bool = True, prune: bool = True, verif
         body.append(ins)
     outputs = [alias.get(v, v) for v in module.outputs]
     if prune:
-        by_id = {i.vid: i for i in body}
-        live: set[int] = set()
-        stack = list(outputs)
-        while stack:
-            v = stack.pop()
-            if v in live or v not in by_id:
-                continue
-            live.add(v)
-            stack.extend(by_id[v].operands)
+        live = _live(outputs, {i.vid: i.operands for i in body})
         body = [i for i in body if i.vid in live or i.opcode == "Input"]
     order = [i for i in body if i.opcode == "Input"] + [i for i in body if i.opcode != "Input"]
     renum = {ins.vid: k for k, ins in enumerate(order)}
@@ -153,15 +144,19 @@ def canonicalize(module: Module, *, fold: bool = True, prune: bool = True, verif
 
 def _reachable(module: Module) -> set:
     """The values the outputs depend on (through aliases too) in a module that verifies."""
-    by_id = {i.vid: i.operands for i in module.instrs}
+    return _live(module.outputs, {i.vid: i.operands for i in module.instrs})
+
+
+def _live(outputs, operands_of: dict) -> set:
+    """The values ``outputs`` depend on, following ``operands_of`` (value -> its operands)."""
     live: set = set()
-    stack = list(module.outputs)
+    stack = list(outputs)
     while stack:
         v = stack.pop()
-        if v in live or v not in by_id:
+        if v in live or v not in operands_of:
             continue
         live.add(v)
-        stack.extend(by_id[v])
+        stack.extend(operands_of[v])
     return live
 
 
@@ -453,4 +448,3 @@ def _interleaved_text(instrs: list, types: dict, fast, kind: np.ndarray, row: np
 
 
 _CHUNK = 2048
-_VID = operator.attrgetter("vid")

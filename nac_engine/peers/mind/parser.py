@@ -702,9 +702,7 @@ def _marked_line():
     text: the same groups, a reference group holding the mark."""
     global _MARKED
     if _MARKED is None or _MARKED[0] is not _FAST_LINE:
-        esc = re.escape(_MARK)
-        pattern = _FAST_LINE.pattern.replace(rb"%([0-9]{1,18})", rb"(" + esc + rb")")
-        pattern = pattern.replace(rb"%[0-9]{1,18}", esc).replace(rb"(?=%)", rb"(?=" + esc + rb")")
+        pattern = _FAST_LINE.pattern.replace(rb"%[0-9]{1,18}", re.escape(_MARK))
         _MARKED = (_FAST_LINE, re.compile(pattern))
     return _MARKED[1]
 
