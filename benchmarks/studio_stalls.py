@@ -164,7 +164,12 @@ def measure_stalls(path: Path, app) -> dict:
     for qd in list(win.docs):
         win.close_document(qd)
     win.tasks.shutdown(wait=True)
+    # gone before the next file's window: a hidden-but-alive window would take every theme
+    # switch's palette change and re-tint too (processEvents alone runs no deferred delete)
+    win.close()
     win.deleteLater()
+    from PySide6.QtCore import QCoreApplication, QEvent
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     app.processEvents()
     return out
 

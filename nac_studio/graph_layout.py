@@ -38,6 +38,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from .graph_model import DataflowGraph
+from .sugiyama_process import sugiyama
+from .ui_priority import yield_to_ui
 
 MODES = ("longest-path", "tick")
 
@@ -204,15 +206,19 @@ def layout_graph(graph: DataflowGraph, mode: str = "longest-path",
             continue
         local = np.full(n, -1, dtype=np.int64)
         local[members] = np.arange(len(members))
-        ig = igraph.Graph(n=len(members), edges=local[sub_edges[eids]].tolist(), directed=True)
-        lay = ig.layout_sugiyama(layers=layer[members].tolist(), hgap=1, vgap=1, maxiter=maxiter)
-        coords = np.asarray(lay.coords, dtype=np.float64).reshape(-1, 2)
-        cx = coords[:len(members), 0]
-        lo = min(cx.min(), min((p[0] for r in lay.edge_routing for p in r), default=cx.min()))
-        hi = max(cx.max(), max((p[0] for r in lay.edge_routing for p in r), default=cx.max()))
+        coords, bends, counts = sugiyama(len(members), local[sub_edges[eids]], layer[members], maxiter)
+        cx = coords[:, 0]
+        lo = min(cx.min(), bends[:, 0].min()) if len(bends) else cx.min()
+        hi = max(cx.max(), bends[:, 0].max()) if len(bends) else cx.max()
         xs[members] = cx - lo + x_offset
+        bends = bends.copy()
+        bends[:, 0] += x_offset - lo
+        bend_list = bends.tolist()
+        cursor = 0
         for k, e in enumerate(eids):
-            routing[routed_ids[e]] = [(p[0] - lo + x_offset, p[1]) for p in lay.edge_routing[k]]
+            c = int(counts[k])
+            routing[routed_ids[e]] = [tuple(p) for p in bend_list[cursor:cursor + c]]
+            cursor += c
         x_offset += hi - lo + 1.0
     stage("sugiyama", 0.75)
 
@@ -247,6 +253,8 @@ def layout_graph(graph: DataflowGraph, mode: str = "longest-path",
     for e in d_edge:
         counts[e] += 1
     for e in range(m):
+        if e % 256 == 0:
+            yield_to_ui()
         s, d = edges[e]
         k = counts[e]
         pts = np.empty((k + 2, 2))
@@ -411,6 +419,7 @@ def _place(x: np.ndarray, layer: np.ndarray, width: np.ndarray, chains: list, ed
         main = main_up if sweep % 2 == 0 else main_down
         seq = layers if sweep % 2 == 0 else layers[::-1]
         for ids in seq:
+            yield_to_ui()
             targets, prios = [], []
             for k in ids:
                 j = main[k]

@@ -21,14 +21,14 @@ from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QDockWidget, QF
                                QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
                                QToolBar, QToolButton, QVBoxLayout, QWidget)
 
-from . import dock_layout, gil_policy, icons, preload, schedule_problems, ui_gc
+from . import dock_layout, gil_policy, icons, preload, schedule_problems, ui_gc, ui_priority
 from .commands import CommandRegistry
 from .debug_commands import register_debug_commands
 from .simulation_commands import register_simulation_commands
 from .document import Document, Selection, severity_of
 from .icons import icon
 from .qt_compat import guard_singleton_refcounts
-from .paint_gate import after_next_paint
+from .paint_gate import FramePriority, after_next_paint, repaint_in_stages
 from .qt_document import QtDocument
 from .tasks import Cancelled, Task, TaskRunner
 from .tab_names import tab_titles
@@ -206,6 +206,7 @@ class MainWindow(QMainWindow):
         self._build_statusbar()
         self.tasks.started.connect(self._task_started)
         self.tasks.ended.connect(self._task_ended)
+        self._frame_priority = FramePriority(self)     # workers step aside while a frame paints
         self.resize(DEFAULT_SIZE)
         self.apply_default_layout()
         if restore:
@@ -503,6 +504,7 @@ class MainWindow(QMainWindow):
         # the views' background work (layout, shapes, checks) starts once the new document's
         # first frame is painted, so that frame does not wait on workers for the GIL (paint_gate)
         self.tasks.hold()
+        ui_priority.claim()        # and tasks already running step aside for that frame
         try:
             self._show_opened(path, doc, started)
         finally:
@@ -874,7 +876,12 @@ class MainWindow(QMainWindow):
 
     # -- theme ----------------------------------------------------------------------------
     def set_theme(self, mode: str) -> None:
+        ui_priority.claim()        # every visible widget repaints: workers step aside meanwhile
         self.theme = mode
+        # the central area and bars first, the docks in two later frames (see repaint_in_stages)
+        docks = [d for d in self.docks.values() if d.isVisible() and not d.isFloating()]
+        half = (len(docks) + 1) // 2
+        repaint_in_stages(self, [docks[:half], docks[half:]])
         app = QApplication.instance()
         if app is not None:
             apply_theme(app, mode)

@@ -19,6 +19,8 @@ from typing import Any, Callable, Optional
 
 from PySide6.QtCore import QObject, Signal
 
+from . import ui_priority
+
 
 class Cancelled(Exception):
     """Raised inside a task when the user cancelled it."""
@@ -28,15 +30,20 @@ class TaskContext:
     def __init__(self, task: "Task"):
         self._task = task
 
+    # Each of these is also a checkpoint where the work steps aside while the UI thread
+    # paints a heavy frame (ui_priority): tasks call them often, at points safe to pause.
     @property
     def cancelled(self) -> bool:
+        ui_priority.yield_to_ui()
         return self._task._cancel.is_set()
 
     def check(self) -> None:
+        ui_priority.yield_to_ui()
         if self._task._cancel.is_set():
             raise Cancelled()
 
     def progress(self, done: float, total: float = 1.0, text: Optional[str] = None) -> None:
+        ui_priority.yield_to_ui()
         frac = 0.0 if total <= 0 else max(0.0, min(1.0, done / total))
         self._task.progressed.emit(frac, text or "")
 
@@ -111,6 +118,10 @@ class TaskRunner(QObject):
         """Run ``fn(ctx, *args)`` in the background; ``on_done``/``on_error`` run on the UI thread."""
         task = Task(title)
         task.setParent(self)   # keeps the QObject alive until it ends
+        # a result usually ends in a heavy frame (a graph shown, a problem list filled): the
+        # other workers step aside meanwhile (connected first: runs before on_done)
+        task.finished.connect(self._claim_ui)
+        task.failed.connect(self._claim_ui)
         if on_done is not None:
             task.finished.connect(on_done)
         if on_error is not None:
@@ -139,6 +150,10 @@ class TaskRunner(QObject):
         else:
             self._pool.submit(body)
         return task
+
+    @staticmethod
+    def _claim_ui(_value=None) -> None:
+        ui_priority.claim()
 
     def _end(self, task: Task) -> None:
         if task in self.active:

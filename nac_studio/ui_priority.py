@@ -1,0 +1,59 @@
+"""Workers step aside while the UI thread paints a heavy frame (Qt-free; threads only).
+
+Why: Qt calls into Python for every model ``data()`` and ``paintEvent`` of a frame, and
+PySide releases the GIL between those calls. A worker running Python meanwhile (a graph
+layout, the meta-shape pass) competes for every one of them, and CPython's GIL hands over
+fairly: with a short switch interval (``gil_policy``) each thread gets about half. The UI
+thread's frames then took about twice their own CPU time — measured on the 48-layer file:
+a 115 ms stall with 56 ms of UI-thread CPU and 5 ms waiting for a core, the rest waiting
+for the GIL (``/proc/self/task/<tid>/schedstat``).
+
+So the UI thread *claims* priority right before work that ends in a heavy frame (a task's
+result arriving, a selection, a theme switch, a file shown) and workers, at their
+checkpoints (:func:`yield_to_ui`: every ``TaskContext.check``/``progress`` and the graph
+builder's and layout's loops), sleep until the claim ends. A claim ends by itself after
+its duration, so a worker is never held longer than that per claim, whatever the UI does.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+#: How long one claim keeps workers waiting: the heavy frames measured take 20-80 ms of
+#: UI-thread CPU; a claim outliving its frame only delays background work that long.
+CLAIM_S = 0.12
+
+_until = 0.0            # time.monotonic() before which workers wait at checkpoints
+_ui_thread = threading.main_thread()     # Qt's GUI thread: never made to wait here
+_wake = threading.Condition()
+
+
+def claim(seconds: float = CLAIM_S) -> None:
+    """Called on the UI thread: workers pause at their next checkpoint for ``seconds``
+    (extends a running claim, never shortens it)."""
+    global _until
+    _until = max(_until, time.monotonic() + seconds)
+
+
+def release() -> None:
+    """End the claim now (the frame it was for has painted)."""
+    global _until
+    _until = 0.0
+    with _wake:
+        _wake.notify_all()
+
+
+def claimed() -> bool:
+    return time.monotonic() < _until
+
+
+def yield_to_ui() -> None:
+    """A worker's checkpoint: return at once unless the UI thread claimed priority, else
+    sleep (without the GIL) until the claim ends or is released."""
+    if _until == 0.0:
+        return
+    remaining = _until - time.monotonic()
+    if remaining <= 0 or threading.current_thread() is _ui_thread:
+        return
+    with _wake:
+        _wake.wait(remaining)
