@@ -24,7 +24,8 @@ meta kernel imports ``torch.fx.experimental.symbolic_shapes`` (sympy, 0.4 s) thr
 debugger and shape session import the runtime. Run by the views' workers, those imports held
 the GIL right after a file's first frame, in every session's first open. The main window
 shows a document that finished decoding during these imports once they are done (bounded,
-``main_window.FIRST_FRAME_IMPORT_WAIT_S``): see ``running``.
+``main_window.FIRST_FRAME_IMPORT_WAIT_S``): see ``running``. Past that bound the import thread
+steps aside, module by module, while the UI thread paints (``_StepAsideFinder``).
 """
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ import importlib.util
 import os
 import sys
 import threading
+
+from . import ui_priority
 
 #: Modules imported in the background, in order (see the module's docstring for why each).
 BACKGROUND_IMPORTS = ("pyqtgraph", "torch", "torch.fx.experimental.symbolic_shapes", "torch._dynamo", "igraph",
@@ -57,6 +60,8 @@ def start_background_imports() -> None:
     def work() -> None:
         collecting = gc.isenabled()
         gc.disable()
+        step_aside = _StepAsideFinder()
+        sys.meta_path.insert(0, step_aside)
         try:
             for name in BACKGROUND_IMPORTS:
                 if name not in sys.modules:
@@ -66,11 +71,38 @@ def start_background_imports() -> None:
                 except Exception:   # noqa: BLE001 - the UI-thread import will report it where it is used
                     pass
         finally:
+            sys.meta_path.remove(step_aside)
             if collecting:
                 gc.enable()
             gc.freeze()
     _thread = threading.Thread(target=work, name="nac-studio-preload", daemon=True)
     _thread.start()
+
+
+class _StepAsideFinder:
+    """First on ``sys.meta_path`` while the background imports run. It finds nothing; it
+    makes the import thread wait, before each module it is about to look for, while the UI
+    thread paints a frame (:mod:`ui_priority`): importing torch is 1,500 modules of Python
+    that otherwise take the GIL between every two callbacks of that frame.
+
+    Parked there, the thread still holds the import locks of the modules it is inside (the
+    package whose ``__init__`` is running). A UI thread importing one of those would wait
+    for a thread that waits for it, until the claim ran out; so the park ends at once when
+    the UI thread is blocked on a module lock (importlib's ``_blocking_on`` registry, the
+    one its own deadlock detection reads).
+    """
+
+    def find_spec(self, name, path=None, target=None):
+        if threading.current_thread() is _thread:
+            ui_priority.yield_to_ui(give_up=_ui_thread_waits_on_an_import)
+        return None
+
+
+def _ui_thread_waits_on_an_import() -> bool:
+    blocking = getattr(importlib._bootstrap, "_blocking_on", None)
+    if blocking is None:        # not this CPython's layout: never park blind
+        return True
+    return bool(blocking.get(threading.main_thread().ident))
 
 
 def load_native_libraries(module: str) -> int:

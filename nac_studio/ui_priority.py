@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Callable, Optional
 
 #: How long one claim keeps workers waiting: the heavy frames measured take 20-80 ms of
 #: UI-thread CPU; a claim outliving its frame only delays background work that long.
 CLAIM_S = 0.12
+
+#: How often a parked thread with a ``give_up`` condition looks at it.
+GIVE_UP_POLL_S = 0.002
 
 _until = 0.0            # time.monotonic() before which workers wait at checkpoints
 _ui_thread = threading.main_thread()     # Qt's GUI thread: never made to wait here
@@ -47,13 +51,19 @@ def claimed() -> bool:
     return time.monotonic() < _until
 
 
-def yield_to_ui() -> None:
+def yield_to_ui(give_up: Optional[Callable[[], bool]] = None) -> None:
     """A worker's checkpoint: return at once unless the UI thread claimed priority, else
-    sleep (without the GIL) until the claim ends or is released."""
+    sleep (without the GIL) until the claim ends or is released — or, with ``give_up``,
+    as soon as that returns true (polled every :data:`GIVE_UP_POLL_S`)."""
     if _until == 0.0:
         return
     remaining = _until - time.monotonic()
     if remaining <= 0 or threading.current_thread() is _ui_thread:
         return
     with _wake:
-        _wake.wait(remaining)
+        if give_up is None:
+            _wake.wait(remaining)
+            return
+        while remaining > 0 and not give_up():
+            _wake.wait(min(remaining, GIVE_UP_POLL_S))
+            remaining = _until - time.monotonic()

@@ -113,3 +113,52 @@ def test_theme_switch_repaints_docks_later_and_recolours_them(window, demo_path,
     assert docks[0].palette().color(docks[0].backgroundRole()).lightness() < light_base
     window.set_theme("light")
     qtbot.waitUntil(lambda: all(d.updatesEnabled() for d in docks), timeout=2000)
+
+
+def _find_spec_on_preload_thread(monkeypatch) -> float:
+    """Seconds the background-import thread spends in the step-aside finder for one module."""
+    from nac_studio import preload
+    took = []
+
+    def body():
+        t = time.perf_counter()
+        assert preload._StepAsideFinder().find_spec("some.module") is None     # finds nothing, ever
+        took.append(time.perf_counter() - t)
+    th = threading.Thread(target=body, name="preload-stand-in")
+    monkeypatch.setattr(preload, "_thread", th)
+    th.start()
+    th.join(5)
+    return took[0]
+
+
+def test_background_imports_step_aside_between_modules(monkeypatch):
+    ui_priority.claim(0.15)
+    assert _find_spec_on_preload_thread(monkeypatch) >= 0.1
+
+
+def test_background_imports_never_park_while_the_ui_thread_waits_on_an_import(monkeypatch):
+    """The UI thread blocked on a module lock the import thread may hold: parking would make
+    them wait on each other until the claim ran out, so the park ends at once."""
+    import importlib._bootstrap as bootstrap
+    lock = bootstrap._get_module_lock("nac_test_fake_module")
+    held, let_go = threading.Event(), threading.Event()
+
+    def holder():                  # stands for the import thread inside that module's import
+        lock.acquire()
+        held.set()
+        let_go.wait(5)
+        lock.release()
+    h = threading.Thread(target=holder)
+    h.start()
+    held.wait(5)
+    ui_priority.claim(5.0)
+    took = []
+    threading.Thread(target=lambda: took.append(_find_spec_on_preload_thread(monkeypatch))).start()
+    threading.Timer(1.0, let_go.set).start()
+    lock.acquire()                 # the UI thread blocks here for ~1 s
+    lock.release()
+    h.join(5)
+    deadline = time.perf_counter() + 5
+    while not took and time.perf_counter() < deadline:
+        time.sleep(0.01)
+    assert took and took[0] < 1.5          # gave up while the UI thread was blocked, not after the 5 s claim
