@@ -505,6 +505,7 @@ class MainWindow(QMainWindow):
         # first frame is painted, so that frame does not wait on workers for the GIL (paint_gate)
         self.tasks.hold()
         ui_priority.claim()        # and tasks already running step aside for that frame
+        self._stage_dock_repaint()
         try:
             self._show_opened(path, doc, started)
         finally:
@@ -878,15 +879,19 @@ class MainWindow(QMainWindow):
     def set_theme(self, mode: str) -> None:
         ui_priority.claim()        # every visible widget repaints: workers step aside meanwhile
         self.theme = mode
-        # the central area and bars first, the docks in two later frames (see repaint_in_stages)
-        docks = [d for d in self.docks.values() if d.isVisible() and not d.isFloating()]
-        half = (len(docks) + 1) // 2
-        repaint_in_stages(self, [docks[:half], docks[half:]])
+        self._stage_dock_repaint()
         app = QApplication.instance()
         if app is not None:
             apply_theme(app, mode)
         self._retint()
         self.commands.refresh()
+
+    def _stage_dock_repaint(self) -> None:
+        """The next repaint of everything (a theme, a file's first frame): the central area and
+        the bars first, the docks in two later frames (see ``repaint_in_stages``)."""
+        docks = [d for d in self.docks.values() if d.isVisible() and not d.isFloating()]
+        half = (len(docks) + 1) // 2
+        repaint_in_stages(self, [docks[:half], docks[half:]])
 
     def _on_scheme_changed(self, *_):
         if self.theme == "system":
