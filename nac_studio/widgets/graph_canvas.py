@@ -502,7 +502,9 @@ class GraphCanvas(QWidget):
             texts.append((text, r))
 
     def _paint_bundle_labels(self, painter: QPainter, pal: QPalette, rect: QRectF, texts: list) -> None:
-        """``×12`` beside a bundled source, and its short name above each stub."""
+        """``×12`` beside a bundled source, and its short name beside each stub where it ends, in
+        the gap above the reader (left out where that gap has no room for it, or a shape label
+        or title is there)."""
         lay = self.layout_
         if not self.bundles:
             return
@@ -512,6 +514,7 @@ class GraphCanvas(QWidget):
         ink = QColor(pal.color(QPalette.ColorRole.Text))
         ink.setAlphaF(0.75)
         edges = lay.graph.edges
+        boxes = None
         for src, (_kept, rest) in self.bundles.items():
             name = lay.graph.nodes[src].label
             x, y, w, h = lay.rect(src)
@@ -527,15 +530,29 @@ class GraphCanvas(QWidget):
                 texts.append((count, r))
             if self.scale * STUB_LENGTH < fm.height() + 2:
                 continue           # the stub is too short on screen to carry a name
+            painter.setPen(ink)    # (the source may be off screen: its count set no pen)
+            if boxes is None:
+                boxes = (lay.pos - lay.size / 2, lay.pos + lay.size / 2)
+            label = fm.elidedText(name, Qt.TextElideMode.ElideMiddle, 110)
+            tw = fm.horizontalAdvance(label) + 4
             for e in rest:
                 ex, ey = (float(v) for v in lay.edge_points[e][-1])
                 if not rect.contains(QPointF(ex, ey - STUB_LENGTH)):
                     continue
-                p = self.scene_to_screen(ex, ey - STUB_LENGTH)
-                label = fm.elidedText(name, Qt.TextElideMode.ElideMiddle, 110)
-                r = QRectF(p.x() + 3, p.y() - 1, fm.horizontalAdvance(label) + 4, fm.height())
+                # beside the stub's lower end, right above its reader: the stub's upper end
+                # reaches into the row above where rows sit close (a collapsed block's readers)
+                p = self.scene_to_screen(ex, ey)
+                r = QRectF(p.x() + 3, p.y() - fm.height() - 1, tw, fm.height())
+                if self._covers_a_node(r, *boxes) or any(r.intersects(t) for _s, t in texts):
+                    continue       # no room between the rows: the source's ×N says it
                 painter.drawText(r, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, label)
                 texts.append((label, r))
+
+    def _covers_a_node(self, screen_rect: QRectF, lo: np.ndarray, hi: np.ndarray) -> bool:
+        """Whether ``screen_rect`` overlaps a node box (``lo``/``hi``: the boxes' scene corners)."""
+        x0, y0 = self.screen_to_scene(screen_rect.topLeft())
+        x1, y1 = self.screen_to_scene(screen_rect.bottomRight())
+        return bool(np.any((lo[:, 0] < x1) & (hi[:, 0] > x0) & (lo[:, 1] < y1) & (hi[:, 1] > y0)))
 
     def _font_px(self, px: float, bold: bool = False) -> QFont:
         k = int(round(px * 2)) * (2 if bold else 1) + (1 if bold else 0)
@@ -617,8 +634,8 @@ class GraphCanvas(QWidget):
             painter.drawText(r.adjusted(4, 0, -4, 0), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
                              tfm.elidedText(text, Qt.TextElideMode.ElideRight, r.width() - 8))
             texts.append((text, r))
-        self._paint_bundle_labels(painter, pal, rect, texts)
         self._paint_edge_labels(painter, pal, idx, texts)
+        self._paint_bundle_labels(painter, pal, rect, texts)     # after the shapes: it gives way to them
         # node labels where they fit
         px = self.label_px()
         font = self._font_px(px)

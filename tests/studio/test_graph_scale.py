@@ -166,7 +166,10 @@ def test_a_value_read_far_down_by_many_nodes_is_one_bundled_edge(qtbot):
         c.center_on(src, zoom=1.0)
         assert any(t == "×20" for t, _r in _paint(v))
         c.center_on(int(v.shown.node_of_tick[15]), zoom=1.0)
-        assert any(t == "x" for t, _r in _paint(v))      # the stub into a far reader names the source
+        names = [r for t, r in _paint(v) if t == "x"]
+        assert names                                      # the stub into a far reader names the source
+        for r in names:                                   # in the gap between rows, on no node's box
+            assert not any(QRectF(c._screen_rect(i)).intersects(r) for i in range(len(v.shown.nodes)))
     finally:
         v.set_document(None)
         qd.tasks.shutdown(wait=True)
@@ -261,3 +264,52 @@ def test_an_unreadable_file_says_why_in_the_graph_area(window, tmp_path):
     assert window.stack.currentWidget() is window.graph_view
     assert canvas.layout_ is None and canvas.message.startswith("No graph to draw: ")
     assert len(canvas.message) > len("No graph to draw: ") + 5
+
+
+def _blocks_reading_one_value_doc() -> QtDocument:
+    """Sixteen repeated blocks (``blk.<i>.w``), each reading the shared input ``x``: collapsed,
+    the blocks sit one row apart and ``x`` reaches them through one bundle of stubs."""
+    from nac_engine.isa.asm import assemble
+    lines = [".version 1.8"] + [f".param {i + 1} blk.{i}.w" for i in range(16)]
+    lines += [".ops", "v0 = input x", "v1 = input y"]
+    v, prev = 2, 1
+    for i in range(16):
+        lines += [f"v{v} = param blk.{i}.w", f"v{v + 1} = nac.add(v{prev}, v{v})",
+                  f"v{v + 2} = nac.add(v{v + 1}, v0)", f"v{v + 3} = nac.mul(v{v + 2}, v{v})"]
+        prev, v = v + 3, v + 4
+    lines.append(f"v{v} = return v{prev}")
+    return QtDocument(Document(assemble("\n".join(lines) + "\n")))
+
+
+def test_stub_names_stay_off_collapsed_blocks(qtbot):
+    """The row gap under a collapsed block is shorter than a stub: the stub's name goes right
+    above its reader, and is left out where even that has no room, never over a block."""
+    qd = _blocks_reading_one_value_doc()
+    v = GraphView(None)
+    qtbot.addWidget(v)
+    v.resize(1000, 700)
+    v.show()
+    try:
+        with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
+            v.set_document(qd)
+        with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
+            v.act_collapse.setChecked(True)
+        c = v.canvas
+        assert sum(nd.kind == "group" for nd in v.shown.nodes) == 16
+        src = int(v.shown.node_of_tick[0])
+        _kept, rest = c.bundles[src]
+        assert len(rest) >= 8
+        names = 0
+        for e in rest:
+            c.center_on(int(v.shown.edges[e, 1]), zoom=1.0)
+            drawn = _paint(v)
+            for k, (text, r) in enumerate(drawn):
+                if text == "x" and r.width() < 40:        # a stub's name (the node x's own label is wider)
+                    names += 1
+                    assert not any(QRectF(c._screen_rect(i)).intersects(r) for i in range(len(v.shown.nodes)))
+                    assert not any(r.intersects(r2) for j, (_t, r2) in enumerate(drawn) if j != k)
+        assert names >= len(rest)
+    finally:
+        v.set_document(None)
+        qd.tasks.shutdown(wait=True)
+        qd.close()
