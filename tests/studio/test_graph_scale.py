@@ -2,6 +2,7 @@
 search inside collapsed blocks, the minimap beside the selection, the whole legend."""
 from __future__ import annotations
 
+import contextlib
 import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -21,20 +22,28 @@ from .gpt2_like import gpt2_like  # noqa: E402
 TIMEOUT = 30000
 
 
-@pytest.fixture
-def gpt2_view(qtbot):
-    qd = QtDocument(Document(gpt2_like(12, d=64, n_head=2, seq=4)))
+@contextlib.contextmanager
+def _graph_of(qtbot, qd: QtDocument, width: int = 1000, height: int = 700):
+    """A shown graph view with ``qd`` laid out; the document closed afterwards."""
     v = GraphView(None)
     qtbot.addWidget(v)
-    v.resize(1000, 700)
+    v.resize(width, height)
     v.show()
     qtbot.waitExposed(v)
-    with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
-        v.set_document(qd)
-    yield v
-    v.set_document(None)
-    qd.tasks.shutdown(wait=True)
-    qd.close()
+    try:
+        with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
+            v.set_document(qd)
+        yield v
+    finally:
+        v.set_document(None)
+        qd.tasks.shutdown(wait=True)
+        qd.close()
+
+
+@pytest.fixture
+def gpt2_view(qtbot):
+    with _graph_of(qtbot, QtDocument(Document(gpt2_like(12, d=64, n_head=2, seq=4)))) as v:
+        yield v
 
 
 def _paint(v):
@@ -143,14 +152,7 @@ def _fanout_doc() -> QtDocument:
 
 
 def test_a_value_read_far_down_by_many_nodes_is_one_bundled_edge(qtbot):
-    qd = _fanout_doc()
-    v = GraphView(None)
-    qtbot.addWidget(v)
-    v.resize(800, 700)
-    v.show()
-    try:
-        with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
-            v.set_document(qd)
+    with _graph_of(qtbot, _fanout_doc(), 800, 700) as v:
         c = v.canvas
         src = int(v.shown.node_of_tick[0])
         assert list(c.bundles) == [src]
@@ -170,10 +172,6 @@ def test_a_value_read_far_down_by_many_nodes_is_one_bundled_edge(qtbot):
         assert names                                      # the stub into a far reader names the source
         for r in names:                                   # in the gap between rows, on no node's box
             assert not any(QRectF(c._screen_rect(i)).intersects(r) for i in range(len(v.shown.nodes)))
-    finally:
-        v.set_document(None)
-        qd.tasks.shutdown(wait=True)
-        qd.close()
 
 
 def test_search_text_stays_with_its_file(qtbot):
@@ -284,14 +282,7 @@ def _blocks_reading_one_value_doc() -> QtDocument:
 def test_stub_names_stay_off_collapsed_blocks(qtbot):
     """The row gap under a collapsed block is shorter than a stub: the stub's name goes right
     above its reader, and is left out where even that has no room, never over a block."""
-    qd = _blocks_reading_one_value_doc()
-    v = GraphView(None)
-    qtbot.addWidget(v)
-    v.resize(1000, 700)
-    v.show()
-    try:
-        with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
-            v.set_document(qd)
+    with _graph_of(qtbot, _blocks_reading_one_value_doc()) as v:
         with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
             v.act_collapse.setChecked(True)
         c = v.canvas
@@ -309,7 +300,3 @@ def test_stub_names_stay_off_collapsed_blocks(qtbot):
                     assert not any(QRectF(c._screen_rect(i)).intersects(r) for i in range(len(v.shown.nodes)))
                     assert not any(r.intersects(r2) for j, (_t, r2) in enumerate(drawn) if j != k)
         assert names >= len(rest)
-    finally:
-        v.set_document(None)
-        qd.tasks.shutdown(wait=True)
-        qd.close()
