@@ -78,9 +78,9 @@ def repaint_in_stages(window: QWidget, stages: list[list[QWidget]]) -> None:
     """Spread the next repaint of ``window`` over several frames: the window paints without
     the widgets of ``stages`` first, then each stage's widgets paint in a frame of their own.
 
-    Call it right before a change that dirties everything (a theme switch): one frame that
-    repaints every visible pane of a 1600×1000 window took 60-110 ms of UI-thread CPU, a
-    stall of its own; in stages each frame is a fraction of that and the window keeps
+    Call it right before a change that dirties everything (a theme switch, a file's first
+    frame): one frame that repaints every visible pane of a 1600×1000 window took 60-110 ms
+    of UI-thread CPU, a stall of its own; in stages each frame is a fraction of that and the window keeps
     answering input between them. A stage is let go after the previous frame, or after
     :data:`FALLBACK_MS` when no frame comes, so no widget stays frozen.
     """
