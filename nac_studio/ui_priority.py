@@ -8,11 +8,13 @@ thread's frames then took about twice their own CPU time — measured on the 48-
 a 115 ms stall with 56 ms of UI-thread CPU and 5 ms waiting for a core, the rest waiting
 for the GIL (``/proc/self/task/<tid>/schedstat``).
 
-So the UI thread *claims* priority right before work that ends in a heavy frame (a task's
-result arriving, a selection, a theme switch, a file shown) and workers, at their
-checkpoints (:func:`yield_to_ui`: every ``TaskContext.check``/``progress`` and the graph
-builder's and layout's loops), sleep until the claim ends. A claim ends by itself after
-its duration, so a worker is never held longer than that per claim, whatever the UI does.
+So the UI thread *claims* priority for every frame the window paints
+(``paint_gate.FramePriority``) and right before work that ends in a heavy frame (a task's
+result arriving, a selection, a theme switch, a file shown), and workers, at their
+checkpoints (:func:`yield_to_ui`: every ``TaskContext.check``/``progress``/``cancelled``, the
+graph builder's and layout's loops, the background imports between two modules), sleep until
+the claim is released (right after the frame is painted) or ends by itself after its
+duration — so a worker is never held longer than that per claim, whatever the UI does.
 """
 from __future__ import annotations
 
