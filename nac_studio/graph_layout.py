@@ -211,9 +211,7 @@ def layout_graph(graph: DataflowGraph, mode: str = "longest-path",
         lo = min(cx.min(), bends[:, 0].min()) if len(bends) else cx.min()
         hi = max(cx.max(), bends[:, 0].max()) if len(bends) else cx.max()
         xs[members] = cx - lo + x_offset
-        bends = bends.copy()
-        bends[:, 0] += x_offset - lo
-        bend_list = bends.tolist()
+        bend_list = (bends + (x_offset - lo, 0.0)).tolist()
         cursor = 0
         for k, e in enumerate(eids):
             c = int(counts[k])

@@ -82,8 +82,9 @@ class _Helper:
 
     def _start(self) -> subprocess.Popen:
         if self.proc is None or self.proc.poll() is not None:
-            self.proc = subprocess.Popen([sys.executable, "-P", __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL)
+            # -P: this folder is not put on the child's path (its modules would shadow others)
+            self.proc = subprocess.Popen([sys.executable, "-P", __file__], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         return self.proc
 
     def run(self, n: int, edges: np.ndarray, layers: np.ndarray, maxiter: int):

@@ -426,7 +426,8 @@ class _Reader:
                 if p < size:
                     w0 = p
                     w1 = min(size, p + _OPS_WINDOW)
-                    p = _walk_window(lay.next_starts(code, w0, w1), w0, w1, starts)   # (may pass the declared count: cut below)
+                    # (the walk may pass the declared count: cut below)
+                    p = _walk_window(lay.next_starts(code, w0, w1), w0, w1, starts)
                     count = len(starts)
                     if count >= n:
                         if count > n:
