@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from nac_engine import read, verify, write  # noqa: E402
 from nac_engine.format.model import (Constant, Instruction, MmapCommand, MmapRecord, Orch, Parameter,  # noqa: E402
                                      Resource, TensorMeta)
-from nac_engine.isa.disasm import iter_disassembly  # noqa: E402
+from nac_engine.text.disasm import iter_disassembly  # noqa: E402
 from tests.format.test_regressions import small_file  # noqa: E402
 
 # A small real MEP program (load model, load array, run, argmax, print, return): 29 bytes.

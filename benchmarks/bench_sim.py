@@ -99,7 +99,7 @@ def gpt2_file(tmp: pathlib.Path) -> tuple[pathlib.Path, dict, str]:
 def measure(label: str, program, kwargs: dict, repeat: int) -> dict:
     """Shape propagation (first in the process, new program, repeated program), then the
     engine alone per preset (best of ``repeat``), and the end-to-end rates."""
-    from nac_engine.sim import _shape_session
+    from nac_engine.runtime import _shape_session
     from nac_engine.sim.refcore import run_refcore
     dynamo_before = "torch._dynamo" in sys.modules
 

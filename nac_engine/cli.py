@@ -15,50 +15,10 @@ EXIT_OK, EXIT_PROBLEMS, EXIT_UNREADABLE = 0, 1, 2
 
 
 from .cli_error import CliError  # noqa: E402  (one class whether cli.py runs as __main__ or not)
+from .cli_inputs import input_hint, load_npy as _load_npy, open_nac as _open, open_peer_file as _open_peer  # noqa: E402
+from .cli_inputs import shaped_inputs as _shaped_inputs  # noqa: E402
 
 
-def _open(path: str, strict: bool = True):
-    from .format.reader import read
-    if not os.path.exists(path):
-        raise CliError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise CliError(f"{path}: is a directory; give a .nac file")
-    try:
-        nac = read(path, strict=strict)
-    except NacFormatError as e:
-        raise CliError(f"{path}: {e}") from None
-    except OSError as e:
-        raise CliError(f"{path}: {e.strerror or e}") from None
-    if not nac.header_decoded:
-        reason = nac.problems[0] if nac.problems else "not a NAC file"
-        nac.close()
-        raise CliError(f"{path}: {reason}")
-    return nac
-
-
-def _open_peer(path: str):
-    """The peer-format file at ``path`` decoded leniently, or ``None`` when it is NAC (or unknown:
-    the NAC reader then says what is wrong with it)."""
-    from .peers import detect_file, open_peer
-    if not os.path.exists(path):
-        raise CliError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise CliError(f"{path}: is a directory, not a file")
-    try:
-        fmt = detect_file(path)
-    except OSError as e:
-        raise CliError(f"{path}: {e.strerror or e}") from None
-    if fmt in (None, "nac"):
-        return None
-    try:
-        return open_peer(path, fmt, strict=False)
-    except NacFormatError as e:
-        raise CliError(f"{path}: {e}") from None
-    except OSError as e:
-        raise CliError(f"{path}: {e.strerror or e}") from None
-
-
-# --------------------------------------------------------------------------- commands
 def cmd_info(args) -> int:
     from .format.summary import format_summary, summarize
     peer = _open_peer(args.file)
@@ -108,7 +68,7 @@ def cmd_verify(args) -> int:
 
 
 def cmd_dis(args) -> int:
-    from .isa.disasm import iter_disassembly
+    from .text.disasm import iter_disassembly
     peer = _open_peer(args.file)
     if peer is not None:
         text = peer.disassemble()
@@ -139,8 +99,8 @@ def cmd_asm(args) -> int:
     if is_ternsig_source(args.text):       # TVMR assembly (seed 004) -> .tvmr
         return asm_command(args, CliError)
     from .format.writer import atomic_write, encode
-    from .isa.asm import assemble
-    from .isa.textops import TextError
+    from .text.asm import assemble
+    from .text.textops import TextError
     try:
         with open(args.text, encoding="utf-8") as fh:
             text = fh.read()
@@ -236,54 +196,6 @@ def cmd_rewrite(args) -> int:
             raise CliError(str(e)) from None
     print(f"{args.output}: NAC v{args.version or nac.version}, {len(data):,} bytes")
     return EXIT_OK
-
-
-def _load_npy(path: str):
-    import numpy as np
-    try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise CliError(f"{path}: cannot load as .npy ({e})") from None
-
-
-def _shaped_inputs(nac, shaped, seed: int) -> dict:
-    """``--input NAME=SHAPE[:DTYPE]``: seeded random values of that shape, drawn from the value
-    range the file's input signature records for NAME (token ids stay in the vocabulary)."""
-    from .format.input_signature import InputSpec, make_inputs, read_input_signature
-    from .sim.shapes import parse_input_spec
-    try:
-        recorded = {s.name: s for s in read_input_signature(nac) or []}
-    except NacFormatError:
-        recorded = {}
-    specs = []
-    for name, text in shaped:
-        try:
-            spec = parse_input_spec(text)
-        except ValueError as e:
-            raise CliError(f"--input {name}: {e}") from None
-        known = recorded.get(name)
-        low, high = (known.low, known.high) if known is not None and known.dtype == spec.dtype else (None, None)
-        specs.append(InputSpec(name, tuple(spec.shape), spec.dtype, "input", low, high))
-    try:
-        return make_inputs(specs, seed=seed)
-    except ValueError as e:
-        raise CliError(f"--input: {e}") from None
-
-
-def input_hint(inputs, feeds, err) -> str:
-    """When an instruction fails on values the user supplied, the likeliest fix is the inputs:
-    say which were given, with their shapes, so the one-line error says what to change."""
-    if "failed" not in str(err) or not (inputs or feeds):
-        return ""
-
-    def form(v) -> str:
-        shape = getattr(v, "shape", None)
-        dtype = getattr(v, "dtype", None)
-        if shape is None:
-            return type(v).__name__
-        return f"{'x'.join(str(d) for d in shape) or 'scalar'}:{getattr(dtype, 'name', dtype)}"
-    given = [f"{k}={form(v)}" for k, v in (inputs or {}).items()] + [form(v) for v in feeds or []]
-    return f" (inputs given: {', '.join(given)}; check their shapes and dtypes against the model)"
 
 
 def _print_findings(label: str, findings) -> None:

@@ -1,5 +1,5 @@
 """``nac diff A.nac B.nac|--eager FILE.py:FACTORY``: where two runs of a model part (see
-:mod:`nac_engine.runtime.diff`). Outside ``runtime/`` so that building the parser does not load torch."""
+:mod:`nac_engine.diff`). Outside ``runtime/`` so that building the parser does not load torch."""
 from __future__ import annotations
 
 import json
@@ -28,7 +28,8 @@ def add_parser(sub) -> None:
 
 
 def _inputs(args, nac_path: str):
-    from .cli import CliError, _load_npy, _open, _shaped_inputs
+    from .cli_error import CliError
+    from .cli_inputs import load_npy as _load_npy, open_nac as _open, shaped_inputs as _shaped_inputs
     if not args.inputs:
         return None
     inputs, shaped = {}, []
@@ -51,10 +52,10 @@ def _fmt(v) -> str:
 
 
 def cmd_diff(args) -> int:
-    from .cli import CliError
+    from .cli_error import CliError
     from .errors import NacFormatError
     from .format.input_signature import missing_inputs_hint
-    from .runtime.diff import diff_eager, diff_files
+    from .diff import diff_eager, diff_files
     from .runtime.errors import MissingInputError, NacRuntimeError
     if (args.b is None) == (args.eager is None):
         raise CliError("give B.nac or --eager FILE.py:FACTORY (one of them)")

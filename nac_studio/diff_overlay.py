@@ -1,5 +1,5 @@
 """How a diff's errors look on the graph: a green → yellow → red scale over log10 of the error,
-the overlay layer built from a :class:`~nac_engine.runtime.diff.DiffResult`, and the colour bar
+the overlay layer built from a :class:`~nac_engine.diff.DiffResult`, and the colour bar
 that names the scale on the canvas.
 
 The colour is the result's own metric (the one its tolerance applies to: max abs, relative, or

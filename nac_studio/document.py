@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from nac_engine.format.model import NacFile
-from nac_engine.format.spans import Span
+from nac_engine.spans import Span
 
 #: Kinds of thing that can be selected; ``key`` means, per kind:
 #: instruction → OPS index (= tick), param → parameter id, constant → CNST id,

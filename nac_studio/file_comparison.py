@@ -64,7 +64,7 @@ def simulate_other_file(ctx, path: str, hardware: Any, overrides: dict, label: s
     """Read ``path``, simulate it on ``hardware`` + ``overrides`` and match it against this run."""
     import nac_engine
     from nac_engine.sim.api import simulate
-    from nac_engine.sim.shapes import InputSpec
+    from nac_engine.runtime.shapes import InputSpec
 
     from .debug_session import input_slots
     from .simulation_state import InputsUnknown, SimRun

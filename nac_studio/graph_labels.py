@@ -13,13 +13,14 @@
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from nac_engine.isa.coerce import InexactCoercion, as_used
-from nac_engine.isa.literals import format_literal
+from nac_engine.text.literals import format_literal
 
 #: ATen argument names by op base name, positional (what NAC's D field keeps). Only ops whose
 #: constant arguments a reader wants named; others show their constants unnamed.
@@ -58,6 +59,23 @@ ARG_NAMES = {
     "dropout": ("input", "p", "train"),
 }
 #: Attribute values not worth a word on the box (defaults that every call passes).
+_OVERLOAD = re.compile(r"\.(default|Tensor|Scalar|int|dim|self|out|using_ints|Tensor_Scalar|Tensor_Tensor|"
+                       r"Scalar_Tensor|dim_IntList|correction|input|other|memory_format|dtype|names|"
+                       r"[A-Za-z_]*Tensor[A-Za-z_]*|[a-z_]+_int|[a-z_]+_dim)$")
+
+
+def op_base_name(name: str) -> str:
+    """``aten.layer_norm.default`` → ``layer_norm``; ``nac.add`` → ``add``."""
+    s = name
+    for pre in ("aten.", "nac.", "prims.", "torch.", "ops."):
+        if s.startswith(pre):
+            s = s[len(pre):]
+            break
+    s = _OVERLOAD.sub("", s)
+    return s
+
+
+
 _BORING = {("gelu", "approximate"): ("none", '"none"'), ("scaled_dot_product_attention", "dropout"): ("0", "0.0"),
            ("scaled_dot_product_attention", "causal"): ("False",), ("layer_norm", "cudnn"): ("False", "True"),
            ("batch_norm", "cudnn"): ("False", "True"), ("group_norm", "cudnn"): ("False", "True"),
@@ -94,7 +112,6 @@ def node_attributes(nac, ins, base: Optional[str] = None, memo: Optional[dict] =
         if found is None:
             found = memo[key] = node_attributes(nac, ins, base)
         return found
-    from .graph_model import op_base_name
     try:
         args = nac.arguments(ins)
     except Exception:     # noqa: BLE001 - a damaged instruction: the box shows no attributes

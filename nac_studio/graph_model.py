@@ -37,11 +37,11 @@ import numpy as np
 
 from nac_engine.isa.coerce import use_note
 from nac_engine.format.model import NacFile
-from nac_engine.isa.literals import format_literal
+from nac_engine.text.literals import format_literal
 from nac_engine.isa.optable import OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
 
 from .document import Selection
-from .graph_labels import node_attributes
+from .graph_labels import node_attributes, op_base_name
 from .module_groups import module_block_ticks
 from .ui_priority import yield_to_ui
 
@@ -80,22 +80,6 @@ for _cls, _names in {
 }.items():
     for _n in _names.split():
         _EXACT[_n] = _cls
-
-_OVERLOAD = re.compile(r"\.(default|Tensor|Scalar|int|dim|self|out|using_ints|Tensor_Scalar|Tensor_Tensor|"
-                       r"Scalar_Tensor|dim_IntList|correction|input|other|memory_format|dtype|names|"
-                       r"[A-Za-z_]*Tensor[A-Za-z_]*|[a-z_]+_int|[a-z_]+_dim)$")
-
-
-def op_base_name(name: str) -> str:
-    """``aten.layer_norm.default`` → ``layer_norm``; ``nac.add`` → ``add``."""
-    s = name
-    for pre in ("aten.", "nac.", "prims.", "torch.", "ops."):
-        if s.startswith(pre):
-            s = s[len(pre):]
-            break
-    s = _OVERLOAD.sub("", s)
-    return s
-
 
 def op_class(name: str) -> str:
     """Colour class of an op name (one of :data:`OP_CLASSES`)."""

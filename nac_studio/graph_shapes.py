@@ -5,7 +5,7 @@ Two sources, cheapest first:
 * :func:`file_shapes`: what the file states. A parameter load's result is its tensor
   (dtype and shape from the tensor record): known at once, no torch.
 * :func:`propagated_shapes`: every instruction's result from the simulator's meta-device
-  shape pass (:func:`nac_engine.sim.shapes.program_shapes`), fed the input shapes the file's
+  shape pass (:func:`nac_engine.runtime.shapes.program_shapes`), fed the input shapes the file's
   input signature records. It imports torch and runs the program's kernels on ``meta``,
   so the Studio runs it in a background task; a file without an input signature, or whose
   shapes cannot be propagated, keeps the file's shapes only.
@@ -45,7 +45,7 @@ def propagated_shapes(nac, progress: Optional[Callable[[int, int], None]] = None
     the input signature's shapes. Empty when the file records no input signature.
     ``progress(tick, n)`` may raise to stop (a cancelled task)."""
     from nac_engine.format.input_signature import read_input_signature
-    from nac_engine.sim.shapes import InputSpec, program_shapes
+    from nac_engine.runtime.shapes import InputSpec, program_shapes
     specs = read_input_signature(nac)
     if not specs:
         return {}

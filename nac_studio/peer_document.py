@@ -19,7 +19,7 @@ import os
 from typing import Any, Optional
 
 from nac_engine.format.model import NacFile
-from nac_engine.format.spans import Span
+from nac_engine.spans import Span
 from nac_engine.peers import detect_file, open_peer
 
 from .document import Document, Selection

@@ -41,7 +41,7 @@ from . import ui_priority
 
 #: Modules imported in the background, in order (see the module's docstring for why each).
 BACKGROUND_IMPORTS = ("pyqtgraph", "torch", "torch.fx.experimental.symbolic_shapes", "torch._dynamo", "igraph",
-                      "nac_engine.sim._shape_session", "nac_engine.runtime.debugger", "nac_engine.format.defuse",
+                      "nac_engine.runtime._shape_session", "nac_engine.runtime.debugger", "nac_engine.format.defuse",
                       "nac_engine.format.source_map")
 #: Native libraries loaded (GIL released) before a module's import, relative to its package.
 NATIVE_LIBRARIES = {"torch": ("lib/libtorch.so",)}

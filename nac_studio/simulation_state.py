@@ -74,7 +74,7 @@ class SimulationState:
         dbg = getattr(self.doc, "debug", None)
         if dbg is not None and getattr(dbg, "inputs_confirmed", False) and dbg.choices:
             return dbg.feeds()
-        from nac_engine.sim.shapes import InputSpec
+        from nac_engine.runtime.shapes import InputSpec
 
         from .debug_session import input_slots
         out = []
@@ -208,7 +208,7 @@ def _progress(ctx, base: float, span: float):
 def compute_timeline(ctx, nac, feeds: list):
     """Sizes by shape propagation, then the timeline (``(sizes, timeline)``)."""
     from nac_engine.compiler.replan import value_nbytes_of
-    from nac_engine.sim.shapes import program_shapes
+    from nac_engine.runtime.shapes import program_shapes
 
     from .memory_timeline import build_timeline
     prog = program_shapes(nac, None, feeds, progress=_progress(ctx, 0.0, 0.9))

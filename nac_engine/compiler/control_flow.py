@@ -25,6 +25,7 @@ from typing import Any, Optional
 import torch
 
 from .errors import CompileError
+from .fx_source import fx_source, map_fx
 from .graph import Graph, Node, map_nodes, spec_of_value
 
 
@@ -126,7 +127,6 @@ def _copy_tail(graph: Graph, tail: list, cond: Node, results: list, tag: str) ->
 def _inline(graph: Graph, gm: torch.fx.GraphModule, operands: tuple, tag: str,
             origin: str) -> tuple[list, list]:
     """The branch's ops as new graph nodes reading ``operands``; (nodes, result nodes)."""
-    from .export import _fx_source, map_fx
     env: dict[str, Any] = {}
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(operands):
@@ -150,10 +150,10 @@ def _inline(graph: Graph, gm: torch.fx.GraphModule, operands: tuple, tag: str,
         if fx.op != "call_function" or not (isinstance(fx.target, torch._ops.OpOverload) or
                                             fx.target is operator.getitem or is_cond(fx.target)):
             raise CompileError(f"{tag}: branch node {fx.name!r} ({fx.op} {fx.target}) is not an ATen call",
-                               stage="control_flow", source=_fx_source(fx))
+                               stage="control_flow", source=fx_source(fx))
         node = graph.new_node("op", f"{tag}_{fx.name}", target=fx.target, args=map_fx(fx.args, resolve),
                               kwargs=map_fx(dict(fx.kwargs), resolve), spec=spec_of_value(fx.meta.get("val")))
-        node.origin = _fx_source(fx) or origin
+        node.origin = fx_source(fx) or origin
         env[fx.name] = node
         body.append(node)
     for r in results:

@@ -126,7 +126,7 @@ def module_path(stack: Optional[dict]) -> str:
 
 def user_frame(stack_trace: Optional[str]) -> tuple[Optional[str], Optional[int], Optional[str]]:
     """(stable file path, line, code) of the innermost frame outside torch and this package."""
-    from .export import _is_internal
+    from .fx_source import is_internal as _is_internal
     if not stack_trace:
         return None, None, None
     lines = stack_trace.strip().splitlines()

@@ -22,7 +22,6 @@ import contextlib
 import io
 import logging
 import operator
-import os
 import sys
 import traceback
 import warnings
@@ -32,6 +31,7 @@ import torch
 
 from . import export_hints as hints
 from .control_flow import is_cond
+from .fx_source import fx_source as _fx_source, is_internal as _is_internal, map_fx
 from .errors import CompileError
 from .graph import Graph, Node, spec_of_value
 
@@ -161,19 +161,6 @@ def export_error(e: BaseException, what: str = "torch.export", model: Any = None
                         source=source)
 
 
-_INTERNAL_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,))
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def _is_internal(filename: str) -> bool:
-    f = os.path.abspath(filename)
-    if f.startswith(_INTERNAL_DIRS) or f.startswith(_OWN_DIR):
-        return True
-    # the standard library, export plumbing of other libraries and code torch generated
-    # (<eval_with_key>, <string>) are not the user's code
-    return f"{os.sep}contextlib.py" in f or f"{os.sep}functools.py" in f or hints.is_generated(filename)
-
-
 def user_source_line(e: BaseException) -> Optional[str]:
     """``file:line: code`` of the deepest traceback frame in the user's code, over the exception chain."""
     best = None
@@ -296,39 +283,6 @@ def _tensor_identity(t: torch.Tensor):
     if t.numel() == 0 or t.is_meta:
         return None
     return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
-
-
-def map_fx(value: Any, fn) -> Any:
-    """Replace fx nodes inside args by ``fn(node)``."""
-    if isinstance(value, torch.fx.Node):
-        return fn(value)
-    if isinstance(value, tuple):
-        return tuple(map_fx(v, fn) for v in value)
-    if isinstance(value, list):
-        return [map_fx(v, fn) for v in value]
-    if isinstance(value, dict):
-        return {k: map_fx(v, fn) for k, v in value.items()}
-    return value
-
-
-def _fx_source(fx) -> Optional[str]:
-    """The user's source line recorded in the node's stack trace, if torch kept one: the deepest
-    frame outside torch and this package (``nn.LSTM``'s own ``_VF.lstm`` call is not what the user
-    wrote), else the deepest frame."""
-    st = fx.meta.get("stack_trace")
-    if not st:
-        return None
-    frames = [ln.strip() for ln in st.strip().splitlines()]
-    found = []
-    for i, line in enumerate(frames):
-        if line.startswith('File "'):
-            code = frames[i + 1] if i + 1 < len(frames) and not frames[i + 1].startswith("File") else ""
-            fname, _, rest = line[6:].partition('", line ')
-            found.append((fname, rest.split(",")[0], code))
-    if not found:
-        return None
-    fname, lineno, code = next((f for f in reversed(found) if not _is_internal(f[0])), found[-1])
-    return f"{fname}:{lineno}: {code}"
 
 
 __all__ = ["export_program", "trace_program", "decompose_program", "decomposition_for", "LIST_AMBIGUOUS_OPS",

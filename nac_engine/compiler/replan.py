@@ -4,8 +4,8 @@ The compiler plans the schedule once, from the sizes it knew at export time. A f
 carries no sizes for intermediate values, so re-planning it (the Studio's planner comparison,
 "Save As with this schedule") first needs every result's byte size: :func:`value_nbytes`
 takes them from the simulator's shape propagation (torch's meta device, bounded by
-``cpu_budget``; see :mod:`nac_engine.sim.shapes`), or :func:`value_nbytes_of` from a
-:class:`~nac_engine.sim.shapes.Program` already propagated (torch-free).
+``cpu_budget``; see :mod:`nac_engine.runtime.shapes`), or :func:`value_nbytes_of` from a
+:class:`~nac_engine.runtime.shapes.Program` already propagated (torch-free).
 
 API
 ---
@@ -90,7 +90,7 @@ class PlannerCurve:
 
 # --------------------------------------------------------------------------- sizes
 def value_nbytes_of(program: Any) -> dict[int, int]:
-    """Bytes of each instruction's result from a propagated :class:`~nac_engine.sim.shapes.Program`
+    """Bytes of each instruction's result from a propagated :class:`~nac_engine.runtime.shapes.Program`
     (a multi-output result counts all its tensors; skipped instructions and scalars count 0)."""
     out: dict[int, int] = {}
     for x in program.instructions:
@@ -105,7 +105,7 @@ def value_nbytes_of(program: Any) -> dict[int, int]:
 def value_nbytes(nac: NacFile, inputs: Optional[Mapping[str, Any]] = None, feeds: Optional[Sequence[Any]] = None,
                  *, cpu_budget: Any = None) -> dict[int, int]:
     """Bytes of each instruction's result, by shape propagation on torch's meta device (loads torch)."""
-    from ..sim.shapes import DEFAULT_CPU_BUDGET, program_shapes
+    from ..runtime.shapes import DEFAULT_CPU_BUDGET, program_shapes
     prog = program_shapes(nac, inputs, feeds, cpu_budget=DEFAULT_CPU_BUDGET if cpu_budget is None else cpu_budget)
     return value_nbytes_of(prog)
 

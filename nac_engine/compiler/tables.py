@@ -25,7 +25,7 @@ from typing import Any
 
 from ..format import layout as L
 from ..format.model import Constant
-from ..isa.literals import format_literal
+from ..text.literals import format_literal
 from ..isa.optable import custom_op_start, standard_ops
 from .canonicalize import CanonicalOp
 from .errors import CompileError

@@ -2,7 +2,7 @@
 from .model import (Argument, Constant, Header, InputName, Instruction, MmapCommand, MmapRecord, NacFile,
                     NamedArray, Orch, Parameter, Proc, Resource, TensorMeta)
 from .reader import read
-from .spans import Span
+from ..spans import Span
 from .writer import write
 
 __all__ = ["read", "write", "NacFile", "Header", "Instruction", "Argument", "Constant", "MmapRecord",

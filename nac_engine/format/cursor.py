@@ -9,7 +9,7 @@ import struct
 from typing import Any, Optional
 
 from ..errors import NacFormatError
-from .spans import Span
+from ..spans import Span
 
 _STRUCTS: dict[str, struct.Struct] = {}
 

@@ -6,7 +6,6 @@ so the writer encodes from this model and never copies the source wholesale.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -15,7 +14,8 @@ import numpy as np
 from ..isa.optable import (OP_INPUT, OP_OUTPUT, SYSTEM_OPS, INPUT_VARIANTS,
                            OUTPUT_VARIANTS, standard_ops)
 from . import layout as L
-from .spans import Span
+from ..spans import Span
+from .tensor_meta import TensorMeta   # re-exported: the record type every reader of NacFile names
 
 
 # --------------------------------------------------------------------------- header
@@ -134,34 +134,6 @@ class Argument:
 
 
 # --------------------------------------------------------------------------- parameters
-@dataclass(slots=True)      # one per tensor record (files with 25k exist): no per-object __dict__
-class TensorMeta:
-    """DATA block 3 binary metadata (seed 000 §6.1.1 + the reference's quant tails, §10.1)."""
-    dtype: int
-    shape: tuple
-    quant: int = 0
-    scale: Optional[float] = None           # INT8_TENSOR (raw f32 kept in scale_bits)
-    scale_bits: Optional[bytes] = None
-    axis: Optional[int] = None              # INT8_CHANNEL
-    scales: Optional[np.ndarray] = None     # INT8_CHANNEL / BLOCK_FP8, float32
-    block_size: Optional[int] = None        # BLOCK_FP8
-    original_shape: Optional[tuple] = None  # BLOCK_FP8
-    extra: bytes = b""                      # metadata bytes after the known fields
-
-    @property
-    def dtype_name(self) -> str:
-        return L.dtype_name(self.dtype)
-
-    @property
-    def logical_shape(self) -> tuple:
-        return self.original_shape if self.quant == L.QUANT_BLOCK_FP8 and self.original_shape is not None else self.shape
-
-    @property
-    def stored_nbytes(self) -> int:
-        # Python ints: numpy's int64 product wraps (2**32 x 2**32 would "need" 0 bytes)
-        return math.prod(self.shape) * L.storage_dtype(self.dtype).itemsize
-
-
 @dataclass(slots=True)      # one per parameter: no per-object __dict__
 class Parameter:
     id: int

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import layout as L
-from .model import TensorMeta
+from .tensor_meta import TensorMeta
 
 
 def bf16_to_f32(bits: np.ndarray) -> np.ndarray:

@@ -36,7 +36,7 @@ from .bulk_records import (CONST_CHUNK, name_records, plain_tensor_fields, plain
                            scalar_constants, stored_nbytes)
 from .model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, NacFile,
                     NamedArray, Orch, Parameter, Proc, Resource, TensorMeta)
-from .spans import UNPARSED, Span
+from ..spans import UNPARSED, Span
 
 # Ops whose signature may be missing: the reference reader then assumes one constant and
 # one D value (research §3.3). Only a defensive path; kept for files in the wild.

@@ -12,7 +12,7 @@ import math
 from typing import Optional
 
 from . import layout as L
-from .model import TensorMeta
+from .tensor_meta import TensorMeta
 
 #: numpy's NPY_MAXDIMS: a higher rank cannot become an array at all.
 MAX_RANK = 64

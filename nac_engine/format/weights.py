@@ -11,7 +11,7 @@ import functools
 import math
 import os
 import struct
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
@@ -19,9 +19,12 @@ from . import layout as L
 from ..errors import NacFormatError
 from . import bounded_json
 from .mapped import check_mapped
-from .model import NacFile, Parameter, TensorMeta
+from .tensor_meta import TensorMeta
 from .quant import dequantize
 from .tensor_rules import tensor_problems
+
+if TYPE_CHECKING:     # the model calls into this module for its lazy weights
+    from .model import NacFile, Parameter
 
 _QUANT_BY_NAME = {"FP16": L.QUANT_FP16, "INT8_TENSOR": L.QUANT_INT8_TENSOR,
                   "INT8_CHANNEL": L.QUANT_INT8_CHANNEL, "BLOCK_FP8": L.QUANT_BLOCK_FP8}

@@ -53,7 +53,7 @@ from typing import Any, Iterable, Mapping, Optional, Union
 import numpy as np
 
 from ..errors import NacFormatError
-from ..format.spans import Span
+from ..spans import Span
 from .hop_walk import hop_chain
 
 SECTION = "ORCH/bytecode"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..errors import NacFormatError
-from ..format.spans import Span
+from ..spans import Span
 
 SECTION = "PROC/manifest"
 MAGIC = b"TISA"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..errors import NacFormatError
-from ..format.spans import UNPARSED, Span
+from ..spans import UNPARSED, Span
 
 
 class PeerWarning(NacFormatError):

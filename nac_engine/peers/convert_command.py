@@ -28,7 +28,7 @@ def add_parser(sub) -> None:
 def cmd_convert(args) -> int:
     import importlib
 
-    from ..cli import CliError
+    from ..cli_error import CliError
     from ..errors import NacFormatError
     from . import detect_file
     if not os.path.isfile(args.file):

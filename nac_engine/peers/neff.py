@@ -26,7 +26,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..errors import NacFormatError
-from ..format.spans import Span
+from ..spans import Span
 from .base import DetailItem, PeerEdge, PeerFile, PeerGraph, PeerNode, PeerWarning, decode_into
 from .safe_json import load_json
 

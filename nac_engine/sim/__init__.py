@@ -8,7 +8,7 @@ load torch (only shape propagation does).
 from .api import prepare, simulate
 from .config import HardwareConfig, HardwareConfigError, load_hardware, preset_names
 from .result import InstrRecord, SimResult, Transfer
-from .shapes import InputSpec, Program, ShapeBudgetError, parse_input_spec
+from ..runtime.shapes import InputSpec, Program, ShapeBudgetError, parse_input_spec
 
 __all__ = ["simulate", "prepare", "load_hardware", "preset_names", "HardwareConfig", "HardwareConfigError",
            "SimResult", "InstrRecord", "Transfer", "Program", "InputSpec", "parse_input_spec", "ShapeBudgetError"]

@@ -1,11 +1,11 @@
 """The simulator's Python API: ``simulate(program, hw, inputs=..., feeds=...) -> SimResult``.
 
 ``program`` is a path, a :class:`~nac_engine.format.model.NacFile`, or a
-:class:`~nac_engine.sim.shapes.Program` whose shapes were already propagated (what a sweep
+:class:`~nac_engine.runtime.shapes.Program` whose shapes were already propagated (what a sweep
 reuses). ``hw`` is anything :func:`~nac_engine.sim.config.load_hardware` takes. ``inputs``
 maps DATA input names and ``feeds`` lists positional values for every ``<INPUT B=0>``/``<INPUT
 B=3>``, as for the interpreter, except that a value may be a shape instead of an array
-(``"1x128:int64"`` or :class:`~nac_engine.sim.shapes.InputSpec`): the simulator only needs shapes.
+(``"1x128:int64"`` or :class:`~nac_engine.runtime.shapes.InputSpec`): the simulator only needs shapes.
 ``cpu_budget`` bounds the bytes shape propagation may compute for real (ops without a meta
 kernel, ``<CONTROL_FLOW>`` predicates; 256 MiB by default): see :mod:`.shapes`.
 """
@@ -18,7 +18,7 @@ from ..format.model import NacFile
 from .config import HardwareConfig, load_hardware
 from .engine import run_event
 from .result import SimResult
-from .shapes import DEFAULT_CPU_BUDGET, Program, program_shapes
+from ..runtime.shapes import DEFAULT_CPU_BUDGET, Program, program_shapes
 
 
 def prepare(program: Any, inputs: Optional[Mapping[str, Any]] = None, feeds: Optional[Sequence[Any]] = None,

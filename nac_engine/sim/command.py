@@ -39,8 +39,8 @@ def add_parser(sub) -> None:
 
 
 def _value(text: str, what: str):
-    from ..cli import CliError
-    from .shapes import parse_input_spec
+    from ..cli_error import CliError
+    from ..runtime.shapes import parse_input_spec
     if text.endswith(".npy") or os.path.isfile(text):
         import numpy as np
         try:
@@ -56,11 +56,11 @@ def _value(text: str, what: str):
 def _signature_inputs(path: str) -> dict:
     """Shapes and dtypes from the file's input signature (nac compile records it): the inputs a
     plain ``nac sim FILE`` uses; ``{}`` when the file has none (then missing inputs are reported)."""
-    from ..cli import CliError
+    from ..cli_error import CliError
     from ..errors import NacFormatError
     from ..format import read
     from ..format.input_signature import read_input_signature
-    from .shapes import InputSpec
+    from ..runtime.shapes import InputSpec
     try:
         nac = read(path)
         try:
@@ -73,7 +73,7 @@ def _signature_inputs(path: str) -> dict:
 
 
 def _overrides(sets) -> dict:
-    from ..cli import CliError
+    from ..cli_error import CliError
     from .config import parse_value
     out = {}
     for s in sets or []:
@@ -85,7 +85,7 @@ def _overrides(sets) -> dict:
 
 
 def cmd_sim(args) -> int:
-    from ..cli import CliError
+    from ..cli_error import CliError
     from ..errors import NacFormatError
     from .config import HardwareConfigError, load_hardware
     if not os.path.exists(args.file):
@@ -101,7 +101,7 @@ def cmd_sim(args) -> int:
     feeds = [_value(f, "--feed") for f in args.feed] if args.feed else None
     if not inputs and feeds is None:
         inputs = _signature_inputs(args.file)
-    from .shapes import parse_size
+    from ..runtime.shapes import parse_size
     try:
         budget = parse_size(args.cpu_budget)
     except ValueError as e:
@@ -121,7 +121,7 @@ def cmd_sim(args) -> int:
     except (ValueError, TypeError) as e:
         raise CliError(f"{args.file}: {e}") from None
     except Exception as e:
-        from ..cli import input_hint
+        from ..cli_inputs import input_hint
         from ..runtime.errors import NacRuntimeError
         from ..runtime.errors import MissingInputError
         if isinstance(e, MissingInputError) and not inputs and feeds is None:

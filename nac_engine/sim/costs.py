@@ -68,8 +68,8 @@ from math import ceil
 from typing import Optional
 
 from .config import HardwareConfig
-from .einsum_cost import einsum_gemms
-from .shapes import InstrInfo, TensorInfo
+from .einsum_cost import Gemm, einsum_gemms  # Gemm: the record both build
+from ..runtime.shapes import InstrInfo, TensorInfo
 
 UNITS = ("core", "systolic", "vector", "sfu", "mover")
 
@@ -171,18 +171,6 @@ def op_class(op: str) -> str:
 
 
 # --------------------------------------------------------------------------- GEMM shapes
-@dataclass(frozen=True)
-class Gemm:
-    m: int
-    k: int
-    n: int
-    batch: int = 1
-
-    @property
-    def macs(self) -> int:
-        return self.batch * self.m * self.k * self.n
-
-
 def _tensors(ins: InstrInfo) -> list[TensorInfo]:
     return [a[1] for a in ins.args if a[0] == "t"]
 

@@ -12,6 +12,7 @@ reduction pass.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 _ELLIPSIS_LETTERS = "".join(chr(c) for c in range(0x3b1, 0x3b1 + 24))   # α β γ ... for "..."
@@ -54,10 +55,22 @@ def parse_equation(equation: str, ranks: Sequence[int]) -> Optional[tuple[list[s
     return expanded, out
 
 
+@dataclass(frozen=True)
+class Gemm:
+    """One matrix product: ``batch`` products of (m x k) by (k x n)."""
+    m: int
+    k: int
+    n: int
+    batch: int = 1
+
+    @property
+    def macs(self) -> int:
+        return self.batch * self.m * self.k * self.n
+
+
 def einsum_gemms(equation: str, shapes: Sequence[Sequence[int]]):
-    """The GEMMs ``torch.einsum(equation, *operands)`` performs, as :class:`costs.Gemm`
+    """The GEMMs ``torch.einsum(equation, *operands)`` performs, as :class:`Gemm`
     records (batch, m, k, n); ``[]`` for one operand or an equation the shapes do not fit."""
-    from .costs import Gemm
     parsed = parse_equation(equation, [len(s) for s in shapes])
     if parsed is None or len(shapes) < 2:
         return []

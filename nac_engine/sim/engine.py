@@ -80,7 +80,7 @@ import numpy as np
 from .config import HardwareConfig
 from .costs import UNITS, Cost, instruction_cost, op_class
 from .result import STALL_KINDS, InstrRecord, SimResult, Transfer
-from .shapes import MMAP_FORWARD, MMAP_FREE, MMAP_PRELOAD, MMAP_SAVE_RESULT, InstrInfo, Program
+from ..runtime.shapes import MMAP_FORWARD, MMAP_FREE, MMAP_PRELOAD, MMAP_SAVE_RESULT, InstrInfo, Program
 
 INPUT_KINDS = frozenset(("input", "param", "state", "lifted"))
 READING_KINDS = frozenset(("op", "output", "subreturn", "control"))

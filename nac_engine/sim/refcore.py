@@ -59,7 +59,7 @@ from .config import HardwareConfig
 from .costs import INTERPOLATION_TAPS, _elements_in, _elements_out, _rows, base_name, gemms, op_class, \
     recurrent_layers
 from .result import InstrRecord, SimResult, Transfer
-from .shapes import MMAP_FORWARD, MMAP_FREE, MMAP_PRELOAD, MMAP_SAVE_RESULT, Program
+from ..runtime.shapes import MMAP_FORWARD, MMAP_FREE, MMAP_PRELOAD, MMAP_SAVE_RESULT, Program
 
 ACTION_KEYS = {MMAP_PRELOAD: "preload", MMAP_SAVE_RESULT: "save_result", MMAP_FORWARD: "forward",
                MMAP_FREE: "free"}

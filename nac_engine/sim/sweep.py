@@ -2,7 +2,7 @@
 
 ``sweep(program, hw, {"array.rows": [16, 32, 64], "dram.bytes_per_cycle": [8, 16]})`` runs the
 cartesian product (6 points). Shapes are propagated once in the calling process; workers
-receive the torch-free :class:`~nac_engine.sim.shapes.Program` and the hardware as plain
+receive the torch-free :class:`~nac_engine.runtime.shapes.Program` and the hardware as plain
 data, so they never load torch. Every point is validated before any work starts.
 
 Where the points run (``scheduler``): ``None`` is the local process pool (the default);
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 from .config import HardwareConfig, HardwareConfigError, load_hardware, parse_value
-from .shapes import DEFAULT_CPU_BUDGET, Program
+from ..runtime.shapes import DEFAULT_CPU_BUDGET, Program
 
 
 @dataclass

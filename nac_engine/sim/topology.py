@@ -17,7 +17,7 @@ import numpy as np
 
 from ..format.model import (Header, InputName, Instruction, MmapCommand, MmapRecord, NacFile, Parameter,
                             TensorMeta)
-from .shapes import InputSpec
+from ..runtime.shapes import InputSpec
 
 _CMAP_BASE = 32
 
@@ -235,7 +235,7 @@ def transformer_program(layers: int = 2, d_model: int = 64, heads: int = 2, seq:
               "causal_mask": InputSpec((1, 1, seq, seq), "float32")}
     if schedule is not None:
         from ..compiler.schedule import plan_mmap
-        from .shapes import program_shapes
+        from ..runtime.shapes import program_shapes
         prog = program_shapes(nac, inputs=inputs)
         sizes = {x.tick: sum(t.numel * 4 for t in x.outputs) for x in prog.instructions}
         nac.mmap = plan_mmap(nac, sizes, mode=schedule, preload_lookahead=preload_lookahead).records

@@ -3,7 +3,7 @@
 Choose a second ``.nac`` (its quantised version, a recompile, the reference compiler's file) or a
 factory ``FILE.py:FACTORY``; both run in a TaskRunner worker on the same inputs (the debug
 session's chosen inputs when there is one, else the file's recorded input signature) through
-:mod:`nac_engine.runtime.diff`. The table lists every matched pair with its max abs / relative
+:mod:`nac_engine.diff`. The table lists every matched pair with its max abs / relative
 error and cosine similarity, the pyqtgraph plot draws the three per tick (log scale, with the
 tolerance line; its legend is a line above the plot, never over the curves); clicking a row selects
 its tick. ``resultChanged`` tells :mod:`nac_studio.diff_commands` (graph error overlay, First
@@ -37,7 +37,7 @@ STAT_COLUMNS = (("Value", None), ("Shape", "shape"), ("dtype", "dtype"), ("Min",
 
 def run_diff(ctx, path_a: str, other: str, feeds, tolerance: float, metric: str):
     """Background part: the diff of ``path_a`` and ``other`` (a .nac path or FILE.py:FACTORY)."""
-    from nac_engine.runtime.diff import DiffCancelled, diff_eager, diff_files
+    from nac_engine.diff import DiffCancelled, diff_eager, diff_files
 
     from ..tasks import Cancelled
 

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
 
 from nac_engine.format.model import NacFile
 from nac_engine.isa.coerce import use_note
-from nac_engine.isa.literals import format_literal
+from nac_engine.text.literals import format_literal
 from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 
 from .. import debug_marks

@@ -25,7 +25,7 @@ from PySide6.QtGui import QAction, QGuiApplication, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QMenu, QSizePolicy, QToolButton,
                                QVBoxLayout, QWidget)
 
-from nac_engine.format.spans import UNPARSED
+from nac_engine.spans import UNPARSED
 
 from .. import debug_marks
 from ..bookmark_store import BookmarkStore, file_identity

@@ -1,6 +1,6 @@
 """Structure view: sections → records → fields, straight from the reader's byte spans.
 
-The model walks :class:`~nac_engine.format.spans.Span` objects and never copies them, so
+The model walks :class:`~nac_engine.spans.Span` objects and never copies them, so
 it is exactly as lazy as the span tree: instruction and MMAP spans are built the first
 time their section is expanded, each instruction's fields the first time it is. Bytes no
 field explains (``unparsed``) and records holding a problem are marked (an error icon for
@@ -16,7 +16,7 @@ from PySide6.QtCore import QAbstractItemModel, QEvent, QModelIndex, Qt, QTimer
 from PySide6.QtGui import QColor, QFontDatabase, QGuiApplication, QPalette
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLineEdit, QTreeView, QVBoxLayout, QWidget
 
-from nac_engine.format.spans import UNPARSED, Span
+from nac_engine.spans import UNPARSED, Span
 
 from ..qt_document import rebind
 from ..document import Selection, severity_of

@@ -12,8 +12,8 @@ import nac_engine
 from nac_engine.compiler import compile_model
 from nac_engine.compiler.external import write_compiled
 from nac_engine.format.verify import verify
-from nac_engine.isa.asm import assemble
-from nac_engine.isa.disasm import disassemble
+from nac_engine.text.asm import assemble
+from nac_engine.text.disasm import disassemble
 from nac_engine.isa.optable import OP_CONTROL_FLOW, OP_OUTPUT
 from nac_engine.runtime.debugger import Debugger
 from tests.compiler.helpers import eager_outputs, rel_error

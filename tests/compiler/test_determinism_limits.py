@@ -19,7 +19,7 @@ from nac_engine.compiler.emit import emit
 from nac_engine.compiler.graph import Graph, Node, TensorSpec
 from nac_engine.compiler.tables import assign, constant_record
 from nac_engine.format import layout as L
-from nac_engine.isa.literals import format_literal
+from nac_engine.text.literals import format_literal
 
 REPO = Path(__file__).resolve().parents[2]
 aten = torch.ops.aten

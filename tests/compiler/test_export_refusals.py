@@ -159,7 +159,7 @@ def test_spectrogram_audio_model_gets_its_frames_by_mel_bins(tmp_path):
 
 
 def test_generated_code_is_never_the_users_line():
-    from nac_engine.compiler.export import _is_internal
+    from nac_engine.compiler.fx_source import is_internal as _is_internal
     assert _is_internal("<eval_with_key>.5") and _is_internal("<string>")
     assert not _is_internal(HERE)
 

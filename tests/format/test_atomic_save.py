@@ -99,7 +99,7 @@ def test_compiled_external_weights_get_ordinary_modes(tmp_path):
 def test_dis_output_is_all_or_nothing(tmp_path, monkeypatch, capsys):
     """`nac dis -o` interrupted midway leaves the previous text intact and no temp file."""
     from pathlib import Path
-    import nac_engine.isa.disasm as disasm
+    import nac_engine.text.disasm as disasm
     from nac_engine.cli import main
     mlp = Path(__file__).resolve().parents[2] / "resources" / "models" / "demo_mlp.nac"
     out = tmp_path / "m.nas"

@@ -14,10 +14,10 @@ from hypothesis import given, settings, strategies as st
 from nac_engine import read, verify, write
 from nac_engine.format import reader as reader_module
 from nac_engine.format.model import Constant, Parameter, TensorMeta
-from nac_engine.isa import disasm
-from nac_engine.isa.literals import format_name
-from nac_engine.isa.table_lines import const_lines, format_names, param_lines, tensor_lines
-from nac_engine.isa.textops import Tables
+from nac_engine.text import disasm
+from nac_engine.text.literals import format_name
+from nac_engine.text.table_lines import const_lines, format_names, param_lines, tensor_lines
+from nac_engine.text.textops import Tables
 from tests.corpus_paths import NAC_FILES
 from tests.decoder_cost import best_cpu
 from tests.format.test_regressions import small_file

@@ -16,7 +16,7 @@ from nac_engine import read, verify, write
 from nac_engine.format.gc_pause import collector_paused
 from nac_engine.format.model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, Orch, Parameter,
                                      Resource, TensorMeta)
-from nac_engine.isa.disasm import disassemble, iter_disassembly
+from nac_engine.text.disasm import disassemble, iter_disassembly
 from nac_engine.isa.mep import (MEP_OPCODES, MepStream, _decode_one, _Undecodable, decode_mep, format_mep,
                                 format_mep_blocks)
 from tests.format.test_regressions import small_file
@@ -201,7 +201,7 @@ def test_blocks_cache_and_jumps_across_block_boundaries():
 
 
 def test_dis_of_a_big_orch_reads_back_byte_exact(tmp_path):
-    from nac_engine.isa.asm import assemble
+    from nac_engine.text.asm import assemble
     data = crafted("orch", 1)
     path = tmp_path / "orch.nac"
     path.write_bytes(data)

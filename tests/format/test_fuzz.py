@@ -142,7 +142,7 @@ def _lazy_paths(nac, lenient, size: int, feeds, deep: bool, clean: bool) -> None
     """Issue 15 §5: weights, tokenizer, dis, lint (and with ``deep`` run and sim) on one mutant.
     ``clean``: verify found nothing, so no path may fail for a format reason."""
     from nac_engine.format.mmap_lint import check_schedule
-    from nac_engine.isa.disasm import iter_disassembly
+    from nac_engine.text.disasm import iter_disassembly
 
     def refused(stage: str, e: BaseException, allowed: tuple = ()) -> None:
         if isinstance(e, NacFormatError):
@@ -180,7 +180,7 @@ def _lazy_paths(nac, lenient, size: int, feeds, deep: bool, clean: bool) -> None
     from nac_engine.runtime.errors import NacRuntimeError
     from nac_engine.runtime.session import Session
     from nac_engine.sim.api import simulate
-    from nac_engine.sim.shapes import ShapeBudgetError
+    from nac_engine.runtime.shapes import ShapeBudgetError
     try:
         with Session(nac, feeds=list(feeds) or None) as session:
             session.run()

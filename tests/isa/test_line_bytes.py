@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from nac_engine import read
-from nac_engine.isa import disasm
-from nac_engine.isa.line_bytes import assemble_lines, template_parts
+from nac_engine.text import disasm
+from nac_engine.text.line_bytes import assemble_lines, template_parts
 from tests.decoder_cost import best_cpu
 from tests.format.test_decoder_cost import _ops_cases, crafted
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from nac_engine.errors import NacFormatError
-from nac_engine.format.spans import Span
+from nac_engine.spans import Span
 from nac_engine.isa.mep import (MEP_OPCODES, MepInstruction, OpTail, decode_mep, encode_mep, format_mep,
                                 parse_mep, parse_mep_listing)
 

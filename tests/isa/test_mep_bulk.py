@@ -198,7 +198,7 @@ def test_listing_check_is_bounded_by_the_stream_size(monkeypatch):
     """The exact read-back check parses each distinct encoding (~25 us each) only up to one per
     EXACT_TEXT_CHECK_BYTES of stream: 5,000 distinct instructions in ~25 KB fall back to one per
     (opcode, op) kind, and the listing is still the readable one."""
-    from nac_engine.isa import disasm
+    from nac_engine.text import disasm
     rnd = random.Random(7)
     distinct: set = set()
     while len(distinct) < 5_000:

@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from nac_engine import read, write
 from nac_engine.format.model import Constant, Instruction
-from nac_engine.isa import disasm
-from nac_engine.isa.asm import assemble
-from nac_engine.isa.ops_bulk_lines import PlainOpsLines
-from nac_engine.isa.textops import Tables
+from nac_engine.text import disasm
+from nac_engine.text.asm import assemble
+from nac_engine.text.ops_bulk_lines import PlainOpsLines
+from nac_engine.text.textops import Tables
 from tests.format.test_decoder_cost import _ops_cases, crafted
 from tests.format.test_regressions import small_file
 from tests.isa.test_line_bytes import _ops_mutants

@@ -4,9 +4,9 @@ import pytest
 
 from nac_engine import read, write
 from nac_engine.format.model import Instruction
-from nac_engine.isa.asm import assemble
-from nac_engine.isa.disasm import disassemble
-from nac_engine.isa.textops import Tables, TextError, format_instruction, parse_instruction
+from nac_engine.text.asm import assemble
+from nac_engine.text.disasm import disassemble
+from nac_engine.text.textops import Tables, TextError, format_instruction, parse_instruction
 from tests.corpus_paths import NAC_FILES
 
 corpus = pytest.mark.skipif(not NAC_FILES, reason="../shared/corpus is absent")

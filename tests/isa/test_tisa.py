@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from nac_engine.errors import NacFormatError
-from nac_engine.format.spans import Span
+from nac_engine.spans import Span
 from nac_engine.isa.tisa import TisaManifest, decode_tisa, format_tisa
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "nac"

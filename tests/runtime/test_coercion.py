@@ -8,9 +8,9 @@ import torch
 
 from nac_engine import read, write
 from nac_engine.format.model import Constant
-from nac_engine.isa.asm import assemble
+from nac_engine.text.asm import assemble
 from nac_engine.isa.coerce import InexactCoercion, as_used, exact
-from nac_engine.isa.disasm import disassemble
+from nac_engine.text.disasm import disassemble
 from nac_engine.runtime import NotSupported, Session, run
 from nac_engine.runtime.debugger import Debugger
 from nac_engine.runtime.errors import CoercionError
@@ -190,7 +190,7 @@ def test_debugger_steps_shared_constant_cases_to_the_expected_output(name):
 
 @corpus
 def test_shape_pass_sees_dims_as_the_op_uses_them():
-    from nac_engine.sim.shapes import program_shapes
+    from nac_engine.runtime.shapes import program_shapes
     path, _, feeds, expected = load_case(_case("consts_mixed"))
     with read(path) as nac:
         prog = program_shapes(nac, feeds=[f for f in feeds])

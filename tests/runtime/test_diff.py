@@ -1,4 +1,4 @@
-"""Differential debugging: `nac diff` and nac_engine.runtime.diff against direct per-tick comparisons."""
+"""Differential debugging: `nac diff` and nac_engine.diff against direct per-tick comparisons."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import pytest
 import nac_engine
 from nac_engine.cli import main
 from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
-from nac_engine.runtime.diff import compare_values, diff_eager, diff_files, match_ticks
+from nac_engine.diff import compare_values, diff_eager, diff_files, match_ticks
 from nac_engine.runtime.session import Session
 from tests.corpus_paths import CORPUS
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nac_engine.format import read
-from nac_engine.runtime.diff import diff_files, run_values
+from nac_engine.diff import diff_files, run_values
 from tests.corpus_paths import CORPUS
 
 MLP = CORPUS / "nac" / "mlp" / "mlp.nac"

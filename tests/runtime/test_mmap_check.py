@@ -7,7 +7,7 @@ import pytest
 from nac_engine import read
 from nac_engine.format import layout as L
 from nac_engine.format.model import MmapCommand, MmapRecord
-from nac_engine.isa.asm import assemble
+from nac_engine.text.asm import assemble
 from nac_engine.runtime import Session
 from nac_engine.runtime.mmap_check import check_schedule, trace_memory
 

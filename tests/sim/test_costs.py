@@ -10,7 +10,7 @@ import pytest
 
 from nac_engine.sim import load_hardware, simulate
 from nac_engine.sim.costs import gemm_cycles, Gemm, instruction_cost, op_class, sfu_cycles, vector_cycles
-from nac_engine.sim.shapes import InstrInfo, TensorInfo
+from nac_engine.runtime.shapes import InstrInfo, TensorInfo
 
 HF_CONFIGS = {
     "gpt2": {"model_type": "gpt2", "vocab_size": 100, "n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": 64,

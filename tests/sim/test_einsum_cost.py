@@ -11,7 +11,7 @@ from nac_engine.format.model import Constant
 from nac_engine.sim import load_hardware
 from nac_engine.sim.costs import Gemm, gemm_cycles, instruction_cost
 from nac_engine.sim.einsum_cost import einsum_gemms, parse_equation
-from nac_engine.sim.shapes import InstrInfo, TensorInfo
+from nac_engine.runtime.shapes import InstrInfo, TensorInfo
 from tests.runtime.test_session import program
 
 T = lambda *shape: ("t", TensorInfo(tuple(shape), "float32"))  # noqa: E731

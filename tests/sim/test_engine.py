@@ -13,7 +13,7 @@ import pytest
 from nac_engine.format import read
 from nac_engine.sim import load_hardware, prepare, simulate
 from nac_engine.sim.engine import INPUT_KINDS
-from nac_engine.sim.shapes import MMAP_FORWARD, MMAP_FREE, MMAP_PRELOAD, MMAP_SAVE_RESULT, Program
+from nac_engine.runtime.shapes import MMAP_FORWARD, MMAP_FREE, MMAP_PRELOAD, MMAP_SAVE_RESULT, Program
 from nac_engine.sim.topology import conv_program, gemm_program, transformer_program
 from tests.corpus_paths import CORPUS
 from tests.resources_path import DEMO

@@ -5,7 +5,7 @@ import pytest
 
 from nac_engine.sim import load_hardware
 from nac_engine.sim.costs import gemms, instruction_cost
-from nac_engine.sim.shapes import program_shapes
+from nac_engine.runtime.shapes import program_shapes
 from nac_engine.sim.topology import conv_program, gemm_program
 
 # (layer, builder) -> {dataflow: SCALE-Sim "Total Cycles"}

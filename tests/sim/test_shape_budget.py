@@ -13,7 +13,7 @@ from nac_engine.format import layout as L
 from nac_engine.format import write
 from nac_engine.format.model import Constant, Header, InputName, Instruction, NacFile
 from nac_engine.sim import ShapeBudgetError, prepare, simulate
-from nac_engine.sim.shapes import DEFAULT_CPU_BUDGET, TensorInfo, parse_size
+from nac_engine.runtime.shapes import DEFAULT_CPU_BUDGET, TensorInfo, parse_size
 from nac_engine.sim.topology import _Builder
 
 X = np.array([0.0, 1.0, 2.0, 0.0], dtype=np.float32)

@@ -6,7 +6,7 @@ import pytest
 
 from nac_engine.format import read
 from nac_engine.runtime.errors import MissingInputError
-from nac_engine.sim.shapes import InputSpec, TensorInfo, parse_input_spec, program_shapes
+from nac_engine.runtime.shapes import InputSpec, TensorInfo, parse_input_spec, program_shapes
 from nac_engine.sim.topology import transformer_program
 from tests.corpus_paths import CORPUS
 
@@ -84,7 +84,7 @@ def test_input_specs():
 
 
 def test_memoised_meta_results_equal_fresh_ones(monkeypatch):
-    from nac_engine.sim import _shape_session
+    from nac_engine.runtime import _shape_session
     nac, inputs = transformer_program(3, 32, 2, 8, vocab=50, schedule=None)
     _shape_session._META_MEMO.clear()
     cold = program_shapes(nac, inputs=inputs)

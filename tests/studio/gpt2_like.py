@@ -13,7 +13,7 @@ every block) is what matters to layout, not the weights, so no tensors are attac
 from __future__ import annotations
 
 from nac_engine.format.model import NacFile
-from nac_engine.isa.asm import assemble
+from nac_engine.text.asm import assemble
 
 
 def gpt2_like_text(n_layer: int = 12, d: int = 768, n_head: int = 12, seq: int = 8) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from nac_engine.compiler.schedule import plan_mmap
 from nac_engine.format.model import NacFile
-from nac_engine.isa.asm import assemble
+from nac_engine.text.asm import assemble
 
 
 def long_stream_text(n: int, params_every: int = 0) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from nac_engine.format import read
 from nac_engine.runtime.debugger import TickResult
-from nac_engine.runtime.diff import diff_files, run_values
+from nac_engine.diff import diff_files, run_values
 from nac_studio import diff_overlay
 from nac_studio.debug_session import InputChoice
 from tests.corpus_paths import CORPUS

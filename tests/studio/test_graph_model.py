@@ -9,9 +9,9 @@ import igraph  # noqa: E402
 import pytest  # noqa: E402
 
 from nac_engine.format.reader import read  # noqa: E402
-from nac_engine.isa.asm import assemble  # noqa: E402
+from nac_engine.text.asm import assemble  # noqa: E402
 from nac_engine.isa.coerce import use_note  # noqa: E402
-from nac_engine.isa.literals import format_literal  # noqa: E402
+from nac_engine.text.literals import format_literal  # noqa: E402
 from nac_studio.document import Selection  # noqa: E402
 from nac_studio.graph_model import (block_intervals, block_prefix, build_graph, detect_block_prefixes,  # noqa: E402
                                     op_class)

@@ -143,7 +143,7 @@ def test_legend_lists_every_class_present_even_when_narrow(qtbot, gpt2_view):
 
 def _fanout_doc() -> QtDocument:
     """``x`` read by twenty adds down a chain: a causal mask read by every block, in small."""
-    from nac_engine.isa.asm import assemble
+    from nac_engine.text.asm import assemble
     lines = [".version 1.8", ".ops", "v0 = input x", "v1 = input y"]
     for k in range(2, 22):
         lines.append(f"v{k} = nac.add(v{k - 1}, v0)")
@@ -267,7 +267,7 @@ def test_an_unreadable_file_says_why_in_the_graph_area(window, tmp_path):
 def _blocks_reading_one_value_doc() -> QtDocument:
     """Sixteen repeated blocks (``blk.<i>.w``), each reading the shared input ``x``: collapsed,
     the blocks sit one row apart and ``x`` reaches them through one bundle of stubs."""
-    from nac_engine.isa.asm import assemble
+    from nac_engine.text.asm import assemble
     lines = [".version 1.8"] + [f".param {i + 1} blk.{i}.w" for i in range(16)]
     lines += [".ops", "v0 = input x", "v1 = input y"]
     v, prev = 2, 1

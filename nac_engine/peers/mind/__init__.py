@@ -12,7 +12,7 @@ import collections
 from typing import Any, Optional
 
 from ...format.gc_pause import collector_paused
-from ...format.spans import UNPARSED, Span
+from ...spans import UNPARSED, Span
 from ..base import PeerEdge, PeerFile, PeerGraph, PeerNode
 from .errors import MindError
 from .ir import ALIAS, Instr, Module, TensorType

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ...errors import NacFormatError
 from . import isa
-from .format import CHECKSUMS, HEADER_SIZE, TvmrFile
+from .layout import CHECKSUMS, HEADER_SIZE
+
+if TYPE_CHECKING:      # the reader's TvmrFile lists itself through this module
+    from .format import TvmrFile
 
 FF = 0xFF
 

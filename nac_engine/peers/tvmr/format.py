@@ -11,48 +11,20 @@ writer computes a home-made rotate-multiply hash instead (``tvmr_hash`` below). 
 """
 from __future__ import annotations
 
-import array
 import struct
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
-
-import xxhash
 
 from ...errors import NacFormatError
 from ..base import PeerFile, PeerWarning, mark_gaps
 from . import isa
 
-MAGIC = b"TVMR"
-LEGACY_MAGIC = b"TERN"
-HEADER_SIZE = 48
-LEGACY_HEADER_SIZE = 32
+# the fixed layout and the checksums are shared with the assembler; re-exported here
+from .layout import (CHECKSUMS, HEADER_SIZE, LEGACY_HEADER_SIZE, LEGACY_MAGIC, MAGIC, MASK64,  # noqa: F401
+                     tvmr_hash, xxh64)
+
 _HDR = struct.Struct("<4sHHIIIIIIQ8s")
-MASK64 = (1 << 64) - 1
-
-
-def tvmr_hash(payload: bytes) -> int:
-    """The checksum ``binary.rs`` writes: h = rotl64(h*0x85EBCA6B + v, 31) over 8-byte LE chunks
-    (the last zero-padded), from h = 0x9E3779B97F4A7C15, wrapping mod 2**64."""
-    h = 0x9E3779B97F4A7C15
-    n = len(payload)
-    words = array.array("Q", payload + b"\0" * (-n % 8))   # plain ints without a tuple per word
-    if sys.byteorder != "little":
-        words.byteswap()
-    mask = MASK64
-    for v in words:
-        h = (h * 0x85EBCA6B + v) & mask
-        h = ((h << 31) & mask) | (h >> 33)
-    return h
-
-
-def xxh64(payload: bytes) -> int:
-    """What the seed says the checksum is: xxhash64 (seed 0) of the same bytes."""
-    return xxhash.xxh64_intdigest(payload)
-
-
-CHECKSUMS = {"tvmr-binary.rs": tvmr_hash, "xxh64": xxh64}
 
 
 @dataclass

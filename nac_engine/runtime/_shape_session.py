@@ -28,10 +28,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..format.layout import QUANT_NONE
 from ..isa.optable import OP_CONTROL_FLOW, OP_INPUT, OP_OUTPUT
-from ..runtime.errors import KernelError, NacRuntimeError
-from ..runtime.kernels import Kernels, describe_args, first_of_multi
-from ..runtime.session import Session
-from .shapes import DEFAULT_CPU_BUDGET, MAX_ELEMENTS, InputSpec, ShapeBudgetError, parse_input_spec
+from .errors import KernelError, NacRuntimeError
+from .kernels import Kernels, describe_args, first_of_multi
+from .session import Session
+from .input_spec import DEFAULT_CPU_BUDGET, MAX_ELEMENTS, InputSpec, ShapeBudgetError, parse_input_spec
 
 _NATIVE = {"float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16,
            "float32": torch.float32, "int64": torch.int64, "int32": torch.int32, "int16": torch.int16,

@@ -28,8 +28,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from ..format.model import NacFile
-from ..isa.optable import OP_INPUT, OP_OUTPUT
+from .format.model import NacFile
+from .isa.optable import OP_INPUT, OP_OUTPUT
 
 METRICS = ("max_abs", "relative", "cosine")
 
@@ -170,8 +170,8 @@ def _kind(nac: NacFile, tick: int) -> str:
 def run_values(nac: NacFile, inputs=None, feeds=None, keep: Optional[set] = None,
                cancel: Optional[Callable[[], bool]] = None, progress: Optional[Callable[[int, int], None]] = None):
     """Run ``nac`` once; (tick → value for the ticks in ``keep`` (all when None), outputs)."""
-    from .errors import MissingInputError, NacRuntimeError
-    from .session import Session
+    from .runtime.errors import MissingInputError, NacRuntimeError
+    from .runtime.session import Session
     kept: dict[int, Any] = {}
     with Session(nac, inputs=inputs, feeds=feeds) as session:
         missing = session.missing_inputs()
@@ -201,8 +201,8 @@ class DiffCancelled(Exception):
 
 # --------------------------------------------------------------------------- matching
 def _source_keys(nac: NacFile) -> Optional[dict[tuple, int]]:
-    from ..errors import NacFormatError
-    from ..format.source_map import read_source_map
+    from .errors import NacFormatError
+    from .format.source_map import read_source_map
     try:
         smap = read_source_map(nac)
     except NacFormatError:
@@ -289,8 +289,8 @@ def diff_eager(a, factory: str, inputs: Optional[Mapping[str, Any]] = None, *, t
     as the compiler does) run node by node, each node's value matched by ``a``'s source map node name."""
     import torch
 
-    from ..compiler.command import model_from_factory
-    from ..compiler.export import decompose_program, trace_program
+    from .compiler.command import model_from_factory
+    from .compiler.export import decompose_program, trace_program
     _check_metric(metric, tolerance)
     na = _open(a)
     try:
@@ -385,7 +385,7 @@ def _check_metric(metric: str, tolerance: float) -> None:
 def _open(x) -> NacFile:
     if isinstance(x, NacFile):
         return x
-    from ..format import read
+    from .format import read
     return read(str(x))
 
 
@@ -395,7 +395,7 @@ def _name(nac: NacFile, given) -> str:
 
 
 def _default_inputs(nac: NacFile, seed: int):
-    from ..format.input_signature import signature_inputs
+    from .format.input_signature import signature_inputs
     return signature_inputs(nac, seed=seed)
 
 

@@ -27,7 +27,6 @@ Input values may be arrays (numpy or torch), :class:`InputSpec` or spec strings
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
@@ -35,41 +34,13 @@ from ..format.model import NacFile
 from ..isa.coerce import InexactCoercion, as_used
 from ..isa.optable import OP_CONTROL_FLOW, OP_INPUT, OP_OUTPUT
 from ..format import layout as L
+# the input grammar and limits live in input_spec (the torch-side session needs them too); re-exported
+from .input_spec import (DEFAULT_CPU_BUDGET, MAX_ELEMENTS, InputSpec, ShapeBudgetError,  # noqa: F401
+                         parse_input_spec, parse_size)
 
 MMAP_SAVE_RESULT, MMAP_FREE, MMAP_FORWARD, MMAP_PRELOAD = (L.MMAP_SAVE_RESULT, L.MMAP_FREE,
                                                             L.MMAP_FORWARD, L.MMAP_PRELOAD)
 _INPUT_KIND = {0: "input", 1: "param", 2: "state", 3: "lifted"}
-
-MAX_ELEMENTS = 1 << 40                 # elements of one tensor, meta or real
-DEFAULT_CPU_BUDGET = 256 << 20         # bytes of real values shape propagation may compute
-
-
-class ShapeBudgetError(ValueError):
-    """Shape propagation would exceed a limit: a tensor of more than :data:`MAX_ELEMENTS`
-    elements, or real values over the CPU budget. ``tick``/``op`` name the instruction whose
-    value does not fit, ``nbytes`` its size in bytes."""
-
-    def __init__(self, message: str, tick: int, op: str, nbytes: int):
-        super().__init__(message)
-        self.tick, self.op, self.nbytes = tick, op, nbytes
-
-
-_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)(?:i?B)?\s*$", re.IGNORECASE)
-
-
-def parse_size(value: Any) -> int:
-    """A byte count: an int, or text such as ``"4096"``, ``"256M"``, ``"256MiB"``, ``"1G"``."""
-    if isinstance(value, bool):
-        raise ValueError(f"size {value!r}: expected a byte count")
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"size {value}: must not be negative")
-        return value
-    m = _SIZE.match(str(value))
-    if not m:
-        raise ValueError(f"size {value!r}: expected bytes such as 4096, 256M or 1G")
-    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2).upper()]
-
 
 @dataclass(frozen=True)
 class TensorInfo:
@@ -115,39 +86,6 @@ class Program:
 
     def __len__(self) -> int:
         return len(self.instructions)
-
-
-@dataclass(frozen=True)
-class InputSpec:
-    shape: tuple
-    dtype: str = "float32"
-
-
-_SPEC = re.compile(r"^\s*(scalar|\d+(?:\s*[x,]\s*\d+)*)\s*(?::\s*([A-Za-z0-9_]+))?\s*$")
-
-
-def parse_input_spec(text: str) -> InputSpec:
-    """``"1x128:int64"`` → InputSpec((1, 128), "int64")."""
-    m = _SPEC.match(text)
-    if not m:
-        raise ValueError(f"input spec {text!r}: expected SHAPE[:DTYPE] such as 1x128:int64")
-    dims = () if m.group(1) == "scalar" else tuple(int(x) for x in re.split(r"\s*[x,]\s*", m.group(1)))
-    if any(d > MAX_ELEMENTS for d in dims):
-        raise ValueError(f"input spec {text!r}: dimension too large")
-    n = 1
-    for d in dims:
-        n *= d
-    if n > MAX_ELEMENTS:
-        raise ValueError(f"input spec {text!r}: {n:,} elements; at most 2**40")
-    dtype = m.group(2) or "float32"
-    if dtype.startswith("torch."):
-        dtype = dtype[6:]
-    if dtype not in L.DTYPE_CODES and dtype not in _EXTRA_DTYPES:
-        raise ValueError(f"input spec {text!r}: unknown dtype {dtype!r}")
-    return InputSpec(dims, dtype)
-
-
-_EXTRA_DTYPES = {"uint16", "uint32", "uint64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2"}
 
 
 # --------------------------------------------------------------------------- from a file
@@ -258,7 +196,7 @@ def _const(v: Any) -> Any:
 def _arg(v: Any):
     import numpy as np
     import torch
-    from ..runtime.kernels import first_of_multi
+    from .kernels import first_of_multi
     v = first_of_multi(v)
     if isinstance(v, torch.Tensor):
         return ("t", _tensor_info(v))
@@ -270,7 +208,7 @@ def _arg(v: Any):
 
 
 def _describe(nac: NacFile, session, source: str, notes: list, name: str) -> Program:
-    from ..runtime.session import NotTaken
+    from .session import NotTaken
     results = session.results
     out: list[InstrInfo] = []
     for ins in nac.instructions:

@@ -23,9 +23,9 @@ from typing import NamedTuple, Optional
 
 from ..format import layout as L
 from ..format.model import Constant, Instruction, NacFile
-from .coerce import CODE_TYPES, InexactCoercion, as_used, differs, is_scalar
+from ..isa.coerce import CODE_TYPES, InexactCoercion, as_used, differs, is_scalar
 from .literals import format_literal, format_name, parse_literal, parse_name, split_top, strip_comment
-from .optable import (OP_INPUT, OP_OUTPUT, SYSTEM_OPS, count_const_codes, standard_ops)
+from ..isa.optable import (OP_INPUT, OP_OUTPUT, SYSTEM_OPS, count_const_codes, standard_ops)
 
 _LITERAL_CODE = {L.CONST_NULL: "c", L.CONST_BOOL: "b", L.CONST_INT64: "i", L.CONST_FLOAT64: "f",
                  L.CONST_STRING: "s", L.CONST_LIST_I32: "S", L.CONST_LIST_F32: "S"}

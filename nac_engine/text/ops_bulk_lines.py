@@ -39,10 +39,10 @@ from typing import Optional
 import numpy as np
 
 from ..format import layout as L
-from .coerce import CODE_TYPES
+from ..isa.coerce import CODE_TYPES
 from .line_bytes import _FILL, _FILL_BYTE, digit_rows
 from .literals import format_literal, parse_literal
-from .optable import CONST_CODES, SIGNATURE_CODES
+from ..isa.optable import CONST_CODES, SIGNATURE_CODES
 from .textops import _LITERAL_CODE, Tables, _const_arg
 
 MAX_ARGS = 16            # longer signatures go the general way (bounds the columns)

@@ -25,11 +25,11 @@ from ..format import layout as L
 from ..format.instruction_table import InstructionTable
 from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
-from .mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
+from ..isa.mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
 from .line_bytes import assemble_lines, template_parts
 from .ops_bulk_lines import PlainOpsLines
 from .table_lines import const_lines, param_lines, tensor_lines
-from .tisa import format_tisa
+from ..isa.tisa import format_tisa
 from .textops import Tables, format_instruction, instruction_template
 
 _WRAP = 64  # hex bytes per line

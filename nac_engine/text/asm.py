@@ -17,7 +17,7 @@ from ..format import layout as L
 from ..format.model import (Constant, Header, InputName, MmapCommand, MmapRecord, NacFile, NamedArray, Orch,
                             Parameter, Proc, Resource, TensorMeta)
 from .literals import parse_literal, parse_name, split_top, strip_comment
-from .mep import encode_mep, parse_mep
+from ..isa.mep import encode_mep, parse_mep
 from .textops import Tables, TextError, parse_instruction
 
 _MMAP_LINE = re.compile(r"^@(\d+):\s*(.*)$")

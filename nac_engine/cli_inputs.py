@@ -1,0 +1,100 @@
+"""What the ``nac`` subcommands share: opening the user's file, and making inputs from ``--input``.
+
+Each refusal is a :class:`CliError` naming the argument. In its own module so that the
+subcommands living outside ``cli.py`` (sim, diff, convert) need not import the command line."""
+from __future__ import annotations
+
+import os
+
+from .cli_error import CliError
+from .errors import NacFormatError
+
+
+def open_nac(path: str, strict: bool = True):
+    from .format.reader import read
+    if not os.path.exists(path):
+        raise CliError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise CliError(f"{path}: is a directory; give a .nac file")
+    try:
+        nac = read(path, strict=strict)
+    except NacFormatError as e:
+        raise CliError(f"{path}: {e}") from None
+    except OSError as e:
+        raise CliError(f"{path}: {e.strerror or e}") from None
+    if not nac.header_decoded:
+        reason = nac.problems[0] if nac.problems else "not a NAC file"
+        nac.close()
+        raise CliError(f"{path}: {reason}")
+    return nac
+
+
+def open_peer_file(path: str):
+    """The peer-format file at ``path`` decoded leniently, or ``None`` when it is NAC (or unknown:
+    the NAC reader then says what is wrong with it)."""
+    from .peers import detect_file, open_peer
+    if not os.path.exists(path):
+        raise CliError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise CliError(f"{path}: is a directory, not a file")
+    try:
+        fmt = detect_file(path)
+    except OSError as e:
+        raise CliError(f"{path}: {e.strerror or e}") from None
+    if fmt in (None, "nac"):
+        return None
+    try:
+        return open_peer(path, fmt, strict=False)
+    except NacFormatError as e:
+        raise CliError(f"{path}: {e}") from None
+    except OSError as e:
+        raise CliError(f"{path}: {e.strerror or e}") from None
+
+
+# --------------------------------------------------------------------------- commands
+def load_npy(path: str):
+    import numpy as np
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise CliError(f"{path}: cannot load as .npy ({e})") from None
+
+
+def shaped_inputs(nac, shaped, seed: int) -> dict:
+    """``--input NAME=SHAPE[:DTYPE]``: seeded random values of that shape, drawn from the value
+    range the file's input signature records for NAME (token ids stay in the vocabulary)."""
+    from .format.input_signature import InputSpec, make_inputs, read_input_signature
+    from .runtime.shapes import parse_input_spec
+    try:
+        recorded = {s.name: s for s in read_input_signature(nac) or []}
+    except NacFormatError:
+        recorded = {}
+    specs = []
+    for name, text in shaped:
+        try:
+            spec = parse_input_spec(text)
+        except ValueError as e:
+            raise CliError(f"--input {name}: {e}") from None
+        known = recorded.get(name)
+        low, high = (known.low, known.high) if known is not None and known.dtype == spec.dtype else (None, None)
+        specs.append(InputSpec(name, tuple(spec.shape), spec.dtype, "input", low, high))
+    try:
+        return make_inputs(specs, seed=seed)
+    except ValueError as e:
+        raise CliError(f"--input: {e}") from None
+
+
+def input_hint(inputs, feeds, err) -> str:
+    """When an instruction fails on values the user supplied, the likeliest fix is the inputs:
+    say which were given, with their shapes, so the one-line error says what to change."""
+    if "failed" not in str(err) or not (inputs or feeds):
+        return ""
+
+    def form(v) -> str:
+        shape = getattr(v, "shape", None)
+        dtype = getattr(v, "dtype", None)
+        if shape is None:
+            return type(v).__name__
+        return f"{'x'.join(str(d) for d in shape) or 'scalar'}:{getattr(dtype, 'name', dtype)}"
+    given = [f"{k}={form(v)}" for k, v in (inputs or {}).items()] + [form(v) for v in feeds or []]
+    return f" (inputs given: {', '.join(given)}; check their shapes and dtypes against the model)"
