@@ -715,22 +715,20 @@ def format_mep_lines(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None)
 
 def format_mep_blocks(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None, prefix: str = ""):
     """The lines of :func:`format_mep_lines`, each after ``prefix``, in blocks of lines joined
-    by newlines. A :class:`MepStream` is formatted from its bytes by
-    :mod:`~nac_engine.isa.mep_bulk_text` (numpy, a block of lines at a time); a line that it
-    leaves to this module is made by ``format_mep`` (one decode and format), once per distinct
-    encoding up to ``TEXT_CACHE_LIMIT`` of them."""
-    if not isinstance(instrs, MepStream) or "\0" in prefix or "\x01" in prefix:
+    by newlines. A :class:`MepStream` is formatted from its bytes: a fixed-layout opcode by one
+    unpack and %-format, any other by ``format_mep`` (one decode and format), each distinct
+    encoding once up to ``TEXT_CACHE_LIMIT`` of them."""
+    if not isinstance(instrs, MepStream):
         instrs = list(instrs)
         for i in range(0, len(instrs), _BLOCK):
             yield "\n".join(prefix + format_mep(ins, pool) for ins in instrs[i:i + _BLOCK])
         return
-    from .mep_bulk_text import stream_blocks
     buf = instrs.bytecode
     cache: dict = {}          # encoding -> text after the address (not for jumps: it names the target)
 
     def line_text(ip: int) -> str:
         fixed = _FIXED_TEXT.get(buf[ip])
-        if fixed is not None and buf[ip] in _JUMP_OPCODES:
+        if fixed is not None and fixed.jumps:          # names its target: no two texts alike
             return fixed(buf, ip, pool)
         ins = None if fixed is not None else instrs.decode_at(ip)
         key = buf[ip:ip + fixed.length] if fixed is not None else buf[ip:ins.end]
@@ -741,7 +739,9 @@ def format_mep_blocks(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None
                 cache[key] = text
         return text
 
-    yield from stream_blocks(instrs, pool, prefix, line_text)
+    starts = instrs.starts
+    for b0 in range(0, len(starts), _BLOCK):
+        yield "\n".join(f"{prefix}{ip}: {line_text(ip)}" for ip in starts[b0:b0 + _BLOCK])
     if instrs.tail is not None:
         yield prefix + format_mep(instrs.tail, pool)
 
@@ -762,28 +762,28 @@ class _FixedText:
             self.kinds.append(kind)
         self.unpack = struct.Struct(codes).unpack_from
         self.template = " ".join(parts)
-        self.plain = all(k is None for k in self.kinds)
+        self.special = tuple((k, kind) for k, kind in enumerate(self.kinds) if kind is not None)
+        self.jumps = any(kind == "jump" for kind in self.kinds)
         self.length = struct.calcsize(codes) + 1
 
     def __call__(self, buf: bytes, ip: int, pool: Optional[Mapping[int, Any]]) -> str:
         values = self.unpack(buf, ip + 1)
-        if self.plain:
+        if not self.special:
             return self.template % values
-        out, comments = [], []
-        for kind, value in zip(self.kinds, values):
-            if kind is None:
-                out.append(value)
-            elif kind == "pool":
-                out.append(value)
+        values = list(values)
+        comments = []
+        for k, kind in self.special:        # the plain fields stay as unpacked
+            value = values[k]
+            if kind == "pool":
                 if pool is not None:
                     comments.append(_show_pool(pool[value]) if value in pool else f"#{value}=?")
             elif kind == "jump":
-                out.append(ip + self.length + value)
+                values[k] = ip + self.length + value
             elif kind == "hex":
-                out.append(value.hex())
+                values[k] = value.hex()
             else:
-                out.append(kind[value])
-        text = self.template % tuple(out)
+                values[k] = kind[value]
+        text = self.template % tuple(values)
         return text + " ; " + ", ".join(comments) if comments else text
 
 

@@ -112,18 +112,6 @@ def test_four_times_the_input_costs_about_four_times(files, kind, step):
     assert big <= 6 * small + 0.02, f"{kind} {step}: 1x {small:.3f} s, 4x {big:.3f} s"
 
 
-def test_all_different_orch_lists_about_as_fast_as_a_repeated_program(files):
-    """The ORCH listing is made from the bytes a block at a time (isa/mep_bulk_text.py): text per
-    byte of an all-different stream costs about what a repeated program's does (it was 5x when
-    each distinct instruction was decoded and formatted in Python)."""
-    dis = STEPS["dis"]
-    per_byte = {}
-    for kind in ("orch", "orch_distinct"):
-        dis(files[kind, 4])
-        per_byte[kind] = best_cpu(dis, files[kind, 4]) / files[kind, 4].stat().st_size
-    assert per_byte["orch_distinct"] <= 3 * per_byte["orch"], per_byte
-
-
 @pytest.mark.parametrize("step", ["verify", "dis"])
 def test_all_different_ops_cost_about_what_a_repeated_program_does(files, step):
     """An OPS section whose encodings all differ (random references and constants) is verified

@@ -17,6 +17,7 @@ from ..base import PeerEdge, PeerFile, PeerGraph, PeerNode
 from .errors import MindError
 from .ir import ALIAS, Instr, Module, TensorType
 from .limit import MAX_PROBLEMS, merge
+from .mic2 import parse_mic2
 from .parser import Parsed, is_mic2, parse
 from .verifier import RULES, verify_module
 
@@ -216,7 +217,8 @@ def decode(data: bytes, path: Optional[str] = None, strict: bool = False) -> Min
     if len(data) > MAX_TEXT_BYTES:
         raise MindError(1, 1, 0, f"{len(data):,} bytes of IR text is more than the {MAX_TEXT_BYTES:,}-byte limit")
     with collector_paused():        # one Instr per line: no collector pass every 700 of them
-        parsed = parse(bytes(data), strict=strict)
+        data = bytes(data)
+        parsed = parse_mic2(data, strict) if is_mic2(data) else parse(data, strict=strict)
         f = MindFile(bytes(data), parsed, path)
     if strict and f.problems:
         raise f.problems[0]

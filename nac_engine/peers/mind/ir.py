@@ -101,11 +101,13 @@ class Instr:
     arg_error: Optional[str] = None                    # literals that do not fit the op (verifier reports it)
     dialect_op: str = ""            # the opcode as spelled in the file (``add``, ``+``, ``BinOp``)
     # ``tokens`` / ``operand_cols`` (properties below); the parser's fast path leaves them None and
-    # ``_source`` the file's bytes: they are re-derived from this instruction's line when first read,
-    # so a big file holds no Token per token (issue 15 §5: <= 20 B of RAM per file byte)
+    # ``_source`` (the file's bytes, and the parser's functions that re-derive the two from this
+    # instruction's line, one tuple for the whole file): read when first used, so a big file holds no
+    # Token per token (<= 20 B of RAM per file byte). The functions come with the data, not by import:
+    # the parser imports this module.
     _tokens: Optional[list] = field(default=None, repr=False, compare=False)
     _cols: Optional[list] = field(default=None, repr=False, compare=False)
-    _source: Optional[bytes] = field(default=None, repr=False, compare=False)
+    _source: Optional[tuple] = field(default=None, repr=False, compare=False)
 
     @property
     def tokens(self) -> list:
@@ -123,7 +125,8 @@ class Instr:
         """(line, column, offset) of each operand."""
         if self._cols is None:
             if self._source is not None:       # a fast-path line: found from where its references are
-                self._cols = _fast_operand_cols(self._source, self)
+                data, _, operand_cols = self._source
+                self._cols = operand_cols(data, self)
             else:
                 self._fill_positions()
         return self._cols
@@ -137,8 +140,8 @@ class Instr:
             self._tokens = [] if self._tokens is None else self._tokens
             self._cols = [] if self._cols is None else self._cols
             return
-        from .parser import reparse_positions
-        tokens, cols = reparse_positions(self._source, self)
+        data, reparse, _ = self._source
+        tokens, cols = reparse(data, self)
         if self._tokens is None:
             self._tokens = tokens
         if self._cols is None:
@@ -186,10 +189,3 @@ def literal_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return str(value)
-
-
-def _fast_operand_cols(data: bytes, ins: Instr) -> list:
-    global _fast_operand_cols
-    from .parser import fast_operand_cols       # the parser imports this module: bound on first use
-    _fast_operand_cols = fast_operand_cols
-    return fast_operand_cols(data, ins)

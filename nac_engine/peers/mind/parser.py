@@ -600,9 +600,7 @@ def is_mic2(head: bytes) -> bool:
 
 
 def parse(data: bytes, strict: bool = False) -> Parsed:
-    if is_mic2(data):
-        from .mic2 import parse_mic2
-        return parse_mic2(data, strict)
+    """The text dialects (spec and ``module { }``); ``mic@2`` is :func:`.mic2.parse_mic2`'s."""
     mod = Module(instrs=[], outputs=[], dialect="spec")
     records: list = []
     lim = ProblemLimit()         # syntax errors past its limit are counted (their lines' records keep them)
@@ -831,6 +829,8 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[t
     lead = lead_at[kinds]
     offset, length = starts[which] + lead, lens[which] - lead - trail_at[kinds]
     del starts, lens, lead_at, trail_at, shape_at, kinds
+    # one object shared by every fast-path Instr: where and how to re-derive its positions
+    source = (data, reparse_positions, fast_operand_cols)
     instrs: list = []
     for lo in range(0, len(which), _CHUNK):      # a chunk at a time: the per-field lists stay small
         hi = min(lo + _CHUNK, len(which))
@@ -841,7 +841,7 @@ def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[t
         instrs += map(Instr, vids[lo:hi], op, operands, params, [{} for _ in range(n)], ttype,
                       (which[lo:hi] + 1).tolist(), (lead[lo:hi] + 1).tolist(), offset[lo:hi].tolist(),
                       length[lo:hi].tolist(), names[lo:hi], arg_error, op, itertools.repeat(None, n),
-                      itertools.repeat(None, n), itertools.repeat(data, n))
+                      itertools.repeat(None, n), itertools.repeat(source, n))
     del names, vids, id_list
     last = len(ids) - 1
     op0 = np.where(nops > 0, ids[np.minimum(first_ref + 1, last)], -1)
