@@ -71,6 +71,7 @@ class DebugController(QObject):
 
     actionDone = Signal(object)        # the QtDocument whose action finished (UI thread)
     _finished = Signal(object, object)  # (QtDocument, Future), emitted on the worker thread
+    _posted = Signal(object)            # a callable to run on the UI thread (sessions' ``post``)
 
     def __init__(self, window):
         super().__init__(window)
@@ -79,6 +80,7 @@ class DebugController(QObject):
         self._pending: Optional[tuple] = None      # action waiting for the Inputs dialog
         self._end_after: set[int] = set()          # id(session) to end when its action returns
         self._finished.connect(self._on_finished, Qt.ConnectionType.QueuedConnection)
+        self._posted.connect(lambda fn: fn(), Qt.ConnectionType.QueuedConnection)
         self._timer = QTimer(self)
         self._timer.setInterval(100)
         self._timer.timeout.connect(self._update_status)
@@ -116,7 +118,9 @@ class DebugController(QObject):
         if getattr(doc, "peer", None) is not None:     # a peer-format file: no program here to debug
             return None
         if doc.debug is None:
-            doc.debug = DebugSession(doc.nac, notify=doc.debug_changed)
+            doc.debug = DebugSession(doc.nac, notify=doc.debug_changed, connection=qdoc.host.connection,
+                                     path=doc.path)
+            doc.debug.post = self._posted.emit      # the host's answers come back on its reader thread
             saved = self._load(doc.path)
             if saved:
                 doc.debug.load_json(saved)

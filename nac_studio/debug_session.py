@@ -7,12 +7,13 @@ no run). Selecting another row never moves the execution point, and stepping nev
 selection — like a debugger's current line versus the editor cursor. Every change is
 announced through the document as the ``"debug"`` event, so each view redraws from here.
 
-The engine's :class:`~nac_engine.runtime.debugger.Debugger` does the work. Breakpoints and
-watches live here as plain specs first (the user sets them before any run, and they persist per
-file as JSON), and are handed to a Debugger when a run starts. Actions run on the Debugger's own
-worker thread (``begin`` returns its Future); the front end calls ``complete`` with it on the UI
-thread, which sets the state and announces it. ``cancel`` stops a running action between two
-instructions.
+The run itself lives in the engine host (``nac_studio.host``): its values, history and kernels
+are in that process, driven through a :class:`~nac_studio.host.remote_debugger.RemoteDebugger`.
+What the user made lives here (breakpoints, watches and input choices, persisted per file as
+JSON) and is handed to the host at each launch and change, so a host that died and was started
+again gets all of it back. ``begin`` sends an action and returns its Future (settled off the UI
+thread); the front end calls ``complete`` with it on the UI thread, which takes the state the
+host sent and announces it. ``cancel`` pauses a running action between two instructions.
 """
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from nac_engine.format import layout as L
 from nac_engine.format.model import NacFile
 from nac_engine.isa.optable import OP_INPUT
 
@@ -33,8 +33,6 @@ IDLE, RUNNING, STOPPED, FINISHED, ERROR = "idle", "running", "stopped", "finishe
 #: nothing (nan/inf), or an expression of the engine's condition language.
 BREAKPOINT_KINDS = ("tick", "op", "param", "nan", "inf", "expr")
 INPUT_MODES = ("random", "zeros", "ones", "npy", "text", "stored")
-#: History the debugger keeps for step back before it recomputes from checkpoints.
-HISTORY_BYTES = 512 << 20
 
 
 # --------------------------------------------------------------------------- inputs
@@ -252,34 +250,45 @@ class Subject:
 # --------------------------------------------------------------------------- the session
 class DebugSession:
     """Debug state of one open file. ``notify`` is called (on the UI thread) after every
-    change; the Studio passes ``doc.debug_changed``."""
+    change; the Studio passes ``doc.debug_changed``. ``connection``: the engine host to run in
+    (the window's; None: one of its own, started on first use and shut down by :meth:`close`).
+    ``post(fn)`` runs ``fn`` on the UI thread (the front end sets it; headless: at once)."""
 
-    def __init__(self, nac: NacFile, notify: Optional[Callable[[], None]] = None):
+    def __init__(self, nac: NacFile, notify: Optional[Callable[[], None]] = None, connection=None,
+                 path: Optional[str] = None):
         self.nac = nac
+        self.path = path or nac.path
         self.notify = notify or (lambda: None)
+        self.post: Callable[[Callable[[], None]], None] = lambda fn: fn()
+        self._connection = connection
+        self._own_connection = None
         self.slots = input_slots(nac)
         self.choices: dict[int, InputChoice] = {}
         self.inputs_confirmed = not any(not s.has_stored and s.shape is None for s in self.slots)
         self.breakpoints: list[BreakpointSpec] = []
         self.watches: list[str] = []
-        self.debugger = None
+        self.debugger = None          # the RemoteDebugger of the current run
         self.state = IDLE
         self.reason = None            # the last StopReason
         self.error: str = ""
         self.error_tick: Optional[int] = None
         self.elapsed = 0.0
         self.action = ""
+        self.extra_arguments: dict = {}     # handed to every action (the crash tests' hooks)
         self._started = 0.0
         self._next_id = 1
-        self._bp_map: dict[int, Any] = {}     # spec id -> the Debugger's Breakpoint
         self._stats: dict[int, Any] = {}      # tick -> TickResult (values are fixed per run)
-        self._resident: Optional[list] = None
+        self._residency = None
         self._tokenizer: Any = False
-        self._late_watches: list[str] = []
         self._bp_ticks: Optional[tuple] = None   # (what the breakpoints were, their ticks): one glob match per edit
-        self._run_feeds: list = []               # the inputs the current run was started with
-        self._kept: Optional[tuple] = None       # (feeds, engine Session) kept by end() for the next start
-        self._actions = None                     # the ActionThread every Debugger of this file queues on
+        self._host_kept = False                  # the host keeps the last run's loaded weights
+
+    @property
+    def connection(self):
+        if self._connection is None:
+            from .host.connection import HostConnection
+            self._connection = self._own_connection = HostConnection()
+        return self._connection
 
     # -- inputs -------------------------------------------------------------------------
     def choice(self, slot: InputSlotInfo) -> InputChoice:
@@ -348,87 +357,85 @@ class DebugSession:
         return len(self.nac.instructions)
 
     def start(self) -> None:
-        """Make a Debugger for the chosen inputs, with the breakpoints and watches. It runs on
-        the interpreter session kept from this file's last run when there is one (weights
-        loaded, calls prepared): see :meth:`end`."""
-        from nac_engine.runtime.debugger import ActionThread, Debugger
+        """Launch a run in the engine host on the chosen inputs, with the breakpoints and watches
+        (queued there before any action that follows). The host reuses the weights it loaded for
+        this file's last run."""
+        from .host.remote_debugger import RemoteDebugger
         feeds = self.feeds()
-        if self._actions is None:
-            self._actions = ActionThread()   # one worker thread for every run of this file (see ActionThread)
-        self.debugger = Debugger(self._engine_session(feeds), history_bytes=HISTORY_BYTES, actions=self._actions)
-        self._bp_map.clear()
+        self.debugger = RemoteDebugger(self.connection, self.path, self.nac)
         self._stats.clear()
-        for spec in self.breakpoints:
-            self._install(spec)
-        for text in self.watches:
-            self.debugger.add_watch(text)
+        launched = self.debugger.launch(feeds, self._specs(), list(self.watches))
+        launched.add_done_callback(lambda f, d=self.debugger: self.post(lambda: self._verdicts(d, f)))
         self.state, self.reason, self.error, self.error_tick = STOPPED, None, "", None
 
     def end(self) -> None:
-        """Stop debugging: the run and its values are dropped (breakpoints stay). The
-        interpreter session is kept with its loaded weights and prepared calls, so the next
-        start (Stop then F5, Restart, new inputs) does not read the weights again; :meth:`close`
-        frees them. A session ended while an action still runs on it is not kept (its worker
-        may still be using it)."""
-        if self.debugger is not None:
-            self.debugger.cancel()
-            session = self.debugger.session
-            if self.state != RUNNING:
-                # the run's values go (weights and prepared calls stay), freed on the worker: its
-                # next run then allocates where they were (freed here, glibc returned part of it
-                # to the system and that run page-faulted it back: ~1,300 faults on GPT-2)
-                self._actions.submit(self.debugger.release)
-                self._kept = (self._run_feeds, session)
-            else:
-                session.close()
-        self.debugger = None
-        self._bp_map.clear()
+        """Stop debugging: the run and its values are dropped (breakpoints stay). The host keeps
+        the interpreter session with its loaded weights and prepared calls, so the next start
+        (Stop then F5, Restart, new inputs) does not read the weights again; :meth:`close` frees
+        them."""
+        d, self.debugger = self.debugger, None
+        if d is not None:
+            d.cancel()
+            d.terminate()
+            d.detach()
+            self._host_kept = True
         self._stats.clear()
         self.state, self.reason, self.error, self.error_tick = IDLE, None, "", None
         self.notify()
 
     def close(self) -> None:
-        """End debugging and free the weights kept for the next run (the file is closing)."""
+        """End debugging and free the weights the host keeps for the next run (the file closes)."""
+        d = self.debugger
         self.end()
-        kept, self._kept = self._kept, None
-        if kept is not None:
-            kept[1].close()
+        if self._connection is not None and (d is not None or self._host_kept) and self._connection.alive:
+            from .host.remote_debugger import RemoteDebugger
+            RemoteDebugger(self._connection, self.path, self.nac).close()
+        self._host_kept = False
+        if self._own_connection is not None:
+            self._own_connection.shutdown()
+            self._own_connection = self._connection = None
+
+    def engine_stopped(self, message: str) -> None:
+        """The engine host died: the run's values went with it. The session shows how (and at
+        which tick a running action was), keeps everything the user made, and the next F5
+        launches again in a fresh host."""
+        d, self.debugger = self.debugger, None
+        if d is not None:
+            at = d.running_tick if d.running_tick is not None else d.tick
+            d.detach()
+            self.state, self.error = ERROR, message + (f" at tick {at}" if at is not None and at >= 0 else "")
+            self.error_tick = at if at is not None and at >= 0 else None
+        self._host_kept = False
+        self._stats.clear()
+        self.notify()
 
     @property
     def weights_kept(self) -> bool:
         """Whether the next start reuses a session whose weights are loaded (after a Stop)."""
-        return self._kept is not None
-
-    def _engine_session(self, feeds: list):
-        """The interpreter session for a run on ``feeds``: the kept one when the inputs are the
-        same, else a new one that shares its loaded weights and prepared calls, else (the
-        file's first run) a new one that loads the weights as it goes."""
-        from nac_engine.runtime.session import Session
-        kept, self._kept = self._kept, None
-        self._run_feeds = feeds
-        if kept is not None and _same_feeds(kept[0], feeds):
-            return kept[1]
-        session = Session(self.nac, feeds=feeds)
-        if kept is not None:
-            session.share_loaded(kept[1])
-        return session
+        return self._host_kept and self._connection is not None and self._connection.alive
 
     def begin(self, action: str, *args) -> Future:
         """Run a Debugger action (``continue_``, ``step``, ``run_to``, ``step_back``, ``restart``)
-        on its worker thread; call :meth:`complete` with the Future on the UI thread."""
+        in the engine host; call :meth:`complete` with the Future on the UI thread."""
         if self.debugger is None:
             self.start()
         if action in ("restart",):
             self._stats.clear()
         self.state, self.action, self.error, self.error_tick = RUNNING, action, "", None
         self._started = time.perf_counter()
+        self.debugger.extra = dict(self.extra_arguments)
         # no announcement here: views keep showing the last stop while an action runs (the
         # front end shows "running" itself), so a step costs one round of view updates
         return self.debugger.run_in_thread(action, *args)
 
     def run_now(self, action: str, *args):
         """Synchronous form of ``begin`` + ``complete`` (headless use and tests)."""
-        return self.complete(self.begin(action, *args))
+        future = self.begin(action, *args)
+        try:
+            future.result()
+        except Exception:       # noqa: BLE001 - complete() takes the failure
+            pass
+        return self.complete(future)
 
     def cancel(self) -> None:
         if self.debugger is not None:
@@ -438,7 +445,7 @@ class DebugSession:
         """Take the result of an action: the state, why it stopped, how long it took
         (``announce=False``: the caller announces, e.g. it ends the session right after)."""
         self.elapsed = time.perf_counter() - self._started
-        if self.debugger is None:      # ended while it ran
+        if self.debugger is None:      # ended while it ran (or the engine stopped)
             return None
         try:
             reason = future.result()
@@ -468,6 +475,8 @@ class DebugSession:
     def describe(self) -> str:
         """Status-bar text: state, why it stopped, elapsed time."""
         if self.debugger is None:
+            if self.state == ERROR and self.error:
+                return self.error.splitlines()[0]
             return "Not running"
         if self.state == RUNNING:
             done, total = self.progress()
@@ -485,15 +494,37 @@ class DebugSession:
                "restart": "restart"}.get(r.kind, r.kind)
         return f"Stopped at tick {self.tick} — {why}{took}"
 
-    def _label_of(self, bp_id: int) -> str:
-        for spec_id, bp in self._bp_map.items():
-            if bp.id == bp_id:
-                spec = self.breakpoint(spec_id)
-                if spec is not None:
-                    return f"#{spec.id} ({spec.label})"
-        return f"#{bp_id}"
+    def _label_of(self, spec_id: int) -> str:
+        spec = self.breakpoint(spec_id)
+        return f"#{spec.id} ({spec.label})" if spec is not None else f"#{spec_id}"
 
     # -- breakpoints ----------------------------------------------------------------------
+    def _specs(self) -> list[dict]:
+        return [{**spec.to_json(), "id": spec.id, "hits": spec.hits} for spec in self.breakpoints]
+
+    def _install(self) -> None:
+        """Hand every breakpoint to the running debugger (the host answers which it refused);
+        without a run, check them here (a bad number, a glob matching nothing, a bad expression)."""
+        self._bp_ticks = None
+        if self.debugger is None:
+            from nac_engine.dap.service import check_breakpoint
+            for spec in self.breakpoints:
+                spec.error = check_breakpoint(self.nac, {**spec.to_json(), "id": spec.id})
+            return
+        d = self.debugger
+        f = d.set_breakpoints(self._specs())
+        f.add_done_callback(lambda f, d=d: self.post(lambda: self._verdicts(d, f)))
+
+    def _verdicts(self, d, future: Future) -> None:
+        """UI thread: the host's word on each breakpoint (set while the run was live)."""
+        if d is not self.debugger or future.exception() is not None:
+            return
+        for v in future.result() or []:
+            spec = self.breakpoint(v.get("id"))
+            if spec is not None:
+                spec.error = v.get("message", "")
+        self.notify()
+
     def add_breakpoint(self, kind: str, value: str = "", condition: str = "", enabled: bool = True,
                        announce: bool = True) -> BreakpointSpec:
         if kind not in BREAKPOINT_KINDS:
@@ -501,7 +532,7 @@ class DebugSession:
         spec = BreakpointSpec(kind, str(value).strip(), condition.strip(), enabled, self._next_id)
         self._next_id += 1
         self.breakpoints.append(spec)
-        self._install(spec)
+        self._install()
         if announce:
             self.notify()
         return spec
@@ -514,9 +545,7 @@ class DebugSession:
         if spec is None:
             return
         self.breakpoints.remove(spec)
-        bp = self._bp_map.pop(spec_id, None)
-        if bp is not None and self.debugger is not None:
-            self.debugger.remove_breakpoint(bp)
+        self._install()
         self.notify()
 
     def edit_breakpoint(self, spec_id: int, *, value: Optional[str] = None, condition: Optional[str] = None,
@@ -530,10 +559,7 @@ class DebugSession:
             spec.condition = condition.strip()
         if enabled is not None:
             spec.enabled = bool(enabled)
-        bp = self._bp_map.pop(spec_id, None)
-        if bp is not None and self.debugger is not None:
-            self.debugger.remove_breakpoint(bp)
-        self._install(spec)
+        self._install()
         self.notify()
 
     def toggle_tick_breakpoint(self, tick: int) -> Optional[BreakpointSpec]:
@@ -574,62 +600,15 @@ class DebugSession:
                     and (p := nac.param_for(i)) is not None and fnmatchcase(p.name, spec.value)]
         return []
 
-    def _install(self, spec: BreakpointSpec) -> None:
-        """Hand ``spec`` to the running Debugger (if any); a refusal is kept as its error."""
-        if self.debugger is None:
-            spec.error = self._check(spec)
-            return
-        kw: dict[str, Any] = {}
-        try:
-            if spec.kind == "tick":
-                kw["tick"] = int(spec.value)
-            elif spec.kind in ("op", "param"):
-                kw[spec.kind] = spec.value
-            elif spec.kind in ("nan", "inf"):
-                kw["condition"] = spec.kind
-            else:
-                kw["condition"] = spec.value
-            if spec.condition and spec.kind in ("tick", "op", "param"):
-                kw["condition"] = spec.condition
-            bp = self.debugger.add_breakpoint(**kw)
-        except Exception as exc:     # ValueError (no match), IndexError, ExprError
-            spec.error = str(exc)
-            return
-        bp.enabled, bp.hits = spec.enabled, spec.hits
-        spec.error = ""
-        self._bp_map[spec.id] = bp
-
-    def _check(self, spec: BreakpointSpec) -> str:
-        """Before a run: what the engine would refuse (bad number, glob matching nothing)."""
-        if spec.kind == "tick":
-            try:
-                t = int(spec.value)
-            except ValueError:
-                return f"{spec.value!r} is not a tick number"
-            n = len(self.nac.instructions)
-            return "" if 0 <= t < n else f"tick {t} is outside 0..{n - 1}"
-        if spec.kind in ("op", "param") and not self.ticks_of(spec):
-            return f"no instruction matches {spec.value!r}"
-        if spec.kind == "expr" or spec.condition:
-            from nac_engine.runtime.expr import Expr, ExprError
-            try:
-                Expr(spec.value if spec.kind == "expr" else spec.condition,
-                     frozenset(p.name for p in self.nac.params.values()))
-            except ExprError as e:
-                return str(e)
-        return ""
-
     def _sync_hits(self) -> None:
-        for text in self._late_watches:
-            if text in self.watches:
-                self.debugger.add_watch(text)
-        self._late_watches.clear()
-        for spec_id, bp in self._bp_map.items():
+        if self.debugger is None:
+            return
+        for spec_id, (hits, error) in self.debugger.breakpoint_state.items():
             spec = self.breakpoint(spec_id)
             if spec is not None:
-                spec.hits = bp.hits
-                if bp.error:
-                    spec.error = bp.error
+                spec.hits = hits
+                if error:
+                    spec.error = error
 
     # -- watches --------------------------------------------------------------------------
     def add_watch(self, text: str) -> None:
@@ -637,18 +616,21 @@ class DebugSession:
         if not text or text in self.watches:
             return
         self.watches.append(text)
-        if self.debugger is not None and not self.running:
-            self.debugger.add_watch(text)
-        elif self.debugger is not None:
-            self._late_watches.append(text)     # handed over when the running action returns
+        self._send_watches()
         self.notify()
 
     def remove_watch(self, text: str) -> None:
         if text in self.watches:
             self.watches.remove(text)
-            if self.debugger is not None:
-                self.debugger.remove_watch(text)
+            self._send_watches()
             self.notify()
+
+    def _send_watches(self) -> None:
+        d = self.debugger
+        if d is None:
+            return
+        f = d.set_watches(list(self.watches))     # evaluated at the stop: the pane shows it when back
+        f.add_done_callback(lambda _f, d=d: self.post(lambda: self.notify() if d is self.debugger else None))
 
     def watch_values(self) -> list[tuple[str, Any, str]]:
         """(expression, value or None, error text) per watch, as of the last stop."""
@@ -666,43 +648,39 @@ class DebugSession:
 
     # -- values ---------------------------------------------------------------------------
     def result(self, tick: Optional[int] = None):
-        """The engine's :class:`TickResult` of ``tick`` (default: the execution point), cached
-        for the run: a tick's value never changes within one run."""
-        if self.debugger is None:
+        """The :class:`TickResult` of ``tick`` (default: the execution point), from the host and
+        cached for the run: a tick's value never changes within one run. Blocks on the host:
+        call it off the UI thread."""
+        d = self.debugger
+        if d is None:
             raise RuntimeError("no run")
-        tick = self.debugger.tick if tick is None else tick
+        tick = d.tick if tick is None else tick
         r = self._stats.get(tick)
         if r is None:
-            r = self._stats[tick] = self.debugger.result(tick)
+            r = self._stats[tick] = d.result(tick)
         return r
 
     def cached_result(self, tick: int):
         return self._stats.get(tick)
 
+    def outputs(self) -> Optional[list]:
+        """The finished run's outputs (blocks on the host: off the UI thread)."""
+        return self.debugger.outputs if self.debugger is not None else None
+
     def variables(self) -> list[Variable]:
         """The current result, then every value live at the execution point: what later
         instructions still read (the interpreter's live set) and what the MMAP schedule holds
-        in memory at that tick. Cheap: shapes from the values, statistics come from
-        :meth:`result` (the pane computes them off the UI thread)."""
+        in memory at that tick, as the host listed them with its last stop (statistics come
+        from :meth:`result`, off the UI thread)."""
         d = self.debugger
         if d is None or d.tick < 0 or self.running:
             return []
-        cur = d.tick
-        live = set(k for k in d.session.results if k <= cur)
-        resident = self.resident(cur)
         out: list[Variable] = []
-        order = [cur] + sorted((live | set(resident)) - {cur}, reverse=True)
-        for t in order:
-            v = d.peek(t, _EVICTED)        # history, live set or a loaded weight; never recomputed here
-            where = "current result" if t == cur else \
-                ", ".join(x for x in ("live" if t in live else "", resident.get(t, "")) if x)
-            var = Variable(t, self.name_of(t), where)
-            if v is _EVICTED:
-                v = None
-                var.available = t == cur
-            arr = _shape_dtype(v)
-            if arr is not None:
-                var.shape, var.dtype = arr
+        for v in d.values:
+            var = Variable(int(v["tick"]), self.name_of(int(v["tick"])), v.get("where", ""),
+                           available=bool(v.get("available", True)))
+            if v.get("shape") is not None:
+                var.shape, var.dtype = tuple(v["shape"]), v.get("dtype")
             out.append(var)
         return out
 
@@ -720,22 +698,10 @@ class DebugSession:
     def resident(self, tick: int) -> dict[int, str]:
         """Values the MMAP schedule holds after ``tick``'s commands: value tick -> the command
         that put it there (SAVE_RESULT, PRELOAD, FORWARD until its consumer runs)."""
-        if self._resident is None:
-            self._resident = sorted((rec.tick, c.action, c.target) for rec in self.nac.mmap for c in rec.commands)
-        consumers = self.debugger.consumers if self.debugger is not None else {}
-        held: dict[int, str] = {}
-        for t, action, target in self._resident:
-            if t > tick:
-                break
-            if action in (L.MMAP_SAVE_RESULT, L.MMAP_PRELOAD, 15):
-                held[target] = L.MMAP_ACTION_NAMES.get(action, str(action))
-            elif action in (L.MMAP_FREE, 25):
-                held.pop(target, None)
-            elif action == L.MMAP_FORWARD:
-                first = min(consumers.get(target, [target]))
-                if first > tick:
-                    held[target] = "FORWARD"
-        return {k: f"MMAP {v}" for k, v in held.items() if k <= tick}
+        if self._residency is None:
+            from nac_engine.format.residency import Residency, consumers_of
+            self._residency = Residency(self.nac, consumers_of(self.nac))
+        return self._residency.at(tick)
 
     # -- persistence ----------------------------------------------------------------------
     def to_json(self) -> dict:
@@ -762,40 +728,6 @@ class DebugSession:
             if choices:
                 self.choices = choices
                 self.inputs_confirmed = True
-
-
-_EVICTED = object()     # variables(): a value the history no longer holds (recomputed when opened)
-
-
-def _same_feeds(a: list, b: list) -> bool:
-    """Whether two runs' inputs are the same values (then the kept session is reused as is)."""
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        if x is None or y is None:
-            if x is not y:
-                return False
-            continue
-        x, y = np.asarray(x), np.asarray(y)
-        if x.shape != y.shape or x.dtype != y.dtype or not np.array_equal(x, y):
-            return False
-    return True
-
-
-def _shape_dtype(v: Any) -> Optional[tuple]:
-    try:
-        import torch
-    except ImportError:     # pragma: no cover - torch is a dependency
-        torch = None
-    if isinstance(v, (tuple, list)) and v:
-        v = v[0]
-    if torch is not None and isinstance(v, torch.Tensor):
-        return tuple(v.shape), str(v.dtype).replace("torch.", "")
-    if isinstance(v, np.ndarray):
-        return tuple(v.shape), str(v.dtype)
-    if isinstance(v, (bool, int, float)):
-        return (), type(v).__name__
-    return None
 
 
 __all__ = ["DebugSession", "Subject", "BreakpointSpec", "InputChoice", "InputSlotInfo", "Variable", "input_slots",

@@ -171,6 +171,16 @@ class Document:
         self._found[check] = list(problems)
         self._notify("problems", source)
 
+    def engine_stopped(self, message: str) -> None:
+        """The engine host died: the debug session (whose values lived there) ends in an error
+        state naming how, and Problems lists it; the file and everything decoded stay."""
+        if self.debug is not None:
+            self.debug.engine_stopped(message)
+        self.set_problems("engine", [Problem("engine", None, message, "error", kind="engine")])
+
+    def engine_restarted(self) -> None:
+        self.set_problems("engine", [])
+
     @property
     def size(self) -> int:
         return self.nac.spans.length if self.nac.spans is not None else 0

@@ -152,6 +152,9 @@ class MainWindow(QMainWindow):
         self.persist = persist
         self.theme = theme
         self.tasks = TaskRunner(parent=self)
+        from .host.client import EngineHost
+        self.host = EngineHost(self, tasks=self.tasks)     # engine work runs there (started on first use)
+        self.host.stopped.connect(self._on_engine_stopped)
         self.commands = CommandRegistry(self)
         self.commands.set_action_parent(self)
         self.docs: list[QtDocument] = []
@@ -513,7 +516,7 @@ class MainWindow(QMainWindow):
 
     def _show_opened(self, path: str, doc: Document, started: float) -> None:
         self._opening.pop(path, None)
-        qdoc = QtDocument(doc, tasks=self.tasks, parent=self)
+        qdoc = QtDocument(doc, tasks=self.tasks, parent=self, host=self.host)
         qdoc.selectionChanged.connect(self._on_selection_changed)
         qdoc.tickChanged.connect(lambda _s: self.commands.refresh())
         qdoc.problemsChanged.connect(lambda _s, d=qdoc: self._on_problems_changed(d))
@@ -873,7 +876,25 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:
         self.save_settings()
         self.tasks.cancel_all()
+        self.host.shutdown()
         super().closeEvent(event)
+
+    # -- the engine host --------------------------------------------------------------------
+    def _on_engine_stopped(self, message: str) -> None:
+        """The engine host died (a kernel's segfault, the memory cap, a kill): the window and every
+        document stay; each document's Problems and the status bar say what happened, and the
+        next request (or Restart Engine) starts a fresh host."""
+        for qdoc in self.docs:
+            qdoc.doc.engine_stopped(message)
+        self.show_message(f"{message} — the documents stay open; Debug › Restart Engine starts it again", 15000)
+        self.commands.refresh()
+
+    def restart_engine(self) -> None:
+        self.host.restart()
+        for qdoc in self.docs:
+            qdoc.doc.engine_restarted()
+        self.show_message("Engine restarted")
+        self.commands.refresh()
 
     # -- theme ----------------------------------------------------------------------------
     def set_theme(self, mode: str) -> None:

@@ -22,11 +22,22 @@ class QtDocument(QObject):
     debugChanged = Signal(object)       # source: doc.debug changed (execution point, breakpoints...)
     simulationChanged = Signal(str, object)   # what (timeline|planners|run|sweep|config), source
 
-    def __init__(self, doc: Document, tasks: Optional[TaskRunner] = None, parent: Optional[QObject] = None):
+    def __init__(self, doc: Document, tasks: Optional[TaskRunner] = None, parent: Optional[QObject] = None,
+                 host=None):
         super().__init__(parent)
         self.doc = doc
         self.tasks = tasks if tasks is not None else TaskRunner(parent=self)
+        self._host = host            # the window's engine host (None: one of its own, made on first use)
+        self._own_host = None
         doc.observe(self._on_event)
+
+    @property
+    def host(self):
+        """The engine host this document's heavy work runs in."""
+        if self._host is None:
+            from .host.client import EngineHost
+            self._host = self._own_host = EngineHost(self, tasks=self.tasks)
+        return self._host
 
     def _on_event(self, event: str, _doc: Document, source: Any) -> None:
         # every view reacts and the window repaints: workers step aside meanwhile
@@ -63,6 +74,8 @@ class QtDocument(QObject):
 
     def close(self) -> None:
         self.doc.unobserve(self._on_event)
+        if self._own_host is not None:
+            self._own_host.shutdown()
 
 
 def rebind(old: Optional[QtDocument], new: Optional[QtDocument], *,

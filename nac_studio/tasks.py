@@ -151,6 +151,14 @@ class TaskRunner(QObject):
             self._pool.submit(body)
         return task
 
+    def track(self, task) -> None:
+        """Show a task started elsewhere (an engine host request) like one of ours: in
+        ``active`` (status bar, ``is_idle``) until it finishes or fails."""
+        self.active.append(task)
+        task.finished.connect(lambda _r, t=task: self._end(t))
+        task.failed.connect(lambda _e, t=task: self._end(t))
+        self.started.emit(task)
+
     @staticmethod
     def _claim_ui(_value=None) -> None:
         ui_priority.claim()

@@ -38,7 +38,7 @@ from __future__ import annotations
 import queue
 import threading
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -54,7 +54,8 @@ from .errors import NacRuntimeError
 from .expr import TICK_NAME, Expr, ExprError, to_python
 from .history import Checkpoints, ResultHistory
 from .kernels import first_of_multi
-from .session import NotTaken, Session, to_numpy
+from .session import Session
+from .tick_result import TickResult  # noqa: F401  (re-exported: it was defined here)
 
 _NONE = object()
 
@@ -123,47 +124,6 @@ class Breakpoint:
     enabled: bool = True
     hits: int = 0
     error: Optional[str] = None     # the last condition evaluation error, if any
-
-
-@dataclass(frozen=True)
-class TickResult:
-    """One tick's result and its summary. Statistics are over the finite values (None when the
-    result is not numeric or has none)."""
-    tick: int
-    name: str
-    value: Any
-    tensor: Optional[np.ndarray] = field(init=False, default=None)
-    shape: Optional[tuple] = field(init=False, default=None)
-    dtype: Optional[str] = field(init=False, default=None)
-    min: Optional[float] = field(init=False, default=None)
-    max: Optional[float] = field(init=False, default=None)
-    mean: Optional[float] = field(init=False, default=None)
-    std: Optional[float] = field(init=False, default=None)
-    nan_count: int = field(init=False, default=0)
-    inf_count: int = field(init=False, default=0)
-    zero_count: int = field(init=False, default=0)
-
-    def __post_init__(self):
-        if self.value is None or isinstance(self.value, NotTaken):
-            return
-        arr = to_numpy(self.value)
-        put = lambda k, v: object.__setattr__(self, k, v)   # noqa: E731 (frozen dataclass)
-        put("tensor", arr)
-        put("shape", tuple(arr.shape))
-        put("dtype", str(arr.dtype))
-        if arr.dtype.kind not in "biufc":
-            return
-        a = arr.astype(np.float64) if arr.dtype.kind != "c" else np.abs(arr)
-        finite = np.isfinite(a)
-        put("nan_count", int(np.isnan(a).sum()))
-        put("inf_count", int(np.isinf(a).sum()))
-        put("zero_count", int((arr == 0).sum()))
-        f = a[finite]
-        if f.size:
-            put("min", float(f.min()))
-            put("max", float(f.max()))
-            put("mean", float(f.mean()))
-            put("std", float(f.std()))
 
 
 class Debugger:

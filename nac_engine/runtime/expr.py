@@ -13,7 +13,8 @@ expression can only ever call the whitelisted tensor functions below)::
     unary := ('-'|'+') unary | atom
     atom  := NUMBER | NAME | FUNC '(' expr (',' expr)* ')' | '(' expr ')'
 
-Names: ``x`` (the tick's result), ``t<N>`` (the result of tick N, e.g. ``t12``), ``nan``, ``inf``,
+Names: ``x`` (the tick's result), ``t<N>`` or ``v<N>`` (the result of tick N, e.g. ``t12``; ``v12``
+is how every view names that value), ``nan``, ``inf``,
 ``true``, ``false``, and the caller's ``extra_names`` — the debugger passes the file's parameter
 names, so ``max(abs(fc1.weight))`` works. A dotted name is one token that must be in
 ``extra_names``: there is no attribute access (``x.__class__`` is an error). Values are torch tensors or Python numbers; reductions use the population
@@ -30,7 +31,18 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import torch
+
+class _Torch:
+    """torch, imported when an expression is first evaluated: parsing and checking an expression
+    (the Studio's breakpoint and watch editors) needs no torch."""
+
+    def __getattr__(self, name: str):
+        import torch as real
+        globals()["torch"] = real
+        return getattr(real, name)
+
+
+torch: Any = _Torch()
 
 
 class ExprError(ValueError):
@@ -82,7 +94,7 @@ FUNCTIONS: dict[str, tuple[Callable, int, int]] = {
     "log": (lambda a: torch.log(_f(_t(a))), 1, 1),
 }
 CONSTANTS = {"nan": math.nan, "inf": math.inf, "true": True, "false": False}
-TICK_NAME = re.compile(r"t\d+\Z")
+TICK_NAME = re.compile(r"[tv]\d+\Z")   # t12 and v12 both name tick 12's result
 _TICK_NAME = TICK_NAME
 _KEYWORDS = {"and", "or", "not"}
 
@@ -236,7 +248,7 @@ class _Parser:
                 self.error("attribute access is not allowed", _Tok("op", ".", tok.col + tok.text.index(".")))
             if tok.text in CONSTANTS:
                 return ("num", CONSTANTS[tok.text])
-            self.error(f"unknown name {tok.text!r} (names: x, t<N>, nan, inf, true, false"
+            self.error(f"unknown name {tok.text!r} (names: x, t<N> or v<N>, nan, inf, true, false"
                        + (", parameter names" if self.extra_names else "") + ")", tok)
         self.unexpected(tok)
 

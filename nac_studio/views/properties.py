@@ -24,15 +24,11 @@ from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 
 from ..qt_document import rebind
 from ..document import Selection
+from ..model.tensor_stats import tensor_stats  # noqa: F401  (re-exported for the tests)
 from ..icons import icon
 from ..theme import is_dark, mono_font
 
 AUTO_STATS_ELEMENTS = 4_000_000
-#: Values per statistics step. Each step is a checkpoint (progress, cancel, stepping aside for
-#: the UI's frames: ui_priority); a step of 4 M values held the GIL up to ~60 ms, 256 k take ~4 ms
-#: and the whole pass costs the same.
-STATS_CHUNK = 1 << 18
-HIST_BINS = 64
 # Signature codes, seed 000 §5.2.3
 _SIG_MEANING = {"Q": "query", "K": "key", "V": "value", "M": "mask", "B": "bias", "W": "weight", "T": "tensor",
                 "P": "parameter / buffer", "S": "shape / size", "A": "axis / dim", "f": "float", "i": "int",
@@ -135,59 +131,11 @@ class PropertyModel(QAbstractItemModel):
 
 
 # --------------------------------------------------------------------------- statistics
-def tensor_stats(ctx, array_fn, bins: int = HIST_BINS) -> dict:
-    """min/max/mean/std/sparsity/NaN/Inf and a histogram, over chunks so a task can report
-    progress and stop. ``array_fn`` produces the (dequantised) array inside the task."""
-    arr = np.asarray(array_fn())
-    flat = arr.reshape(-1)
-    n = flat.size
-    if n == 0:
-        return {"count": 0}
-    numeric = flat.dtype.kind in "fiub"
-    if not numeric:
-        return {"count": n, "dtype": str(flat.dtype)}
-    if flat.dtype.kind == "b":
-        flat = flat.astype(np.uint8)
-    lo, hi = np.inf, -np.inf
-    total = total_sq = 0.0
-    zeros = nans = infs = finite = 0
-    steps = max(1, (n + STATS_CHUNK - 1) // STATS_CHUNK)
-    for k in range(steps):
-        part = flat[k * STATS_CHUNK:(k + 1) * STATS_CHUNK].astype(np.float64)
-        ok = np.isfinite(part)
-        nans += int(np.isnan(part).sum())
-        infs += int(np.isinf(part).sum())
-        good = part[ok] if not ok.all() else part
-        if good.size:
-            lo = min(lo, float(good.min()))
-            hi = max(hi, float(good.max()))
-            total += float(good.sum())
-            # einsum's own loop, not BLAS: OpenBLAS's ddot took ~80 ms on 2.4 M values here (its
-            # threads start up and then spin, on the cores the UI thread needs); einsum 2 ms
-            total_sq += float(np.einsum("i,i->", good, good))
-            finite += good.size
-        zeros += int((part == 0).sum())
-        if ctx is not None:
-            ctx.check()
-            ctx.progress(k + 1, 2 * steps)
-    out = {"count": n, "finite": finite, "nan": nans, "inf": infs, "zeros": zeros,
-           "sparsity": zeros / n}
-    if finite:
-        mean = total / finite
-        out.update(min=lo, max=hi, mean=mean, std=float(np.sqrt(max(0.0, total_sq / finite - mean * mean))))
-        edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
-        counts = np.zeros(bins, np.int64)
-        for k in range(steps):
-            part = flat[k * STATS_CHUNK:(k + 1) * STATS_CHUNK].astype(np.float64)
-            part = part[np.isfinite(part)]
-            # equal-width bins given as a count and range take numpy's arithmetic path (the
-            # same counts as these edges, which the sorting path needed 30% longer for)
-            counts += np.histogram(part, bins=bins, range=(edges[0], edges[-1]))[0]
-            if ctx is not None:
-                ctx.check()
-                ctx.progress(steps + k + 1, 2 * steps)
-        out["hist"] = (counts, edges)
-    return out
+def _with_histogram(result: dict) -> dict:
+    """The host's statistics with the histogram as ``(counts, edges)``, as the panel draws it."""
+    if isinstance(result.get("hist"), list):
+        result = {**result, "hist": tuple(result["hist"])}
+    return result
 
 
 def _fmt(x: float) -> str:
@@ -602,9 +550,12 @@ class PropertiesView(QWidget):
             return None
         self.stats_button.setEnabled(False)
         self.stats_label.setText("Computing…")
-        task = self.qdoc.tasks.submit(f"Statistics of {p.name}", tensor_stats, p.array,
-                                      on_done=lambda r, s=owner: self._stats_done(s, r),
-                                      on_error=lambda e, s=owner: self._stats_failed(s, e))
+        # in the engine host: the values are read and dequantised there, never in this process;
+        # a newer selection's statistics supersede these
+        task = self.qdoc.host.request("nac/statistics", {"path": self.qdoc.doc.path, "param": pid},
+                                      title=f"Statistics of {p.name}", supersede="properties-statistics")
+        task.finished.connect(lambda r, s=owner: self._stats_done(s, _with_histogram(r)))
+        task.failed.connect(lambda e, s=owner: self._stats_failed(s, e))
         self._stats_task = task
         return task
 

@@ -60,23 +60,21 @@ def _histogram(arr: Optional[np.ndarray]) -> Optional[tuple]:
     return np.histogram(finite, bins=HIST_BINS, range=(lo, hi))
 
 
-def load_subject(session, nac, subject: Subject) -> Loaded:
-    """Background part: the array, its statistics and histogram (no Qt)."""
-    from nac_engine.runtime.debugger import TickResult
+def load_subject(session, nac, subject: Subject, host=None, path: Optional[str] = None) -> Loaded:
+    """Background part: the array, its statistics and histogram (no Qt). Values come from the
+    engine host (``host.call``: this runs on a worker thread), which reads and dequantises them."""
+    from nac_engine.runtime.tick_result import TickResult
     if subject.kind == "param":
         p = nac.params.get(subject.key)
         if p is None:
             return Loaded(f"param {subject.key}", None, None, None, note="no such parameter")
-        arr = np.asarray(p.array())
-        stats = TickResult(-1, p.name, arr)
+        got = host.call("nac/paramValues", {"path": path, "param": p.id})
+        stats = TickResult.from_summary(got["value"])
+        arr = stats.tensor
         raw = raw_stats = raw_hist = None
-        quantised = p.meta is not None and getattr(p.meta, "quant", 0) not in (0, None)
-        if quantised:
-            try:
-                raw = np.asarray(p.raw())
-                raw_stats, raw_hist = TickResult(-1, p.name, raw), _histogram(raw)
-            except Exception:    # a stored form we cannot show: the dequantised one still is
-                raw = None
+        if got.get("raw") is not None:
+            raw_stats = TickResult.from_summary(got["raw"])
+            raw, raw_hist = raw_stats.tensor, _histogram(raw_stats.tensor)
         dims = "×".join(str(d) for d in arr.shape)
         return Loaded(f"{p.name}  ·  param {p.id} · {dims}", arr, stats, _histogram(stats.tensor), raw, raw_stats,
                       raw_hist, note="quantised: dequantised and stored forms" if raw is not None else "")
@@ -296,8 +294,9 @@ class InspectorPanel(QWidget):
             return
         if session is not None and session.running and subject.kind == "result":
             return    # keep showing the last stop while it runs
-        nac = qdoc.nac
-        self._task = qdoc.tasks.submit("Tensor statistics", lambda _ctx: load_subject(session, nac, subject),
+        nac, host, path = qdoc.nac, qdoc.host, qdoc.doc.path
+        self._task = qdoc.tasks.submit("Tensor statistics",
+                                       lambda _ctx: load_subject(session, nac, subject, host, path),
                                        on_done=lambda loaded, g=gen: self._loaded(g, loaded),
                                        on_error=lambda exc, g=gen: self._failed(g, exc))
 

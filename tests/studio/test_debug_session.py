@@ -28,6 +28,7 @@ def mlp_session():
     s = DebugSession(nac)
     s.set_choices({0: InputChoice(mode="npy", path=str(FEED))})
     yield s
+    s.close()          # and its engine host
     nac.close()
 
 
@@ -60,10 +61,10 @@ def test_variables_are_the_current_result_and_the_live_set(mlp_session):
     s.run_now("run_to", 6)
     rows = s.variables()
     assert rows[0].tick == 6 and rows[0].where == "current result"
-    live = {t for t in s.debugger.session.results if t < 6}
-    assert live <= {v.tick for v in rows}
-    ref = Debugger(str(MLP), feeds=[np.load(FEED)])
+    ref = Debugger(str(MLP), feeds=[np.load(FEED)])       # the engine's debugger, in this process
     ref.run_to(6)
+    live = {t for t in ref.session.results if t < 6}
+    assert live == {v.tick for v in rows if "live" in v.where}
     for v in rows:
         r = s.result(v.tick)
         assert v.shape == r.shape and v.dtype == r.dtype
@@ -87,7 +88,8 @@ def test_mmap_residency_follows_the_schedule(mlp_session):
 def test_signature_inputs_equal_make_inputs(tmp_path):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
-    nac = nac_engine.compile(model, (torch.randn(2, 4),))
+    nac_engine.write(nac_engine.compile(model, (torch.randn(2, 4),)), str(tmp_path / "m.nac"))
+    nac = read(str(tmp_path / "m.nac"))       # the Studio debugs files: the engine host opens it too
     specs = read_input_signature(nac)
     s = DebugSession(nac)
     assert not s.needs_inputs() and s.slots[0].shape == (2, 4)
@@ -97,6 +99,7 @@ def test_signature_inputs_equal_make_inputs(tmp_path):
     with torch.no_grad():
         want = model(torch.from_numpy(feeds[0])).numpy()
     np.testing.assert_allclose(s.debugger.outputs[0], want, rtol=1e-6, atol=1e-6)
+    s.close()
 
 
 def test_watch_added_while_an_action_runs_is_evaluated_at_the_next_stop(mlp_session):

@@ -1,11 +1,10 @@
-"""A file's runs after the first start warm: Stop keeps the interpreter session (weights loaded,
-calls prepared) for the next F5, new inputs share those weights, closing the file frees them;
-one worker thread serves every run of a file and lets go of a finished action's debugger at
-once (its run's values are freed when the debugger is, not seconds later)."""
+"""A file's runs after the first start warm, through the Studio: Stop keeps the interpreter
+session in the engine host (weights loaded, calls prepared) for the next F5, closing the file
+frees it (the service's own tests: tests/dap/test_service.py); the engine's ActionThread lets go
+of a finished action's debugger at once."""
 from __future__ import annotations
 
 import gc
-import threading
 import time
 import weakref
 
@@ -21,7 +20,7 @@ from nac_engine.isa.optable import OP_INPUT
 from nac_engine.runtime.debugger import ActionThread, Debugger
 from nac_engine.runtime.session import Session
 from nac_studio.debug_marks import EXECUTED_STYLE
-from nac_studio.debug_session import FINISHED, DebugSession, InputChoice
+from nac_studio.debug_session import FINISHED, DebugSession
 from tests.studio.test_debugger_gui import press, wait_stopped
 
 
@@ -75,83 +74,23 @@ def reference(nac, feeds):
     return Session(nac, feeds=feeds).run()
 
 
-def test_stop_then_start_reuses_the_loaded_weights(model_path, weight_reads):
-    nac = read(str(model_path), strict=False)
-    s = DebugSession(nac)
-    assert not s.weights_kept
-    s.run_now("continue_")
-    assert s.state == FINISHED and weight_reads["n"] == n_params(nac) > 0
-    first = [a.copy() for a in s.debugger.outputs]
-    old = s.debugger
-    s.end()
-    assert s.weights_kept
-    # the ended run's values go at once (freed by the file's worker thread), not when the last
-    # reference to the debugger goes
-    assert wait_for(lambda: len(old.history) == 0 and old.session.results == {})
-    weight_reads["n"] = 0
-    s.run_now("continue_")
-    assert weight_reads["n"] == 0, "the second run read the weights again"
-    assert s.debugger.session is old.session and not s.weights_kept
-    for a, b, c in zip(first, s.debugger.outputs, reference(nac, s.feeds())):
-        assert np.array_equal(a, b) and np.array_equal(b, c)
-    nac.close()
-
-
-def test_new_inputs_share_the_loaded_weights_and_compute_with_the_new_ones(model_path, weight_reads):
-    nac = read(str(model_path), strict=False)
-    s = DebugSession(nac)
-    s.run_now("continue_")
-    before = [a.copy() for a in s.debugger.outputs]
-    kept = s.debugger.session
-    weight_reads["n"] = 0
-    s.set_choices({0: InputChoice(mode="random", seed=7)})        # ends the run, keeps the weights
-    s.run_now("continue_")
-    assert weight_reads["n"] == 0
-    assert s.debugger.session is not kept, "other inputs need their own session"
-    expected = reference(nac, s.feeds())
-    assert not np.array_equal(before[0], expected[0]), "the new seed changes the inputs"
-    assert all(np.array_equal(a, b) for a, b in zip(s.debugger.outputs, expected))
-    nac.close()
-
-
-def test_close_frees_the_kept_weights_and_a_later_start_reads_them_again(model_path, weight_reads):
-    nac = read(str(model_path), strict=False)
-    s = DebugSession(nac)
-    s.run_now("continue_")
-    kept = weakref.ref(s.debugger.session)
-    s.close()
-    assert not s.weights_kept and s.debugger is None
-    assert wait_for(lambda: gc.collect() is not None and kept() is None), \
-        "the closed file's session (and its weights) is still referenced"
-    weight_reads["n"] = 0
-    s.run_now("continue_")
-    assert weight_reads["n"] == n_params(nac)
-    nac.close()
-
-
-def test_a_session_ended_while_its_action_runs_is_not_kept(tmp_path):
+def test_a_session_ended_while_its_action_runs_keeps_the_weights_and_runs_again(tmp_path):
+    """Ending during a Continue pauses it in the host and then ends it there (the host's debug
+    requests run one at a time), so the weights are kept and the next run is right."""
     from tests.studio.test_debugger_runs import RepeatedMatmul, compiled
     torch.manual_seed(0)
     path = compiled(tmp_path, RepeatedMatmul(n=150, d=256), (torch.randn(1, 256),), "long")
     nac = read(str(path), strict=False)
     s = DebugSession(nac)
     future = s.begin("continue_")
-    s.end()                     # e.g. the file closes during a Continue: the worker may still use it
-    assert not s.weights_kept
-    future.exception(timeout=60)     # the cancelled action ends within an instruction
-    nac.close()
-
-
-def test_runs_of_one_file_share_one_worker_thread(model_path):
-    nac = read(str(model_path), strict=False)
-    s = DebugSession(nac)
-    threads = []
-    for _ in range(3):
-        s.start()
-        s.debugger.on_stopped.append(lambda _r, _t: threads.append(threading.get_ident()))
-        s.run_now("continue_")
-        s.end()
-    assert len(threads) == 3 and len(set(threads)) == 1
+    s.end()                     # e.g. the file closes during a Continue
+    future.exception(timeout=60)     # the paused action ends within an instruction
+    assert s.weights_kept
+    s.run_now("continue_")
+    assert s.state == FINISHED and s.debugger.weights_read == 0
+    for a, b in zip(s.outputs(), reference(nac, s.feeds())):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    s.close()
     nac.close()
 
 
@@ -171,8 +110,7 @@ def test_the_worker_lets_go_of_a_finished_action_at_once(model_path):
     nac.close()
 
 
-def test_studio_stop_then_f5_reads_no_weight_and_matches_the_first_run(window, qtbot, model_path, weight_reads,
-                                                                     monkeypatch):
+def test_studio_stop_then_f5_reads_no_weight_and_matches_the_first_run(window, qtbot, model_path, monkeypatch):
     from nac_studio import debug_commands
     monkeypatch.setattr(debug_commands, "WHOLE_LAYER_CHANGES", 0)     # a small file takes the Continue path too
     qdoc = window.open_and_wait(model_path)
@@ -184,10 +122,9 @@ def test_studio_stop_then_f5_reads_no_weight_and_matches_the_first_run(window, q
     press(qtbot, window, Qt.Key.Key_F5, Qt.KeyboardModifier.ShiftModifier)          # Stop
     qtbot.waitUntil(lambda: not s.active, timeout=10000)
     assert s.weights_kept
-    weight_reads["n"] = 0
     press(qtbot, window, Qt.Key.Key_F5)
     wait_stopped(qtbot, window)
-    assert s.state == FINISHED and weight_reads["n"] == 0
+    assert s.state == FINISHED and s.debugger.weights_read == 0     # the host's count for this run
     assert all(np.array_equal(a, b) for a, b in zip(first, s.debugger.outputs))
     # the graph took the whole executed range in one replacement of its layer
     graph, canvas = window.graph_view.shown, window.graph_view.canvas
@@ -203,6 +140,6 @@ def test_studio_stop_then_f5_reads_no_weight_and_matches_the_first_run(window, q
     end = s.tick
     press(qtbot, window, Qt.Key.Key_F10, Qt.KeyboardModifier.ShiftModifier)          # Step Back
     wait_stopped(qtbot, window)
-    assert s.tick == end - 1 and weight_reads["n"] == 0
+    assert s.tick == end - 1 and s.debugger.weights_read == 0
     window.close_document(qdoc)
     assert not s.weights_kept, "closing the file frees the weights the debugger kept"

@@ -118,15 +118,14 @@ def test_properties_stats_match_numpy(qdoc_for, demo_path, qtbot):
 
 def test_theme_switch_recolours_statistics_without_recomputing(qdoc_for, demo_path, qtbot, qapp):
     """A theme switch redraws the panel's icons and histogram in the new palette; the
-    parameter's statistics stay, not sent to a worker again (that worker's CPU competed with
-    the repaint)."""
+    parameter's statistics stay, not asked of the engine host again."""
     from nac_studio.theme import dark_palette, light_palette
     qdoc, view, _p = _largest_weight_with_stats(qdoc_for, demo_path, qtbot)
     stats = view.stats
     light_bg = view.plot.backgroundBrush().color().name()
     submitted = []
-    original = qdoc.tasks.submit
-    qdoc.tasks.submit = lambda *a, **k: submitted.append(a[0]) or original(*a, **k)
+    original = qdoc.host.request
+    qdoc.host.request = lambda *a, **k: submitted.append(a[0]) or original(*a, **k)
     try:
         qapp.setPalette(dark_palette())
         qapp.processEvents()   # the palette reaches widgets through posted events
@@ -141,7 +140,7 @@ def test_theme_switch_recolours_statistics_without_recomputing(qdoc_for, demo_pa
         qdoc.select(Selection("param", other.id))
         assert submitted, "a new selection must start its statistics"
     finally:
-        qdoc.tasks.submit = original
+        qdoc.host.request = original
         qapp.setPalette(light_palette())
 
 
@@ -160,8 +159,8 @@ def test_tensor_stats_histogram_counts_values_on_bin_edges_as_numpy_does(monkeyp
     base = rng.standard_normal(5000).astype(np.float32) * 3
     edges = np.linspace(float(base.min()), float(base.max()), 65)
     a = np.concatenate([base, edges.astype(np.float32), np.float32(edges[10]) * np.ones(7, np.float32)])
-    from nac_studio.views import properties
-    monkeypatch.setattr(properties, "STATS_CHUNK", 1000)     # six chunks
+    from nac_studio.model import tensor_stats as stats_module
+    monkeypatch.setattr(stats_module, "STATS_CHUNK", 1000)     # six chunks
     s = tensor_stats(None, lambda: a, bins=64)
     counts, got_edges = s["hist"]
     assert counts.sum() == a.size

@@ -1,0 +1,318 @@
+"""One file's debugger behind requests shaped as the Debug Adapter Protocol's.
+
+Both front ends drive this class: the Studio (through its engine host, which runs it in a process
+of its own) and editors (through ``nac dap``). It owns a :class:`~nac_engine.runtime.debugger.Debugger`
+per run and keeps the run's interpreter session, with its loaded weights and prepared calls,
+between runs on the same inputs (Stop then F5 does not read the weights again).
+
+Every answer is plain data (numbers, strings, lists, dicts, numpy arrays): ``state()`` after each
+action says where the run stands, which breakpoints hit, the watches' values and the values at
+hand, so a front end draws a stop without asking again. Breakpoints are given as the user wrote
+them (``{"id", "kind", "value", "condition", "enabled", "hits"}``, kinds ``tick``, ``op``,
+``param``, ``nan``, ``inf``, ``expr``) and replaced as a whole, as DAP's ``setBreakpoints``
+does; a front end's ids are kept, and each answer names them.
+
+Threads: one action at a time (the host's debug lane); :meth:`pause` may be called from any
+thread and stops a running action between two instructions.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from ..format.residency import Residency
+from ..runtime.tick_result import as_numpy
+
+#: Step-back history the debugger keeps before it recomputes from checkpoints.
+HISTORY_BYTES = 512 << 20
+#: Largest watch value sent as an array (bigger ones are sent as their printed summary).
+WATCH_ARRAY_LIMIT = 1 << 16
+_EVICTED = object()
+
+
+class DebugService:
+    """``DebugService(nac, history_bytes=HISTORY_BYTES)``: launch, then actions, then terminate."""
+
+    def __init__(self, nac, history_bytes: int = HISTORY_BYTES):
+        self.nac = nac
+        self.history_bytes = history_bytes
+        self.debugger = None
+        self._specs: list[dict] = []
+        self._engine_bps: dict[int, Any] = {}      # front end's breakpoint id -> the Debugger's Breakpoint
+        self._errors: dict[int, str] = {}
+        self._watches: list[str] = []
+        self._kept: Optional[tuple] = None         # (feeds, Session) of the last run, for the next launch
+        self._residency: Optional[Residency] = None
+        self._failure: Optional[dict] = None
+
+    # -- configuration ----------------------------------------------------------------------------
+    def set_breakpoints(self, specs: list) -> list[dict]:
+        """Replace every breakpoint; ``[{"id", "verified", "message"}]`` in the same order."""
+        self._specs = [dict(s) for s in specs if isinstance(s, dict)]
+        return self._install()
+
+    def set_watches(self, texts: list) -> None:
+        self._watches = [str(t) for t in texts]
+        if self.debugger is not None:
+            for text in list(self.debugger._watch_exprs):
+                self.debugger.remove_watch(text)
+            for text in self._watches:
+                self.debugger.add_watch(text)
+
+    def _install(self) -> list[dict]:
+        out = []
+        d = self.debugger
+        if d is not None:
+            for bp in list(d.breakpoints):
+                d.remove_breakpoint(bp)
+        self._engine_bps.clear()
+        self._errors.clear()
+        for spec in self._specs:
+            sid = spec.get("id")
+            message = ""
+            if d is not None:
+                try:
+                    bp = d.add_breakpoint(**_engine_args(spec))
+                except Exception as exc:     # noqa: BLE001 - ValueError, IndexError, ExprError: the spec's problem
+                    message = str(exc)
+                else:
+                    bp.enabled = bool(spec.get("enabled", True))
+                    bp.hits = int(spec.get("hits", 0) or 0)
+                    self._engine_bps[sid] = bp
+            else:
+                message = check_breakpoint(self.nac, spec)
+            if message:
+                self._errors[sid] = message
+            out.append({"id": sid, "verified": not message, "message": message})
+        return out
+
+    # -- life -------------------------------------------------------------------------------------
+    def launch(self, feeds: list) -> dict:
+        """A new run on ``feeds`` (one value per input slot; None: the file's stored constant)."""
+        from ..runtime.debugger import Debugger
+        self.terminate()
+        session = self._session(feeds)
+        self._loaded_at_launch = len(session._params)
+        self.debugger = Debugger(session, history_bytes=self.history_bytes)
+        self._residency = None
+        self._failure = None
+        self._install()
+        for text in self._watches:
+            self.debugger.add_watch(text)
+        return self.state()
+
+    def _session(self, feeds: list):
+        from ..runtime.session import Session
+        kept, self._kept = self._kept, None
+        if kept is not None and _same_feeds(kept[0], feeds):
+            return kept[1]
+        session = Session(self.nac, feeds=feeds)
+        if kept is not None:
+            session.share_loaded(kept[1])     # the weights and prepared calls come along
+        self._feeds = feeds
+        return session
+
+    def terminate(self) -> None:
+        """End the run: its values go, the interpreter session (weights loaded) is kept."""
+        d, self.debugger = self.debugger, None
+        if d is not None:
+            d.release()
+            self._kept = (getattr(self, "_feeds", []), d.session)
+
+    def close(self) -> None:
+        """End the run and free the kept weights too (the file is closing)."""
+        self.terminate()
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept[1].close()
+
+    def pause(self) -> None:
+        if self.debugger is not None:
+            self.debugger.cancel()
+
+    # -- actions ----------------------------------------------------------------------------------
+    def act(self, action: str, tick: Optional[int] = None, breakpoints: bool = False) -> dict:
+        """``next`` | ``continue`` | ``stepBack`` | ``runTo`` (``tick``) | ``restart`` -> state.
+        A kernel's error ends the action; the state then carries ``error`` (message and tick)."""
+        d = self._need()
+        self._failure = None
+        try:
+            if action == "next":
+                d.step()
+            elif action == "continue":
+                d.continue_()
+            elif action == "stepBack":
+                d.step_back()
+            elif action == "runTo":
+                d.run_to(int(tick), breakpoints=breakpoints)
+            elif action == "restart":
+                d.restart()
+            else:
+                raise ValueError(f"unknown action {action!r}")
+        except (IndexError, ValueError) as exc:
+            if action in ("runTo",) or "unknown action" in str(exc):
+                raise
+            self._failure = {"message": str(exc), "tick": getattr(exc, "tick", None)}
+        except Exception as exc:     # noqa: BLE001 - a kernel's failure is the run's, not the service's
+            self._failure = {"message": str(exc) or type(exc).__name__, "tick": getattr(exc, "tick", None),
+                             "type": type(exc).__name__}
+        if self._failure is not None and self._failure["tick"] is None:
+            self._failure["tick"] = d.next_tick
+        return self.state()
+
+    def _need(self):
+        if self.debugger is None:
+            raise RuntimeError("no run: launch first")
+        return self.debugger
+
+    # -- what a stop shows --------------------------------------------------------------------------
+    def state(self) -> dict:
+        d = self.debugger
+        if d is None:
+            return {"running": False}
+        r = d.stop_reason
+        by_engine_id = {bp.id: sid for sid, bp in self._engine_bps.items()}
+        out = {"running": True, "tick": d.tick, "nextTick": d.next_tick, "finished": d.finished, "length": len(d),
+               "reason": None if r is None else {"kind": r.kind, "tick": r.tick, "message": r.message,
+                                                  "breakpoints": [by_engine_id.get(b, -b) for b in r.breakpoints]},
+               "error": self._failure,
+               "breakpoints": [{"id": sid, "hits": bp.hits, "error": bp.error or self._errors.get(sid, "")}
+                               for sid, bp in self._engine_bps.items()]
+               + [{"id": sid, "hits": 0, "error": msg} for sid, msg in self._errors.items()
+                  if sid not in self._engine_bps],
+               "watches": [self._watch(text) for text in self._watches],
+               # parameters this run read from the file (0 when the kept session had them all)
+               "weightsRead": len(d.session._params) - self._loaded_at_launch,
+               "values": self._values() if d.tick >= 0 else []}
+        return out
+
+    def _watch(self, text: str) -> dict:
+        d = self.debugger
+        if text not in d.watches:
+            return {"expression": text, "value": None, "error": "not evaluated yet"}
+        v = d.watches[text]
+        if isinstance(v, Exception):
+            return {"expression": text, "value": None, "error": str(v)}
+        return {"expression": text, "value": _plain(v), "error": ""}
+
+    def _values(self) -> list[dict]:
+        """The current result, then every value at hand at the execution point: what later
+        instructions still read (the live set) and what the MMAP schedule holds."""
+        d = self.debugger
+        cur = d.tick
+        if self._residency is None:
+            self._residency = Residency(self.nac, d.consumers)
+        live = {k for k in d.session.results if k <= cur}
+        resident = self._residency.at(cur)
+        out = []
+        for t in [cur] + sorted((live | set(resident)) - {cur}, reverse=True):
+            v = d.peek(t, _EVICTED)          # never recomputed here
+            where = "current result" if t == cur else \
+                ", ".join(x for x in ("live" if t in live else "", resident.get(t, "")) if x)
+            entry = {"tick": t, "where": where, "available": v is not _EVICTED or t == cur,
+                     "shape": None, "dtype": None}
+            sd = _shape_dtype(None if v is _EVICTED else v)
+            if sd is not None:
+                entry["shape"], entry["dtype"] = list(sd[0]), sd[1]
+            out.append(entry)
+        return out
+
+    def result(self, tick: Optional[int] = None) -> dict:
+        """Result and statistics of ``tick`` (default: the execution point), with its array."""
+        return self._need().result(tick).summary()
+
+    def outputs(self) -> list:
+        d = self._need()
+        return [as_numpy(v) for v in (d.outputs or [])]
+
+
+# --------------------------------------------------------------------------- helpers
+def _engine_args(spec: dict) -> dict:
+    kind, value, condition = spec.get("kind"), str(spec.get("value", "")).strip(), str(spec.get("condition", "")).strip()
+    kw: dict[str, Any] = {}
+    if kind == "tick":
+        kw["tick"] = int(value)
+    elif kind in ("op", "param"):
+        kw[kind] = value
+    elif kind in ("nan", "inf"):
+        kw["condition"] = kind
+    elif kind == "expr":
+        kw["condition"] = value
+    else:
+        raise ValueError(f"unknown breakpoint kind {kind!r}")
+    if condition and kind in ("tick", "op", "param"):
+        kw["condition"] = condition
+    return kw
+
+
+def check_breakpoint(nac, spec: dict) -> str:
+    """Before a run: what the engine would refuse (a bad number, a glob matching nothing, an
+    expression that does not parse); "" when nothing."""
+    from fnmatch import fnmatchcase
+    from ..isa.optable import OP_INPUT
+    kind, value = spec.get("kind"), str(spec.get("value", "")).strip()
+    condition = str(spec.get("condition", "")).strip()
+    n = len(nac.instructions)
+    if kind == "tick":
+        try:
+            t = int(value)
+        except ValueError:
+            return f"{value!r} is not a tick number"
+        if not 0 <= t < n:
+            return f"tick {t} is outside 0..{n - 1}"
+    elif kind == "op" and not any(fnmatchcase(nac.instruction_name(i), value) for i in nac.instructions):
+        return f"no instruction matches {value!r}"
+    elif kind == "param" and not any(i.a == OP_INPUT and i.b == 1 and (p := nac.param_for(i)) is not None
+                                     and fnmatchcase(p.name, value) for i in nac.instructions):
+        return f"no instruction matches {value!r}"
+    if kind == "expr" or condition:
+        from ..runtime.expr import Expr, ExprError
+        try:
+            Expr(value if kind == "expr" else condition, frozenset(p.name for p in nac.params.values()))
+        except ExprError as e:
+            return str(e)
+    return ""
+
+
+def _plain(v: Any) -> Any:
+    """A watch value as data that crosses: numbers, text, small arrays; big ones as their print."""
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    arr = as_numpy(v)
+    if arr.dtype.kind not in "biufc":
+        return repr(v)[:200]
+    if arr.size <= WATCH_ARRAY_LIMIT:
+        return arr
+    return np.array2string(arr, precision=5, threshold=12, max_line_width=200)
+
+
+def _shape_dtype(v: Any) -> Optional[tuple]:
+    import sys
+    torch = sys.modules.get("torch")
+    if isinstance(v, (tuple, list)) and v:
+        v = v[0]
+    if torch is not None and isinstance(v, torch.Tensor):
+        return tuple(v.shape), str(v.dtype).replace("torch.", "")
+    if isinstance(v, np.ndarray):
+        return tuple(v.shape), str(v.dtype)
+    if isinstance(v, (bool, int, float)):
+        return (), type(v).__name__
+    return None
+
+
+def _same_feeds(a: list, b: list) -> bool:
+    """Whether two runs' inputs are the same values (then the kept session is reused as is)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x is None or y is None:
+            if x is not y:
+                return False
+            continue
+        x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape or x.dtype != y.dtype or not np.array_equal(x, y):
+            return False
+    return True

@@ -1,0 +1,57 @@
+"""``python -m nac_studio.host --arrays DIR [--memory-cap BYTES]``: the engine host process.
+
+It speaks on the stdin/stdout it was started with, and on nothing else: fd 1 is pointed at
+stderr before any engine code runs, so a stray ``print`` (ours, torch's) cannot corrupt a message.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def memory_cap_default() -> int:
+    """80% of the machine's memory: a runaway allocation fails in the host (MemoryError, or the
+    kernel's refusal past RLIMIT_DATA) before the machine swaps the Studio out."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 0.8)
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def limit_memory(cap: int) -> None:
+    """Cap the host's anonymous memory (RLIMIT_DATA: heap and private writable mappings; the
+    weights' read-only file mappings do not count, so a multi-GB model still maps)."""
+    if cap <= 0:
+        return
+    try:
+        import resource
+        resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
+    except (ImportError, ValueError, OSError):    # not on this platform, or above the hard limit
+        pass
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m nac_studio.host")
+    ap.add_argument("--arrays", required=True, help="directory for the array files the host writes")
+    ap.add_argument("--memory-cap", type=int, default=None, help="bytes of anonymous memory (0: none)")
+    args = ap.parse_args(argv)
+    proto_in = os.fdopen(os.dup(0), "rb", buffering=1 << 16)
+    proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    limit_memory(memory_cap_default() if args.memory_cap is None else args.memory_cap)
+    from .handlers import HostState, handlers
+    from .server import HostServer
+    server = HostServer(proto_in, proto_out, handlers(), args.arrays, HostState())
+    try:
+        server.serve()
+    finally:
+        server.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

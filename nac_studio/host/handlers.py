@@ -1,0 +1,214 @@
+"""What the engine host can be asked (Qt-free). Each handler is ``fn(ctx, arguments) -> body``.
+
+Files are named by path in every request: the host opens each once and keeps it while its size
+and modification time stay the same, so a restarted host needs nothing re-sent to serve the same
+documents. Everything here that imports torch or allocates per weight runs in the host only.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .server import Context, Handler
+
+
+class HostState:
+    """The host's open files (by path), and what the debug requests keep between them."""
+
+    def __init__(self):
+        self._files: dict[str, tuple] = {}
+        self._debug: dict[str, object] = {}
+
+    def debug(self, path: str):
+        """The file's debug service (made on first use; kept while the Studio debugs it)."""
+        service = self._debug.get(path)
+        if service is None or service.nac is not self.nac(path):
+            from nac_engine.dap.service import DebugService
+            if service is not None:
+                service.close()
+            service = self._debug[path] = DebugService(self.nac(path))
+        return service
+
+    def drop_debug(self, path: str) -> None:
+        service = self._debug.pop(path, None)
+        if service is not None:
+            service.close()
+
+    def nac(self, path: str):
+        """The decoded file at ``path`` (read once; read again when it changed on disk)."""
+        from nac_engine.format.reader import read
+        st = os.stat(path)
+        key = (st.st_size, st.st_mtime_ns, st.st_ino)
+        held = self._files.get(path)
+        if held is not None and held[0] == key:
+            return held[1]
+        nac = read(path, strict=False)
+        self._files[path] = (key, nac)
+        return nac
+
+
+def _param(nac, args: dict):
+    ref = args.get("param")
+    if isinstance(ref, int) and ref in nac.params:
+        return nac.params[ref]
+    if isinstance(ref, str):
+        for p in nac.params.values():
+            if p.name == ref:
+                return p
+    raise KeyError(f"the file has no parameter {ref!r}")
+
+
+def statistics(ctx: Context, args: dict) -> Any:
+    """``{path, param}`` (a parameter id or name) -> the tensor's statistics and histogram."""
+    from ..model.tensor_stats import tensor_stats
+    p = _param(ctx.state.nac(args["path"]), args)
+    out = tensor_stats(ctx, p.array)
+    if "hist" in out:
+        counts, edges = out.pop("hist")
+        out["hist"] = [counts, edges]
+    return out
+
+
+def param_values(ctx: Context, args: dict) -> Any:
+    """``{path, param}`` -> the parameter's values (dequantised) and, for a quantised one, its
+    stored form, each with its statistics (the tensor inspector)."""
+    import numpy as np
+    from nac_engine.runtime.tick_result import TickResult
+    p = _param(ctx.state.nac(args["path"]), args)
+    out = {"value": TickResult(-1, p.name, np.asarray(p.array())).summary(), "raw": None}
+    if p.meta is not None and getattr(p.meta, "quant", 0) not in (0, None):
+        try:
+            out["raw"] = TickResult(-1, p.name, np.asarray(p.raw())).summary()
+        except Exception:    # noqa: BLE001 - a stored form we cannot show: the dequantised one still is
+            pass
+    return out
+
+
+# -- the debugger (shaped as DAP's requests; see nac_engine.dap.service) ----------------------------
+def launch(ctx: Context, args: dict) -> Any:
+    """``{path, feeds, breakpoints, watches}`` -> the run's state and the breakpoints' verdicts."""
+    service = ctx.state.debug(args["path"])
+    verdicts = service.set_breakpoints(args.get("breakpoints") or [])
+    service.set_watches(args.get("watches") or [])
+    feeds = list(args.get("feeds") or [])
+    state = service.launch(feeds)
+    return {"state": state, "breakpoints": verdicts}
+
+
+def set_breakpoints(ctx: Context, args: dict) -> Any:
+    service = ctx.state.debug(args["path"])
+    return {"breakpoints": service.set_breakpoints(args.get("breakpoints") or []), "state": service.state()}
+
+
+def set_watches(ctx: Context, args: dict) -> Any:
+    service = ctx.state.debug(args["path"])
+    service.set_watches(args.get("watches") or [])
+    return {"state": service.state()}
+
+
+#: How often a running action reports its tick (the status bar's "Running… tick N").
+RUNNING_EVENT_S = 0.1
+
+
+def _action(name: str):
+    def run(ctx: Context, args: dict) -> Any:
+        import time
+        service = ctx.state.debug(args["path"])
+        d = service.debugger
+        last = [0.0]
+
+        def on_tick(tick: int) -> None:
+            now = time.monotonic()
+            if now - last[0] >= RUNNING_EVENT_S:
+                last[0] = now
+                ctx.send_event("nac/running", {"path": args["path"], "tick": tick})
+        if d is not None:
+            d.on_tick.append(on_tick)
+        hook = _crash_hook(args)
+        if hook is not None and d is not None:
+            d.on_tick.append(hook)
+        try:
+            return {"state": service.act(name, args.get("tick"), bool(args.get("breakpoints", False)))}
+        finally:
+            if d is not None:
+                d.on_tick[:] = [f for f in d.on_tick if f is not on_tick and f is not hook]
+    run.__name__ = f"action_{name}"
+    return run
+
+
+def _crash_hook(args: dict):
+    """Test hook (``NAC_HOST_TEST_HOOKS=1``): end the host inside the run at ``crashAtTick``, the
+    way a kernel's segfault would."""
+    if os.environ.get("NAC_HOST_TEST_HOOKS") != "1" or "crashAtTick" not in args:
+        return None
+    at = int(args["crashAtTick"])
+
+    def hook(tick: int) -> None:
+        if tick >= at:
+            import ctypes
+            ctypes.string_at(0)
+    return hook
+
+
+def pause(ctx: Context, args: dict) -> Any:
+    service = ctx.state._debug.get(args.get("path", ""))
+    if service is not None:
+        service.pause()
+    return {}
+
+
+def result(ctx: Context, args: dict) -> Any:
+    return ctx.state.debug(args["path"]).result(args.get("tick"))
+
+
+def outputs(ctx: Context, args: dict) -> Any:
+    return {"outputs": ctx.state.debug(args["path"]).outputs()}
+
+
+def terminate(ctx: Context, args: dict) -> Any:
+    ctx.state.debug(args["path"]).terminate()
+    return {}
+
+
+def close_debug(ctx: Context, args: dict) -> Any:
+    ctx.state.drop_debug(args["path"])
+    return {}
+
+
+def test_hook(ctx: Context, args: dict) -> Any:
+    """Only with ``NAC_HOST_TEST_HOOKS=1`` in the host's environment: end the host the ways a
+    kernel can (the Studio's crash tests), or wait cancellably."""
+    how = args.get("how")
+    if how == "segfault":
+        import ctypes
+        ctypes.string_at(0)           # SIGSEGV, as a bad kernel would
+    if how == "abort":
+        os.abort()
+    if how == "exit":
+        os._exit(int(args.get("code", 3)))
+    if how == "allocate":               # past the memory cap: MemoryError, answered as a failure
+        blocks = []
+        while True:
+            blocks.append(bytearray(64 << 20))
+    if how == "sleep":
+        import time
+        end = time.monotonic() + float(args.get("seconds", 1.0))
+        while time.monotonic() < end:
+            ctx.progress(1.0 - (end - time.monotonic()), float(args.get("seconds", 1.0)))
+            time.sleep(0.01)
+        return {"slept": True}
+    raise ValueError(f"unknown test hook {how!r}")
+
+
+def handlers() -> dict[str, Handler]:
+    out = {"nac/statistics": Handler(statistics), "nac/paramValues": Handler(param_values),
+           "launch": Handler(launch, "debug"), "nac/setBreakpoints": Handler(set_breakpoints, "debug"),
+           "nac/setWatches": Handler(set_watches, "debug"), "pause": Handler(pause, "now"),
+           "next": Handler(_action("next"), "debug"), "continue": Handler(_action("continue"), "debug"),
+           "stepBack": Handler(_action("stepBack"), "debug"), "nac/runTo": Handler(_action("runTo"), "debug"),
+           "restart": Handler(_action("restart"), "debug"), "nac/result": Handler(result, "debug"),
+           "nac/outputs": Handler(outputs, "debug"), "terminate": Handler(terminate, "debug"),
+           "nac/closeDebug": Handler(close_debug, "debug")}
+    if os.environ.get("NAC_HOST_TEST_HOOKS") == "1":
+        out["nac/testHook"] = Handler(test_hook)
+    return out

@@ -1,0 +1,211 @@
+"""The debugger of a run that lives in the engine host, seen from the Studio (Qt-free).
+
+It answers the questions the Studio's debug session asks (``tick``, ``next_tick``, ``finished``,
+the stop reason, the watches' values, the values at hand) from the state the host sent with its
+last answer, so nothing the UI thread reads waits on the host. Actions return a
+``concurrent.futures.Future`` settled on the connection's reader thread once the host answered
+(its state applied first); :meth:`result` and :meth:`outputs` block and are for worker threads.
+"""
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Optional
+
+from nac_engine.runtime.tick_result import TickResult
+
+from .connection import HostConnection
+
+#: The Studio's action names -> the host's requests.
+_REQUESTS = {"continue_": "continue", "step": "next", "step_back": "stepBack", "run_to": "nac/runTo",
+             "restart": "restart"}
+
+
+@dataclass(frozen=True)
+class StopReason:
+    kind: str                   # step, step_back, run_to, breakpoint, end, restart, cancelled
+    tick: int
+    breakpoints: tuple = ()     # the Studio's breakpoint ids hit at this tick
+    message: str = ""
+
+
+class RunError(RuntimeError):
+    """An action ended in an error (a kernel failed); ``tick`` is where."""
+
+    def __init__(self, message: str, tick: Optional[int]):
+        super().__init__(message)
+        self.tick = tick
+
+
+class RemoteDebugger:
+    """``RemoteDebugger(connection, path, nac)``; :meth:`launch` first."""
+
+    def __init__(self, connection: HostConnection, path: str, nac):
+        self.connection = connection
+        self.path = path
+        self.nac = nac
+        self._state: dict = {"tick": -1, "nextTick": 0, "finished": False}
+        self.running_tick: Optional[int] = None     # while an action runs: the host's last report
+        self._consumers: Optional[dict] = None
+        self.launched: Optional[Future] = None
+        self.extra: dict = {}                       # arguments every action carries (test hooks)
+        connection.listeners.append(self._on_event)
+
+    def _on_event(self, msg: dict) -> None:        # reader thread
+        body = msg.get("body") or {}
+        if msg.get("event") == "nac/running" and body.get("path") == self.path and self.running_tick is not None:
+            self.running_tick = int(body.get("tick", self.running_tick))
+
+    def detach(self) -> None:
+        """Stop hearing the host's events (the run is over for the Studio)."""
+        if self._on_event in self.connection.listeners:
+            self.connection.listeners.remove(self._on_event)
+
+    # -- state as of the last answer ------------------------------------------------------------
+    @property
+    def tick(self) -> int:
+        return int(self._state.get("tick", -1))
+
+    @property
+    def next_tick(self) -> int:
+        if self.running_tick is not None:
+            return self.running_tick + 1
+        return int(self._state.get("nextTick", 0))
+
+    @property
+    def finished(self) -> bool:
+        return bool(self._state.get("finished"))
+
+    def __len__(self) -> int:
+        return len(self.nac.instructions)
+
+    @property
+    def stop_reason(self) -> Optional[StopReason]:
+        r = self._state.get("reason")
+        if not r:
+            return None
+        return StopReason(r.get("kind", ""), int(r.get("tick", -1)), tuple(r.get("breakpoints") or ()),
+                          r.get("message", ""))
+
+    @property
+    def watches(self) -> dict:
+        """expression -> value, or the ExprError-like exception the engine reported."""
+        out = {}
+        for w in self._state.get("watches") or []:
+            if w.get("error") == "not evaluated yet":
+                continue
+            out[w["expression"]] = ValueError(w["error"]) if w.get("error") else w.get("value")
+        return out
+
+    @property
+    def values(self) -> list:
+        """The values at hand at the stop: ``{tick, where, available, shape, dtype}``."""
+        return list(self._state.get("values") or [])
+
+    @property
+    def breakpoint_state(self) -> dict:
+        """The Studio's breakpoint id -> (hits, error)."""
+        return {b["id"]: (int(b.get("hits", 0)), b.get("error", "")) for b in self._state.get("breakpoints") or []}
+
+    @property
+    def weights_read(self) -> int:
+        """Parameters the run read from the file so far (0 when the host had them loaded)."""
+        return int(self._state.get("weightsRead", 0))
+
+    @property
+    def consumers(self) -> dict:
+        if self._consumers is None:
+            from nac_engine.format.residency import consumers_of
+            self._consumers = consumers_of(self.nac)
+        return self._consumers
+
+    def apply(self, state: Optional[dict]) -> None:
+        if isinstance(state, dict) and state.get("running"):
+            self._state = state
+
+    # -- requests -------------------------------------------------------------------------------
+    def _send(self, command: str, **arguments) -> Future:
+        req = self.connection.request(command, {"path": self.path, **arguments})
+        return req.future
+
+    def launch(self, feeds: list, breakpoints: list, watches: list) -> Future:
+        """Start the run in the host (queued before any action that follows)."""
+        out: Future = Future()
+        inner = self._send("launch", feeds=feeds, breakpoints=breakpoints, watches=watches)
+
+        def done(f: Future) -> None:
+            if f.exception() is not None:
+                out.set_exception(f.exception())
+                return
+            body = f.result() or {}
+            self.apply(body.get("state"))
+            out.set_result(body.get("breakpoints") or [])
+        inner.add_done_callback(done)
+        self.launched = out
+        return out
+
+    def set_breakpoints(self, specs: list) -> Future:
+        return self._then_state(self._send("nac/setBreakpoints", breakpoints=specs), "breakpoints")
+
+    def set_watches(self, texts: list) -> Future:
+        return self._then_state(self._send("nac/setWatches", watches=texts))
+
+    def _then_state(self, inner: Future, key: Optional[str] = None) -> Future:
+        out: Future = Future()
+
+        def done(f: Future) -> None:
+            if f.exception() is not None:
+                out.set_exception(f.exception())
+                return
+            body = f.result() or {}
+            self.apply(body.get("state"))
+            out.set_result(body.get(key) if key else body)
+        inner.add_done_callback(done)
+        return out
+
+    def run_in_thread(self, action: str, *args, **kwargs) -> Future:
+        """Run an action in the host; the Future's result is the StopReason (or a RunError)."""
+        arguments = dict(self.extra)
+        if action == "run_to":
+            arguments["tick"] = int(args[0] if args else kwargs["tick"])
+            arguments["breakpoints"] = bool(args[1] if len(args) > 1 else kwargs.get("breakpoints", False))
+        self.running_tick = self.tick
+        out: Future = Future()
+        inner = self._send(_REQUESTS[action], **arguments)
+
+        def done(f: Future) -> None:
+            self.running_tick = None
+            if f.exception() is not None:
+                out.set_exception(f.exception())
+                return
+            state = (f.result() or {}).get("state") or {}
+            self.apply(state)
+            err = state.get("error")
+            if err:
+                out.set_exception(RunError(err.get("message", "error"), err.get("tick")))
+            else:
+                out.set_result(self.stop_reason)
+        inner.add_done_callback(done)
+        return out
+
+    def cancel(self) -> None:
+        """Pause: the running action stops between two instructions."""
+        self.connection.send("pause", {"path": self.path})
+
+    def result(self, tick: Optional[int] = None) -> TickResult:
+        """The tick's result and statistics (blocks: worker threads only)."""
+        tick = self.tick if tick is None else tick
+        return TickResult.from_summary(self.connection.call("nac/result", {"path": self.path, "tick": tick}))
+
+    @property
+    def outputs(self) -> Optional[list]:
+        """The run's outputs once it finished (blocks: worker threads and tests only)."""
+        if not self.finished:
+            return None
+        return self.connection.call("nac/outputs", {"path": self.path}).get("outputs")
+
+    def terminate(self) -> Future:
+        return self._send("terminate")
+
+    def close(self) -> Future:
+        return self._send("nac/closeDebug")

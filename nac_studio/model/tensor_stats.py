@@ -1,0 +1,66 @@
+"""A tensor's statistics and histogram, in chunks so that the work reports progress and can stop.
+
+Runs in the engine host (``nac/statistics``): the Studio's process never holds a weight's values
+to compute over them. numpy only."""
+from __future__ import annotations
+
+import numpy as np
+
+#: Values per step: small enough that a step is a few ms, so a cancel is heard at once.
+STATS_CHUNK = 1 << 18
+HIST_BINS = 64
+
+
+def tensor_stats(ctx, array_fn, bins: int = HIST_BINS) -> dict:
+    """min/max/mean/std/sparsity/NaN/Inf and a histogram, over chunks so a task can report
+    progress and stop. ``array_fn`` produces the (dequantised) array inside the task."""
+    arr = np.asarray(array_fn())
+    flat = arr.reshape(-1)
+    n = flat.size
+    if n == 0:
+        return {"count": 0}
+    numeric = flat.dtype.kind in "fiub"
+    if not numeric:
+        return {"count": n, "dtype": str(flat.dtype)}
+    if flat.dtype.kind == "b":
+        flat = flat.astype(np.uint8)
+    lo, hi = np.inf, -np.inf
+    total = total_sq = 0.0
+    zeros = nans = infs = finite = 0
+    steps = max(1, (n + STATS_CHUNK - 1) // STATS_CHUNK)
+    for k in range(steps):
+        part = flat[k * STATS_CHUNK:(k + 1) * STATS_CHUNK].astype(np.float64)
+        ok = np.isfinite(part)
+        nans += int(np.isnan(part).sum())
+        infs += int(np.isinf(part).sum())
+        good = part[ok] if not ok.all() else part
+        if good.size:
+            lo = min(lo, float(good.min()))
+            hi = max(hi, float(good.max()))
+            total += float(good.sum())
+            # einsum's own loop, not BLAS: OpenBLAS's ddot took ~80 ms on 2.4 M values here (its
+            # threads start up and then spin, on the cores the UI thread needs); einsum 2 ms
+            total_sq += float(np.einsum("i,i->", good, good))
+            finite += good.size
+        zeros += int((part == 0).sum())
+        if ctx is not None:
+            ctx.check()
+            ctx.progress(k + 1, 2 * steps)
+    out = {"count": n, "finite": finite, "nan": nans, "inf": infs, "zeros": zeros,
+           "sparsity": zeros / n}
+    if finite:
+        mean = total / finite
+        out.update(min=lo, max=hi, mean=mean, std=float(np.sqrt(max(0.0, total_sq / finite - mean * mean))))
+        edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
+        counts = np.zeros(bins, np.int64)
+        for k in range(steps):
+            part = flat[k * STATS_CHUNK:(k + 1) * STATS_CHUNK].astype(np.float64)
+            part = part[np.isfinite(part)]
+            # equal-width bins given as a count and range take numpy's arithmetic path (the
+            # same counts as these edges, which the sorting path needed 30% longer for)
+            counts += np.histogram(part, bins=bins, range=(edges[0], edges[-1]))[0]
+            if ctx is not None:
+                ctx.check()
+                ctx.progress(steps + k + 1, 2 * steps)
+        out["hist"] = (counts, edges)
+    return out
