@@ -90,6 +90,34 @@ class DiffResult:
         if pair.diverges and not self.kept_values:
             self.kept_values[id(pair)] = (va, vb)
 
+    def to_data(self) -> dict:
+        """Every field as plain data, the first divergence's values as numpy arrays
+        (:meth:`from_data` gives the same result back): how a diff crosses from the Studio's
+        engine host to its window."""
+        from .runtime.tick_result import as_numpy
+        kept = []
+        for group in ("pairs", "outputs"):
+            for i, p in enumerate(getattr(self, group)):
+                values = self.kept_values.get(id(p))
+                if values is not None:
+                    kept.append({"group": group, "index": i, "a": as_numpy(values[0]), "b": as_numpy(values[1])})
+        return {"method": self.method, "metric": self.metric, "tolerance": self.tolerance,
+                "pairs": [asdict(p) for p in self.pairs], "outputs": [asdict(p) for p in self.outputs],
+                "notes": list(self.notes), "a_name": self.a_name, "b_name": self.b_name, "kept": kept}
+
+    @classmethod
+    def from_data(cls, d: dict) -> "DiffResult":
+        def pair(x: dict) -> PairError:
+            return PairError(**{**x, "shape": tuple(x.get("shape") or ())})
+        r = cls(d["method"], d["metric"], float(d["tolerance"]), [pair(x) for x in d.get("pairs") or []],
+                [pair(x) for x in d.get("outputs") or []], list(d.get("notes") or []), d.get("a_name", "A"),
+                d.get("b_name", "B"))
+        for k in d.get("kept") or []:
+            group = getattr(r, k["group"])
+            if 0 <= k["index"] < len(group):
+                r.kept_values[id(group[k["index"]])] = (k["a"], k["b"])
+        return r
+
     def to_json(self) -> dict:
         first = self.first_divergence
         return {"a": self.a_name, "b": self.b_name, "method": self.method, "metric": self.metric,

@@ -488,6 +488,9 @@ def register_debug_commands(window) -> DebugController:
           tip="Pin a tensor inspector on the selected parameter or executed instruction")
     c.add("debug.inputs", "Inputs…", lambda: ctl.show_inputs(), shortcut="Ctrl+Shift+I", menu="Debug", group="e",
           enabled=lambda: has_doc() and not ctl.is_running(), tip="Choose the values fed to the file's inputs")
+    c.add("debug.restartEngine", "Restart Engine", window.restart_engine, menu="Debug", group="f",
+          tip="Start a fresh engine process (runs, layouts and statistics run there); documents, breakpoints, "
+              "watches and inputs stay")
 
     def build_toolbar() -> None:
         tb = QToolBar("Debug", window)

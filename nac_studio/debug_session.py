@@ -401,12 +401,25 @@ class DebugSession:
         launches again in a fresh host."""
         d, self.debugger = self.debugger, None
         if d is not None:
-            at = d.running_tick if d.running_tick is not None else d.tick
+            at = self.connection.exit_tick      # where the run was: the host wrote it at every instruction
+            if at is None and self.state == RUNNING:
+                at = d.running_tick
             d.detach()
             self.state, self.error = ERROR, message + (f" at tick {at}" if at is not None and at >= 0 else "")
             self.error_tick = at if at is not None and at >= 0 else None
         self._host_kept = False
         self._stats.clear()
+        self.notify()
+
+    def forget_run(self) -> None:
+        """The engine host is being replaced: the run (which lives there) is gone with it; the
+        session is back to idle with everything the user made."""
+        d, self.debugger = self.debugger, None
+        if d is not None:
+            d.detach()
+        self._host_kept = False
+        self._stats.clear()
+        self.state, self.reason, self.error, self.error_tick = IDLE, None, "", None
         self.notify()
 
     @property

@@ -125,7 +125,7 @@ class DiffController(QObject):
         label_b = f"{result.b_name} tick {first.tick_b}" if first.tick_b is not None else result.b_name
 
         def work(ctx):
-            from nac_engine.runtime.debugger import TickResult
+            from nac_engine.runtime.tick_result import TickResult
             a = s.result(first.tick_a)
             b = TickResult(first.tick_b if first.tick_b is not None else first.tick_a, first.op_b, values[1]) \
                 if values is not None else None

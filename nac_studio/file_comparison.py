@@ -7,16 +7,15 @@ rest are left unmatched). The comparison says which it used. The second file is 
 inputs of the first when both take the same number of inputs (same model: a fair comparison),
 else on its own input signature.
 
-Qt-free: the Hardware pane runs :func:`simulate_other_file` in a ``TaskRunner`` worker and draws
+Qt-free: the engine host simulates the other file (``nac/simulateFile``); :func:`comparison_from_host` matches it and the Hardware pane draws
 :class:`FileComparison` (per-instruction Δ cycles, totals side by side).
 """
 from __future__ import annotations
 
 import difflib
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 
 @dataclass
@@ -59,41 +58,16 @@ def match_instructions(records_a: list, records_b: list, count_a: int, count_b: 
     return "op sequence", pairs
 
 
-def simulate_other_file(ctx, path: str, hardware: Any, overrides: dict, label: str, this_feeds: list,
-                        this_result: Any, this_count: int) -> FileComparison:
-    """Read ``path``, simulate it on ``hardware`` + ``overrides`` and match it against this run."""
-    import nac_engine
-    from nac_engine.sim.api import simulate
-    from nac_engine.runtime.shapes import InputSpec
+def comparison_from_host(path: str, body: dict, this_run: Any, label: str, this_count: int) -> FileComparison:
+    """The engine host's ``nac/simulateFile`` answer for ``path``, matched against this run."""
+    from nac_engine.sim.result import SimResult
 
-    from .debug_session import input_slots
-    from .simulation_state import InputsUnknown, SimRun
-
-    nac = nac_engine.read(path)
-    slots = input_slots(nac)
-    if len(slots) == len(this_feeds):
-        feeds, inputs = list(this_feeds), "this file's inputs"
-    else:
-        feeds, inputs = [], "its input signature"
-        for s in slots:
-            if s.has_stored:
-                feeds.append(None)
-            elif s.shape is not None:
-                feeds.append(InputSpec(tuple(int(d) for d in s.shape), s.dtype or "float32"))
-            else:
-                raise InputsUnknown(f"{Path(path).name}: {s.label} (tick {s.tick}) has no recorded shape and the "
-                                    f"file takes {len(slots)} inputs where this one takes {len(this_feeds)}")
-
-    def progress(stage, done, total):
-        if ctx is None:
-            return
-        ctx.check()
-        ctx.progress((0.0 if stage == "shapes" else 0.5) + 0.5 * (done / total if total else 1.0), 1.0, stage)
-    t0 = time.perf_counter()
-    res = simulate(nac, hardware, feeds=feeds, overrides=overrides or None, progress=progress)
-    run = SimRun(f"{Path(path).name} on {label}", hardware, dict(overrides), res, time.perf_counter() - t0)
-    mode, pairs = match_instructions(this_result.instructions, res.instructions, this_count, len(nac.instructions))
-    return FileComparison(str(path), run, mode, pairs, inputs)
+    from .simulation_state import SimRun
+    res = SimResult.from_data(body["result"])
+    run = SimRun(f"{Path(path).name} on {label}", this_run.hardware, dict(this_run.overrides), res,
+                 float(body["seconds"]))
+    mode, pairs = match_instructions(this_run.result.instructions, res.instructions, this_count, int(body["count"]))
+    return FileComparison(str(path), run, mode, pairs, body.get("inputs", ""))
 
 
 def totals_side_by_side_html(name_a: str, run_a, cmp: FileComparison) -> str:
@@ -120,4 +94,4 @@ def totals_side_by_side_html(name_a: str, run_a, cmp: FileComparison) -> str:
             f"<table cellspacing=0 cellpadding=3>{head}{''.join(rows)}</table>")
 
 
-__all__ = ["FileComparison", "match_instructions", "simulate_other_file", "totals_side_by_side_html"]
+__all__ = ["FileComparison", "match_instructions", "comparison_from_host", "totals_side_by_side_html"]

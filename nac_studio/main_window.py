@@ -890,6 +890,9 @@ class MainWindow(QMainWindow):
         self.commands.refresh()
 
     def restart_engine(self) -> None:
+        for qdoc in self.docs:
+            if qdoc.doc.debug is not None:
+                qdoc.doc.debug.forget_run()      # its values live in the host being replaced
         self.host.restart()
         for qdoc in self.docs:
             qdoc.doc.engine_restarted()

@@ -14,6 +14,7 @@ else :attr:`SimulationState.feeds` when a caller set it; a file with none of the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 #: Graph overlay metrics the hardware run can colour nodes by.
@@ -205,16 +206,31 @@ def _progress(ctx, base: float, span: float):
     return cb
 
 
-def compute_timeline(ctx, nac, feeds: list):
-    """Sizes by shape propagation, then the timeline (``(sizes, timeline)``)."""
-    from nac_engine.compiler.replan import value_nbytes_of
-    from nac_engine.runtime.shapes import program_shapes
+def hardware_argument(hardware: Any) -> Any:
+    """A hardware choice as it crosses to the engine host: a preset name or TOML path as text,
+    anything else (a HardwareConfig, a table) as its table."""
+    if isinstance(hardware, (str, Path)):
+        return str(hardware)
+    from nac_engine.sim.config import load_hardware
+    return load_hardware(hardware).to_dict()
 
+
+def simulation_result(body: dict) -> tuple:
+    """The host's ``nac/simulate`` answer -> ``(SimResult, seconds)``."""
+    from nac_engine.sim.result import SimResult
+    return SimResult.from_data(body["result"]), float(body["seconds"])
+
+
+def sweep_result(body: dict) -> tuple:
+    """The host's ``nac/sweep`` answer -> ``(rows, seconds)``."""
+    from nac_engine.sim.sweep import SweepRow
+    return [SweepRow(**r) for r in body["rows"]], float(body["seconds"])
+
+
+def timeline_from_sizes(nac, sizes: dict) -> tuple:
+    """``(sizes, timeline)`` from the engine host's value sizes ({tick: bytes}, keys as text)."""
     from .memory_timeline import build_timeline
-    prog = program_shapes(nac, None, feeds, progress=_progress(ctx, 0.0, 0.9))
-    sizes = value_nbytes_of(prog)
-    if ctx is not None:
-        ctx.check()
+    sizes = {int(k): int(v) for k, v in sizes.items()}
     # the lint markers come from the Problems check (the same lint, already run on open)
     return sizes, build_timeline(nac, sizes, lint=False)
 
@@ -261,4 +277,5 @@ def run_sweep(ctx, nac, hardware: Any, axes: dict, feeds: list, scheduler: Optio
 
 
 __all__ = ["InputsUnknown", "OVERLAY_METRICS", "SimRun", "SimulationState", "SweepTable", "compute_planners",
-           "compute_timeline", "pareto_front", "run_simulation", "run_sweep", "sweep_rows_from_json"]
+           "timeline_from_sizes", "pareto_front", "run_simulation", "run_sweep", "sweep_rows_from_json",
+           "hardware_argument", "simulation_result", "sweep_result"]

@@ -137,6 +137,18 @@ class SimResult:
             "refcore": _plain(self.refcore),
         }
 
+    def to_data(self) -> dict:
+        """Every field as plain data (:meth:`from_data` gives the same result back): how a
+        result crosses from the Studio's engine host to its window."""
+        return _plain(asdict(self))
+
+    @classmethod
+    def from_data(cls, d: dict) -> "SimResult":
+        d = dict(d)
+        d["instructions"] = [InstrRecord(**r) for r in d.get("instructions") or []]
+        d["transfers"] = [Transfer(**t) for t in d.get("transfers") or []]
+        return cls(**d)
+
     CSV_COLUMNS = ("tick", "op", "kind", "unit", "op_class", "issue_cycle", "start_cycle", "end_cycle",
                    "compute_cycles", "stall_cycles", "stall_cause", "dispatch_cycles", "macs",
                    "out_bytes", "sram_read_bytes", "sram_write_bytes", "route")

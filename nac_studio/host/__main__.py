@@ -11,8 +11,16 @@ import sys
 
 
 def memory_cap_default() -> int:
-    """80% of the machine's memory: a runaway allocation fails in the host (MemoryError, or the
-    kernel's refusal past RLIMIT_DATA) before the machine swaps the Studio out."""
+    """``NAC_HOST_MEMORY_CAP`` (bytes, or ``8G``/``1500M``; 0: no cap) when set, else 80% of the
+    machine's memory: a runaway allocation fails in the host (MemoryError, or torch's allocator
+    refused past RLIMIT_DATA) before the machine swaps the Studio out."""
+    text = os.environ.get("NAC_HOST_MEMORY_CAP", "").strip()
+    if text:
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+        try:
+            return int(float(text[:-1] if scale > 1 else text) * scale)
+        except ValueError:
+            print(f"nac host: NAC_HOST_MEMORY_CAP={text!r} is not a size; using the default", file=sys.stderr)
     try:
         return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 0.8)
     except (ValueError, OSError, AttributeError):
@@ -45,7 +53,7 @@ def main(argv=None) -> int:
     limit_memory(memory_cap_default() if args.memory_cap is None else args.memory_cap)
     from .handlers import HostState, handlers
     from .server import HostServer
-    server = HostServer(proto_in, proto_out, handlers(), args.arrays, HostState())
+    server = HostServer(proto_in, proto_out, handlers(), args.arrays, HostState(args.arrays))
     try:
         server.serve()
     finally:

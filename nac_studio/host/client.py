@@ -117,15 +117,28 @@ class EngineHost(QObject):
         self.connection.shutdown()
 
     def request(self, command: str, arguments: Optional[dict] = None, *, title: Optional[str] = None,
-                supersede: Any = None, track: bool = True) -> HostTask:
+                supersede: Any = None, track: bool = True, convert=None) -> HostTask:
         """Send a request; its task's ``finished``/``failed`` arrive on the UI thread, never
-        before this returns (connect to them right after the call)."""
-        task = HostTask(self.connection.request(command, arguments, supersede=supersede), title or command)
+        before this returns (connect to them right after the call). ``convert(body)`` makes the
+        result off the UI thread (the engine object the view wants)."""
+        task = HostTask(self.connection.request(command, arguments, supersede=supersede, convert=convert),
+                        title or command)
         task.setParent(self)
         task.finished.connect(task.deleteLater)
         task.failed.connect(task.deleteLater)
         if track and self.tasks is not None:
             self.tasks.track(task)
+        return task
+
+    def submit(self, title: str, command: str, arguments: Optional[dict] = None, *, on_done=None, on_error=None,
+               convert=None, supersede: Any = None) -> HostTask:
+        """``TaskRunner.submit``'s shape for a host request: ``on_done(result)``/``on_error(exc)``
+        on the UI thread, connected before anything can arrive."""
+        task = self.request(command, arguments, title=title, supersede=supersede, convert=convert)
+        if on_done is not None:
+            task.finished.connect(on_done)
+        if on_error is not None:
+            task.failed.connect(on_error)
         return task
 
     def call(self, command: str, arguments: Optional[dict] = None, timeout: Optional[float] = None) -> Any:

@@ -53,6 +53,7 @@ class Request:
         self.future: Future = Future()
         self.on_progress: Optional[Callable[[float, str], None]] = None   # reader thread
         self.cancel_requested = False
+        self.convert: Optional[Callable[[Any], Any]] = None
 
     def cancel(self) -> None:
         if not self.future.done():
@@ -83,6 +84,7 @@ class HostConnection:
         self.proc: Optional[subprocess.Popen] = None
         self.array_dir: Optional[str] = None
         self.last_exit = ""
+        self.exit_tick: Optional[int] = None     # where a run was when the host died (last_tick then)
         #: called on the reader thread: every message after its request's future settled
         self.on_message: Optional[Callable[[dict], None]] = None
         #: called on the reader thread when the host ended by itself (not by :meth:`shutdown`)
@@ -173,15 +175,19 @@ class HostConnection:
                 self.array_dir = None
 
     # -- requests ---------------------------------------------------------------------------------
-    def request(self, command: str, arguments: Optional[dict] = None, *, supersede: Any = None) -> Request:
-        """Send a request (starting the host if it is not running)."""
+    def request(self, command: str, arguments: Optional[dict] = None, *, supersede: Any = None,
+                convert: Optional[Callable[[Any], Any]] = None) -> Request:
+        """Send a request (starting the host if it is not running). ``convert(body)``: what the
+        future holds instead of the body, made on the reader thread (off the UI thread)."""
         with self._lock:
             if not self.alive:
                 self.start()
-            return self._request(command, arguments, supersede)
+            return self._request(command, arguments, supersede, convert)
 
-    def _request(self, command: str, arguments: Optional[dict] = None, supersede: Any = None) -> Request:
+    def _request(self, command: str, arguments: Optional[dict] = None, supersede: Any = None,
+                 convert: Optional[Callable[[Any], Any]] = None) -> Request:
         req = Request(self, next(self._seq), command)
+        req.convert = convert
         self.pending[req.seq] = req
         try:
             arguments = self._writer.encode(arguments or {})
@@ -256,10 +262,21 @@ class HostConnection:
             proc.kill()
             code = proc.wait()
         if generation == self._generation and not self._closing:
+            self.exit_tick = self.last_tick()
             self.last_exit = describe_exit(code) + self._log_tail()
             self._fail_all(EngineStopped(self.last_exit))
             if self.on_stopped is not None:
                 self.on_stopped(self.last_exit)
+
+    def last_tick(self) -> Optional[int]:
+        """The tick a run in the host was executing when it last wrote one (the host writes it at
+        every instruction to a file that outlives it); None when no run was under way."""
+        try:
+            with open(os.path.join(self.array_dir or "", "progress.bin"), "rb") as f:
+                tick = int.from_bytes(f.read(8), "little", signed=True)
+        except (OSError, ValueError):
+            return None
+        return tick if tick >= 0 else None
 
     def _log_tail(self) -> str:
         """The last line the host wrote to stderr, when it said something before it ended."""
@@ -275,6 +292,13 @@ class HostConnection:
     def _settle_from(self, req: Request, msg: dict) -> None:
         body = msg.get("body")
         if msg.get("success"):
+            if req.convert is not None:
+                try:
+                    body = req.convert(body)
+                except Exception as e:     # noqa: BLE001 - a body that does not convert fails its request
+                    self._settle(req, error=HostError(f"the engine host's answer to {req.command} did not "
+                                                      f"convert: {type(e).__name__}: {e}"))
+                    return
             self._settle(req, body=body)
         elif isinstance(body, dict) and body.get("cancelled"):
             self._settle(req, error=RequestCancelled(msg.get("message") or "cancelled"))

@@ -11,13 +11,30 @@ from typing import Any
 
 from .server import Context, Handler
 
+#: In the host's directory: the tick of the running action (int64, little-endian; -1 when none).
+PROGRESS_FILE = "progress.bin"
+
 
 class HostState:
-    """The host's open files (by path), and what the debug requests keep between them."""
+    """The host's open files (by path), and what the debug requests keep between them.
+    ``array_dir``: where the tick of a running action is kept (``progress.bin``, 8 bytes
+    written at every instruction), so the Studio knows where a run was when the host died."""
 
-    def __init__(self):
+    def __init__(self, array_dir: str = ""):
         self._files: dict[str, tuple] = {}
         self._debug: dict[str, object] = {}
+        self._progress = None
+        if array_dir:
+            import mmap
+            path = os.path.join(array_dir, PROGRESS_FILE)
+            with open(path, "wb") as f:
+                f.write((-1).to_bytes(8, "little", signed=True))
+            with open(path, "r+b") as f:
+                self._progress = mmap.mmap(f.fileno(), 8)
+
+    def mark_tick(self, tick: int) -> None:
+        if self._progress is not None:
+            self._progress[:8] = tick.to_bytes(8, "little", signed=True)
 
     def debug(self, path: str):
         """The file's debug service (made on first use; kept while the Studio debugs it)."""
@@ -69,6 +86,37 @@ def statistics(ctx: Context, args: dict) -> Any:
     return out
 
 
+def shapes(ctx: Context, args: dict) -> Any:
+    """``{path}`` -> {tick: "f32[1,16,768]"} from the meta-device shape pass (the graph's edges);
+    empty when the file records no input signature or its shapes cannot be propagated."""
+    from ..graph_shapes import propagated_shapes
+
+    def progress(tick: int, n: int) -> None:
+        if tick % 64 == 0:
+            ctx.progress(tick, max(1, n))
+    try:
+        found = propagated_shapes(ctx.state.nac(args["path"]), progress=progress)
+    except Exception as exc:      # noqa: BLE001 - shapes are a nicety: the Studio keeps the file's
+        from .server import Cancelled
+        if isinstance(exc, Cancelled):
+            raise
+        found = {}
+    return {str(k): v for k, v in found.items()}
+
+
+def sugiyama(ctx: Context, args: dict) -> Any:
+    """``{n, edges (m×2), layers (n), maxiter}`` -> igraph's Sugiyama coordinates and edge bends."""
+    import numpy as np
+    from ..graph_layout import sugiyama_coordinates
+    n = int(args["n"])
+    edges = np.asarray(args["edges"], np.int64).reshape(-1, 2)
+    layers = np.asarray(args["layers"], np.int64)
+    if len(layers) != n or (len(edges) and (edges.min() < 0 or edges.max() >= n)):
+        raise ValueError("edges or layers do not fit the vertex count")
+    coords, points, counts = sugiyama_coordinates(n, edges, layers, int(args.get("maxiter", 100)))
+    return {"coords": coords, "points": points, "counts": counts}
+
+
 def param_values(ctx: Context, args: dict) -> Any:
     """``{path, param}`` -> the parameter's values (dequantised) and, for a quantised one, its
     stored form, each with its statistics (the tensor inspector)."""
@@ -118,6 +166,7 @@ def _action(name: str):
         last = [0.0]
 
         def on_tick(tick: int) -> None:
+            ctx.state.mark_tick(tick)
             now = time.monotonic()
             if now - last[0] >= RUNNING_EVENT_S:
                 last[0] = now
@@ -130,6 +179,7 @@ def _action(name: str):
         try:
             return {"state": service.act(name, args.get("tick"), bool(args.get("breakpoints", False)))}
         finally:
+            ctx.state.mark_tick(-1)
             if d is not None:
                 d.on_tick[:] = [f for f in d.on_tick if f is not on_tick and f is not hook]
     run.__name__ = f"action_{name}"
@@ -137,16 +187,21 @@ def _action(name: str):
 
 
 def _crash_hook(args: dict):
-    """Test hook (``NAC_HOST_TEST_HOOKS=1``): end the host inside the run at ``crashAtTick``, the
-    way a kernel's segfault would."""
-    if os.environ.get("NAC_HOST_TEST_HOOKS") != "1" or "crashAtTick" not in args:
+    """Test hooks (``NAC_HOST_TEST_HOOKS=1`` only): ``crashAtTick`` ends the host inside the run
+    the way a kernel's segfault would; ``tickDelay`` (seconds) makes every instruction slow, so a
+    test can act while a run is surely under way."""
+    if os.environ.get("NAC_HOST_TEST_HOOKS") != "1" or not ({"crashAtTick", "tickDelay"} & set(args)):
         return None
-    at = int(args["crashAtTick"])
+    at = int(args.get("crashAtTick", -1))
+    delay = float(args.get("tickDelay", 0.0))
 
     def hook(tick: int) -> None:
-        if tick >= at:
+        if 0 <= at <= tick:
             import ctypes
             ctypes.string_at(0)
+        if delay:
+            import time
+            time.sleep(delay)
     return hook
 
 
@@ -202,6 +257,7 @@ def test_hook(ctx: Context, args: dict) -> Any:
 
 def handlers() -> dict[str, Handler]:
     out = {"nac/statistics": Handler(statistics), "nac/paramValues": Handler(param_values),
+           "nac/sugiyama": Handler(sugiyama), "nac/shapes": Handler(shapes),
            "launch": Handler(launch, "debug"), "nac/setBreakpoints": Handler(set_breakpoints, "debug"),
            "nac/setWatches": Handler(set_watches, "debug"), "pause": Handler(pause, "now"),
            "next": Handler(_action("next"), "debug"), "continue": Handler(_action("continue"), "debug"),
@@ -209,6 +265,8 @@ def handlers() -> dict[str, Handler]:
            "restart": Handler(_action("restart"), "debug"), "nac/result": Handler(result, "debug"),
            "nac/outputs": Handler(outputs, "debug"), "terminate": Handler(terminate, "debug"),
            "nac/closeDebug": Handler(close_debug, "debug")}
+    from .jobs import HANDLERS as jobs
+    out.update({name: Handler(fn) for name, fn in jobs.items()})
     if os.environ.get("NAC_HOST_TEST_HOOKS") == "1":
         out["nac/testHook"] = Handler(test_hook)
     return out

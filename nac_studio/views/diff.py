@@ -35,38 +35,6 @@ STAT_COLUMNS = (("Value", None), ("Shape", "shape"), ("dtype", "dtype"), ("Min",
                 ("Mean", "mean"), ("Std", "std"), ("NaN", "nan_count"), ("Inf", "inf_count"), ("Zeros", "zero_count"))
 
 
-def run_diff(ctx, path_a: str, other: str, feeds, tolerance: float, metric: str):
-    """Background part: the diff of ``path_a`` and ``other`` (a .nac path or FILE.py:FACTORY)."""
-    from nac_engine.diff import DiffCancelled, diff_eager, diff_files
-
-    from ..tasks import Cancelled
-
-    def progress(done, total):
-        ctx.progress(done, max(total, 1))
-    try:
-        if other.endswith(".nac"):
-            return diff_files(path_a, other, None, feeds, tolerance=tolerance, metric=metric,
-                              cancel=lambda: ctx.cancelled, progress=progress)
-        inputs = None
-        if feeds is not None:
-            from nac_engine.format import read
-            nac = read(path_a)
-            try:
-                names = nac.input_name_map
-                inputs = {names[i.index]: v for i, v in zip(_input_slots(nac), feeds) if i.index in names}
-            finally:
-                nac.close()
-        return diff_eager(path_a, other, inputs, tolerance=tolerance, metric=metric, cancel=lambda: ctx.cancelled,
-                          progress=progress)
-    except DiffCancelled:
-        raise Cancelled() from None
-
-
-def _input_slots(nac):
-    from nac_engine.isa.optable import OP_INPUT
-    return [i for i in nac.instructions if i.a == OP_INPUT and i.b in (0, 3)]
-
-
 def _fmt(v: Optional[float]) -> str:
     return "" if v is None else f"{v:.3g}"
 
@@ -315,10 +283,15 @@ class DiffView(QWidget):
         # the handlers go to submit, connected before the worker starts: a quick diff (a small model, torch
         # warm) could otherwise finish before a connect() made afterwards, and its result would be lost
         cell: list = []
-        task = qdoc.tasks.submit(f"Diff with {os.path.basename(target)}", run_diff, qdoc.doc.path, target, feeds,
-                                 tolerance, self.metric_box.currentText(),
-                                 on_done=lambda r, d=qdoc, u=used: self._done(d, cell[0], r, u),
-                                 on_error=lambda e, d=qdoc: self._failed(d, cell[0], e))
+        from nac_engine.diff import DiffResult
+
+        from ..host.feeds import encode_feeds
+        task = qdoc.host.submit(f"Diff with {os.path.basename(target)}", "nac/diff",
+                                {"path": qdoc.doc.path, "other": target, "feeds": encode_feeds(feeds),
+                                 "tolerance": tolerance, "metric": self.metric_box.currentText()},
+                                convert=DiffResult.from_data,
+                                on_done=lambda r, d=qdoc, u=used: self._done(d, cell[0], r, u),
+                                on_error=lambda e, d=qdoc: self._failed(d, cell[0], e))
         cell.append(task)
         self.task = task
         return task

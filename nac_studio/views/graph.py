@@ -23,6 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Optional
 
+import numpy as np
 from PySide6.QtCore import QPointF, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPalette
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QProgressBar,
@@ -32,7 +33,7 @@ from ..qt_document import rebind
 from ..document import Selection
 from ..graph_layout import GraphLayout, LayoutCancelled, layout_graph
 from ..graph_problems import problem_ticks
-from ..graph_shapes import file_shapes, node_shape_labels, propagated_shapes
+from ..graph_shapes import file_shapes, node_shape_labels
 from ..graph_model import OP_CLASS_TITLES, OP_CLASSES, DataflowGraph, build_graph, detect_block_prefixes
 from ..peer_graph import dataflow_from_peer
 from ..widgets.graph_canvas import GraphCanvas, class_colors, edge_batches
@@ -408,13 +409,16 @@ class GraphView(QWidget):
         self.progress.show()
         self.status.setText(f"laying out {n:,} instructions…")
 
+        host = self.qdoc.host
+
         def work(ctx, nac=nac, peer=peer, mode=mode, build=build):
             graph = dataflow_from_peer(peer) if peer is not None else None
             if graph is None:
                 graph = build_graph(nac, **build)
             ctx.check()
             try:
-                layout = layout_graph(graph, mode, progress=ctx.progress, cancelled=lambda: ctx.cancelled)
+                layout = layout_graph(graph, mode, progress=ctx.progress, cancelled=lambda: ctx.cancelled,
+                                      sugiyama=lambda *a: host_sugiyama(host, *a))
             except LayoutCancelled:
                 ctx.check()
                 raise
@@ -506,34 +510,23 @@ class GraphView(QWidget):
         self.canvas.set_edge_labels(node_shape_labels(self.shown, shapes))
 
     def _start_shape_pass(self, doc) -> None:
-        if doc in self._shape_tasks or getattr(doc, "peer", None) is not None:
+        """The meta-device shape pass (torch) in the engine host, once per document."""
+        if doc in self._shape_tasks or getattr(doc, "peer", None) is not None or not doc.path:
             return
-        nac = self.qdoc.nac
+        base = self._file_shapes[doc]     # set by _apply_shapes, its one caller
 
-        def work(ctx, nac=nac, base=self._file_shapes[doc]):   # set by _apply_shapes, its one caller
-            def progress(tick, n):
-                ctx.check()
-                if tick % 64 == 0:
-                    ctx.progress(tick, max(1, n))
-            try:
-                found = propagated_shapes(nac, progress=progress)
-            except Exception as exc:   # noqa: BLE001 - shapes are a nicety: keep the file's
-                from ..tasks import Cancelled
-                if isinstance(exc, Cancelled):
-                    raise
-                found = {}
-            return {**base, **found}
-
-        def done(shapes, ref=weakref.ref(doc)):
+        def done(found, ref=weakref.ref(doc)):
             d = ref()
             if d is None:
                 return
-            self._shapes[d] = shapes
+            self._shapes[d] = {**base, **{int(k): v for k, v in (found or {}).items()}}
             if self.qdoc is not None and self.qdoc.doc is d:
                 self._apply_shapes()
 
-        self._shape_tasks[doc] = self.qdoc.tasks.submit("Edge shapes", work, on_done=done,
-                                                        on_error=lambda _exc: None)
+        task = self.qdoc.host.request("nac/shapes", {"path": doc.path}, title="Edge shapes")
+        task.finished.connect(done)
+        task.failed.connect(lambda _exc: None)     # shapes are a nicety: the file's stay
+        self._shape_tasks[doc] = task
 
     def _center_after_layout(self, layout: GraphLayout) -> None:
         anchor = self._anchor_node(layout.graph)
@@ -847,3 +840,17 @@ class GraphView(QWidget):
 
 def _esc(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def host_sugiyama(host, n: int, edges, layers, maxiter: int):
+    """igraph's Sugiyama in the engine host (it holds the GIL for its whole C call: in this
+    process that froze the window); computed here only if the host cannot answer (it died)."""
+    from ..graph_layout import sugiyama_coordinates
+    from ..host.connection import EngineStopped, HostError
+    try:
+        got = host.call("nac/sugiyama", {"n": int(n), "edges": np.asarray(edges, np.int64).reshape(-1, 2),
+                                         "layers": np.asarray(layers, np.int64), "maxiter": int(maxiter)})
+        coords, points, counts = got["coords"], got["points"], got["counts"]
+    except (EngineStopped, HostError, KeyError):
+        return sugiyama_coordinates(n, edges, layers, maxiter)
+    return coords, points.reshape(-1, 2), counts

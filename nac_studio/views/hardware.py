@@ -354,7 +354,8 @@ class HardwareView(QWidget):
             return None
         from nac_engine.sim.config import HardwareConfigError, load_hardware
 
-        from ..simulation_state import InputsUnknown, run_simulation
+        from ..host.feeds import encode_feeds
+        from ..simulation_state import InputsUnknown, hardware_argument, simulation_result
         overrides = self.overrides()
         try:
             load_hardware(self.hardware, overrides or None)
@@ -374,10 +375,12 @@ class HardwareView(QWidget):
         self.simulate_button.setEnabled(False)
         # the callbacks go in with the submission: connected afterwards, a quick run could end first
         holder: list = []
-        task = qdoc.tasks.submit(f"Simulating on {label}", run_simulation, qdoc.nac, hardware, overrides, feeds,
-                                 on_done=lambda r, d=qdoc, lb=label, ov=overrides, hw=hardware:
-                                 self._done(d, holder[0], r, lb, hw, ov),
-                                 on_error=lambda e, d=qdoc: self._failed(d, holder[0], e))
+        task = qdoc.host.submit(f"Simulating on {label}", "nac/simulate",
+                                {"path": qdoc.doc.path, "hardware": hardware_argument(hardware), "overrides": overrides,
+                                 "feeds": encode_feeds(feeds)}, convert=simulation_result,
+                                on_done=lambda r, d=qdoc, lb=label, ov=overrides, hw=hardware:
+                                self._done(d, holder[0], r, lb, hw, ov),
+                                on_error=lambda e, d=qdoc: self._failed(d, holder[0], e))
         holder.append(task)
         self.task = task
         return task
@@ -500,7 +503,9 @@ class HardwareView(QWidget):
         if st is None or st.run is None:
             self.show_error("Simulate this file first; the other file runs on the same configuration")
             return None
-        from ..file_comparison import simulate_other_file
+        from ..file_comparison import comparison_from_host
+        from ..host.feeds import encode_feeds
+        from ..simulation_state import hardware_argument
         from ..simulation_state import InputsUnknown
         run = st.run
         try:
@@ -515,10 +520,13 @@ class HardwareView(QWidget):
         config = run.label
         self.status.setText(f"Simulating {Path(path).name} on {config}…")
         holder: list = []
-        task = qdoc.tasks.submit(f"Simulating {Path(path).name} on {config}", simulate_other_file, str(path),
-                                 run.hardware, run.overrides, config, feeds, run.result, len(qdoc.nac.instructions),
-                                 on_done=lambda c, d=qdoc, r=run: self._file_done(d, holder[0], c, r),
-                                 on_error=lambda e, d=qdoc: self._file_failed(d, holder[0], e))
+        count = len(qdoc.nac.instructions)
+        task = qdoc.host.submit(f"Simulating {Path(path).name} on {config}", "nac/simulateFile",
+                                {"path": str(path), "hardware": hardware_argument(run.hardware),
+                                 "overrides": run.overrides, "feeds": encode_feeds(feeds)},
+                                convert=lambda body, p=str(path), r=run: comparison_from_host(p, body, r, config, count),
+                                on_done=lambda c, d=qdoc, r=run: self._file_done(d, holder[0], c, r),
+                                on_error=lambda e, d=qdoc: self._file_failed(d, holder[0], e))
         holder.append(task)
         self.file_task = task
         return task

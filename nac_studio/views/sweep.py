@@ -133,7 +133,7 @@ class SweepView(QWidget):
         from nac_engine.sim.config import HardwareConfigError, load_hardware
         from nac_engine.sim.sweep import grid, parse_scheduler
 
-        from ..simulation_state import InputsUnknown, SweepTable, run_sweep
+        from ..simulation_state import InputsUnknown, SweepTable, hardware_argument, sweep_result
         hardware = self.preset.currentText()
         scheduler = self.scheduler.text().strip() or None
         try:
@@ -165,8 +165,11 @@ class SweepView(QWidget):
             self.run_button.setEnabled(True)
             self.status.setText(f"<span style='color:#c62828'>{_escape(type(exc).__name__)}: "
                                 f"{_escape(str(exc).splitlines()[0] if str(exc) else '')}</span>")
-        self.task = qdoc.tasks.submit(f"Sweeping {n} configurations", run_sweep, qdoc.nac, hardware, axes, feeds,
-                                      scheduler, on_done=done, on_error=failed)
+        from ..host.feeds import encode_feeds
+        self.task = qdoc.host.submit(f"Sweeping {n} configurations", "nac/sweep",
+                                     {"path": qdoc.doc.path, "hardware": hardware_argument(hardware), "axes": axes,
+                                      "feeds": encode_feeds(feeds), "scheduler": scheduler},
+                                     convert=sweep_result, on_done=done, on_error=failed)
         return self.task
 
     def load_json(self, path: str) -> None:

@@ -175,7 +175,8 @@ class TimelineView(QWidget):
         if st is None or st.timeline is not None or st.timeline_error or self.task is not None:
             return
         self._compute_on_paint = False
-        from ..simulation_state import InputsUnknown, compute_timeline
+        from ..host.feeds import encode_feeds
+        from ..simulation_state import InputsUnknown, timeline_from_sizes
         try:
             feeds = st.sim_feeds()
         except InputsUnknown as exc:
@@ -183,10 +184,14 @@ class TimelineView(QWidget):
             return
         qdoc = self.qdoc
         name = Path(qdoc.doc.path or "file").name
+        nac = qdoc.nac
         self.status.setText("Computing value sizes (shapes on the meta device)…")
-        self.task = qdoc.tasks.submit(f"MMAP timeline of {name}", compute_timeline, qdoc.nac, feeds,
-                                      on_done=lambda r, d=qdoc: self._computed(d, r),
-                                      on_error=lambda e, d=qdoc: self._failed(d, e))
+        # the sizes by the shape pass in the engine host (torch); the timeline from them off the UI thread
+        self.task = qdoc.host.submit(f"MMAP timeline of {name}", "nac/valueSizes",
+                                     {"path": qdoc.doc.path, "feeds": encode_feeds(feeds)},
+                                     convert=lambda sizes: timeline_from_sizes(nac, sizes),
+                                     on_done=lambda r, d=qdoc: self._computed(d, r),
+                                     on_error=lambda e, d=qdoc: self._failed(d, e))
         self._queue_plot_slice()       # the plots are made while the worker computes
 
     def _computed(self, qdoc, result) -> None:

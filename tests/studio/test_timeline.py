@@ -11,7 +11,7 @@ import pytest
 import nac_engine
 from nac_studio.document import Selection
 from nac_studio.memory_timeline import LANES, build_timeline
-from nac_studio.simulation_state import compute_timeline
+from nac_studio.simulation_state import timeline_from_sizes
 from tests.corpus_paths import NAC_FILES
 from tests.studio.conftest import wait_idle
 from tests.studio.long_stream import long_stream, synthetic_sizes
@@ -28,7 +28,8 @@ def test_live_bytes_equal_the_checkers_for_every_corpus_file(path):
     nac = nac_engine.read(str(path))
     feeds = _feeds(path)
     trace = trace_memory(nac, feeds=feeds)
-    sizes, tl = compute_timeline(None, nac, feeds)
+    from nac_engine.compiler.replan import value_nbytes          # what the engine host computes
+    sizes, tl = timeline_from_sizes(nac, {str(k): v for k, v in value_nbytes(nac, feeds=feeds).items()})
     assert tl.live_bytes.tolist() == trace.live_bytes.tolist()
     assert (tl.peak, tl.peak_tick) == (trace.peak, trace.peak_tick)
     # every buffer of the trace is one bar with the same lifetime

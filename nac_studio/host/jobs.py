@@ -1,0 +1,117 @@
+"""The Studio's heavy jobs as engine host requests (Qt-free; they run in the host): simulation
+(of this file, or of another on the same hardware), sweeps, the values' sizes behind the MMAP
+timeline, and diffs. Each answers plain data the window turns back into the engine's objects
+(``SimResult.from_data``, ``DiffResult.from_data``, ``SweepRow``), so the views are unchanged."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from .feeds import decode_feeds
+from .server import Cancelled, Context
+
+
+def _hardware(args: dict) -> Any:
+    return args.get("hardware") if isinstance(args.get("hardware"), (str, dict)) else "edge-32x32"
+
+
+def _sim_progress(ctx: Context):
+    def progress(stage, done, total):
+        ctx.check()
+        ctx.progress((0.0 if stage == "shapes" else 0.5) + 0.5 * (done / total if total else 1.0), 1.0, stage)
+    return progress
+
+
+def simulate(ctx: Context, args: dict) -> Any:
+    """``{path, hardware, overrides, feeds}`` -> ``{result: SimResult data, seconds}``."""
+    from ..simulation_state import run_simulation
+    res, seconds = run_simulation(ctx, ctx.state.nac(args["path"]), _hardware(args), args.get("overrides") or {},
+                                  decode_feeds(args.get("feeds")))
+    return {"result": res.to_data(), "seconds": seconds}
+
+
+def simulate_file(ctx: Context, args: dict) -> Any:
+    """Another file on this file's hardware: ``{path, hardware, overrides, feeds}`` (this file's
+    inputs, used when the other takes as many) -> ``{result, seconds, inputs, count}``."""
+    import time
+
+    from nac_engine.runtime.input_spec import InputSpec
+    from nac_engine.sim.api import simulate as sim
+
+    from ..debug_session import input_slots
+    from ..simulation_state import InputsUnknown
+    path = args["path"]
+    nac = ctx.state.nac(path)
+    this_feeds = decode_feeds(args.get("feeds")) or []
+    slots = input_slots(nac)
+    if len(slots) == len(this_feeds):
+        feeds, inputs = list(this_feeds), "this file's inputs"
+    else:
+        feeds, inputs = [], "its input signature"
+        for s in slots:
+            if s.has_stored:
+                feeds.append(None)
+            elif s.shape is not None:
+                feeds.append(InputSpec(tuple(int(d) for d in s.shape), s.dtype or "float32"))
+            else:
+                raise InputsUnknown(f"{Path(path).name}: {s.label} (tick {s.tick}) has no recorded shape and the "
+                                    f"file takes {len(slots)} inputs where this one takes {len(this_feeds)}")
+    t0 = time.perf_counter()
+    res = sim(nac, _hardware(args), feeds=feeds, overrides=args.get("overrides") or None,
+              progress=_sim_progress(ctx))
+    return {"result": res.to_data(), "seconds": time.perf_counter() - t0, "inputs": inputs,
+            "count": len(nac.instructions)}
+
+
+def sweep(ctx: Context, args: dict) -> Any:
+    """``{path, hardware, axes, feeds, scheduler, workers}`` -> ``{rows, seconds}``."""
+    from ..simulation_state import run_sweep
+    rows, seconds = run_sweep(ctx, ctx.state.nac(args["path"]), _hardware(args), args.get("axes") or {},
+                              decode_feeds(args.get("feeds")), args.get("scheduler"), args.get("workers"))
+    return {"rows": [dataclasses.asdict(r) for r in rows], "seconds": seconds}
+
+
+def value_sizes(ctx: Context, args: dict) -> Any:
+    """``{path, feeds}`` -> {tick: bytes of its result} by the meta-device shape pass."""
+    from nac_engine.compiler.replan import value_nbytes_of
+    from nac_engine.runtime.shapes import program_shapes
+
+    def progress(tick, n):
+        ctx.check()
+        if tick % 64 == 0:
+            ctx.progress(tick, max(1, n))
+    prog = program_shapes(ctx.state.nac(args["path"]), None, decode_feeds(args.get("feeds")), progress=progress)
+    return {str(k): int(v) for k, v in value_nbytes_of(prog).items()}
+
+
+def diff(ctx: Context, args: dict) -> Any:
+    """``{path, other, feeds, tolerance, metric}`` (other: a .nac path or FILE.py:FACTORY) ->
+    DiffResult data."""
+    from nac_engine.diff import DiffCancelled, diff_eager, diff_files
+    path, other = args["path"], args["other"]
+    feeds = decode_feeds(args.get("feeds"))
+    tolerance, metric = float(args.get("tolerance", 1e-3)), str(args.get("metric", "max_abs"))
+
+    def progress(done, total):
+        ctx.progress(done, max(total, 1))
+    try:
+        if other.endswith(".nac"):
+            result = diff_files(path, other, None, feeds, tolerance=tolerance, metric=metric,
+                                cancel=lambda: ctx.cancelled, progress=progress)
+        else:
+            inputs = None
+            if feeds is not None:
+                from ..debug_session import input_slots
+                nac = ctx.state.nac(path)
+                names = nac.input_name_map
+                inputs = {names[s.tick]: v for s, v in zip(input_slots(nac), feeds) if s.tick in names}
+            result = diff_eager(path, other, inputs, tolerance=tolerance, metric=metric,
+                                cancel=lambda: ctx.cancelled, progress=progress)
+    except DiffCancelled:
+        raise Cancelled("cancelled") from None
+    return result.to_data()
+
+
+HANDLERS = {"nac/simulate": simulate, "nac/simulateFile": simulate_file, "nac/sweep": sweep,
+            "nac/valueSizes": value_sizes, "nac/diff": diff}

@@ -1,0 +1,162 @@
+"""The engine host beside the window: the window outlives it. ``kill -9`` during a Continue, a
+segfault inside a kernel, and an allocation past the host's memory cap leave the Studio running
+with the document open; the status bar and Problems say what happened; Restart Engine (or the
+next F5) brings a fresh host with the same breakpoints, watches and inputs. Requests are
+cancelled and superseded; the Studio's own process never imports torch for a debug run."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from PySide6.QtCore import Qt
+
+from nac_studio.debug_session import ERROR, FINISHED
+from tests.studio.test_debugger_gui import press, wait_stopped
+from tests.studio.test_debugger_runs import RepeatedMatmul, compiled
+
+
+@pytest.fixture
+def hooks(monkeypatch):
+    """The host's test hooks (set before the window's host starts)."""
+    monkeypatch.setenv("NAC_HOST_TEST_HOOKS", "1")
+
+
+@pytest.fixture
+def long_model(tmp_path):
+    return compiled(tmp_path, RepeatedMatmul(n=60, d=64), (torch.randn(1, 64),), "long")
+
+
+def _reference(path, feeds):
+    from nac_engine.runtime.session import Session
+    return Session(str(path), feeds=feeds).run()
+
+
+def _engine_problems(qdoc) -> list[str]:
+    return [p.reason for p in qdoc.doc.problems if getattr(p, "kind", "") == "engine"]
+
+
+def _continue_until_running(qtbot, window, s, past: int) -> None:
+    """F5 with every instruction slowed (a hook), until the host reports a tick past ``past``."""
+    s.extra_arguments = {"tickDelay": 0.02}
+    press(qtbot, window, Qt.Key.Key_F5)
+    qtbot.waitUntil(lambda: s.running and s.debugger is not None and s.progress()[0] > past, timeout=20000)
+
+
+def _restart_and_finish(qtbot, window, qdoc, path) -> None:
+    s = qdoc.doc.debug
+    s.extra_arguments = {}
+    window.commands.get("debug.restartEngine").run()
+    assert _engine_problems(qdoc) == []
+    for spec in list(s.breakpoints):
+        s.remove_breakpoint(spec.id)
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    assert s.state == FINISHED
+    for a, b in zip(s.outputs(), _reference(path, s.feeds())):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_kill_9_during_a_continue_leaves_the_window_and_restart_brings_it_back(window, qtbot, hooks, long_model):
+    qdoc = window.open_and_wait(long_model)
+    s = qdoc.doc.debug
+    s.add_breakpoint("tick", "3")
+    s.add_watch("max(abs(x))")
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    assert s.tick == 3
+    pid = window.host.pid
+    _continue_until_running(qtbot, window, s, past=10)
+    os.kill(pid, signal.SIGKILL)
+    qtbot.waitUntil(lambda: s.state == ERROR and not s.active, timeout=20000)
+    assert "engine stopped: killed by signal 9" in s.error and " at tick " in s.error
+    assert any("killed by signal 9" in r for r in _engine_problems(qdoc))
+    assert "killed by signal 9" in window.statusBar().currentMessage()
+    assert window.docs == [qdoc] and window.isVisible()
+    assert s.watches == ["max(abs(x))"] and [b.value for b in s.breakpoints] == ["3"]   # nothing the user made is lost
+    _restart_and_finish(qtbot, window, qdoc, long_model)
+    assert window.host.pid != pid
+
+
+def test_a_segfault_inside_a_kernel_is_a_message_not_a_lost_window(window, qtbot, hooks, long_model):
+    qdoc = window.open_and_wait(long_model)
+    s = qdoc.doc.debug
+    s.extra_arguments = {"crashAtTick": 20}       # the host dies inside the run, as a bad kernel would
+    press(qtbot, window, Qt.Key.Key_F5)
+    qtbot.waitUntil(lambda: s.state == ERROR and not s.active, timeout=30000)
+    assert "killed by signal 11 (SIGSEGV)" in s.error and "at tick 2" in s.error
+    assert window.docs == [qdoc] and qdoc.nac.instructions      # still open, still decoded
+    press(qtbot, window, Qt.Key.Key_F10)                         # the next action starts a fresh host
+    wait_stopped(qtbot, window)
+    assert s.tick == 0 and _engine_problems(qdoc)
+    _restart_and_finish(qtbot, window, qdoc, long_model)
+
+
+class Broadcast(torch.nn.Module):
+    """A kernel whose result is far bigger than its input: 24000 x 24000 float32 (2.3 GB)."""
+
+    def forward(self, x):
+        return x.expand(24000, 24000) * 2.0
+
+
+def test_an_allocation_past_the_memory_cap_fails_the_run_and_the_host_stays(window, qtbot, tmp_path, monkeypatch):
+    monkeypatch.setenv("NAC_HOST_MEMORY_CAP", "1500M")
+    path = compiled(tmp_path, Broadcast(), (torch.randn(1, 24000),), "broadcast")
+    qdoc = window.open_and_wait(path)
+    s = qdoc.doc.debug
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window, timeout=60000)
+    assert s.state == ERROR and ("allocate" in s.error.lower() or "memory" in s.error.lower()), s.error
+    pid = window.host.pid
+    assert window.host.alive, "the cap made the allocation fail, not the host"
+    press(qtbot, window, Qt.Key.Key_F10, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert window.host.pid == pid and window.docs == [qdoc]
+
+
+def test_statistics_are_superseded_and_cancelled(window, qtbot, hooks, demo_path):
+    window.open_and_wait(demo_path)
+    host = window.host
+    first = host.request("nac/testHook", {"how": "sleep", "seconds": 5}, supersede="k")
+    failed = []
+    first.failed.connect(failed.append)
+    qtbot.waitUntil(lambda: host.alive, timeout=5000)
+    second = host.request("nac/testHook", {"how": "sleep", "seconds": 0.05}, supersede="k")
+    done = []
+    second.finished.connect(done.append)
+    qtbot.waitUntil(lambda: bool(failed and done), timeout=10000)
+    assert type(failed[0]).__name__ == "Cancelled" and "superseded" in str(failed[0])
+    third = host.request("nac/testHook", {"how": "sleep", "seconds": 5})
+    third.failed.connect(failed.append)
+    qtbot.wait(100)
+    third.cancel()
+    qtbot.waitUntil(lambda: len(failed) == 2, timeout=5000)
+    assert type(failed[1]).__name__ == "Cancelled"
+
+
+def test_the_studio_process_runs_a_model_without_importing_torch(tmp_path):
+    """A fresh process: open the demo BERT, run it to the end, read a result and a weight's
+    statistics through the debug session and the host; torch was never imported here."""
+    from tests.resources_path import DEMO
+    DEMO = DEMO.parent / "demo_bert_tiny.nac"
+    code = f"""
+import sys
+from nac_engine.format.reader import read
+from nac_studio.debug_session import DebugSession
+nac = read({str(DEMO)!r})
+s = DebugSession(nac)
+s.add_watch("max(abs(x))")
+s.run_now("continue_")
+assert s.state == "finished", s.describe()
+r = s.result(s.tick - 1)
+stats = s.connection.call("nac/statistics", {{"path": {str(DEMO)!r}, "param": next(iter(nac.params))}})
+assert stats["count"] > 0 and r.tensor is not None
+s.close()
+print("torch" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "False"
