@@ -136,6 +136,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         except ValueError:
             print(f"nac-studio: --size {args.size!r} is not WxH", file=sys.stderr)
     win.show()
+    # the engine host starts now and imports torch in its own process while the window answers
+    win.host.request("nac/warmUp", title="Starting the engine", track=False)
 
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)

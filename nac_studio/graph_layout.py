@@ -38,7 +38,6 @@ from typing import Callable, Optional
 import numpy as np
 
 from .graph_model import DataflowGraph
-from .ui_priority import yield_to_ui
 
 MODES = ("longest-path", "tick")
 
@@ -268,8 +267,6 @@ def layout_graph(graph: DataflowGraph, mode: str = "longest-path",
     for e in d_edge:
         counts[e] += 1
     for e in range(m):
-        if e % 256 == 0:
-            yield_to_ui()
         s, d = edges[e]
         k = counts[e]
         pts = np.empty((k + 2, 2))
@@ -434,7 +431,6 @@ def _place(x: np.ndarray, layer: np.ndarray, width: np.ndarray, chains: list, ed
         main = main_up if sweep % 2 == 0 else main_down
         seq = layers if sweep % 2 == 0 else layers[::-1]
         for ids in seq:
-            yield_to_ui()
             targets, prios = [], []
             for k in ids:
                 j = main[k]

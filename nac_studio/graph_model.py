@@ -43,7 +43,6 @@ from nac_engine.isa.optable import OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP
 from .document import Selection
 from .graph_labels import node_attributes, op_base_name
 from .module_groups import module_block_ticks
-from .ui_priority import yield_to_ui
 
 # --------------------------------------------------------------------------- op classes
 #: Colour classes, in legend order.
@@ -371,8 +370,6 @@ def build_graph(nac: NacFile, *, show_params: bool = True, show_consts: bool = F
     emitted = np.zeros(n, dtype=bool)
     for ins in instrs:
         t = ins.index
-        if t % 32 == 0:
-            yield_to_ui()       # a worker builds this: the UI thread's frames go first
         gi = int(group_of[t])
         if emitted[t]:
             continue
@@ -395,8 +392,6 @@ def build_graph(nac: NacFile, *, show_params: bool = True, show_consts: bool = F
     reads: dict[int, set] = {}
     for ins in instrs:
         t = ins.index
-        if t % 64 == 0:
-            yield_to_ui()
         dst = int(node_of_tick[t])
         for p in ins.producers():
             if not (0 <= p < t):

@@ -14,21 +14,20 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QPalette
 from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QDockWidget, QFileDialog, QHBoxLayout, QInputDialog,
                                QLabel, QListWidget, QListWidgetItem, QMainWindow, QMenu, QMessageBox,
                                QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
                                QToolBar, QToolButton, QVBoxLayout, QWidget)
 
-from . import dock_layout, gil_policy, icons, preload, schedule_problems, ui_gc, ui_priority
+from . import dock_layout, icons, preload, schedule_problems, ui_gc
 from .commands import CommandRegistry
 from .debug_commands import register_debug_commands
 from .simulation_commands import register_simulation_commands
 from .document import Document, Selection, severity_of
 from .icons import icon
 from .qt_compat import guard_singleton_refcounts
-from .paint_gate import FramePriority, after_next_paint, repaint_in_stages
 from .qt_document import QtDocument
 from .tasks import Cancelled, Task, TaskRunner
 from .tab_names import tab_titles
@@ -54,10 +53,6 @@ from .widgets.task_indicator import TEXT_WIDTH as TASK_TEXT_WIDTH, TaskIndicator
 
 STATE_VERSION = 9          # bump when the dock set changes, so an old saved layout is ignored
 MAX_RECENT = 10
-#: How long a document opened during the start-up imports waits for them before it is
-#: shown anyway (seconds after its open began), and how often it looks (ms). See _opened.
-FIRST_FRAME_IMPORT_WAIT_S = 3.0
-IMPORT_POLL_MS = 25
 DEFAULT_SIZE = QSize(1600, 1000)
 FILE_FILTER = "NAC models (*.nac);;All files (*)"
 
@@ -141,9 +136,8 @@ class MainWindow(QMainWindow):
     def __init__(self, settings: Optional[QSettings] = None, *, restore: bool = True, persist: bool = True,
                  theme: str = "system"):
         guard_singleton_refcounts()
-        gil_policy.configure_for_ui()          # busy workers hand the GIL to the UI thread sooner
-        ui_gc.collect_on_ui_thread(skip_while=preload.running)  # on the UI thread; not the imports' objects
-        preload.start_background_imports()    # pyqtgraph and torch off the UI thread, before they are needed
+        ui_gc.collect_on_ui_thread()           # collections on the UI thread, never on a worker
+        preload.start_background_imports()    # pyqtgraph off the UI thread, before the first plot
         super().__init__()
         self.setObjectName("nacStudioMain")
         self.setWindowTitle("NAC Studio")
@@ -209,7 +203,6 @@ class MainWindow(QMainWindow):
         self._build_statusbar()
         self.tasks.started.connect(self._task_started)
         self.tasks.ended.connect(self._task_ended)
-        self._frame_priority = FramePriority(self)     # workers step aside while a frame paints
         self.resize(DEFAULT_SIZE)
         self.apply_default_layout()
         if restore:
@@ -487,32 +480,11 @@ class MainWindow(QMainWindow):
             return self._opening[path]
         started = time.perf_counter()
         task = self.tasks.submit(f"Opening {Path(path).name}", open_document, path,
-                                 on_done=lambda doc, p=path, t=started: self._opened(p, doc, t),
+                                 on_done=lambda doc, p=path, t=started: self._show_opened(p, doc, t),
                                  on_error=lambda exc, p=path: self._open_failed(p, exc))
         self._opening[path] = task
         self.show_message(f"Opening {path}…")
         return task
-
-    def _opened(self, path: str, doc: Document, started: float) -> None:
-        if preload.running() and time.perf_counter() - started < FIRST_FRAME_IMPORT_WAIT_S:
-            # A file opened at start-up decodes while torch is still being imported. That
-            # import holds the GIL in long C calls (extension initialisers, code objects), and
-            # the document's first frame (~20 ms of UI work, a few hundred Python callbacks)
-            # then took 80-150 ms. The window stays responsive meanwhile; the document shows
-            # as soon as the imports end, or after the wait's bound.
-            self.show_message(f"Opening {Path(path).name}… (loading libraries)")
-            # the window as the timer's context: closing it drops the pending call
-            QTimer.singleShot(IMPORT_POLL_MS, self, lambda: self._opened(path, doc, started))
-            return
-        # the views' background work (layout, shapes, checks) starts once the new document's
-        # first frame is painted, so that frame does not wait on workers for the GIL (paint_gate)
-        self.tasks.hold()
-        ui_priority.claim()        # and tasks already running step aside for that frame
-        self._stage_dock_repaint()
-        try:
-            self._show_opened(path, doc, started)
-        finally:
-            after_next_paint(self, self.tasks.release)
 
     def _show_opened(self, path: str, doc: Document, started: float) -> None:
         self._opening.pop(path, None)
@@ -649,7 +621,7 @@ class MainWindow(QMainWindow):
 
     def _reloaded(self, old: QtDocument, path: str, doc: Document, started: float) -> None:
         index = self.docs.index(old) if old in self.docs else None
-        self._opened(path, doc, started)          # a new tab, made active
+        self._show_opened(path, doc, started)     # a new tab, made active
         if index is None:
             return                                 # the old version was closed meanwhile
         self.close_document(old)                   # not active any more: the views stay on the new one
@@ -901,21 +873,12 @@ class MainWindow(QMainWindow):
 
     # -- theme ----------------------------------------------------------------------------
     def set_theme(self, mode: str) -> None:
-        ui_priority.claim()        # every visible widget repaints: workers step aside meanwhile
         self.theme = mode
-        self._stage_dock_repaint()
         app = QApplication.instance()
         if app is not None:
             apply_theme(app, mode)
         self._retint()
         self.commands.refresh()
-
-    def _stage_dock_repaint(self) -> None:
-        """The next repaint of everything (a theme, a file's first frame): the central area and
-        the bars first, the docks in two later frames (see ``repaint_in_stages``)."""
-        docks = [d for d in self.docks.values() if d.isVisible() and not d.isFloating()]
-        half = (len(docks) + 1) // 2
-        repaint_in_stages(self, [docks[:half], docks[half:]])
 
     def _on_scheme_changed(self, *_):
         if self.theme == "system":

@@ -10,7 +10,6 @@ from typing import Any, Callable, Optional
 
 from PySide6.QtCore import QObject, Signal
 
-from . import ui_priority
 from .document import Document, Selection
 from .tasks import TaskRunner
 
@@ -40,8 +39,6 @@ class QtDocument(QObject):
         return self._host
 
     def _on_event(self, event: str, _doc: Document, source: Any) -> None:
-        # every view reacts and the window repaints: workers step aside meanwhile
-        ui_priority.claim()
         if event == "selection":
             self.selectionChanged.emit(source)
         elif event == "tick":

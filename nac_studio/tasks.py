@@ -19,8 +19,6 @@ from typing import Any, Callable, Optional
 
 from PySide6.QtCore import QObject, Signal
 
-from . import ui_priority
-
 
 class Cancelled(Exception):
     """Raised inside a task when the user cancelled it."""
@@ -30,20 +28,15 @@ class TaskContext:
     def __init__(self, task: "Task"):
         self._task = task
 
-    # Each of these is also a checkpoint where the work steps aside while the UI thread
-    # paints a heavy frame (ui_priority): tasks call them often, at points safe to pause.
     @property
     def cancelled(self) -> bool:
-        ui_priority.yield_to_ui()
         return self._task._cancel.is_set()
 
     def check(self) -> None:
-        ui_priority.yield_to_ui()
         if self._task._cancel.is_set():
             raise Cancelled()
 
     def progress(self, done: float, total: float = 1.0, text: Optional[str] = None) -> None:
-        ui_priority.yield_to_ui()
         frac = 0.0 if total <= 0 else max(0.0, min(1.0, done / total))
         self._task.progressed.emit(frac, text or "")
 
@@ -89,28 +82,6 @@ class TaskRunner(QObject):
         super().__init__(parent)
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="nac-studio")
         self.active: list[Task] = []
-        self._holds = 0
-        self._held: list[Callable[[], None]] = []
-
-    def hold(self) -> None:
-        """Queue what is submitted from now on instead of starting it, until :meth:`release`
-        (holds nest). The tasks are active meanwhile (status bar, ``is_idle``) and cancel as usual."""
-        self._holds += 1
-
-    def release(self) -> None:
-        """End one :meth:`hold`; the last one starts the queued tasks in submission order."""
-        if self._holds == 0:
-            return
-        self._holds -= 1
-        if self._holds == 0:
-            queued, self._held = self._held, []
-            for body in queued:
-                self._pool.submit(body)
-
-    @property
-    def held(self) -> int:
-        """Tasks submitted during a hold and not started yet."""
-        return len(self._held)
 
     def submit(self, title: str, fn: Callable[..., Any], *args: Any,
                on_done: Optional[Callable[[Any], None]] = None,
@@ -118,10 +89,6 @@ class TaskRunner(QObject):
         """Run ``fn(ctx, *args)`` in the background; ``on_done``/``on_error`` run on the UI thread."""
         task = Task(title)
         task.setParent(self)   # keeps the QObject alive until it ends
-        # a result usually ends in a heavy frame (a graph shown, a problem list filled): the
-        # other workers step aside meanwhile (connected first: runs before on_done)
-        task.finished.connect(self._claim_ui)
-        task.failed.connect(self._claim_ui)
         if on_done is not None:
             task.finished.connect(on_done)
         if on_error is not None:
@@ -145,10 +112,7 @@ class TaskRunner(QObject):
             task.future.set_result(value)
             task.finished.emit(value)
 
-        if self._holds:
-            self._held.append(body)
-        else:
-            self._pool.submit(body)
+        self._pool.submit(body)
         return task
 
     def track(self, task) -> None:
@@ -158,10 +122,6 @@ class TaskRunner(QObject):
         task.finished.connect(lambda _r, t=task: self._end(t))
         task.failed.connect(lambda _e, t=task: self._end(t))
         self.started.emit(task)
-
-    @staticmethod
-    def _claim_ui(_value=None) -> None:
-        ui_priority.claim()
 
     def _end(self, task: Task) -> None:
         if task in self.active:
@@ -174,8 +134,4 @@ class TaskRunner(QObject):
 
     def shutdown(self, wait: bool = True) -> None:
         self.cancel_all()
-        self._holds = 0
-        queued, self._held = self._held, []
-        for body in queued:        # cancelled above: each ends at once with Cancelled, never starting its work
-            body()
         self._pool.shutdown(wait=wait, cancel_futures=True)

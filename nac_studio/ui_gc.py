@@ -14,11 +14,10 @@ passes its threshold, ignoring CPython's rule that a full collection waits until
 long-lived objects grew by a quarter. With a GPT-2-sized document alive, a full collection
 walks millions of objects, so here it runs at most every :data:`FULL_EVERY_S` seconds.
 
-Nothing is collected while ``skip_while()`` says so: the main window passes
-``preload.running``. The start-up imports make ~500,000 objects that live as long as the
-process and are frozen when the imports end; collecting them young walked each twice on the
-UI thread (~0.2 s in pauses of 10–35 ms, one next to a file's first frame). The price:
-the ~9,000 garbage objects of those seconds are frozen with them and never freed.
+Still needed with the engine in its own process: the window's process keeps threads that
+allocate (decoding a file, building the graph and the timeline, the engine host's reader
+thread turning answers into objects), and any of them could be the one that reaches the
+threshold while a closed view's widgets are garbage. ``skip_while()``, when given, pauses it.
 """
 from __future__ import annotations
 

@@ -230,6 +230,17 @@ def close_debug(ctx: Context, args: dict) -> Any:
     return {}
 
 
+def warm_up(ctx: Context, args: dict) -> Any:
+    """Import what runs, steps and lays out files (torch above all: seconds), so that the first F5,
+    graph or simulation does not wait for it. The Studio asks right after its window shows."""
+    import importlib
+    for name in ("torch", "nac_engine.runtime.session", "nac_engine.runtime.debugger",
+                 "nac_engine.runtime._shape_session", "igraph"):
+        ctx.check()
+        importlib.import_module(name)
+    return {}
+
+
 def test_hook(ctx: Context, args: dict) -> Any:
     """Only with ``NAC_HOST_TEST_HOOKS=1`` in the host's environment: end the host the ways a
     kernel can (the Studio's crash tests), or wait cancellably."""
@@ -264,7 +275,7 @@ def handlers() -> dict[str, Handler]:
            "stepBack": Handler(_action("stepBack"), "debug"), "nac/runTo": Handler(_action("runTo"), "debug"),
            "restart": Handler(_action("restart"), "debug"), "nac/result": Handler(result, "debug"),
            "nac/outputs": Handler(outputs, "debug"), "terminate": Handler(terminate, "debug"),
-           "nac/closeDebug": Handler(close_debug, "debug")}
+           "nac/closeDebug": Handler(close_debug, "debug"), "nac/warmUp": Handler(warm_up)}
     from .jobs import HANDLERS as jobs
     out.update({name: Handler(fn) for name, fn in jobs.items()})
     if os.environ.get("NAC_HOST_TEST_HOOKS") == "1":

@@ -21,7 +21,6 @@ from nac_engine.spans import UNPARSED, Span
 from ..qt_document import rebind
 from ..document import Selection, severity_of
 from ..icons import icon
-from ..paint_gate import after_next_paint
 
 COLUMNS = ("Name", "Offset", "Size", "Type", "Value")
 COL_NAME, COL_OFFSET, COL_SIZE, COL_TYPE, COL_VALUE = range(5)
@@ -342,7 +341,7 @@ class StructureView(QWidget):
         # frame that came on top of every other pane's update and repaint
         if not self._reveal_pending:
             self._reveal_pending = True
-            after_next_paint(self.window(), self._reveal_if_pending)
+            QTimer.singleShot(0, self, self._reveal_if_pending)
 
     def eventFilter(self, obj, event) -> bool:
         if self._reveal_pending and obj is self.tree.viewport() and event.type() == QEvent.Type.Paint:

@@ -160,3 +160,25 @@ print("torch" in sys.modules)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "False"
+
+
+def test_the_window_never_imports_torch_while_running_simulating_and_showing_every_pane(tmp_path):
+    """The acceptance check of the engine host: a fresh process with the real main window opens a
+    GPT-2-shaped model (built with the codec, weights included), runs it to the end, steps back,
+    inspects, computes statistics, simulates, shows the timeline, sweeps and shows every pane; torch
+    is imported by the engine host only."""
+    from nac_engine import write
+    from nac_engine.sim.topology import transformer_program
+    from nac_engine.format.input_signature import InputSpec, set_input_signature
+    nac, inputs = transformer_program(layers=2, d_model=32, heads=2, seq=8, vocab=50, with_data=True)
+    set_input_signature(nac, [InputSpec(name, tuple(spec.shape), spec.dtype, "input",
+                                        0 if spec.dtype == "int64" else None, 7 if spec.dtype == "int64" else None)
+                              for name, spec in inputs.items()])
+    path = tmp_path / "gpt2_like.nac"
+    path.write_bytes(write(nac))
+    script = os.path.join(os.path.dirname(__file__), "no_torch_session.py")
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.dirname(__file__)))] + sys.path)}
+    out = subprocess.run([sys.executable, script, str(path)], capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    assert "torch imported: False sweep: True" in out.stdout, out.stdout + out.stderr[-2000:]

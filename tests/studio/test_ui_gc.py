@@ -82,7 +82,3 @@ def test_nothing_is_collected_while_told_to_wait(qapp, monkeypatch):
         assert ran == [1] and c.collections == [0, 1, 0]
     finally:
         c.deleteLater()
-
-
-def test_the_window_skips_collections_while_the_start_up_imports_run(window):
-    assert ui_gc.collect_on_ui_thread().skip_while is preload.running
