@@ -26,7 +26,6 @@ from ..format.instruction_table import InstructionTable
 from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
 from ..isa.mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
-from .line_bytes import assemble_lines, template_parts
 from .ops_bulk_lines import PlainOpsLines
 from .table_lines import const_lines, param_lines, tensor_lines
 from ..isa.tisa import format_tisa
@@ -103,8 +102,7 @@ def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
     constants, a text that is a function of the fields) are made column by column with numpy;
     the others by encoding: each distinct encoding's line is made (and read back) once, as a
     template over the tick (textops.instruction_template); a block's encodings are told apart
-    with numpy, and its lines are assembled as bytes (line_bytes.assemble_lines; BYTE_LINES off:
-    one %-format of the block's templates joined, the same text). Instructions are never made
+    with numpy, and its lines are one %-format of the block's templates joined. Instructions are never made
     as objects (a 1 MB OPS holds 100k); a line whose encoding has no template, or with notes of
     its own tick, is made on its own."""
     instrs = nac.instructions
@@ -172,10 +170,6 @@ def _general_lines(nac: NacFile, t: Tables, encoded, words, templates: dict, tic
     min_delta = np.array([en[2] if en else 0 for en in entries], dtype=np.int64)
     special = np.array([en is None for en in entries])[inverse] | (ticks + min_delta[inverse] < 0)
     special |= noted[ticks]
-    if BYTE_LINES:
-        text = _block_bytes(nac, t, instrs, entries, inverse, ticks, special, input_names, tick_notes)
-        if text is not None:
-            return text
     fmts = [en[0] if en else "%s" for en in entries]
     lines = list(map(fmts.__getitem__, inverse.tolist()))
     count = np.where(special, 1, nslots[inverse])
@@ -231,27 +225,6 @@ def _block_keys(words: np.ndarray, starts: np.ndarray, ends: np.ndarray, ticks: 
     return first, inverse.ravel()
 
 
-def _block_bytes(nac, t, instrs, entries, inverse, ticks, special, input_names, tick_notes):
-    """A block's lines assembled as bytes (line_bytes): a line made on its own (special) is a
-    shape of its own with no numbers. None when a text is not UTF-8 encodable (a lone
-    surrogate): the block is %-formatted then."""
-    parts = [en[5] if en else _NO_PARTS for en in entries]
-    deltas = [en[1] if en else () for en in entries]
-    which = inverse.astype(np.int64)
-    try:
-        for i in np.flatnonzero(special).tolist():
-            line = _special_line(nac, t, instrs, int(ticks[i]), entries[inverse[i]], input_names, tick_notes)
-            which[i] = len(parts)
-            parts.append((line.encode() + b"\n",))
-            deltas.append(())
-    except UnicodeEncodeError:
-        return None
-    return assemble_lines(parts, deltas, which, ticks)
-
-
-_NO_PARTS = (b"\n",)
-#: Off: every block %-formatted line by line (tests compare the two).
-BYTE_LINES = True
 #: Off: plain regular lines are made by encoding too, not in columns (tests compare the two).
 BULK_LINES = True
 #: A block whose sampled lines repeat each encoding this many times or more on average goes by
@@ -276,12 +249,7 @@ def _template_entry(nac: NacFile, t: Tables, ins, input_names: dict):
     notes = tpl.notes + ((f"{p.dtype}{list(p.shape)}",) if p is not None and p.meta is not None else ())
     suffix = ("   ; " + "; ".join(notes)).replace("%", "%%") if notes else ""
     fmt = tpl.text + suffix
-    try:
-        parts = [p.encode() for p in template_parts(fmt)]
-        parts[-1] += b"\n"
-    except UnicodeEncodeError:
-        return None
-    return (fmt, tpl.deltas, tpl.min_delta, tpl, notes, tuple(parts))
+    return (fmt, tpl.deltas, tpl.min_delta, tpl, notes)
 
 
 def _special_line(nac: NacFile, t: Tables, instrs, j: int, entry, input_names: dict, tick_notes: dict) -> str:

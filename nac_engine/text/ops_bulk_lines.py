@@ -25,9 +25,12 @@ Such a line is *plain* when (each rule mirrors a branch of ``_readable`` / ``par
 Every other line keeps the general path (templates read back, ``raw``). Plain lines are laid
 out in fixed columns (``vN``, `` = OP(``, each argument's ``[, ]vK`` and ``[, ]LITERAL``, the
 tail) padded with 0xFF, gathered as 8-byte words from small per-file tables (numbers, heads per
-A, tails per B, literals of the constants judged so far), and the filler deleted, as
-``line_bytes`` does. ``disasm`` uses it for sections of 256 instructions or more, on blocks that
-do not repeat their encodings (those are cheaper by template).
+A, tails per B, literals of the constants judged so far), and the filler deleted. ``disasm``
+uses it for sections of 256 instructions or more, on blocks that do not repeat their encodings
+(those are cheaper by %-template). Why it exists beside the template path: an OPS section whose
+encodings all differ (crafted: random references and constants) lists at 0.17 MB/s by template
+(a line made and read back per encoding) and at 15-20 MB/s here; the decoders' contract is
+>= 1 MB/s on such files.
 ``tests/isa/test_ops_bulk_lines.py`` holds the text equal to the general path's on the corpus,
 crafted and mutated files, and ambiguous tables, and the text re-assembling to the same bytes.
 """
@@ -40,7 +43,6 @@ import numpy as np
 
 from ..format import layout as L
 from ..isa.coerce import CODE_TYPES
-from .line_bytes import _FILL, _FILL_BYTE, digit_rows
 from .literals import format_literal, parse_literal
 from ..isa.optable import CONST_CODES, SIGNATURE_CODES
 from .textops import _LITERAL_CODE, Tables, _const_arg
@@ -63,6 +65,26 @@ _SAFE_LITERAL = re.compile(r"-?\d+|-?(?:\d+\.\d*(?:e[+-]?\d+)?|\d+e[+-]?\d+|inf|
 _CLASS_OF_TYPE = {int: 1, bool: 2, float: 3}
 _CLASS_OF_CODE = {code: _CLASS_OF_TYPE[typ] for code, typ in CODE_TYPES.items()}
 _UNKNOWN, _SAFE, _UNSAFE = 0, 1, 2
+
+
+_FILL = 0xFF       # never a byte of UTF-8 text: the padding that is deleted at the end
+_FILL_BYTE = bytes((_FILL,))
+
+
+def digit_rows(values: np.ndarray, n_digits: int) -> np.ndarray:
+    """Each value's decimal digits right-aligned in ``n_digits`` bytes, 0xFF filler before
+    them; -1: filler only."""
+    rows = np.empty((len(values), n_digits), dtype=np.uint8)
+    rest = np.maximum(values, 0)
+    for c in range(n_digits):
+        rest, digit = np.divmod(rest, 10)
+        digit += 48
+        if c:
+            digit[values < 10 ** c] = _FILL
+        else:
+            digit[values < 0] = _FILL
+        rows[:, n_digits - 1 - c] = digit
+    return rows
 
 
 class PlainOpsLines:

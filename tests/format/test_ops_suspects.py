@@ -11,7 +11,7 @@ from nac_engine.format.ops_suspects import suspect_instructions
 from nac_engine.format.verify import _instruction_problems, _semantic
 from tests.format.test_decoder_cost import _ops_cases, _plain, crafted
 from tests.format.test_regressions import small_file
-from tests.isa.test_line_bytes import _ops_mutants
+from tests.isa.ops_mutants import _ops_mutants
 
 
 def _bad_references() -> bytes:

@@ -16,7 +16,7 @@ from nac_engine.text.ops_bulk_lines import PlainOpsLines
 from nac_engine.text.textops import Tables
 from tests.format.test_decoder_cost import _ops_cases, crafted
 from tests.format.test_regressions import small_file
-from tests.isa.test_line_bytes import _ops_mutants
+from tests.isa.ops_mutants import _ops_mutants
 
 LINEAR, SOFTMAX = 32, 33
 
