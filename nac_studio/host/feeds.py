@@ -1,6 +1,7 @@
 """Run inputs as they cross to the engine host: each is an array (a value), None (the file's
-stored constant) or an ``InputSpec`` (a shape and dtype only: the simulator's shape pass). Arrays
-travel as files (``arrays``); a spec as ``{"$spec": {"shape": [...], "dtype": "..."}}``."""
+stored constant), an ``InputSpec`` (a shape and dtype only: the simulator's shape pass) or the
+text of one (``"4x16:int64"``). Arrays travel as files (``arrays``); a spec as
+``{"$spec": {"shape": [...], "dtype": "..."}}``; text as text."""
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -13,7 +14,7 @@ def encode_feeds(feeds: Optional[list]) -> Optional[list]:
         return None
     out = []
     for v in feeds:
-        if v is None or isinstance(v, np.ndarray):
+        if v is None or isinstance(v, (np.ndarray, str)):
             out.append(v)
         elif hasattr(v, "shape") and hasattr(v, "dtype") and not hasattr(v, "__array__"):
             out.append({"$spec": {"shape": [int(d) for d in v.shape], "dtype": str(v.dtype)}})

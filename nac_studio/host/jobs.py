@@ -39,7 +39,7 @@ def simulate_file(ctx: Context, args: dict) -> Any:
     from nac_engine.runtime.input_spec import InputSpec
     from nac_engine.sim.api import simulate as sim
 
-    from ..debug_session import input_slots
+    from ..model.input_slots import input_slots
     from ..simulation_state import InputsUnknown
     path = args["path"]
     nac = ctx.state.nac(path)
@@ -102,7 +102,7 @@ def diff(ctx: Context, args: dict) -> Any:
         else:
             inputs = None
             if feeds is not None:
-                from ..debug_session import input_slots
+                from ..model.input_slots import input_slots
                 nac = ctx.state.nac(path)
                 names = nac.input_name_map
                 inputs = {names[s.tick]: v for s, v in zip(input_slots(nac), feeds) if s.tick in names}
