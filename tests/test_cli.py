@@ -150,3 +150,24 @@ def test_run_with_breakpoints_prints_each_stop(capsys):
     assert [int(s.split()[3].rstrip(":")) for s in stops] == [5, 46, 88]
     assert "aten.softmax.int float32[1, 2, 8, 8]" in stops[1]
     assert run(capsys, "run", case / "bert_tiny.nac", "--break", "bogus")[0] == 2
+
+
+@corpus
+def test_break_if_accepts_the_vn_names_every_view_shows(capsys):
+    """``v46`` names tick 46's value as the disassembly, graph and variables show it; ``t46`` too."""
+    case = next(p for p in NAC_FILES if p.parent.name == "bert_tiny").parent
+    feeds = [x for f in sorted(case.glob("feed_*.npy")) for x in ("--feed", f)]
+    stops = {}
+    for name in ("v5", "t5"):
+        code, out, err = run(capsys, "run", case / "bert_tiny.nac", "--break", f"if:numel({name}) > 0", *feeds)
+        assert code == 0, err
+        stops[name] = [ln for ln in out.splitlines() if ln.startswith("break at tick")]
+    assert stops["v5"] and stops["v5"] == stops["t5"]
+    assert stops["v5"][0].split()[3].rstrip(":") == "5"       # the first tick where v5 exists
+
+
+def test_an_unknown_input_dtype_lists_the_names_it_takes():
+    from nac_engine.runtime.input_spec import parse_input_spec
+    with pytest.raises(ValueError) as e:
+        parse_input_spec("1x8:float")
+    assert "unknown dtype 'float'" in str(e.value) and "float32" in str(e.value) and "int64" in str(e.value)
