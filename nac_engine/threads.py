@@ -16,7 +16,7 @@ the count follows the load the machine has then; a count set by the user wins:
 * :func:`pin` from the program, or ``torch.set_num_threads`` called after a run began
   (seen on the next run, and kept from then on).
 
-The Studio reserves one core for its UI thread (``reserve(1)``). This module imports torch
+The Studio's engine host reserves one core for the window's UI thread (``reserve(1)``). This module imports torch
 only when it sets the count, so the Studio can configure it before torch is loaded.
 """
 from __future__ import annotations

@@ -109,8 +109,6 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     from .qt_compat import guard_singleton_refcounts
     guard_singleton_refcounts()
-    from nac_engine import threads
-    threads.reserve(1)   # the UI thread keeps a core; the interpreter's kernels share the others
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
     import qasync

@@ -51,6 +51,8 @@ def main(argv=None) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     limit_memory(memory_cap_default() if args.memory_cap is None else args.memory_cap)
+    from nac_engine import threads
+    threads.reserve(1)       # the kernels leave a core to the window's UI thread beside this process
     from .handlers import HostState, handlers
     from .server import HostServer
     server = HostServer(proto_in, proto_out, handlers(), args.arrays, HostState(args.arrays))

@@ -97,6 +97,7 @@ class HostConnection:
         self._reader: Optional[threading.Thread] = None
         self._generation = 0
         self._closing = False
+        self._shut = False           # shut down on purpose: no request starts it again (start() does)
         self._log = None
 
     @property
@@ -113,6 +114,7 @@ class HostConnection:
             if self.alive:
                 return
             self._closing = False
+            self._shut = False
             self._generation += 1
             self.array_dir = shared_directory()
             self._writer = ArrayWriter(self.array_dir, prefix="s")     # the Studio's arrays (inputs)
@@ -147,7 +149,7 @@ class HostConnection:
     def shutdown(self, timeout: float = 2.0) -> None:
         """End the host: ``disconnect``, then SIGKILL if it is still there after ``timeout``."""
         with self._lock:
-            proc, self._closing = self.proc, True
+            proc, self._closing, self._shut = self.proc, True, True
         if proc is None:
             return
         if proc.poll() is None:
@@ -177,10 +179,11 @@ class HostConnection:
     # -- requests ---------------------------------------------------------------------------------
     def request(self, command: str, arguments: Optional[dict] = None, *, supersede: Any = None,
                 convert: Optional[Callable[[Any], Any]] = None) -> Request:
-        """Send a request (starting the host if it is not running). ``convert(body)``: what the
-        future holds instead of the body, made on the reader thread (off the UI thread)."""
+        """Send a request (starting the host if it is not running, unless it was shut down on
+        purpose: a late request of a closed window must not start one). ``convert(body)``: what
+        the future holds instead of the body, made on the reader thread (off the UI thread)."""
         with self._lock:
-            if not self.alive:
+            if not self.alive and not self._shut:
                 self.start()
             return self._request(command, arguments, supersede, convert)
 

@@ -12,8 +12,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
 def main(path: str) -> int:
-    from PySide6.QtCore import QSettings, Qt
-    from PySide6.QtTest import QTest
+    from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
     from nac_studio.document import Selection
@@ -33,17 +32,17 @@ def main(path: str) -> int:
 
     win.open_path(path)
     pump_until(lambda: win.active is not None and win.is_idle(), what="the open")
+    if win.active.doc.debug is None or win.active.doc.debug.needs_inputs():
+        raise SystemExit("the file should record its input signature")
     qdoc = win.active
     for name, dock in win.docks.items():         # every pane once
         dock.show()
         dock.raise_()
         app.processEvents()
     s = qdoc.doc.debug
-    table = win.disassembly_view.table
-    table.setFocus()
-    QTest.keyClick(table, Qt.Key.Key_F5)
+    win.commands.run("debug.continue")              # F5 (the keys themselves: tests/studio/test_debugger_gui.py)
     pump_until(lambda: s.state == "finished", what="F5 to the end")
-    QTest.keyClick(table, Qt.Key.Key_F10, Qt.KeyboardModifier.ShiftModifier)
+    win.commands.run("debug.stepBack")              # Shift+F10
     pump_until(lambda: s.state == "stopped", what="step back")
     r = []
     win.views["tensor_inspector"].inspect(__import__("nac_studio.debug_session", fromlist=["Subject"]).Subject("result", s.tick))
