@@ -61,6 +61,11 @@ class Span:
         return self._children or []
 
     @property
+    def has_children(self) -> bool:
+        """Whether the span has (or will build, on first access) children, without building them."""
+        return self._builder is not None or bool(self._children)
+
+    @property
     def is_leaf(self) -> bool:
         return not self.children
 

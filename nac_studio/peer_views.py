@@ -24,7 +24,7 @@ from typing import Optional
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import QLabel, QWidget
 
-from nac_engine.peers import FORMATS, _module
+from nac_engine.peers import FORMATS, extensions
 
 from .views.ir_text import IrTextView
 from .views.peer_details import PeerDetailsView
@@ -48,10 +48,9 @@ def file_filter() -> str:
     parts, every = [], ["*.nac"]
     for fmt in FORMATS:
         try:
-            mod = _module(fmt)
+            exts = [f"*{e}" for e in extensions(fmt)]
         except Exception:        # a decoder that fails to import must not break the Open dialog
-            mod = None
-        exts = [f"*{e}" for e in getattr(mod, "EXTENSIONS", ())] if mod is not None else []
+            exts = []
         if exts:
             every += exts
             parts.append(f"{_TITLES.get(fmt, fmt.upper())} ({' '.join(exts)})")

@@ -134,3 +134,41 @@ def test_the_checker_sees_lazy_imports_and_ignores_type_checking():
     assert "b" in names and "a" not in names
     assert cycles({"x": {"y"}, "y": {"x"}, "z": {"x"}}) == [["x", "y"]]
     assert cycles({"x": {"y"}, "y": set()}) == []
+
+
+def _engine_private_names() -> set[str]:
+    """Every private attribute the engine's classes have: assigned as ``self._name``, declared as
+    a (dataclass) field ``_name: T``, or a ``__slots__`` entry. The attributes views must not read."""
+    names = set()
+    for f in (ROOT / "nac_engine").rglob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
+                    and isinstance(node.value, ast.Name) and node.value.id == "self":
+                names.add(node.attr)
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        names.add(item.target.id)
+                    elif isinstance(item, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__slots__"
+                                                              for t in item.targets):
+                        names.update(e.value for e in ast.walk(item.value)
+                                     if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def test_no_view_reads_an_engine_private():
+    """Views and widgets read the engine through its public API (``nac.buffer``, not ``nac._buf``;
+    ``span.has_children``, not ``span._builder``), and import no private name of it."""
+    private = _engine_private_names()
+    found = []
+    for folder in ("views", "widgets"):
+        for f in (ROOT / "nac_studio" / folder).rglob("*.py"):
+            tree = ast.parse(f.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Attribute) and node.attr in private \
+                        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                    found.append(f"{f.name}:{node.lineno} .{node.attr}")
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("nac_engine"):
+                    found += [f"{f.name}:{node.lineno} import {a.name}" for a in node.names
+                              if a.name.startswith("_")]
+    assert found == []

@@ -293,6 +293,12 @@ class NacFile:
     def size(self) -> int:
         return len(self._buf) if self._buf is not None else 0
 
+    @property
+    def buffer(self) -> Any:
+        """The file's bytes as read (a memory map or a bytes object; None for a file built in
+        memory): what byte views (hex, previews) show. Read-only."""
+        return self._buf
+
     # -- names ----------------------------------------------------------------------
     @property
     def op_names(self) -> dict[int, str]:

@@ -41,6 +41,12 @@ def _module(fmt: str):
     return mod if all(hasattr(mod, a) for a in ("FORMAT", "sniff", "decode")) else None
 
 
+def extensions(fmt: str) -> tuple:
+    """The file extensions of peer format ``fmt`` (empty when its decoder is not in this build)."""
+    mod = _module(fmt)
+    return tuple(getattr(mod, "EXTENSIONS", ())) if mod is not None else ()
+
+
 def available_formats() -> list[str]:
     return [f for f in FORMATS if _module(f) is not None]
 

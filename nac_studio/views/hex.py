@@ -368,7 +368,7 @@ class HexView(QWidget):
             self.cursor_label.setText("")
             return
         nac = qdoc.nac
-        self.area.set_buffer(nac._buf if nac._buf is not None else b"")
+        self.area.set_buffer(nac.buffer if nac.buffer is not None else b"")
         self._apply_colors()
         self.area.set_bookmarks(self.bookmarks().keys())
         self._on_selection(None)
@@ -482,7 +482,7 @@ class HexView(QWidget):
 
     def _tooltip(self, offset: int) -> str:
         leaf = self._leaf(offset)
-        byte = self.area._buf[offset] if self.area._buf is not None and offset < self.area.size_bytes else 0
+        byte = self.area.buffer[offset] if self.area.buffer is not None and offset < self.area.size_bytes else 0
         head = f"0x{offset:X} ({offset:,}): 0x{byte:02X}"
         if leaf is None or leaf.parent is None:
             return head + "\n(no field)"
@@ -565,7 +565,7 @@ class HexView(QWidget):
         except ValueError as e:
             self.message.emit(str(e))
             return None
-        buf = self.area._buf
+        buf = self.area.buffer
         if buf is None or not len(buf):
             return None
         start = self.area.cursor_offset + (1 if forward else 0)
@@ -735,11 +735,11 @@ class HexView(QWidget):
 
     def copied_text(self, fmt: str = "hex") -> Optional[str]:
         rng = self.copy_range()
-        if rng is None or self.area._buf is None:
+        if rng is None or self.area.buffer is None:
             return None
         a, b = rng
         clipped = b - a > COPY_LIMIT
-        data = bytes(self.area._buf[a:min(b, a + COPY_LIMIT)])
+        data = bytes(self.area.buffer[a:min(b, a + COPY_LIMIT)])
         if fmt == "c":
             text = format_c_array(data)
         elif fmt == "python":

@@ -494,13 +494,13 @@ class PropertiesView(QWidget):
         groups = [("Section", rows)]
         if problems:
             groups.append(("Problems", [(f"0x{p.offset:X}", p.reason) for p in problems[:100]]))
-        groups.append(("Bytes", [("First bytes", _hex_preview(doc.nac._buf, span.offset, span.length))]))
+        groups.append(("Bytes", [("First bytes", _hex_preview(doc.nac.buffer, span.offset, span.length))]))
         self._show(f"Section {span.name}", f"{span.length:,} bytes at 0x{span.offset:X}", "section", groups)
 
     def _byte_groups(self, sel: Selection, inspector: bool = False) -> list:
         doc = self.qdoc.doc
         spans = doc.spans_of(sel)
-        buf = doc.nac._buf
+        buf = doc.nac.buffer
         groups = []
         rows = []
         for s in spans:

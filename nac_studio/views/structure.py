@@ -182,7 +182,7 @@ class SpanTreeModel(QAbstractItemModel):
             return bool(self._kids[id(span)])
         # Unbuilt lazy levels say "yes" without building: drawing an expand arrow must
         # not materialise every instruction of a section.
-        return span._builder is not None or bool(span._children)
+        return span.has_children
 
     def columnCount(self, parent=QModelIndex()):
         return len(COLUMNS)

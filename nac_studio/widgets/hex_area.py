@@ -78,6 +78,11 @@ class HexArea(QAbstractScrollArea):
         super().setFont(font)
         self._set_font(QFont(font))
 
+    @property
+    def buffer(self):
+        """The bytes on display (None before a file)."""
+        return self._buf
+
     def set_buffer(self, buf) -> None:
         """Any object with ``len()`` and slicing (bytes, mmap, memoryview)."""
         self._buf = buf
