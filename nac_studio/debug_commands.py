@@ -125,6 +125,10 @@ class DebugController(QObject):
             if saved:
                 doc.debug.load_json(saved)
             qdoc.debugChanged.connect(lambda _s, q=qdoc: self._on_debug_changed(q))
+            if saved:
+                # the panes took the document before it had a session: show what was restored
+                # (the Breakpoints pane stayed empty until the first stop)
+                doc.debug_changed()
         return doc.debug
 
     def _key(self, path: Optional[str]) -> Optional[str]:

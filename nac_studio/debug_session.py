@@ -320,8 +320,7 @@ class DebugSession:
         d = self.debugger
         self.end()
         if self._connection is not None and (d is not None or self._host_kept) and self._connection.alive:
-            from .host.remote_debugger import RemoteDebugger
-            RemoteDebugger(self._connection, self.path, self.nac).close()
+            self._connection.request("nac/closeDebug", {"path": self.path})
         self._host_kept = False
         if self._own_connection is not None:
             self._own_connection.shutdown()

@@ -154,6 +154,9 @@ def test_breakpoint_f9_stops_and_survives_reopen(window, qtbot, studio_settings)
     s2 = qdoc2.doc.debug
     assert [(b.kind, b.value) for b in s2.breakpoints] == [("tick", "6")]
     assert s2.watches == ["max(abs(x))", "mean(no_such.weight)"] and not s2.needs_inputs()
+    # the panes show what came back before any run (the Breakpoints pane was empty until a stop)
+    assert bp_view.table.rowCount() == 1 and bp_view.table.item(0, 3).text() == "6"
+    assert [r[0] for r in window.views["watches"].rows()] == ["max(abs(x))", "mean(no_such.weight)"]
     press(qtbot, window, Qt.Key.Key_F5)            # no dialog this time: the choices were remembered
     wait_stopped(qtbot, window)
     assert s2.tick == 6
