@@ -85,8 +85,10 @@ def build(name: str, scale: float = 1.0) -> bytes:
     nac = small_file()
     k = lambda n: max(1, int(n * scale))   # noqa: E731
     if name == "orch_1m":
-        nac.orch = Orch((MEP_PROGRAM * (k(1_000_000) // len(MEP_PROGRAM) + 1))[:k(1_000_000)],
-                        [Constant(i, 4, f"s{i}") for i in range(4)])
+        # a smaller copy ends on a whole program (a cut instruction would list as a hex dump)
+        code = (MEP_PROGRAM * (1_000_000 // len(MEP_PROGRAM) + 1))[:1_000_000] if scale == 1 else \
+            MEP_PROGRAM * (k(1_000_000) // len(MEP_PROGRAM))
+        nac.orch = Orch(code, [Constant(i, 4, f"s{i}") for i in range(4)])
     elif name == "mmap_4m":
         rnd = random.Random(1)
         n = len(nac.instructions)
