@@ -343,15 +343,14 @@ class InspectorPanel(QWidget):
         nd = arr.ndim if arr is not None else 0
         for box in (self.y_axis, self.x_axis):
             box.blockSignals(True)
-            keep = box.currentIndex()
             box.clear()
             for d in range(nd):
                 box.addItem(f"axis {d} ({arr.shape[d]})")
-            box.setProperty("keep", keep)
         if nd >= 2:
-            y, x = self.y_axis.property("keep"), self.x_axis.property("keep")
-            if not (0 <= y < nd and 0 <= x < nd and y != x):
-                y, x = nd - 2, nd - 1
+            # a new shape shows its two largest axes (the later one on a tie), the others on
+            # sliders: [1, 12, 16, 64] is 16 x 64, not a 1 x 12 strip left over from the last shape
+            largest = sorted(range(nd), key=lambda d: (arr.shape[d], d))[-2:]
+            y, x = sorted(largest)
             self.y_axis.setCurrentIndex(y)
             self.x_axis.setCurrentIndex(x)
         elif nd == 1:

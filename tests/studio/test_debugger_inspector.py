@@ -87,6 +87,24 @@ def test_heatmap_axes_and_sliders_show_the_right_slice(qtbot):
     assert panel.values.data(panel.values.index(arr.size - 1, 4)) == f"{arr.size - 1:.7g}"
 
 
+def test_a_new_shape_shows_its_two_largest_axes(qtbot):
+    """An attention tensor after a 2-D one is 16 x 64, not the 1 x 12 strip the last axes' choice
+    gave; size-1 axes go to sliders."""
+    panel = InspectorPanel(Subject("result", 1))
+    qtbot.addWidget(panel)
+    panel.show_loaded(loaded_for(np.zeros((3, 7), np.float32)))
+    assert (panel.y_axis.currentIndex(), panel.x_axis.currentIndex()) == (0, 1)
+    attn = np.arange(12 * 16 * 64, dtype=np.float32).reshape(1, 12, 16, 64)
+    panel.show_loaded(loaded_for(attn))
+    assert (panel.y_axis.currentIndex(), panel.x_axis.currentIndex()) == (2, 3)
+    assert panel.current_slice().shape == (16, 64)
+    np.testing.assert_array_equal(panel.current_slice(), attn[0, 0])
+    panel.show_loaded(loaded_for(np.ones((1, 1, 1, 16), np.float32)))
+    assert panel.current_slice().shape == (1, 16)
+    panel.show_loaded(loaded_for(np.ones((64, 1, 8), np.float32)))
+    assert (panel.y_axis.currentIndex(), panel.x_axis.currentIndex()) == (0, 2)
+
+
 def test_4096_square_heatmap_opens_and_reslices_fast(qtbot):
     panel = InspectorPanel(Subject("result", 1))
     qtbot.addWidget(panel)
