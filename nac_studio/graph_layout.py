@@ -515,3 +515,41 @@ def _pav(ids: list, targets: list, prios: list, ws: list) -> list:
             out.append(m + offs[i])
             i += 1
     return out
+
+
+# --------------------------------------------------------------------------- across processes
+def layout_to_data(lay: GraphLayout) -> dict:
+    """The layout and its graph as plain data and arrays (the engine host builds and lays out a
+    file's graph; :func:`layout_from_data` gives the same objects back in the window)."""
+    import dataclasses
+    g = lay.graph
+    counts = np.array([len(p) for p in lay.edge_points], dtype=np.int64)
+    points = np.concatenate(lay.edge_points) if lay.edge_points else np.zeros((0, 2))
+    return {"nodes": [dataclasses.asdict(nd) for nd in g.nodes], "edges": np.asarray(g.edges),
+            "node_of_tick": np.asarray(g.node_of_tick), "blocks": [dataclasses.asdict(b) for b in g.blocks],
+            "collapsed": list(g.collapsed), "problems": list(g.problems), "show_params": g.show_params,
+            "show_consts": g.show_consts, "mode": lay.mode, "pos": lay.pos, "size": lay.size, "layer": lay.layer,
+            "edge_points": np.asarray(points, dtype=np.float64), "edge_counts": counts,
+            "edge_routed": np.asarray(lay.edge_routed), "width": lay.width, "height": lay.height,
+            "stats": lay.stats}
+
+
+def _tuples(v):
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+
+
+def layout_from_data(d: dict) -> GraphLayout:
+    from .graph_model import Block, Node
+    nodes = [Node(**{k: _tuples(v) if k in ("key", "params", "composition") else v for k, v in nd.items()})
+             for nd in d["nodes"]]
+    blocks = [Block(**{**b, "shared": tuple(b.get("shared") or ())}) for b in d["blocks"]]
+    edges = np.asarray(d["edges"]).reshape(-1, 2)
+    graph = DataflowGraph(nodes, edges, np.asarray(d["node_of_tick"]), blocks, tuple(d["collapsed"]),
+                          list(d["problems"]), bool(d["show_params"]), bool(d["show_consts"]))
+    counts = np.asarray(d["edge_counts"], dtype=np.int64)
+    points = np.asarray(d["edge_points"], dtype=np.float64).reshape(-1, 2)
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    edge_points = [points[bounds[i]:bounds[i + 1]] for i in range(len(counts))]
+    return GraphLayout(graph, d["mode"], np.asarray(d["pos"]).reshape(-1, 2), np.asarray(d["size"]).reshape(-1, 2),
+                       np.asarray(d["layer"]), edge_points, np.asarray(d["edge_routed"]), float(d["width"]),
+                       float(d["height"]), d.get("stats") or {})

@@ -104,6 +104,25 @@ def shapes(ctx: Context, args: dict) -> Any:
     return {str(k): v for k, v in found.items()}
 
 
+def layout(ctx: Context, args: dict) -> Any:
+    """``{path, mode, show_params, show_consts, collapse_prefixes}`` -> the file's dataflow graph,
+    built and laid out here (both are Python-heavy: in the window's process they held the GIL
+    against its first frame), as ``graph_layout.layout_to_data``."""
+    from ..graph_layout import LayoutCancelled, layout_graph, layout_to_data
+    from ..graph_model import build_graph
+    graph = build_graph(ctx.state.nac(args["path"]), show_params=bool(args.get("show_params", True)),
+                        show_consts=bool(args.get("show_consts", False)),
+                        collapse_prefixes=list(args.get("collapse_prefixes") or []))
+    ctx.check()
+    try:
+        lay = layout_graph(graph, str(args.get("mode", "longest-path")), progress=ctx.progress,
+                           cancelled=lambda: ctx.cancelled)
+    except LayoutCancelled:
+        ctx.check()
+        raise
+    return layout_to_data(lay)
+
+
 def sugiyama(ctx: Context, args: dict) -> Any:
     """``{n, edges (m×2), layers (n), maxiter}`` -> igraph's Sugiyama coordinates and edge bends."""
     import numpy as np
@@ -268,7 +287,7 @@ def test_hook(ctx: Context, args: dict) -> Any:
 
 def handlers() -> dict[str, Handler]:
     out = {"nac/statistics": Handler(statistics), "nac/paramValues": Handler(param_values),
-           "nac/sugiyama": Handler(sugiyama), "nac/shapes": Handler(shapes),
+           "nac/sugiyama": Handler(sugiyama), "nac/shapes": Handler(shapes), "nac/layout": Handler(layout),
            "launch": Handler(launch, "debug"), "nac/setBreakpoints": Handler(set_breakpoints, "debug"),
            "nac/setWatches": Handler(set_watches, "debug"), "pause": Handler(pause, "now"),
            "next": Handler(_action("next"), "debug"), "continue": Handler(_action("continue"), "debug"),

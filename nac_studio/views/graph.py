@@ -410,9 +410,17 @@ class GraphView(QWidget):
         self.status.setText(f"laying out {n:,} instructions…")
 
         host = self.qdoc.host
+        path = self.qdoc.doc.path
 
         def work(ctx, nac=nac, peer=peer, mode=mode, build=build):
             graph = dataflow_from_peer(peer) if peer is not None else None
+            if graph is None and path:
+                # a file's graph is built and laid out in the engine host (Python-heavy work that
+                # here would hold the GIL against the window's frames); this thread only waits
+                layout = host_layout(ctx, host, path, mode, build)
+                if layout is not None:
+                    ctx.check()
+                    return layout, edge_batches(layout), file_shapes(nac)
             if graph is None:
                 graph = build_graph(nac, **build)
             ctx.check()
@@ -854,3 +862,25 @@ def host_sugiyama(host, n: int, edges, layers, maxiter: int):
     except (EngineStopped, HostError, KeyError):
         return sugiyama_coordinates(n, edges, layers, maxiter)
     return coords, points.reshape(-1, 2), counts
+
+
+def host_layout(ctx, host, path: str, mode: str, build: dict):
+    """The file's graph laid out by the engine host (``nac/layout``), waited for in this worker
+    thread with its progress and cancel passed along; None when the host cannot answer (it died:
+    the caller lays out here)."""
+    from ..graph_layout import layout_from_data
+    from ..host.connection import EngineStopped, HostError, RequestCancelled
+    req = host.connection.request("nac/layout", {"path": path, "mode": mode, **build}, convert=layout_from_data)
+    req.on_progress = lambda frac, _text: ctx.progress(frac, 1.0)
+    while True:
+        try:
+            return req.future.result(timeout=0.05)
+        except TimeoutError:
+            if ctx.cancelled:
+                req.cancel()
+                ctx.check()
+        except RequestCancelled:
+            ctx.check()
+            raise
+        except (EngineStopped, HostError):
+            return None
