@@ -125,3 +125,26 @@ def test_empty_and_unknown_mode():
     assert lay.stats["nodes"] == 0 and lay.width == 0 and lay.height == 0
     with pytest.raises(ValueError):
         layout_graph(build_graph(gpt2_like(1)), "sideways")
+
+
+@pytest.mark.parametrize("collapse", [False, True])
+def test_a_layout_crosses_from_the_engine_host_unchanged(collapse, tmp_path):
+    """``layout_to_data`` -> JSON and array files -> ``layout_from_data`` gives the same graph and
+    layout (the engine host lays out a file's graph; the window draws what arrives)."""
+    import json
+
+    from nac_studio.graph_layout import layout_from_data, layout_to_data
+    from nac_studio.host.arrays import ArrayWriter, decode
+    nac = gpt2_like(6)
+    opts = {"collapse_prefixes": detect_block_prefixes(nac)} if collapse else {}
+    lay = layout_graph(build_graph(nac, **opts), "tick")
+    wire = json.loads(json.dumps(ArrayWriter(str(tmp_path)).encode(layout_to_data(lay))))
+    back = layout_from_data(decode(wire, str(tmp_path)))
+    assert back.graph.nodes == lay.graph.nodes and back.graph.blocks == lay.graph.blocks
+    assert back.graph.collapsed == lay.graph.collapsed and back.mode == lay.mode
+    for name in ("pos", "size", "layer", "edge_routed"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(lay, name))
+    np.testing.assert_array_equal(back.graph.edges, lay.graph.edges)
+    assert len(back.edge_points) == len(lay.edge_points)
+    assert all(np.array_equal(a, b) for a, b in zip(back.edge_points, lay.edge_points))
+    assert (back.width, back.height) == (lay.width, lay.height)
