@@ -77,6 +77,34 @@ def default_choice(slot: InputSlotInfo) -> InputChoice:
 _DTYPES = {"float32", "float16", "float64", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"}
 
 
+def tokenized(slot: InputSlotInfo, choice: InputChoice, tokenizer) -> tuple[np.ndarray, int]:
+    """The token ids of a text choice as a ``[1, n]`` array (padded with the tokenizer's padding
+    id, or cut, to the length the file records) and how many of them are real tokens."""
+    if tokenizer is None:
+        raise ValueError(f"{slot.label}: the file embeds no tokenizer")
+    ids = list(tokenizer.encode(choice.text).ids)
+    dtype = slot.dtype if slot.dtype and slot.dtype.startswith("int") else "int64"
+    real = len(ids)
+    if slot.shape is not None and len(slot.shape) == 2 and slot.shape[1] > 0:
+        # a file compiled for a fixed length (position tables are sliced at export): pad
+        # with the tokenizer's padding id, or cut, to the recorded length
+        n = int(slot.shape[1])
+        pad = next((i for i in (tokenizer.token_to_id(t) for t in ("[PAD]", "<pad>", "<|endoftext|>"))
+                    if i is not None), 0)
+        ids = ids[:n] + [pad] * max(0, n - len(ids))
+        real = min(real, n)
+    return np.asarray([ids], dtype=dtype), real
+
+
+#: Inputs that go with a tokenizer's ids and follow them when the ids come from text:
+#: name -> the value for ``real`` tokens out of ``n`` (the rest is padding).
+TEXT_COMPANIONS = {
+    "attention_mask": lambda real, n: (np.arange(n) < real).astype(np.int64),
+    "token_type_ids": lambda real, n: np.zeros(n, np.int64),
+    "position_ids": lambda real, n: np.arange(n, dtype=np.int64),
+}
+
+
 def make_value(slot: InputSlotInfo, choice: InputChoice, tokenizer=None) -> Any:
     """The array a choice stands for (``None``: use the value stored in the file)."""
     mode = choice.mode
@@ -90,18 +118,7 @@ def make_value(slot: InputSlotInfo, choice: InputChoice, tokenizer=None) -> Any:
         arr = np.load(choice.path, allow_pickle=False)
         return arr
     if mode == "text":
-        if tokenizer is None:
-            raise ValueError(f"{slot.label}: the file embeds no tokenizer")
-        ids = list(tokenizer.encode(choice.text).ids)
-        dtype = slot.dtype if slot.dtype and slot.dtype.startswith("int") else "int64"
-        if slot.shape is not None and len(slot.shape) == 2 and slot.shape[1] > 0:
-            # a file compiled for a fixed length (position tables are sliced at export): pad
-            # with the tokenizer's padding id, or cut, to the recorded length
-            n = int(slot.shape[1])
-            pad = next((i for i in (tokenizer.token_to_id(t) for t in ("[PAD]", "<pad>", "<|endoftext|>"))
-                        if i is not None), 0)
-            ids = ids[:n] + [pad] * max(0, n - len(ids))
-        return np.asarray([ids], dtype=dtype)
+        return tokenized(slot, choice, tokenizer)[0]
     shape = choice.shape if choice.shape is not None else (list(slot.shape) if slot.shape is not None else None)
     if shape is None:
         raise ValueError(f"{slot.label}: the file records no shape; give one")
@@ -265,7 +282,26 @@ class DebugSession:
                 out.append(made[key][s.spec.name])
             else:
                 out.append(make_value(s, c, tok))
+        self._follow_text(out, tok)
         return out
+
+    def _follow_text(self, values: list, tok) -> None:
+        """A tokenizer's companion inputs (attention mask, token type ids, position ids) follow
+        the ids typed as text and their padding, unless the user gave them a value of their own
+        (a .npy file, the stored one)."""
+        text = next((s for s in self.slots if self.choice(s).mode == "text"), None)
+        if text is None or tok is None:
+            return
+        ids, real = tokenized(text, self.choice(text), tok)
+        n = ids.shape[1]
+        for s in self.slots:
+            make = TEXT_COMPANIONS.get((s.name or "").lower())
+            if make is None or s is text or self.choice(s).mode in ("npy", "stored", "text"):
+                continue
+            if s.shape is not None and tuple(s.shape) != (1, n):
+                continue
+            dtype = s.dtype if s.dtype and (s.dtype.startswith("int") or s.dtype == "bool") else "int64"
+            values[s.position] = make(real, n).reshape(1, n).astype(dtype)
 
     def needs_inputs(self) -> bool:
         """True when a run cannot start without asking (no signature and no remembered choice)."""

@@ -212,3 +212,25 @@ def test_gutter_click_toggles_a_breakpoint(window, qtbot):
     assert icon is not None and not icon.isNull()
     qtbot.mouseClick(view.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.topLeft() + QPoint(5, 4))
     assert qdoc.doc.debug.breakpoints == [] and view.model.breakpoints == {}
+
+
+def test_typed_text_sets_the_attention_mask_to_its_tokens(window, qtbot):
+    """Text typed for input_ids in the Inputs dialog fills the attention mask to match (1 for the
+    tokens, 0 for the padding), not with random values, and the run uses it."""
+    from tests.resources_path import DEMO
+    qdoc = window.open_and_wait(DEMO.parent / "demo_bert_tiny.nac")
+    window.commands.run("debug.inputs")
+    dlg = window.debug.inputs_dialog
+    row = dlg.rows[0]
+    row.mode.setCurrentIndex(row.mode.findData("text"))
+    row.text.setText("the cat sat")
+    dlg.accept()
+    s = qdoc.doc.debug
+    ids, mask = s.feeds()
+    real = int((ids[0] != 0).sum())                  # [CLS] the cat sat [SEP], then [PAD]
+    assert real == 5 and mask.tolist() == [[1] * real + [0] * (16 - real)]
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    assert s.state == "finished"
+    mask_tick = next(t for t, name in qdoc.nac.input_name_map.items() if name == "attention_mask")
+    np.testing.assert_array_equal(s.result(mask_tick).tensor, mask)      # what the run in the host read
