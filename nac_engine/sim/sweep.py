@@ -107,11 +107,15 @@ def sweep(program: Any, hw: Any, axes: Mapping[str, Sequence[Any]], *, inputs=No
     from .api import prepare
     base: HardwareConfig = load_hardware(hw)
     points = grid(axes)
-    for values in points:                         # fail before starting any work
-        load_hardware(base, values)
+
+    def model_of(values: dict) -> Optional[str]:
+        try:
+            return load_hardware(base, values).core.model
+        except HardwareConfigError:         # an invalid point is a failed row naming why, not a failed sweep
+            return None
     path = None if isinstance(program, Program) or not isinstance(program, (str, os.PathLike)) else str(program)
     prog = prepare(program, inputs, feeds, states, cpu_budget=cpu_budget)
-    if any(load_hardware(base, v).core.model == "refcore" for v in points) and path is None:
+    if any(model_of(v) == "refcore" for v in points) and path is None:
         raise HardwareConfigError("a reference-core sweep needs the program as a file path")
     if scheduler is not None:
         return _run_dask(prog, base.to_dict(), points, path, scheduler)

@@ -24,6 +24,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxL
                                QScrollArea, QSizePolicy, QSlider, QSpinBox, QSplitter, QTableView, QTabWidget, QToolButton,
                                QVBoxLayout, QWidget)
 
+from nac_engine.isa.optable import OP_OUTPUT
+
 from ..debug_session import Subject
 from ..icons import icon
 from ..qt_document import rebind
@@ -87,6 +89,17 @@ def load_subject(session, nac, subject: Subject, host=None, path: Optional[str] 
         return Loaded(f"t{tick}", None, None, None, tick=tick, note=f"tick {tick} has not executed yet")
     r = session.result(tick)
     title = f"t{tick}  {session.name_of(tick)}"
+    ins = nac.instructions[tick]
+    if r.tensor is None and ins.a == OP_OUTPUT:
+        # the return instruction has no value of its own: show what it returns (after Continue to
+        # the end the inspector follows it)
+        returned = [p for p in ins.producers() if 0 <= p <= session.tick]
+        if returned:
+            r = session.result(returned[0])
+            more = f"; {len(returned)} outputs: " + ", ".join(f"v{p}" for p in returned) if len(returned) > 1 else ""
+            title = f"t{tick}  returns v{returned[0]} {session.name_of(returned[0])}"
+            if r.tensor is not None:
+                return Loaded(title, r.tensor, r, _histogram(r.tensor), tick=tick, note=f"output of the run{more}")
     if r.tensor is None:
         return Loaded(title, None, r, None, tick=tick, note=f"no tensor: {r.value!r}"[:200])
     return Loaded(title, r.tensor, r, _histogram(r.tensor), tick=tick)

@@ -117,6 +117,16 @@ def test_sweep_table_in_parallel(capsys):
     assert len(out) == 3 + 6
 
 
+def test_an_invalid_point_is_a_failed_row_not_a_failed_sweep(capsys):
+    """``array.rows=0,16``: the 0 row fails naming why, the 16 row runs; exit 1 (a sweep with a
+    failed row), not 2 (a refused command)."""
+    assert main(["sim", str(DEMO), "--input", "x=2x8", "--sweep", "array.rows=0,16", "--workers", "1"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    rows = {ln.split()[0]: ln.split()[1] for ln in out[3:5]}
+    assert rows["0"] == "failed" and rows["16"].replace(",", "").isdigit()
+    assert any("array.rows=0" in ln and "expected an integer" in ln for ln in out)
+
+
 def test_sweep_matches_single_runs():
     rows = sweep(str(DEMO), "edge-32x32", {"sram.bytes": [512, 1 << 20]}, inputs={"x": "2x8"}, workers=1)
     for row in rows:

@@ -234,3 +234,23 @@ def test_typed_text_sets_the_attention_mask_to_its_tokens(window, qtbot):
     assert s.state == "finished"
     mask_tick = next(t for t, name in qdoc.nac.input_name_map.items() if name == "attention_mask")
     np.testing.assert_array_equal(s.result(mask_tick).tensor, mask)      # what the run in the host read
+
+
+def test_after_continue_to_the_end_the_inspector_shows_the_output(window, qtbot):
+    """The run ends on its return instruction; the inspector that follows the execution point shows
+    the value it returns (it said "no tensor: None")."""
+    from nac_engine.isa.optable import OP_OUTPUT
+    from tests.resources_path import DEMO
+    qdoc = window.open_and_wait(DEMO.parent / "demo_bert_tiny.nac")
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    s = qdoc.doc.debug
+    assert s.state == "finished"
+    ret = qdoc.nac.instructions[s.tick]
+    assert ret.a == OP_OUTPUT
+    follower = window.views["tensor_inspector"].follower
+    qtbot.waitUntil(lambda: follower.loaded is not None and follower.loaded.tick == s.tick, timeout=20000)
+    assert follower.loaded.array is not None, follower.loaded.note
+    first = ret.producers()[0]
+    np.testing.assert_array_equal(follower.loaded.array, s.outputs()[0])
+    assert f"returns v{first}" in follower.loaded.title
