@@ -428,7 +428,8 @@ async def run_to_from_cli(window, tick: int, inspect: Optional[str] = None, inpu
         choices = {}
         for item in inputs:
             name, _, path = item.partition("=")
-            slot = next((sl for sl in s.slots if sl.name == name), None)
+            # a name, or the label the message lists for an unnamed input ("input @2")
+            slot = next((sl for sl in s.slots if name in (sl.name, sl.label)), None)
             if slot is None or not path:
                 print(f"nac-studio: --input {item!r}: the file's inputs are "
                       f"{', '.join(sl.label for sl in s.slots) or 'none'}", file=sys.stderr)

@@ -254,3 +254,22 @@ def test_after_continue_to_the_end_the_inspector_shows_the_output(window, qtbot)
     first = ret.producers()[0]
     np.testing.assert_array_equal(follower.loaded.array, s.outputs()[0])
     assert f"returns v{first}" in follower.loaded.title
+
+
+def test_cli_input_takes_the_label_it_lists_for_an_unnamed_input(tmp_path):
+    """bert_tiny's buffers have no names; the error lists them as ``input @2``, and
+    ``--input "input @2=FEED"`` is then accepted."""
+    import os
+    import subprocess
+    import sys
+    needs_corpus()
+    case = CORPUS / "nac" / "bert_tiny"
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"))
+    names = ["input_ids", "attention_mask", "input @2", "input @6"]
+    cmd = [sys.executable, "-m", "nac_studio", str(case / "bert_tiny.nac"), "--run-to", "3",
+           "--screenshot", str(tmp_path / "b.png")]
+    for name, k in zip(names, range(4)):
+        cmd += ["--input", f"{name}={case / f'feed_{k}.npy'}"]
+    proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
