@@ -372,7 +372,11 @@ class HexView(QWidget):
         self._apply_colors()
         self.area.set_bookmarks(self.bookmarks().keys())
         self._on_selection(None)
-        self._on_debug(None)
+        self._binding = True            # a document shown again keeps its scroll position
+        try:
+            self._on_debug(None)
+        finally:
+            self._binding = False
         self._update_strip_view()
         self._update_cursor_label()
 
@@ -381,7 +385,13 @@ class HexView(QWidget):
         doc = self.qdoc.doc if self.qdoc is not None else None
         marks = debug_marks.DebugMarks(doc.debug if doc is not None else None)
         color = debug_marks.error_row_color(False) if marks.error_tick is not None else debug_marks.exec_row_color(False)
-        self.area.set_exec_ranges([(a, a + n, color) for a, n in debug_marks.hex_ranges(doc, marks)])
+        ranges = debug_marks.hex_ranges(doc, marks)
+        self.area.set_exec_ranges([(a, a + n, color) for a, n in ranges])
+        # a new stop brings its instruction's bytes into view, as the disassembly scrolls to its row
+        at = marks.error_tick if marks.error_tick is not None else marks.exec_tick
+        if ranges and at != getattr(self, "_shown_exec", None) and not getattr(self, "_binding", False):
+            self.area.ensure_visible(ranges[0][0])
+        self._shown_exec = at
 
     def _apply_colors(self) -> None:
         if self.qdoc is None:

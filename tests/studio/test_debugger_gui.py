@@ -273,3 +273,21 @@ def test_cli_input_takes_the_label_it_lists_for_an_unnamed_input(tmp_path):
         cmd += ["--input", f"{name}={case / f'feed_{k}.npy'}"]
     proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_the_hex_view_scrolls_to_each_stop(window, qtbot):
+    """A stop brings the executed instruction's bytes into the hex view (it stayed where the user
+    had scrolled), as the disassembly brings its row."""
+    from tests.resources_path import DEMO
+    qdoc = window.open_and_wait(DEMO.parent / "demo_bert_tiny.nac")
+    window.docks["hex"].show()
+    window.docks["hex"].raise_()
+    area = window.hex_view.area
+    area.ensure_visible(area.size_bytes - 1)             # the user looks at the end of the weights
+    s = qdoc.doc.debug
+    for _ in range(2):
+        window.commands.run("debug.stepOver")          # F10 (a key on the table would move the selection)
+        wait_stopped(qtbot, window)
+    offset = qdoc.nac.instructions[s.tick].offset
+    row, first = offset // 16, area.first_row()
+    assert first <= row < first + area.visible_rows(), (row, first, area.visible_rows())
