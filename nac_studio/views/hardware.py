@@ -699,8 +699,16 @@ class HardwareView(QWidget):
         self.items["roof_pts"].setData([dict(pos=(np.log10(ai), np.log10(tp)), data=t) for t, ai, tp in pts])
         compute_roof, bw = self.roofs(run)
         if pts:
-            ais = np.logspace(np.log10(min(p[1] for p in pts)) - 0.5, np.log10(max(p[1] for p in pts)) + 0.5, 64)
+            # the ridge (where bandwidth meets compute) and the compute roof stay on the plot even
+            # when every instruction is far below them (server-128x128: 16,384 MAC/cycle)
+            ridge = compute_roof / bw if bw > 0 else max(p[1] for p in pts)
+            lo = np.log10(min(p[1] for p in pts)) - 0.5
+            hi = max(np.log10(max(p[1] for p in pts)), np.log10(ridge)) + 0.5
+            ais = np.logspace(lo, hi, 64)
             self.items["roof_lines"].setData(ais, np.minimum(compute_roof, bw * ais))
+            y_lo = min(np.log10(max(p[2], 1e-12)) for p in pts) - 0.5
+            self.roof.setXRange(lo, hi, padding=0)
+            self.roof.setYRange(min(y_lo, np.log10(bw * 10 ** lo)), np.log10(compute_roof) + 0.3, padding=0)
 
     def roofs(self, run) -> tuple[float, float]:
         """(MAC/cycle of the array, DRAM bytes/cycle) of the configuration the run used."""

@@ -155,6 +155,11 @@ def test_form_overrides_rows_and_axis_select_ticks(window, qtbot):
     qtbot.waitUntil(task.done, timeout=60000)
     assert task.error is None, task.error
     qtbot.waitUntil(lambda: len(qdoc.doc.simulation.runs) == 2, timeout=30000)
+    # its compute roof (16,384 MAC/cycle) and the ridge are on the roofline plot, not above it
+    import math
+    roof, bw = view.roofs(qdoc.doc.simulation.run)
+    (x0, x1), (y0, y1) = view.roof.viewRange()
+    assert y1 >= math.log10(roof) and x1 >= math.log10(roof / bw) and y0 < y1
     st = qdoc.doc.simulation
     st.set_current(st.current, 0)
     from PySide6.QtCore import Qt
