@@ -60,6 +60,10 @@ def main(argv=None) -> int:
         server.serve()
     finally:
         server.close()
+    # the Studio closed the pipe (disconnect, or it ended without a word): the directory in
+    # /dev/shm goes with this process, whoever made it (memory, not disk, left behind otherwise)
+    from .arrays import remove_directory
+    remove_directory(args.arrays)
     return 0
 
 

@@ -182,3 +182,23 @@ def test_the_window_never_imports_torch_while_running_simulating_and_showing_eve
     out = subprocess.run([sys.executable, script, str(path)], capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert "torch imported: False sweep: True" in out.stdout, out.stdout + out.stderr[-2000:]
+
+
+def test_the_host_removes_its_shared_memory_directory_when_the_studio_goes_away():
+    """A Studio that ends without shutting its host down (a crash, a test process ending) closes the
+    host's stdin; the host then exits and takes its /dev/shm directory with it."""
+    import time
+
+    from nac_studio.host.connection import HostConnection
+    conn = HostConnection()
+    assert conn.call("nac/statistics", {"path": str(__import__("tests.resources_path", fromlist=["DEMO"]).DEMO),
+                                        "param": 1}, timeout=60)["count"] > 0
+    directory, proc = conn.array_dir, conn.proc
+    assert os.path.isdir(directory)
+    proc.stdin.close()                                   # the Studio is gone: no disconnect, no shutdown
+    proc.wait(30)
+    deadline = time.monotonic() + 10
+    while os.path.isdir(directory) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.isdir(directory)
+    conn._closing = True                                 # what the window's shutdown would have marked
