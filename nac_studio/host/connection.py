@@ -116,6 +116,8 @@ class HostConnection:
             self._closing = False
             self._shut = False
             self._generation += 1
+            if self.array_dir:                 # a host that died: its directory (the new one replaces it)
+                remove_directory(self.array_dir)
             self.array_dir = shared_directory()
             self._writer = ArrayWriter(self.array_dir, prefix="s")     # the Studio's arrays (inputs)
             # -P: the working directory is not put on sys.path (a file there named like a module
