@@ -45,6 +45,7 @@ from .kernels import Kernels, describe_args, first_of_multi, is_tensor_placehold
 from .fastcall import SLOW
 from .prepared import PreparedCall, constant_key, keep_plan, shared_plan
 from .stored_weights import stored_tensor, used_as_stored
+from .tick_result import as_numpy as to_numpy  # one conversion to numpy, shared with TickResult
 
 _INPUT_KINDS = {0: "user input", 1: "parameter", 2: "state", 3: "lifted constant"}
 # Unquantised files keep these dtypes as PyTorch would compute in them (the codec widens
@@ -89,16 +90,6 @@ def _to_tensor(v: Any, device: torch.device) -> Any:
     if arr.dtype == object:
         raise TypeError(f"cannot convert {type(v).__name__} to a tensor")
     return torch.from_numpy(np.array(arr, copy=True)).to(device)
-
-
-def to_numpy(v: Any) -> np.ndarray:
-    v = first_of_multi(v)
-    if isinstance(v, torch.Tensor):
-        t = v.detach().cpu()
-        if t.dtype == torch.bfloat16:
-            t = t.float()
-        return t.numpy()
-    return np.asarray(v)
 
 
 class Session:

@@ -130,19 +130,9 @@ class RemoteDebugger:
 
     def launch(self, feeds: list, breakpoints: list, watches: list) -> Future:
         """Start the run in the host (queued before any action that follows)."""
-        out: Future = Future()
-        inner = self._send("launch", feeds=feeds, breakpoints=breakpoints, watches=watches)
-
-        def done(f: Future) -> None:
-            if f.exception() is not None:
-                out.set_exception(f.exception())
-                return
-            body = f.result() or {}
-            self.apply(body.get("state"))
-            out.set_result(body.get("breakpoints") or [])
-        inner.add_done_callback(done)
-        self.launched = out
-        return out
+        self.launched = self._then_state(self._send("launch", feeds=feeds, breakpoints=breakpoints,
+                                                    watches=watches), "breakpoints")
+        return self.launched
 
     def set_breakpoints(self, specs: list) -> Future:
         return self._then_state(self._send("nac/setBreakpoints", breakpoints=specs), "breakpoints")
@@ -159,7 +149,7 @@ class RemoteDebugger:
                 return
             body = f.result() or {}
             self.apply(body.get("state"))
-            out.set_result(body.get(key) if key else body)
+            out.set_result((body.get(key) or []) if key else body)
         inner.add_done_callback(done)
         return out
 
