@@ -56,7 +56,6 @@ import torch  # noqa: E402
 import nac_engine  # noqa: E402
 from nac_engine import read, threads  # noqa: E402
 from nac_engine.runtime.debugger import Debugger  # noqa: E402
-from nac_engine.format.run_read import read_for_run  # noqa: E402
 from nac_engine.runtime.kernels import _SchemaKernel, bind  # noqa: E402
 from nac_engine.runtime.prepared import forget_plans  # noqa: E402
 from nac_engine.runtime.session import Session  # noqa: E402
@@ -136,23 +135,6 @@ def eager_replay(calls) -> None:
         fn(*pos, **kw)
 
 
-def reference_style_load_spanless(path: pathlib.Path) -> dict:
-    """The same load with the sections the reference reads (§16.1: CMAP, CNST, PERM, OPS, DATA,
-    RSRC, PROC, TRNG, ARRS; not MMAP) decoded without recording byte spans (the run read's
-    decoders), every tensor copied and dequantised: a stand-in for the reference's own loader
-    that is faster than ``read()`` with spans. Printed beside the main figure, which keeps
-    ``read()``."""
-    data = path.read_bytes()
-    nac = read_for_run(data, weights=str(path.with_suffix(".safetensors")))
-    for part in ("rsrc", "proc", "trng", "arrs"):
-        getattr(nac, part)
-    weights = {}
-    for pid, p in nac.params.items():
-        arr = p.array()
-        weights[pid] = np.array(arr, copy=True) if not arr.flags.owndata else arr
-    return weights
-
-
 def reference_style_load(path: pathlib.Path) -> dict:
     """The reference runtime's load (§16.1): the file read whole, every section decoded, every
     tensor copied out and dequantised (§10.3), before anything runs."""
@@ -229,8 +211,7 @@ def cold_vs_reference(cases, repeat: int) -> list[dict]:
                              "replay": lambda: reference_style_run(nac, weights, feeds, calls, ticks),
                              "pure": lambda: eager_replay(calls),
                              "ours": lambda: nac_engine.run(path, feeds=feeds),
-                             "ours_no_plans": ours_first_session,
-                             "load_spanless": lambda: reference_style_load_spanless(path)}, repeat)
+                             "ours_no_plans": ours_first_session}, repeat)
         (load_s, load_cpu), (replay_s, replay_cpu) = t["load"], t["replay"]
         ours_s, ours_cpu = t["ours"]
         ref_s, ref_cpu = load_s + replay_s, load_cpu + replay_cpu
@@ -239,9 +220,7 @@ def cold_vs_reference(cases, repeat: int) -> list[dict]:
                      "cpu_ratio": ours_cpu / ref_cpu if ref_cpu else float("nan"),
                      "ratio_to_load_plus_pure_eager": ours_s / (load_s + t["pure"][0]),
                      "project_no_plans_s": t["ours_no_plans"][0],
-                     "no_plans_ratio": t["ours_no_plans"][0] / ref_s,
-                     "ref_spanless_load_s": t["load_spanless"][0],
-                     "spanless_ratio": ours_s / (t["load_spanless"][0] + replay_s)})
+                     "no_plans_ratio": t["ours_no_plans"][0] / ref_s})
     return rows
 
 
@@ -423,8 +402,7 @@ def report(res: dict) -> None:
         print(f"  {r['case']:28s} project {r['project_s'] * 1e3:8.2f} ms   reference-style {r['reference_style_s'] * 1e3:8.2f} ms"
               f" (load {r['ref_load_s'] * 1e3:6.2f} + run loop {r['ref_replay_s'] * 1e3:6.2f})   {r['ratio']:5.2f}x"
               f"   CPU time {r['cpu_ratio']:5.2f}x   [vs load + bare eager {r['pure_eager_s'] * 1e3:6.2f}: "
-              f"{r['ratio_to_load_plus_pure_eager']:5.2f}x; no shared plans {r['no_plans_ratio']:5.2f}x; "
-              f"vs span-less load {r['ref_spanless_load_s'] * 1e3:6.2f}: {r['spanless_ratio']:5.2f}x]")
+              f"{r['ratio_to_load_plus_pure_eager']:5.2f}x; no shared plans {r['no_plans_ratio']:5.2f}x]")
     ok = [r for r in res["cold"] if "error" not in r]
     gm = geomean(ratios)
     worst = max(ok, key=lambda r: r["ratio"])
@@ -433,8 +411,7 @@ def report(res: dict) -> None:
           f"{geomean([r['cpu_ratio'] for r in ok]):.2f}x")
     print(f"  beside it: against load + bare eager replay (no run loop at all) {geomean(bare):.2f}x; with the "
           f"process-wide call plans emptied before every run (a first session) "
-          f"{geomean([r['no_plans_ratio'] for r in ok]):.2f}x; against a span-less reference-style load "
-          f"{geomean([r['spanless_ratio'] for r in ok]):.2f}x")
+          f"{geomean([r['no_plans_ratio'] for r in ok]):.2f}x")
     rows = list(res["eager"]) + ([res["gpt2"]] if "gpt2" in res else [])
     if rows:
         print("\n2./3. warm Session.run() vs pre-bound torch.ops eager replay; Debugger.step() on a warm session")

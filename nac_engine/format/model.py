@@ -261,6 +261,9 @@ class NacFile:
     header_decoded: bool = False   # False: not a readable NAC header (lenient reads only)
     path: Optional[str] = None
     weights_path: Optional[str] = None
+    #: True when the bytes are this object's own copy of the file (read whole, not mapped, not
+    #: bytes the caller still holds): nothing outside can change or shrink them.
+    private_buffer: bool = False
     _buf: Any = None
     _closer: Any = None
     _op_names: Optional[dict] = None

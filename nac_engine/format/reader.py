@@ -17,7 +17,6 @@ import mmap
 import os
 import struct
 from array import array
-from itertools import repeat
 from typing import Optional
 
 import numpy as np
@@ -32,8 +31,6 @@ from . import layout as L
 from .cursor import Cursor
 from .gc_pause import collector_paused
 from .instruction_table import InstructionTable
-from .bulk_records import (CONST_CHUNK, name_records, plain_tensor_fields, plain_tensor_walk, scalar_constant_run,
-                           scalar_constants, stored_nbytes)
 from .model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, NacFile,
                     NamedArray, Orch, Parameter, Proc, Resource, TensorMeta)
 from ..spans import UNPARSED, Span
@@ -193,23 +190,34 @@ class _Problems:
 
 
 # --------------------------------------------------------------------------- entry point
+#: Files up to this size are read into memory whole (a private copy nothing another program does
+#: to the file can reach, and that a run may use weights from in place); bigger ones are mapped.
+WHOLE_READ_MAX = 64 << 20
+#: Alignment of the private copy's first byte (what torch's CPU allocator gives).
+ALIGNMENT = 64
+
+
 def read(source, *, strict: bool = True, weights: Optional[str] = None) -> NacFile:
     """Decode a ``.nac`` from a path or a bytes-like object.
 
-    A path is memory-mapped: weights are never read at open. ``weights`` overrides the
-    external ``.safetensors`` location (default: same directory and base name).
+    A path up to :data:`WHOLE_READ_MAX` bytes is read whole into a private buffer aligned to
+    64 bytes (``nacfile.private_buffer``); a bigger one is memory-mapped, and its weights are
+    read when first used, through the size-checked path (:mod:`.mapped`). ``weights``
+    overrides the external ``.safetensors`` location (default: same directory and base name).
     """
     path = None
     closer = None
     fh = None
+    private = False
     if isinstance(source, (bytes, bytearray, memoryview)):
         buf = source
     else:
         path = os.fspath(source)
-        fh = open(path, "rb")
+        fh = open(path, "rb", buffering=0)
         size = os.fstat(fh.fileno()).st_size
-        if size == 0:
-            buf = b""
+        if size <= WHOLE_READ_MAX:
+            buf = _read_whole(fh, size)
+            private = True
         else:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
             # Weights are touched sparsely (a tensor at a time, often never): without this
@@ -222,9 +230,10 @@ def read(source, *, strict: bool = True, weights: Optional[str] = None) -> NacFi
     nac._buf = buf
     nac._closer = closer
     nac.path = path
+    nac.private_buffer = private
     try:
         with collector_paused():
-            _Reader(nac, buf, _Problems(strict), fh.fileno() if fh is not None else None).run()
+            _Reader(nac, buf, _Problems(strict), fh.fileno() if closer is not None else None).run()
     except BaseException:
         nac.close()
         raise
@@ -236,6 +245,21 @@ def read(source, *, strict: bool = True, weights: Optional[str] = None) -> NacFi
     elif weights:
         nac.weights_path = weights
     return nac
+
+
+def _read_whole(fh, size: int) -> memoryview:
+    """The file's bytes in a buffer whose first byte is 64-byte aligned. A file that shrank since
+    its size was asked gives the bytes it still has."""
+    raw = np.empty(size + ALIGNMENT, np.uint8)
+    shift = (-raw.__array_interface__["data"][0]) % ALIGNMENT
+    view = memoryview(raw[shift:shift + size]).cast("B")
+    got = 0
+    while got < size:
+        n = fh.readinto(view[got:])
+        if not n:
+            break
+        got += n
+    return view[:got] if got < size else view
 
 
 class _Reader:
@@ -616,28 +640,10 @@ class _Reader:
         buf, base, limit = cur.buf, cur.base, cur.limit
         head, scalars = _CONST_HEAD.unpack_from, _CONST_SCALAR
         STRING, BOOL, NULL = L.CONST_STRING, L.CONST_BOOL, L.CONST_NULL
-        # Runs of int64/float64 records (a big table is mostly these) are decoded by numpy, a
-        # chunk at a time; a run is looked for again only after _CONST_RETRY records one by one,
-        # so a table that mixes types costs the loop below and little more.
-        i, slow, chunk = 0, _CONST_RETRY, _CONST_FIRST_CHUNK
         try:
-            while i < n:
+            for i in range(n):
                 pos = cur.pos
-                if slow >= _CONST_RETRY and base == 0 and pos + 5 <= limit and buf[pos + 2] in scalars:
-                    m = scalar_constant_run(buf, pos, limit, min(n - i, chunk))
-                    if m >= 2:
-                        ids, consts = scalar_constants(buf, pos, m)
-                        if len(set(ids)) == m and constants.keys().isdisjoint(ids):
-                            constants.update(zip(ids, consts))
-                            cur.pos = pos + 13 * m
-                            i = attempted = i + m
-                            full, chunk = m == chunk, min(2 * chunk, CONST_CHUNK)
-                            if not full:     # the run ended at a record of another kind
-                                slow, chunk = 0, _CONST_FIRST_CHUNK
-                            continue
-                    slow, chunk = 0, _CONST_FIRST_CHUNK
-                i = attempted = i + 1
-                slow += 1
+                attempted = i + 1
                 const = None
                 if pos + 5 <= limit:
                     at = pos - base
@@ -687,8 +693,6 @@ class _Reader:
         params, rec_head = nac.params, _NAME_HEAD.unpack_from
         buf, base, limit = cur.buf, cur.base, cur.limit
         add_start, add_id, add_name = names.starts.append, names.ids.append, names.names.append
-        if base == 0 and not params and self._bulk_names(cur, n, names, _param_records):
-            n = 0      # all read in bulk: every record well formed, every id once
         try:
             for i in range(n):
                 rs = cur.pos
@@ -719,8 +723,6 @@ class _Reader:
         cur.check_count(m, 4, "input name")
         inputs = _NameRecords()
         b2.set_builder(functools.partial(_name_spans, inputs, "input", "index", "v{} = {}"))
-        if cur.base == 0 and self._bulk_names(cur, m, inputs, _input_records):
-            m = 0
         try:
             for i in range(m):
                 rs = cur.pos
@@ -750,8 +752,7 @@ class _Reader:
             # decoded here, inline; anything else goes through _tensor_record, field by field.
             params, seen, order, limit = nac.params, self._tensor_ids, nac.tensor_order, cur.limit
             head, itemsizes, fd = _TENSOR_HEAD.unpack_from, _ITEMSIZE, self.fd
-            first = self._bulk_tensors(cur, t, kept_at, kept) if fd is not None or cur.base == 0 else 0
-            for i in range(first, t):
+            for i in range(t):
                 rs = cur.pos
                 a0, ahead = self._ahead if fd is not None else (0, self.buf)
                 off = rs - a0
@@ -788,67 +789,6 @@ class _Reader:
                     raise
         finally:
             b3.length = cur.pos - start
-
-    def _bulk_names(self, cur: Cursor, n: int, records: "_NameRecords", make) -> bool:
-        """DATA block 1/2 read in bulk (bulk_records.name_records); False when a record is
-        truncated, not UTF-8 or (block 1) names an id twice: the field-by-field loop then reads
-        the block and says what is wrong, where."""
-        got = name_records(cur.buf, cur.pos, cur.limit, n)
-        if got is None:
-            return False
-        starts, ids, texts, end = got
-        if not make(self.nac, ids, texts):
-            return False
-        records.starts, records.ids, records.names = array("Q", starts.astype("<u8").tobytes()), array("H", ids), texts
-        cur.pos = end
-        return True
-
-    def _bulk_tensors(self, cur: Cursor, t: int, kept_at: array, kept: list) -> int:
-        """The leading plain tensor records of block 3 read in bulk (bulk_records); returns how
-        many. It stops before the first record that is not plain, names an id that block 1 does
-        not or that an earlier record did: the field-by-field loop goes on from there. A shape
-        that does not match its payload is reported here, in record order, as that loop would."""
-        starts, blobs, end = plain_tensor_walk(self.buf, self.fd, cur.pos, cur.limit, t, os.pread)
-        k = len(starts)
-        if k == 0:
-            return 0
-        pids, data_offsets, data_lens, dtypes, shapes, needs = plain_tensor_fields(starts, blobs)
-        nac = self.nac
-        params, seen = nac.params, self._tensor_ids
-        found = list(map(params.get, pids))
-        stop = k if all(found) else [p is None for p in found].index(True)    # (a Parameter is truthy)
-        ordered = np.sort(np.asarray(pids[:stop], dtype=np.uint16))
-        if (ordered[1:] == ordered[:-1]).any() or not seen.isdisjoint(pids[:stop]):
-            met = set(seen)
-            for j, pid in enumerate(pids[:stop]):
-                if pid in met:
-                    stop = j
-                    break
-                met.add(pid)
-        if stop == 0:
-            return 0
-        if stop < k:
-            end = starts[stop]
-            for column in (pids, found, starts, blobs, data_offsets, data_lens, dtypes, shapes):
-                del column[stop:]
-            needs = needs[:stop]
-        for param, meta, data_offset, data_len in zip(found, map(TensorMeta, dtypes, shapes), data_offsets, data_lens):
-            param.meta, param.data_offset, param.data_length = meta, data_offset, data_len
-        nac.tensor_order.extend(pids)
-        if stop < t:          # the loop goes on from here: it needs the ids already seen
-            seen.update(pids)
-        kept.extend(blobs)
-        kept_at.extend(starts)
-        wrong = np.flatnonzero((needs != -2) & (needs != np.asarray(data_lens, dtype=np.uint64).astype(np.int64)))
-        for j in wrong.tolist():
-            shape, dtype = shapes[j], dtypes[j]
-            need = stored_nbytes(dtype, shape)
-            if need != data_lens[j]:
-                self.p.add(NacFormatError(
-                    "DATA/tensors", starts[j], f"tensor {found[j].name}: shape {list(shape)} of "
-                    f"{L.dtype_name(dtype)} needs {need} bytes, record holds {data_lens[j]}"))
-        cur.pos = end
-        return stop
 
     def _record_bytes(self, offset: int, n: int) -> bytes:
         """Small reads between tensors go through pread: touching the mapping would fault in
@@ -1045,8 +985,6 @@ def read_constant(cur: Cursor, parent: Span, label: str) -> Constant:
 
 
 _CONST_HEAD = struct.Struct("<HBH")     # id, type, length
-_CONST_RETRY = 64          # CNST records read one by one before a numpy run is looked for again
-_CONST_FIRST_CHUNK = 64    # records in a run's first numpy check (doubled while runs fill it)
 _CONST_SCALAR = {L.CONST_INT64: struct.Struct("<q"), L.CONST_FLOAT64: struct.Struct("<d")}
 
 
@@ -1123,21 +1061,6 @@ class _NameRecords:
         self.starts.append(start)
         self.ids.append(ident)
         self.names.append(name)
-
-
-def _param_records(nac: NacFile, ids: list, names: list) -> bool:
-    """Block 1's Parameters from ids and names read in bulk; False (nothing made) when an id repeats."""
-    params = nac.params        # empty: block 1 is read first
-    params.update(zip(ids, map(Parameter, ids, names, repeat(None), repeat(-1), repeat(0), repeat(None), repeat(nac))))
-    if len(params) != len(ids):
-        params.clear()
-        return False
-    return True
-
-
-def _input_records(nac: NacFile, ids: list, names: list) -> bool:
-    nac.input_names.extend(map(InputName, ids, names))
-    return True
 
 
 def _name_spans(records: _NameRecords, kind: str, key: str, value: str, block: Span) -> None:

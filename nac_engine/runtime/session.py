@@ -36,7 +36,7 @@ from ..format.layout import QUANT_NONE
 from ..format.quant import dequantize
 from ..format.weights import external_raw_tensors, raw_tensor
 from ..format.model import Argument, Instruction, NacFile
-from ..format.run_read import read_for_run
+from ..format.reader import read
 from ..isa.optable import OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
 from ..isa.coerce import CODE_TYPES, InexactCoercion, as_used
 from .errors import CoercionError, KernelError, MissingInputError, NacRuntimeError, NotSupported
@@ -121,8 +121,7 @@ class Session:
                  keep_results: Optional[bool] = None, manage_threads: Optional[bool] = None):
         self._owns_file = not isinstance(nacfile, NacFile)
         if self._owns_file:
-            # the run's read: only the sections running needs, the rest on first access
-            nacfile = read_for_run(str(nacfile))
+            nacfile = read(str(nacfile))
         self.nac = nacfile
         self.device = torch.device(device)
         self.kernels = kernels or _shared_kernels(self.device)
@@ -160,7 +159,7 @@ class Session:
         self._const_keys: dict[int, tuple] = {}
         # the file's bytes are this session's own copy (it opened the file, read whole): weights
         # may be used where they lie (runtime/stored_weights.py)
-        self._own_bytes = self._owns_file and getattr(nacfile, "private_buffer", False)
+        self._own_bytes = self._owns_file and nacfile.private_buffer
         self._dead_after: Optional[dict[int, list]] = None
         # the kernels' thread count (threads.py) is chosen when kernels are about to run: by run(),
         # or by the first run_instruction of a session that is stepped (the debugger)

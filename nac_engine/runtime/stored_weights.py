@@ -1,7 +1,7 @@
 """A weight as a tensor over its stored bytes, for a session that holds its own copy of the file.
 
-A session that opened the file itself reads it with the run read (``format/run_read.py``): the
-whole file in one private buffer whose first byte is 64-byte aligned. An unquantised weight
+A session that opened the file itself reads it with ``read()``, which reads a small file whole
+into one private buffer whose first byte is 64-byte aligned. An unquantised weight
 whose stored dtype is the one the kernels compute in then needs no dequantising and no trip
 through numpy: a tensor over its bytes is the weight. It is used in place when its record lies
 on a 64-byte boundary (as a copy made by torch's allocator would), and copied once otherwise, so
@@ -56,7 +56,7 @@ def stored_tensor(p, buf, native) -> torch.Tensor:
     # numpy makes the view and the copy (a torch.frombuffer + clone costs twice as much per
     # weight, and a small model is mostly per-weight overhead)
     arr = np.ndarray(shape, _NUMPY_DTYPES[meta.dtype], buf, off)
-    if off % _ALIGN:          # the buffer itself starts on a 64-byte boundary (run_read)
+    if off % _ALIGN:          # the buffer itself starts on a 64-byte boundary (reader.read)
         arr = arr.copy()
     t = torch.from_numpy(arr)
     return t.view(torch.bfloat16) if meta.dtype == 3 else t

@@ -27,7 +27,6 @@ from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
 from ..isa.mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
 from .ops_bulk_lines import PlainOpsLines
-from .table_lines import const_lines, param_lines, tensor_lines
 from ..isa.tisa import format_tisa
 from .textops import Tables, format_instruction, instruction_template
 
@@ -51,9 +50,11 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
         yield f".cmap {oid} {format_name(name)}"
     for sid, sig in nac.perms.items():
         yield f".perm {sid} {json.dumps(sig)}"
-    yield from const_lines(nac.constants.values(), t.const_literals, _const_directive)
-    yield from param_lines(nac.params)
-    yield from tensor_lines(nac, format_meta)
+    for c, literal in zip(nac.constants.values(), t.const_literals):
+        yield ".const " + _const_directive(c, literal)
+    for pid, p in nac.params.items():
+        yield f".param {pid} {format_name(p.name)}"
+    yield from _tensor_lines(nac)
     names = {n.index: n.name for n in nac.input_names}
     derivable = _inputs_derivable(nac)
     if not derivable:
@@ -345,6 +346,25 @@ def _const_directive(c: Constant, literal: Optional[str] = None) -> str:
         if c.length_field is not None and c.length_field != default:
             s += f" len={c.length_field}"
     return s
+
+
+def _tensor_lines(nac: NacFile):
+    """``.tensor ID META    ; N bytes`` in tensor order. The text after the id is made once per
+    metadata and byte count: a file with 25k tensors repeats a few hundred."""
+    texts: dict = {}
+    params = nac.params
+    for pid in nac.tensor_order:
+        p = params.get(pid)
+        if p is None or p.meta is None:
+            continue
+        m = p.meta
+        key = (m.dtype, m.shape, p.data_length) if not (m.quant or m.extra) else None
+        tail = texts.get(key) if key is not None else None
+        if tail is None:
+            tail = f" {format_meta(m)}    ; {p.data_length} bytes"
+            if key is not None and len(texts) < 65536:
+                texts[key] = tail
+        yield f".tensor {pid}{tail}"
 
 
 def format_meta(m: TensorMeta) -> str:

@@ -2,10 +2,7 @@
 after the cond in each block, and the interpreter's result matches eager for either predicate."""
 from __future__ import annotations
 
-import os
 
-import numpy as np
-import pytest
 import torch
 
 import nac_engine

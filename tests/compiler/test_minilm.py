@@ -4,7 +4,6 @@ embeddings from our interpreter match sentence-transformers (cosine ≥ 0.9999).
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import nac_engine  # noqa: E402
 from nac_engine.compiler import compile_model, hf  # noqa: E402

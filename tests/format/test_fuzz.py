@@ -34,7 +34,6 @@ from __future__ import annotations
 import os
 import random
 import re
-import struct
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor

@@ -14,7 +14,6 @@ import textwrap
 import numpy as np
 import pytest
 
-import nac_engine
 from nac_engine import NacFormatError, read, verify, write
 from nac_engine.cli import main
 from nac_engine.format import layout as L
@@ -183,7 +182,8 @@ def test_embedding_a_deeply_nested_tokenizer_config(tmp_path):
 # --------------------------------------------------------------------------- a file shrinking underneath
 def test_file_truncated_while_open_is_an_error_not_sigbus(tmp_path):
     """In a child process (a SIGBUS would kill the test runner): open, truncate the file in place
-    the way another program would, then touch every weight and resource."""
+    the way another program would, then touch every weight and resource. The file is mapped (a
+    smaller one is read whole, and the copy is not affected: test_whole_read.py)."""
     nac = small_file()
     nac.params[1].meta = TensorMeta(0, (2, 3 * 4096), 0)
     nac.params[1]._payload = np.ones((2, 3 * 4096), np.float32).tobytes()
@@ -193,6 +193,8 @@ def test_file_truncated_while_open_is_an_error_not_sigbus(tmp_path):
     script = textwrap.dedent(f"""
         import os
         from nac_engine import NacFormatError, read
+        from nac_engine.format import reader
+        reader.WHOLE_READ_MAX = 0
         nac = read({str(path)!r})
         os.truncate({str(path)!r}, 200)
         caught = []

@@ -11,7 +11,7 @@ from nac_engine.format.model import Constant
 from nac_engine.text.asm import assemble
 from nac_engine.isa.coerce import InexactCoercion, as_used, exact
 from nac_engine.text.disasm import disassemble
-from nac_engine.runtime import NotSupported, Session, run
+from nac_engine.runtime import NotSupported, run
 from nac_engine.runtime.debugger import Debugger
 from nac_engine.runtime.errors import CoercionError
 

@@ -39,7 +39,7 @@ def test_external_weights_read_once_equal_stepping(tmp_path, quantization):
 
 
 def test_a_weight_that_fails_to_load_fails_at_its_tick(tmp_path):
-    from tests.format.test_run_read import rank_200_weight_file
+    from tests.format.test_whole_read import rank_200_weight_file
     path = rank_200_weight_file(tmp_path / "bad.nac")
     with Session(path, inputs={"x": np.ones((1, 3), np.float32)}) as s:
         with pytest.raises(NacFormatError, match="rank 200"):

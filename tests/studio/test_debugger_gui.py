@@ -3,7 +3,6 @@ Variables pane and the tensor inspector against ``Debugger.result``, step back, 
 that persist, Stop during Continue, a kernel error that stops at its tick."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np

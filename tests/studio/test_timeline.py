@@ -193,7 +193,7 @@ def test_keys_and_range_summary(window, qtbot, mlp_path):
     assert plot.x_range()[1] - plot.x_range()[0] > hi3 - lo3
     plot._drag(2.2, 6.7, True)
     s = qdoc.doc.simulation.timeline.summary(2, 6)
-    assert f"t2..t6 (5 ticks)" in view.summary.text()
+    assert "t2..t6 (5 ticks)" in view.summary.text()
     tl = qdoc.doc.simulation.timeline
     assert s.peak == int(tl.live_bytes[2:7].max())
     expected = sum(int(((tl.lanes[k][0] >= 2) & (tl.lanes[k][0] <= 6)).sum()) for k in LANES)
