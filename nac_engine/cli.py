@@ -10,6 +10,7 @@ import os
 import sys
 
 from .errors import NacEncodeError, NacFormatError
+from .files import open_regular
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_UNREADABLE = 0, 1, 2
 
@@ -102,8 +103,10 @@ def cmd_asm(args) -> int:
     from .text.asm import assemble
     from .text.textops import TextError
     try:
-        with open(args.text, encoding="utf-8") as fh:
-            text = fh.read()
+        with open_regular(args.text) as fh:
+            text = fh.read().decode("utf-8")
+    except NacFormatError as e:
+        raise CliError(e.reason) from None
     except UnicodeDecodeError as e:
         raise CliError(f"{args.text}: not UTF-8 text (byte {e.start}: {e.reason}); save it as UTF-8") from None
     except OSError as e:

@@ -8,6 +8,7 @@ import os
 
 from .cli_error import CliError
 from .errors import NacFormatError
+from .files import open_regular
 
 
 def open_nac(path: str, strict: bool = True):
@@ -55,7 +56,10 @@ def open_peer_file(path: str):
 def load_npy(path: str):
     import numpy as np
     try:
-        return np.load(path, allow_pickle=False)
+        with open_regular(path) as fh:
+            return np.load(fh, allow_pickle=False)
+    except NacFormatError as e:
+        raise CliError(e.reason) from None
     except (OSError, ValueError) as e:
         raise CliError(f"{path}: cannot load as .npy ({e})") from None
 

@@ -135,7 +135,7 @@ def _pack_rows(alloc: np.ndarray, end: np.ndarray) -> np.ndarray:
     a_l, e_l = alloc.tolist(), end.tolist()
     row = [0] * len(a_l)
     free: list[tuple[int, int]] = []          # (end of the row's last bar, row)
-    push, pop, replace = heapq.heappush, heapq.heappop, heapq.heapreplace
+    push, _pop, replace = heapq.heappush, heapq.heappop, heapq.heapreplace
     rows = 0
     for k in order:
         e = e_l[k]

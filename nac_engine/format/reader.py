@@ -22,6 +22,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import NacFormatError
+from ..files import open_regular
 from ..isa.hop_walk import hop_chain
 from ..isa.mep import decode_mep
 from ..isa.tisa import decode_tisa
@@ -213,7 +214,7 @@ def read(source, *, strict: bool = True, weights: Optional[str] = None) -> NacFi
         buf = source
     else:
         path = os.fspath(source)
-        fh = open(path, "rb", buffering=0)
+        fh = open_regular(path, buffering=0)
         size = os.fstat(fh.fileno()).st_size
         if size <= WHOLE_READ_MAX:
             buf = _read_whole(fh, size)

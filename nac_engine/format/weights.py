@@ -17,6 +17,7 @@ import numpy as np
 
 from . import layout as L
 from ..errors import NacFormatError
+from ..files import open_regular
 from . import bounded_json
 from .mapped import check_mapped
 from .tensor_meta import TensorMeta
@@ -74,16 +75,16 @@ def external_problem(path: str) -> Optional[str]:
     """Why ``path`` cannot be a .safetensors file (missing, unreadable, header truncated or
     oversized), checked from its first bytes without parsing it; ``None`` when it may be one."""
     try:
-        size = os.path.getsize(path)
-        if not os.path.isfile(path):
-            return f"{path} is not a file"
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
+            size = os.fstat(fh.fileno()).st_size
             head = fh.read(8)
     except FileNotFoundError:
         return (f"weights are external and {path} does not exist: put the .safetensors written with the "
                 ".nac beside it (same base name)")
     except OSError as e:
         return f"{path}: {e.strerror or e}"
+    except NacFormatError as e:
+        return e.reason
     if len(head) < 8:
         return f"{path} holds {size} bytes, too few for a safetensors header"
     n = struct.unpack("<Q", head)[0]

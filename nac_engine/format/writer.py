@@ -11,9 +11,11 @@ truncated file (research §7), we raise :class:`NacEncodeError` and write nothin
 """
 from __future__ import annotations
 
+import errno
 import math
 import os
 import re
+import stat
 import struct
 import tempfile
 from typing import Optional
@@ -21,6 +23,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import NacEncodeError
+from ..files import kind_of
 from ..isa.optable import standard_ops
 from . import layout as L
 from .model import Constant, Instruction, NacFile, Orch, TensorMeta
@@ -82,8 +85,18 @@ def atomic_produce(path: str, produce, prefix: str = ".nac-") -> None:
     The result has the mode an ordinary ``open(path, "w")`` would give it: an existing file's
     mode is kept, a new file gets 0666 less the umask (``mkstemp`` alone makes 0600). Temp names
     carry our process id, so a save killed before its rename leaves a temp that the next save
-    into the same directory recognises as orphaned (its process is gone) and deletes."""
-    path = os.fspath(path)
+    into the same directory recognises as orphaned (its process is gone) and deletes.
+
+    A symlink is written through, as editors do: the link stays, its target gets the new bytes
+    (renaming over the link would replace it with a regular file). A target that exists and is
+    not a regular file (a FIFO, a device, a directory) is refused."""
+    path = os.path.realpath(os.fspath(path)) if os.path.islink(path) else os.fspath(path)
+    try:
+        st_mode = os.stat(path).st_mode
+    except OSError:
+        st_mode = None
+    if st_mode is not None and not stat.S_ISREG(st_mode):
+        raise OSError(errno.EINVAL, f"it is {kind_of(st_mode)}, not a regular file: not replaced", path)
     directory = os.path.dirname(os.path.abspath(path))
     remove_orphaned_temps(directory, prefix)
     mode = _target_mode(path)

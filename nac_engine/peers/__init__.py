@@ -13,6 +13,7 @@ import os
 from typing import Optional
 
 from ..errors import NacFormatError
+from ..files import open_regular
 from .base import DetailItem, PeerEdge, PeerFile, PeerGraph, PeerNode, PeerWarning, is_warning, mark_gaps
 
 #: format name -> module (relative to this package). Order matters for sniffing.
@@ -70,17 +71,17 @@ def detect(head: bytes, path: Optional[str] = None) -> Optional[str]:
 
 
 def detect_file(path: str) -> Optional[str]:
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         head = fh.read(4096)
     return detect(head, path)
 
 
 def read_bounded(path: str, limit: int = MAX_PEER_BYTES) -> bytes:
     """The whole file, refusing one over ``limit`` before reading it."""
-    size = os.path.getsize(path)
-    if size > limit:
-        raise NacFormatError("file", 0, f"{size:,} bytes is more than the {limit:,}-byte limit for this format")
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > limit:
+            raise NacFormatError("file", 0, f"{size:,} bytes is more than the {limit:,}-byte limit for this format")
         # read(limit + 1) would allocate the whole limit (1 GB) up front for any file: read what
         # is there, in bounded steps past the size seen (a file growing meanwhile stops at limit)
         chunks = [fh.read(min(os.fstat(fh.fileno()).st_size, limit))]

@@ -43,8 +43,13 @@ def _value(text: str, what: str):
     from ..runtime.shapes import parse_input_spec
     if text.endswith(".npy") or os.path.isfile(text):
         import numpy as np
+        from ..errors import NacFormatError
+        from ..files import open_regular
         try:
-            return np.load(text, allow_pickle=False)
+            with open_regular(text) as fh:
+                return np.load(fh, allow_pickle=False)
+        except NacFormatError as e:
+            raise CliError(f"{what} {e.reason}") from None
         except (OSError, ValueError) as e:
             raise CliError(f"{what} {text}: {e}") from None
     try:

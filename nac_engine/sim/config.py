@@ -23,6 +23,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Optional
 
+from ..errors import NacFormatError
+from ..files import open_regular
+
 PRESET_DIR = Path(__file__).resolve().parents[2] / "resources" / "hardware"
 MAX_TOML_BYTES = 1 << 20
 # The deepest key the schema has is refcore.latency.preload (three tables down); anything much
@@ -416,8 +419,10 @@ def _read_toml(path: Path) -> dict:
     if size > MAX_TOML_BYTES:
         raise HardwareConfigError(f"{path}: {size} bytes; a hardware file is at most {MAX_TOML_BYTES}")
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             return tomllib.load(f)
+    except NacFormatError as e:
+        raise HardwareConfigError(e.reason) from None
     except tomllib.TOMLDecodeError as e:
         raise HardwareConfigError(f"{path}: not valid TOML: {e}") from None
     except UnicodeDecodeError as e:

@@ -13,6 +13,8 @@ from typing import Optional
 
 import numpy as np
 
+from ..files import check_regular
+
 from ..format import layout as L
 from ..format.model import (Constant, Header, InputName, MmapCommand, MmapRecord, NacFile, NamedArray, Orch,
                             Parameter, Proc, Resource, TensorMeta)
@@ -61,6 +63,7 @@ class _WeightSource:
         path = os.fspath(weights)
         if path.endswith(".safetensors"):
             from safetensors import safe_open
+            check_regular(path, section="weights")
             self.st = safe_open(path, framework="numpy")
         else:
             from ..format.reader import read

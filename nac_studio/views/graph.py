@@ -26,8 +26,7 @@ from typing import Any, Optional
 import numpy as np
 from PySide6.QtCore import QPointF, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPalette
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QProgressBar,
-                               QSizePolicy, QToolBar, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QSizePolicy, QToolBar, QToolButton, QVBoxLayout, QWidget)
 
 from ..qt_document import rebind
 from ..document import Selection

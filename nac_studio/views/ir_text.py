@@ -12,6 +12,8 @@ import os
 import re
 from typing import Optional
 
+from nac_engine.files import open_regular
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
@@ -151,8 +153,11 @@ class IrTextView(QWidget):
         candidates.append(os.path.join(here, os.path.basename(recorded)))
         for path in candidates:
             if os.path.isfile(path) and os.path.getsize(path) <= MAX_SHOWN_BYTES:
-                with open(path, "rb") as fh:
-                    data = fh.read(MAX_SHOWN_BYTES)
+                try:
+                    with open_regular(path) as fh:
+                        data = fh.read(MAX_SHOWN_BYTES)
+                except (OSError, ValueError):
+                    continue
                 self._tick_lines = {e.tick: e.line for e in entries if e.file == recorded}
                 self._mode = "source"
                 return data, f"Source of this program: {path}"

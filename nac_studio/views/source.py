@@ -26,6 +26,7 @@ from PySide6.QtGui import (QColor, QFont, QFontDatabase, QSyntaxHighlighter, QTe
 from PySide6.QtWidgets import QLabel, QPlainTextDocumentLayout, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
 
 from nac_engine.errors import NacFormatError
+from nac_engine.files import open_regular
 from nac_engine.format.source_map import SourceEntry, locate_source, read_source_map
 
 from ..qt_document import rebind
@@ -275,9 +276,9 @@ class SourceView(QWidget):
                 if os.path.getsize(path) > MAX_SOURCE_BYTES:
                     self._texts[path] = None
                 else:
-                    with open(path, encoding="utf-8", errors="replace") as fh:
-                        self._texts[path] = fh.read()
-            except OSError:
+                    with open_regular(path) as fh:
+                        self._texts[path] = fh.read(MAX_SOURCE_BYTES).decode("utf-8", "replace")
+            except (OSError, ValueError):
                 self._texts[path] = None
         return self._texts[path]
 

@@ -15,8 +15,10 @@ import json
 from pathlib import Path
 from typing import Optional
 
+from nac_engine.files import open_regular
+
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QSizePolicy, QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QSplitter,
+from PySide6.QtWidgets import (QSizePolicy, QAbstractItemView, QComboBox, QFileDialog, QLabel, QLineEdit, QSplitter,
                                QTableWidget, QTableWidgetItem, QToolBar, QToolButton, QVBoxLayout, QWidget)
 
 from ..qt_document import rebind
@@ -175,7 +177,8 @@ class SweepView(QWidget):
     def load_json(self, path: str) -> None:
         from ..simulation_state import SweepTable, sweep_rows_from_json
         try:
-            raw = Path(path).read_bytes()
+            with open_regular(path) as fh:
+                raw = fh.read((64 << 20) + 1)
             if len(raw) > 64 << 20:
                 raise ValueError("larger than 64 MiB")
             axes, rows = sweep_rows_from_json(json.loads(raw))

@@ -341,10 +341,9 @@ class TimelineView(QWidget):
     def _draw(self, tl) -> None:
         import pyqtgraph as pg
 
-        from ..memory_timeline import BUFFER_KINDS, LANES
+        from ..memory_timeline import LANES
         from ..widgets.lanes_plot import RectBatch, ramp_index
         plot = self._ensure_plot()
-        nac = self.qdoc.nac
         if not self.items:
             lanes, bufs, live = plot.plots["lanes"], plot.plots["buffers"], plot.plots["live"]
             self.items["lint"] = RectBatch(_LINT_COLORS, pad=0.05)
@@ -428,7 +427,6 @@ class TimelineView(QWidget):
             p.legend.clear()
         self.items["planner_curves"] = []
         for k, curve in enumerate(curves):
-            n = curve.live_bytes.size
             # added empty, then filled: clip-to-view needs the item inside its view box first
             item = pg.PlotDataItem(stepMode="right", pen=pg.mkPen(_PLANNER_COLORS[k % len(_PLANNER_COLORS)],
                                                                   width=1),

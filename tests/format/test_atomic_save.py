@@ -117,3 +117,32 @@ def test_dis_output_is_all_or_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(disasm, "iter_disassembly", real)
     assert main(["dis", str(mlp), "-o", str(out)]) == 0
     assert out.read_text().startswith("; NAC v1.6 disassembly")
+
+
+def test_saving_over_a_symlink_writes_through_to_its_target(tmp_path):
+    """As editors do: the link stays a link, the target gets the bytes (relative links and links
+    to links too)."""
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "model.nac"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.nac"
+    link.symlink_to(os.path.join("real", "model.nac"))
+    chain = tmp_path / "chain.nac"
+    chain.symlink_to(link)
+    atomic_write(str(link), b"new")
+    assert link.is_symlink() and target.read_bytes() == b"new"
+    atomic_write(str(chain), b"newer")
+    assert chain.is_symlink() and link.is_symlink() and target.read_bytes() == b"newer"
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["model.nac"]
+
+
+def test_saving_over_a_fifo_or_directory_is_refused(tmp_path):
+    fifo = tmp_path / "pipe.nac"
+    os.mkfifo(fifo)
+    (tmp_path / "dir.nac").mkdir()
+    for path in (fifo, tmp_path / "dir.nac", tmp_path / "to_fifo.nac"):
+        if path.name == "to_fifo.nac":
+            path.symlink_to(fifo)
+        with pytest.raises(OSError, match="not a regular file"):
+            atomic_write(str(path), b"x")
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and [p.name for p in tmp_path.iterdir() if p.name.startswith(".nac-")] == []

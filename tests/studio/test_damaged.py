@@ -93,3 +93,18 @@ def test_missing_file_reports_and_keeps_running(window, qtbot, tmp_path):
     assert "does-not-exist" in blocker.args[0]
     wait_idle(qtbot, window)
     assert window.active is None and not window.docs
+
+
+def test_a_fifo_or_a_device_is_refused_not_waited_on(window, qtbot, tmp_path):
+    """Open (and drop, which opens the same way) of a FIFO or of a device behind a .nac name: the
+    open fails at once with what the path is; the window keeps working."""
+    import os
+    fifo = tmp_path / "pipe.nac"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.nac"
+    zero.symlink_to("/dev/zero")
+    for path, words in ((fifo, "FIFO"), (zero, "character device")):
+        with qtbot.waitSignal(window.openFailed, timeout=10000) as blocker:
+            window.open_path(str(path))
+        assert words in blocker.args[1]
+    assert not window.docs

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import os
 
+from ...errors import NacFormatError
+from ...files import open_regular
+
 TERNSIG_EXTENSIONS = (".ternsig",)
 _TVMR_DIRECTIVES = (".meta", ".requires", ".registers", ".program", ".code")
 
@@ -15,9 +18,9 @@ def is_ternsig_source(path: str) -> bool:
     if os.path.splitext(path)[1].lower() in TERNSIG_EXTENSIONS:
         return True
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             head = fh.read(4096).decode("utf-8", "replace")
-    except OSError:
+    except (OSError, NacFormatError):
         return False
     for line in head.splitlines():
         s = line.strip()
@@ -33,10 +36,12 @@ def asm_command(args, error_type) -> int:
     from .asm import MAX_SOURCE, TvmrAsmError, assemble
     from .format import decode
     try:
-        if os.path.getsize(args.text) > MAX_SOURCE:
-            raise error_type(f"{args.text}: larger than the {MAX_SOURCE:,}-byte limit for assembly source")
-        with open(args.text, encoding="utf-8") as fh:
-            text = fh.read()
+        with open_regular(args.text) as fh:
+            if os.fstat(fh.fileno()).st_size > MAX_SOURCE:
+                raise error_type(f"{args.text}: larger than the {MAX_SOURCE:,}-byte limit for assembly source")
+            text = fh.read().decode("utf-8")
+    except NacFormatError as e:
+        raise error_type(e.reason) from None
     except UnicodeDecodeError as e:
         raise error_type(f"{args.text}: not UTF-8 text (byte {e.start}: {e.reason}); save it as UTF-8") from None
     except OSError as e:
