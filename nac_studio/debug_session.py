@@ -24,6 +24,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from nac_engine.errors import NacFormatError
 from nac_engine.format.model import NacFile
 from nac_engine.isa.optable import OP_INPUT
 
@@ -82,7 +83,11 @@ def tokenized(slot: InputSlotInfo, choice: InputChoice, tokenizer) -> tuple[np.n
     id, or cut, to the length the file records) and how many of them are real tokens."""
     if tokenizer is None:
         raise ValueError(f"{slot.label}: the file embeds no tokenizer")
-    ids = list(tokenizer.encode(choice.text).ids)
+    from nac_engine.compiler.tokenizer import encode_text
+    try:
+        ids = encode_text(tokenizer, choice.text)
+    except NacFormatError as e:
+        raise ValueError(f"{slot.label}: {e.reason}") from None
     dtype = slot.dtype if slot.dtype and slot.dtype.startswith("int") else "int64"
     real = len(ids)
     if slot.shape is not None and len(slot.shape) == 2 and slot.shape[1] > 0:
@@ -115,8 +120,12 @@ def make_value(slot: InputSlotInfo, choice: InputChoice, tokenizer=None) -> Any:
     if mode == "npy":
         if not choice.path:
             raise ValueError(f"{slot.label}: no .npy file chosen")
-        arr = np.load(choice.path, allow_pickle=False)
-        return arr
+        from nac_engine.files import open_regular
+        try:
+            with open_regular(choice.path) as fh:
+                return np.load(fh, allow_pickle=False)
+        except NacFormatError as e:
+            raise ValueError(f"{slot.label}: {e.reason}") from None
     if mode == "text":
         return tokenized(slot, choice, tokenizer)[0]
     shape = choice.shape if choice.shape is not None else (list(slot.shape) if slot.shape is not None else None)

@@ -49,6 +49,9 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
                    "tokenizer.model")
 MAX_FILE_BYTES = 64 << 20          # far above real tokenizers (a 250k-token tokenizer.json is ~17 MB)
 MAX_VOCAB_LINES = 4_000_000
+#: The longest text tokenised for the user (characters): a prompt, not a corpus. With it, the
+#: regex engine's own retry limit bounds the time a hostile pre-tokenizer pattern can take.
+MAX_TEXT_CHARS = 100_000
 
 
 class _Files:
@@ -260,3 +263,21 @@ def load_tokenizer(nac: NacFile):
 
 
 __all__ = ["embed_tokenizer", "load_tokenizer", "TOKENIZER_FILES", "MAX_FILE_BYTES"]
+
+
+def encode_text(tokenizer, text: str) -> list[int]:
+    """The token ids of ``text`` under the file's tokenizer. A text the tokenizer cannot handle
+    raises :class:`NacFormatError`: the Rust library *panics* on some inputs (a pre-tokenizer
+    regex that hits the regex engine's retry limit), and its ``PanicException`` derives from
+    ``BaseException``, past every ``except Exception``; it is caught here, at the boundary."""
+    if len(text) > MAX_TEXT_CHARS:
+        raise NacFormatError("tokenizer", 0, f"the text has {len(text):,} characters; at most "
+                                             f"{MAX_TEXT_CHARS:,} are tokenised")
+    try:
+        return list(tokenizer.encode(text).ids)
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as e:      # noqa: B036 (pyo3's PanicException is a BaseException)
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise NacFormatError("tokenizer", 0, f"the file's tokenizer failed on this text ({reason}); "
+                                             "its pre-tokenizer pattern cannot handle it") from None

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from nac_engine.errors import NacFormatError
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel,
                                QLineEdit, QScrollArea, QSpinBox, QToolButton, QVBoxLayout, QWidget)
@@ -95,7 +97,12 @@ class InputRow:
         if tok is None:
             self.ids.setText("")
             return
-        ids = tok.encode(self.text.text()).ids
+        from nac_engine.compiler.tokenizer import encode_text
+        try:
+            ids = encode_text(tok, self.text.text())
+        except NacFormatError as e:
+            self.ids.setText(e.reason)
+            return
         shown = ", ".join(map(str, ids[:64])) + (" …" if len(ids) > 64 else "")
         fixed = self.slot.shape[1] if self.slot.shape is not None and len(self.slot.shape) == 2 else None
         note = f" → padded/cut to {fixed}" if fixed is not None and fixed != len(ids) else ""

@@ -150,3 +150,32 @@ def test_format_error_names_the_file_offset(tmp_path):
     r = back.rsrc[0]
     assert e.value.offset == r.data_offset > 0
     assert path.read_bytes()[r.data_offset:r.data_offset + 7] == b"{broken"
+
+
+def _panicking_file():
+    """A file whose embedded tokenizer.json splits on a pattern that backtracks past the regex
+    engine's retry limit on a long word: the Rust library panics (a BaseException)."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+    tok = Tokenizer(models.WordLevel({"a": 0, "[UNK]": 1}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"(\w+\s?)+$"), "isolated")
+    nac = NacFile()
+    nac.rsrc = [Resource("tokenizer.json", _payload=tok.to_str().encode())]
+    return nac
+
+
+def test_a_tokenizer_panic_is_the_one_error_type():
+    tok = load_tokenizer(_panicking_file())
+    assert T.encode_text(tok, "a !") is not None      # short text: fine
+    with pytest.raises(NacFormatError) as e:
+        T.encode_text(tok, "a" * 40 + "!")
+    assert e.value.section == "tokenizer" and "retry-limit" in e.value.reason
+    with pytest.raises(NacFormatError, match="at most"):
+        T.encode_text(tok, "a " * T.MAX_TEXT_CHARS)
+
+
+def test_the_studios_text_input_reports_a_tokenizer_panic():
+    from nac_studio.debug_session import InputChoice, InputSlotInfo, tokenized
+    tok = load_tokenizer(_panicking_file())
+    slot = InputSlotInfo(0, 0, 0, "input_ids", "user input", shape=(1, 8), dtype="int64")
+    with pytest.raises(ValueError, match="input_ids: the file's tokenizer failed"):
+        tokenized(slot, InputChoice(mode="text", text="a" * 40 + "!"), tok)
