@@ -45,7 +45,7 @@ def test_round_trip_still_byte_identical(tmp_path, capsys, text):
 
 
 @pytest.mark.parametrize("edit, words", [
-    (lambda t: t + "\n.bytecode zz\n", ["line", "non-hexadecimal"]),
+    (lambda t: t + "\n.bytecode zz\n", ["line", "not hexadecimal"]),
     (lambda t: t + "\n.mep 0: FLOW_LOOP_END jump=@99999\n", ["line", "jump"]),
     (lambda t: t.replace(".layout MMAP", ".layout MMÄP"), ["line", "MMÄP", "sections are"]),
     (lambda t: t.replace("@0: SAVE_RESULT v0", "@0: SAVE_RESULT v" + "9" * 5000), ["line", "thousands of digits"]),
@@ -75,3 +75,23 @@ def test_verify_problems_refused_unless_allowed(tmp_path, capsys, text):
         pytest.skip("this edit happens to verify clean")
     assert "does not verify" in err or "would not read back" in err or "line" in err
     assert "internal error" not in err
+
+
+@pytest.mark.parametrize("body,words", [
+    (".version 1.6\n.mmap\n@1: ACTION_x v1\n", ("line 3", "'x' is not a whole number")),
+    (".version 1.6\n.proc zz\n", ("line 2", "not hexadecimal")),
+    (".version 1.6\n.param 1 w\n.tensor 1 float32 [2] quant=INT8_CHANNEL axis=q\n", ("line 3", "'q' is not a whole number")),
+])
+def test_errors_speak_the_users_terms_not_pythons(tmp_path, capsys, body, words):
+    code, err, out = asm(tmp_path, capsys, body)
+    refused(code, err, out, *words)
+    assert "int()" not in err and "fromhex" not in err and "base 10" not in err
+
+
+def test_a_whole_text_error_names_no_line_zero():
+    from nac_engine.peers.tvmr.asm import MAX_SOURCE, TvmrAsmError, assemble
+    from nac_engine.text.textops import TextError
+    with pytest.raises(TvmrAsmError) as e:
+        assemble("x" * (MAX_SOURCE + 1))
+    assert "line 0" not in str(e.value) and "characters" in str(e.value)
+    assert str(TextError(0, "whole text")) == "whole text"

@@ -6,6 +6,7 @@ so the writer encodes from this model and never copies the source wholesale.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from ..isa.optable import (OP_INPUT, OP_OUTPUT, SYSTEM_OPS, INPUT_VARIANTS,
                            OUTPUT_VARIANTS, standard_ops)
+from ..errors import NacFormatError
 from . import layout as L
 from ..spans import Span
 from .tensor_meta import TensorMeta   # re-exported: the record type every reader of NacFile names
@@ -207,14 +209,25 @@ class NamedArray:
         from .mapped import mapped_slice
         return mapped_slice(self._file, self.data_offset, self.data_length, self.name, "ARRS")
 
+    def problem(self) -> Optional[str]:
+        """Why the dtype and shape do not describe the data (``None`` when they do). Sizes are
+        exact Python integers: a shape whose product overflows int64 is simply too big."""
+        if self.dtype not in L.NUMPY_STORAGE:
+            return f"array {self.name!r}: dtype code {self.dtype} is not an array dtype"
+        need = math.prod(self.shape) * L.storage_dtype(self.dtype).itemsize
+        have = self.data_length if self._payload is None else len(self._payload)
+        if need != have:
+            return (f"array {self.name!r}: shape {list(self.shape)} of {L.dtype_name(self.dtype)} needs "
+                    f"{need:,} bytes, the record holds {have:,}")
+        return None
+
     def array(self) -> np.ndarray:
-        buf = self.data
-        dt = L.storage_dtype(self.dtype)
-        if len(buf) % dt.itemsize:
-            return np.frombuffer(buf, dtype=np.uint8)
-        arr = np.frombuffer(buf, dtype=dt)
-        n = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
-        return arr.reshape(self.shape) if arr.size == n else arr
+        """The values, shaped; an array whose dtype and shape do not describe its bytes raises
+        :class:`NacFormatError` (``verify`` reports the same)."""
+        problem = self.problem()
+        if problem:
+            raise NacFormatError("ARRS", max(self.data_offset, 0), problem)
+        return np.frombuffer(self.data, dtype=L.storage_dtype(self.dtype)).reshape(self.shape)
 
 
 @dataclass

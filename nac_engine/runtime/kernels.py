@@ -284,7 +284,7 @@ def _bind_coerced(op, params: list, args: tuple, device: torch.device) -> Option
         bound = _bind_regrouped(params, args, device, strict=False, base=convert)
     if bound is None and misses:
         p, v = misses[0]
-        n = next((i for i, a in enumerate(args) if a is v), "?")
+        n = next((i + 1 for i, a in enumerate(args) if a is v), "?")      # 1-based, as dis counts
         raise InexactCoercion(_scalar(v) if not isinstance(v, (tuple, list)) else v,
                               _SCALAR_KINDS.get(p.kind) or _SCALAR_LIST_KINDS[p.kind],
                               f"{n} ({p.name}: {p.kind})")

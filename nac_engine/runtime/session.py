@@ -628,7 +628,7 @@ class Session:
                 v = self._read(ins, arg.producer)
                 args.append(v if keep_tuples else first_of_multi(v))
             else:
-                args.append(self._constant_argument(ins, len(args), arg))
+                args.append(self._constant_argument(ins, len(args) + 1, arg))
         return args
 
     def _constant_argument(self, ins: Instruction, position: int, arg) -> Any:
@@ -643,7 +643,7 @@ class Session:
         return self._used_constant(ins, position, arg)
 
     def _used_constant(self, ins: Instruction, position: int, arg) -> Any:
-        """The stored constant as the op uses it: exact coercion by signature code (``1.0`` under
+        """The stored constant as the op uses it (``position``: 1-based, as dis counts): exact coercion by signature code (``1.0`` under
         ``i`` is dim 1; see ``isa/coerce.py``)."""
         try:
             return as_used(arg.value, arg.code)
@@ -698,7 +698,7 @@ class Session:
             wanted = CODE_TYPES.get(code)
             if const is None or (type(value) is not wanted if wanted is not None else
                                  isinstance(value, str) and is_tensor_placeholder(value)):
-                value = self._constant_argument(ins, len(template), Argument(code, "const", const_id=cid,
+                value = self._constant_argument(ins, len(template) + 1, Argument(code, "const", const_id=cid,
                                                                               value=value))
             template.append((False, value))
         try:

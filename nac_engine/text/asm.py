@@ -34,11 +34,24 @@ def assemble(text: str, weights=None) -> NacFile:
         src.close()
 
 
+# Python's own conversion messages, in the user's terms
+_PYTHON_WORDS = ((re.compile(r"invalid literal for int\(\) with base \d+: (.*)", re.S), "{} is not a whole number"),
+                 (re.compile(r"could not convert string to float: (.*)", re.S), "{} is not a number"),
+                 (re.compile(r"non-hexadecimal number found in fromhex\(\) arg at position (\d+)"),
+                  "not hexadecimal (character {} of the hex text)"))
+
+
 def _plain(e: BaseException) -> str:
-    """An exception's message in the user's terms (Python's int-digit limit names a sys call)."""
-    text = str(e).strip("'\"")
+    """An exception's message in the user's terms: no Python function names (``int()``,
+    ``fromhex()``, the int-digit limit's sys call)."""
+    text = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+    text = str(text)
     if "integer string conversion" in text:
         return "a number with thousands of digits is out of range for any field"
+    for pattern, words in _PYTHON_WORDS:
+        m = pattern.fullmatch(text)
+        if m:
+            return words.format(m.group(1))
     return text
 
 

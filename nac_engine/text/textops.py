@@ -35,12 +35,13 @@ _INPUT_WORD_OF = {v: k for k, v in _INPUT_WORDS.items()}
 
 
 class TextError(ValueError):
-    """A line of assembly that cannot be encoded; ``line`` is 1-based."""
+    """A line of assembly that cannot be encoded; ``line`` is 1-based (0: the text as a whole,
+    and the message names no line)."""
 
     def __init__(self, line: int, reason: str):
         self.line = line
         self.reason = reason
-        super().__init__(f"line {line}: {reason}")
+        super().__init__(f"line {line}: {reason}" if line else reason)
 
 
 class Tables:
@@ -277,7 +278,7 @@ def _readable(ins: Instruction, t: Tables, input_names: dict,
             const = t.nac.constants.get(cid)
             used = _used_literal(const, code) if coerced_notes is not None else None
             if used is not None:
-                coerced_notes.append(f"arg {len(args) + 1} stored as {_const_arg(cid, t)}")
+                coerced_notes.append(f"argument {len(args) + 1} stored as {_const_arg(cid, t)}")
                 args.append(used)
             else:
                 if coerced_notes is not None and const is not None and code in CODE_TYPES \
@@ -285,7 +286,7 @@ def _readable(ins: Instruction, t: Tables, input_names: dict,
                     try:
                         as_used(const.value, code)
                     except InexactCoercion as e:
-                        coerced_notes.append(f"arg {len(args) + 1}: {const.value!r} is not usable as "
+                        coerced_notes.append(f"argument {len(args) + 1}: {const.value!r} is not usable as "
                                              f"{e.wanted.__name__} (the interpreter refuses it)")
                 args.append(_const_arg(cid, t))
             derived.append(_LITERAL_CODE.get(const.type, "c") if const else "c")

@@ -331,7 +331,7 @@ class PropertiesView(QWidget):
             sig = nac.perms[key]
             uses = [i.index for i in nac.instructions if i.a >= 10 and i.b == key]
             rows = [("ID", key), ("Signature", repr(sig)), ("Used by", _ticks(uses))]
-            rows += [(f"arg {j}", f"{ch}: {_SIG_MEANING.get(ch, '?')}") for j, ch in enumerate(sig)]
+            rows += [(f"argument {j}", f"{ch}: {_SIG_MEANING.get(ch, '?')}") for j, ch in enumerate(sig, 1)]
             self._show(f"Signature {sig!r}", f"signature id {key}", "record",
                        [("Signature", rows)] + self._byte_groups(sel))
         elif kind == "mmap":

@@ -133,7 +133,7 @@ def test_reference_files_without_a_signature_still_ask(capsys, command):
 def test_bert_first_softmax_maps_to_transformers_softmax_line(tmp_path, capsys):
     """Acceptance: `nac compile --hf` of a tiny BERT config; the first attention softmax's tick maps to
     the module path and the line of transformers' code that calls softmax."""
-    pytest.importorskip("transformers")
+    import transformers  # a declared test dependency: failing to import is a failure
     cfg = tmp_path / "bert.json"
     # eager attention: matmul/softmax/matmul as transformers writes it, not one fused SDPA op
     cfg.write_text(json.dumps(dict(model_type="bert", vocab_size=100, hidden_size=32, num_hidden_layers=2,
@@ -148,7 +148,6 @@ def test_bert_first_softmax_maps_to_transformers_softmax_line(tmp_path, capsys):
     assert e.module_path == "encoder.layer.0.attention.self"
     assert e.file == "transformers/models/bert/modeling_bert.py"
     path = locate_source(e.file)
-    import transformers
     assert path is not None and Path(path).resolve().is_relative_to(Path(transformers.__file__).resolve().parent)
     line = Path(path).read_text().splitlines()[e.line - 1]
     assert "softmax" in line and line.strip() == e.code.strip()

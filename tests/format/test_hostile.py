@@ -494,3 +494,25 @@ def test_hostile_external_quantisation_metadata_is_a_format_error(tmp_path, entr
     with pytest.raises(NacFormatError, match=match) as e:
         f.params[1].array()
     assert e.value.section == "weights/w"
+
+
+@pytest.mark.parametrize("shape,dtype,why", [
+    ((1 << 32) - 1, 0, "needs"),            # product overflows int64 in numpy: exact here
+    ((3,), 0, "needs 12 bytes"),            # too few bytes for the shape
+    ((2,), 42, "not an array dtype"),
+])
+def test_an_arrs_entry_that_does_not_describe_its_bytes_is_flagged_and_refused(shape, dtype, why):
+    from nac_engine.format.model import Header, Instruction, NacFile, NamedArray
+    if isinstance(shape, int):
+        shape = (shape,) * 3
+    nac = NacFile(Header(version="1.8", num_outputs=1))
+    nac.perms = {0: ""}
+    nac.instructions = [Instruction(0, 2, 0, None, None), Instruction(1, 3, 0, (1, 0), (-1,))]
+    nac.arrs = [NamedArray("a", dtype, shape, _payload=bytes(8))]
+    data = write(nac)
+    problems = [p for p in verify(data) if p.section == "ARRS"]
+    assert problems and why in problems[0].reason
+    arr = read(data).arrs[0]
+    with pytest.raises(NacFormatError) as e:
+        arr.array()
+    assert e.value.section == "ARRS" and why in e.value.reason and e.value.offset > 0

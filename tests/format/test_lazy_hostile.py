@@ -93,7 +93,7 @@ def test_clean_quantised_tensor_still_loads(tmp_path):
 # --------------------------------------------------------------------------- external weights
 @pytest.fixture
 def external(tmp_path):
-    pytest.importorskip("safetensors")
+    import safetensors  # noqa: F401
     from nac_engine.compiler.external import write_compiled
     nac = small_file()
     nac.header.weights_internal = False
@@ -160,7 +160,7 @@ def test_external_int8_channel_scales_not_fitting(external, capsys):
      "tokenizer_config.json": '{"x": ' + "[" * 3000 + "]" * 3000 + "}"},
 ], ids=["tokenizer.json", "tokenizer_config.json"])
 def test_tokenizer_deeply_nested_json(files):
-    pytest.importorskip("tokenizers")
+    import tokenizers  # noqa: F401
     from nac_engine.compiler.tokenizer import load_tokenizer
     nac = small_file()
     nac.rsrc = [Resource(name, _payload=text.encode()) for name, text in files.items()]
@@ -171,7 +171,7 @@ def test_tokenizer_deeply_nested_json(files):
 
 
 def test_embedding_a_deeply_nested_tokenizer_config(tmp_path):
-    pytest.importorskip("tokenizers")
+    import tokenizers  # noqa: F401
     from nac_engine.compiler.tokenizer import embed_tokenizer
     (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n")
     (tmp_path / "tokenizer_config.json").write_text('{"x": ' + "[" * 3000 + "]" * 3000 + "}")

@@ -86,14 +86,16 @@ def test_inexact_dim_by_signature_names_tick_argument_and_types(tmp_path):
             run(nac, inputs={"x": X})
     msg = str(err.value)
     assert err.value.tick == 1 and "instruction 1" in msg and "aten.cat.default" in msg
-    assert "argument 2" in msg and "float" in msg and "int" in msg and "1.5" in msg
+    assert "argument 3" in msg and "float" in msg and "int" in msg and "1.5" in msg
 
 
 def test_dis_flags_an_inexact_constant_and_still_reencodes(tmp_path):
     with _one_op(tmp_path, "aten.cat.default", "TTA", [(FLOAT, 1.5)], n_refs=2) as nac:
         text = disassemble(nac)
         line = next(ln for ln in text.splitlines() if ln.startswith("v1 ="))
-        assert "aten.cat.default(v0, v0, 1.5)<TTA>" in line and "1.5 is not usable as int" in line
+        assert "aten.cat.default(v0, v0, 1.5)<TTA>" in line and "argument 3: 1.5 is not usable as int" in line
+        with pytest.raises(CoercionError, match="argument 3 "):      # run counts the same way
+            run(nac, inputs={"x": X})
         assert write(assemble(text)) == (tmp_path / "p.nac").read_bytes()
 
 
@@ -103,7 +105,7 @@ def test_inexact_dim_by_schema_names_tick_argument_and_types(tmp_path):
             run(nac, inputs={"x": X})
     msg = str(err.value)
     assert err.value.tick == 1 and "aten.cat.default" in msg
-    assert "argument 2 (dim: int)" in msg and "float 1.5" in msg
+    assert "argument 3 (dim: int)" in msg and "float 1.5" in msg
 
 
 def test_transpose_dim_stored_as_false(tmp_path):
@@ -218,7 +220,7 @@ def test_dis_of_false_dims_reencodes_exactly():
     path, *_ = load_case(_case("transpose_kw__torch2.13"))
     with read(path) as nac:
         text = disassemble(nac)
-    assert "nac.transpose(v3, 1, 0)<Tii>   ; arg 3 stored as False" in text
+    assert "nac.transpose(v3, 1, 0)<Tii>   ; argument 3 stored as False" in text
     assert write(assemble(text, weights=str(path))) == path.read_bytes()
 
 

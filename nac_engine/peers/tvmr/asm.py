@@ -35,7 +35,7 @@ class TvmrAsmError(NacFormatError):
         super().__init__(f"line {line}", line, reason)
 
     def __str__(self) -> str:
-        return f"line {self.offset}: {self.reason}"
+        return f"line {self.offset}: {self.reason}" if self.offset else self.reason
 
 
 # -- core mnemonic forms ---------------------------------------------------------------------------------
