@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from .errors import NacEncodeError, NacFormatError
+from .errors import NacEncodeError, NacFormatError, summarised
 from .files import open_regular
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_UNREADABLE = 0, 1, 2
@@ -42,8 +42,9 @@ def cmd_verify(args) -> int:
             print(json.dumps({"file": args.file, "format": peer.format, "ok": not problems,
                               "problems": [p.to_dict() for p in problems]}, indent=2))
         else:
-            for p in problems:
-                print(f"{args.file}: {'warning: ' if getattr(p, 'severity', '') == 'warning' else ''}{p}")
+            for p in summarised(problems):
+                print(f"{args.file}: {p}" if isinstance(p, str) else
+                      f"{args.file}: {'warning: ' if getattr(p, 'severity', '') == 'warning' else ''}{p}")
             if not problems:
                 print(f"{args.file}: ok ({peer.format})")
         from .peers import is_warning
@@ -59,8 +60,8 @@ def cmd_verify(args) -> int:
         print(json.dumps({"file": args.file, "ok": not problems, "problems": [p.to_dict() for p in problems]},
                          indent=2))
     else:
-        for p in problems:
-            print(f"{args.file}: {p.section} @ {p.offset:#x}: {p.reason}")
+        for p in summarised(problems):
+            print(f"{args.file}: {p}" if isinstance(p, str) else f"{args.file}: {p.section} @ {p.offset:#x}: {p.reason}")
         if not problems:
             print(f"{args.file}: ok")
     if fatal:
@@ -82,7 +83,7 @@ def cmd_dis(args) -> int:
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return EXIT_OK
     with _open(args.file, strict=False) as nac:
-        for p in nac.problems:
+        for p in summarised(nac.problems):
             print(f"nac: warning: {p}", file=sys.stderr)
         lines = iter_disassembly(nac, mmap_comments=args.mmap, source_name=os.path.basename(args.file))
         if args.output:     # all or nothing: a killed dis leaves the old file (or none), never half a text

@@ -32,3 +32,27 @@ class NacEncodeError(ValueError):
     The reference writer truncates the file in this case (research note §7); we refuse
     to write anything and name the field, the value and the limit instead.
     """
+
+
+#: How many problems of one kind are listed before the rest are counted.
+SHOWN_PER_KIND = 5
+_NUMBER = __import__("re").compile(r"\d+")
+
+
+def summarised(problems):
+    """``problems`` to print, the repetitive ones cut short: after :data:`SHOWN_PER_KIND` of one
+    kind (same section, same reason but for its numbers) the rest are counted, and the last
+    item of each long kind is a ``str``: "… and 267,790 more like this". A hostile file makes
+    hundreds of thousands of identical warnings; a person reads the first few."""
+    kinds: dict = {}
+    out: list = []
+    for p in problems:
+        key = (p.section.split("/")[0], _NUMBER.sub("#", p.reason))
+        seen = kinds.get(key, 0)
+        kinds[key] = seen + 1
+        if seen < SHOWN_PER_KIND:
+            out.append(p)
+    for (section, reason), n in kinds.items():
+        if n > SHOWN_PER_KIND:
+            out.append(f"… and {n - SHOWN_PER_KIND:,} more like this ({section}: {reason})")
+    return out

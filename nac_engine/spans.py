@@ -15,7 +15,7 @@ UNPARSED = "unparsed"
 
 
 class Span:
-    __slots__ = ("offset", "length", "name", "type", "value", "parent", "_children", "_builder")
+    __slots__ = ("offset", "length", "name", "type", "value", "parent", "_children", "_builder", "_index")
 
     def __init__(self, offset: int, length: int, name: str, type: str = "", value: Any = None,
                  parent: Optional["Span"] = None):
@@ -27,6 +27,7 @@ class Span:
         self.parent = parent
         self._children: Optional[list[Span]] = None
         self._builder: Optional[Callable[["Span"], None]] = None
+        self._index: Optional[tuple] = None
 
     # -- construction -------------------------------------------------------------------
     def add(self, offset: int, length: int, name: str, type: str = "", value: Any = None) -> "Span":
@@ -39,6 +40,35 @@ class Span:
     def set_builder(self, builder: Callable[["Span"], None]) -> None:
         """Children are produced by ``builder(self)`` the first time they are asked for."""
         self._builder = builder
+
+    def set_index(self, count, start_of: Callable[[int], int], make: Callable[[int], "Span"]) -> None:
+        """The builder's children can also be made one at a time: child ``i`` of ``count`` (an int,
+        or a function giving it when asked: a list still being filled by the reader) (in
+        offset order) starts at ``start_of(i)`` and is ``make(i)`` (a :meth:`detached` span).
+        :meth:`span_at` then makes only the child it needs, found by binary search over the
+        starts, so asking about one byte of a 4 MB section costs one record, not the section."""
+        self._index = (count, start_of, make)
+
+    def detached(self, offset: int, length: int, name: str, type: str = "", value: Any = None) -> "Span":
+        """A child that knows its parent but is not in its list: what an index makes."""
+        return Span(offset, length, name, type, value, self)
+
+    def _indexed_child(self, offset: int) -> Optional["Span"]:
+        for kid in self._children or ():        # the eager spans (tag, count, ...): a handful
+            if kid.offset <= offset < kid.end:
+                return kid
+        count, start_of, make = self._index
+        lo, hi = 0, count() if callable(count) else count
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if start_of(mid) <= offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == 0:
+            return None
+        kid = make(lo - 1)
+        return kid if kid.offset <= offset < kid.end else None
 
     # -- access ---------------------------------------------------------------------------
     @property
@@ -93,6 +123,12 @@ class Span:
             return None
         node = self
         while True:
+            if node._builder is not None and node._index is not None:     # not built yet: one child
+                kid = node._indexed_child(offset)
+                if kid is None:
+                    return node
+                node = kid
+                continue
             kids = node.children
             if not kids:
                 return node

@@ -15,6 +15,7 @@ import functools
 import math
 import mmap
 import os
+import re
 import struct
 from array import array
 from typing import Optional
@@ -180,14 +181,56 @@ def _walk_window(nxt: np.ndarray, w0: int, w1: int, starts: array) -> int:
 
 
 class _Problems:
+    """What a lenient read found. A hostile file can repeat one defect hundreds of thousands of
+    times (a CMAP of duplicate ids): past :data:`PROBLEMS_PER_KIND` of one kind (same section,
+    same reason but for its numbers) they are counted, and one closing problem says how many
+    more there were, so problems cost bounded memory."""
+
     def __init__(self, strict: bool):
         self.strict = strict
         self.items: list[NacFormatError] = []
+        self._kinds: dict = {}
 
     def add(self, err: NacFormatError) -> None:
         if self.strict:
             raise err
+        key = (err.section.split("/")[0], _DIGITS.sub("#", err.reason))
+        seen = self._kinds.get(key)
+        if seen is None:
+            self._kinds[key] = [1, 0]
+        elif seen[0] < PROBLEMS_PER_KIND:
+            seen[0] += 1
+        else:
+            if not seen[1]:
+                seen.append(err)        # the first one left out: where the count starts
+            seen[1] += 1
+            return
         self.items.append(err)
+
+    def finish(self) -> None:
+        for (section, reason), (_kept, more, *first) in self._kinds.items():
+            if more:
+                self.items.append(NacFormatError(first[0].section, first[0].offset,
+                                                 f"… and {more:,} more like this ({reason})"))
+
+
+class _Repeats:
+    """(start, id) of ids defined again: the first PROBLEMS_PER_KIND + 1 kept, all counted."""
+    __slots__ = ("kept", "count")
+
+    def __init__(self):
+        self.kept: list = []
+        self.count = 0
+
+    def add(self, start: int, ident: int) -> None:
+        self.count += 1
+        if self.count <= PROBLEMS_PER_KIND + 1:
+            self.kept.append((start, ident))
+
+
+#: Problems of one kind kept by a lenient read before the rest are only counted.
+PROBLEMS_PER_KIND = 1000
+_DIGITS = re.compile(r"\d+")
 
 
 # --------------------------------------------------------------------------- entry point
@@ -234,7 +277,9 @@ def read(source, *, strict: bool = True, weights: Optional[str] = None) -> NacFi
     nac.private_buffer = private
     try:
         with collector_paused():
-            _Reader(nac, buf, _Problems(strict), fh.fileno() if closer is not None else None).run()
+            problems = _Problems(strict)
+            _Reader(nac, buf, problems, fh.fileno() if closer is not None else None).run()
+            problems.finish()
     except BaseException:
         nac.close()
         raise
@@ -401,7 +446,7 @@ class _Reader:
         records = self.nac.mmap
         buf, rec_hdr = self.buf, struct.Struct("<HB")
         ninstr = len(self.nac.instructions)
-        sp.set_builder(_mmap_spans(records))
+        _mmap_spans(sp, records)
         # Equal commands share one (never mutated) object: a big schedule repeats a few thousand
         # distinct (action, target) pairs millions of times; one object each keeps it linear and small.
         interned = _InternedCommands()
@@ -483,7 +528,9 @@ class _Reader:
                 ends[-1] = p
             table = InstructionTable(code, first, s, ends, lay.layout, lay.fields)
             store(table)
-            sp.set_builder(_instruction_spans(table, self.nac))
+            build, make = _instruction_spans(table, self.nac)
+            sp.set_builder(build)
+            sp.set_index(len(table), lambda i: table.decode(i).offset, lambda i: make(sp, table.decode(i)))
 
     def _check_instructions(self, code: bytes, first: int, starts: array, lay: "_OpsLayout",
                             offset: int = 0) -> None:
@@ -599,41 +646,91 @@ class _Reader:
 
     # CMAP / PERM / CNST -------------------------------------------------------------
     def _sec_CMAP(self, cur: Cursor, sp: Span) -> None:
-        n = cur.scalar("u32", "count")
-        cur.check_count(n, 3, "CMAP record")
-        for i in range(n):
-            rec = sp.add(cur.pos, 0, f"op[{i}]", "cmap")
-            start = cur.pos
-            oid = cur.scalar("u16", "id", rec)
-            ln = cur.scalar("u8", "length", rec)
-            name = cur.text(ln, "name", rec)
-            rec.length, rec.value = cur.pos - start, f"{oid} = {name}"
-            if oid in self.nac.cmap:
-                self.p.add(NacFormatError("CMAP", start, f"op id {oid} is defined twice"))
-            self.nac.cmap[oid] = name
-        self.nac.invalidate()
+        cmap = self.nac.cmap
+        twice = _Repeats()
+        try:
+            for start, oid, name in self._id_texts(cur, sp, "op", "cmap", "name"):
+                if oid in cmap:
+                    twice.add(start, oid)
+                    if self.p.strict:
+                        break
+                cmap[oid] = name
+        finally:
+            self._defined_twice("CMAP", twice, "op id {} is defined twice")
+            self.nac.invalidate()
 
     def _sec_PERM(self, cur: Cursor, sp: Span) -> None:
-        n = cur.scalar("u32", "count")
-        cur.check_count(n, 3, "PERM record")
-        for i in range(n):
-            rec = sp.add(cur.pos, 0, f"sig[{i}]", "perm")
-            start = cur.pos
-            sid = cur.scalar("u16", "id", rec)
-            ln = cur.scalar("u8", "length", rec)
-            s = cur.text(ln, "signature", rec)
-            rec.length, rec.value = cur.pos - start, f"{sid} = {s!r}"
-            if sid in self.nac.perms:
-                self.p.add(NacFormatError("PERM", start, f"signature id {sid} is defined twice"))
-            bad = sorted(set(s) - set("QKVMBWTPSAfibsc"))
-            if bad:
+        perms = self.nac.perms
+        twice = _Repeats()
+        for start, sid, s in self._id_texts(cur, sp, "sig", "perm", "signature"):
+            if sid in perms:
+                twice.add(start, sid)
+                if self.p.strict:
+                    break
+            if not _PERM_CODES.issuperset(s):
+                bad = sorted(set(s) - _PERM_CODES)
                 self.p.add(NacFormatError("PERM", start + 3, f"signature {sid} {s!r} has unknown codes {bad}"))
-            self.nac.perms[sid] = s
+            perms[sid] = s
+        self._defined_twice("PERM", twice, "signature id {} is defined twice")
+
+    def _defined_twice(self, section: str, twice: "_Repeats", reason: str) -> None:
+        """Problems for the ids met again: past PROBLEMS_PER_KIND only counted (a hostile table
+        repeats ids hundreds of thousands of times)."""
+        for start, ident in twice.kept[:PROBLEMS_PER_KIND]:
+            self.p.add(NacFormatError(section, start, reason.format(ident)))
+        if twice.count > PROBLEMS_PER_KIND:
+            start, _ = twice.kept[PROBLEMS_PER_KIND]
+            self.p.add(NacFormatError(section, start, f"… and {twice.count - PROBLEMS_PER_KIND:,} more like this "
+                                                      f"({reason.format('#')})"))
+
+    def _id_texts(self, cur: Cursor, sp: Span, label: str, kind: str, field: str):
+        """CMAP's and PERM's records (id u16, length u8, UTF-8 text): yields (start, id, text).
+        Record spans are made on first access, one record at a time for ``span_at``; a record
+        that fails is read again field by field, which records its spans and raises."""
+        n = cur.scalar("u32", "count")
+        cur.check_count(n, 3, f"{cur.section} record")
+        starts = array("Q")
+        buf, base, limit = cur.buf, cur.base, cur.limit
+        quote = kind == "perm"
+
+        def make(i: int) -> Span:
+            rs = starts[i]
+            ident, ln = _ID_TEXT_HEAD.unpack_from(buf, rs - base)
+            text = str(buf[rs + 3 - base:rs + 3 + ln - base], "utf-8")
+            rec = sp.detached(rs, 3 + ln, f"{label}[{i}]", kind, f"{ident} = {text!r}" if quote else f"{ident} = {text}")
+            rec.add(rs, 2, "id", "u16", ident)
+            rec.add(rs + 2, 1, "length", "u8", ln)
+            rec.add(rs + 3, ln, field, "utf8", text)
+            return rec
+
+        sp.set_builder(lambda s: setattr(s, "_children", (s._children or []) + [make(i) for i in range(len(starts))]))
+        sp.set_index(starts.__len__, starts.__getitem__, make)
+        head = _ID_TEXT_HEAD.unpack_from
+        for i in range(n):
+            rs = cur.pos
+            text = None
+            if rs + 3 <= limit:
+                ident, ln = head(buf, rs - base)
+                if rs + 3 + ln <= limit:
+                    try:
+                        text = str(buf[rs + 3 - base:rs + 3 + ln - base], "utf-8")
+                    except UnicodeDecodeError:
+                        pass
+            if text is None:        # the field-by-field read says what is wrong, and where
+                rec = sp.add(rs, 0, f"{label}[{i}]", kind)
+                cur.scalar("u16", "id", rec)
+                ln = cur.scalar("u8", "length", rec)
+                cur.text(ln, field, rec)
+                raise cur.error(f"{label}[{i}] cannot be read", rs)     # (not reached: text() raised)
+            starts.append(rs)
+            cur.pos = rs + 3 + ln
+            yield rs, ident, text
 
     def _sec_CNST(self, cur: Cursor, sp: Span) -> None:
         n = cur.scalar("u32", "count")
         cur.check_count(n, 5, "CNST record")
         first, attempted = cur.pos, 0
+        starts = array("Q")    # each record's start: span_at makes only the one it needs
         sink = _NoSpans()      # record spans are built on first access: 65k constants made 5 spans each
         constants = self.nac.constants
         # The common records (null, bool, int64, float64, string) are read inline; anything else,
@@ -645,6 +742,7 @@ class _Reader:
             for i in range(n):
                 pos = cur.pos
                 attempted = i + 1
+                starts.append(pos)
                 const = None
                 if pos + 5 <= limit:
                     at = pos - base
@@ -677,6 +775,8 @@ class _Reader:
                 constants[const.id] = const
         finally:   # a record that fails (lenient read) still gets the spans of the fields it read
             sp.set_builder(functools.partial(_constant_spans, self.nac, first, cur.limit, attempted))
+            sp.set_index(len(starts), starts.__getitem__,
+                         functools.partial(_constant_span, self.nac, sp, starts, cur.limit))
 
     # DATA ---------------------------------------------------------------------------
     def _sec_DATA(self, cur: Cursor, sp: Span) -> None:
@@ -690,7 +790,7 @@ class _Reader:
         n = cur.scalar("u32", "count", b1)
         cur.check_count(n, 4, "parameter name")
         names = _NameRecords()
-        b1.set_builder(functools.partial(_name_spans, names, "param", "id", "{} = {}"))
+        _name_spans(b1, names, "param", "id", "{} = {}")
         params, rec_head = nac.params, _NAME_HEAD.unpack_from
         buf, base, limit = cur.buf, cur.base, cur.limit
         add_start, add_id, add_name = names.starts.append, names.ids.append, names.names.append
@@ -723,7 +823,7 @@ class _Reader:
         m = cur.scalar("u32", "count", b2)
         cur.check_count(m, 4, "input name")
         inputs = _NameRecords()
-        b2.set_builder(functools.partial(_name_spans, inputs, "input", "index", "v{} = {}"))
+        _name_spans(b2, inputs, "input", "index", "v{} = {}")
         try:
             for i in range(m):
                 rs = cur.pos
@@ -743,7 +843,7 @@ class _Reader:
         b3 = sp.add(cur.pos, 0, "tensors", "block3")
         start = cur.pos
         kept_at, kept = array("Q"), []      # each record read: its start; its header + metadata bytes
-        b3.set_builder(functools.partial(_tensor_spans, nac, kept_at, kept))
+        _tensor_spans(b3, nac, kept_at, kept)
         self._tensor_ids: set = set()
         self._ahead = (0, b"")
         try:
@@ -895,7 +995,7 @@ class _Reader:
         # record spans built on first access from what this read kept; a failing record gets
         # its spans at once, from a second read
         kept: list = []
-        sp.set_builder(functools.partial(_resource_spans, kept))
+        _resource_spans(sp, kept)
         sink = _NoSpans()
         buf, base, limit = cur.buf, cur.base, cur.limit
         u16, u32 = _U16.unpack_from, _U32.unpack_from
@@ -986,6 +1086,8 @@ def read_constant(cur: Cursor, parent: Span, label: str) -> Constant:
 
 
 _CONST_HEAD = struct.Struct("<HBH")     # id, type, length
+_ID_TEXT_HEAD = struct.Struct("<HB")    # CMAP/PERM record: id, text length
+_PERM_CODES = frozenset("QKVMBWTPSAfibsc")
 _CONST_SCALAR = {L.CONST_INT64: struct.Struct("<q"), L.CONST_FLOAT64: struct.Struct("<d")}
 
 
@@ -1064,14 +1166,24 @@ class _NameRecords:
         self.names.append(name)
 
 
-def _name_spans(records: _NameRecords, kind: str, key: str, value: str, block: Span) -> None:
+def _lazy_records(span: Span, count, start_of, make) -> None:
+    """``span``'s record children made on first access (all of them), or one at a time by
+    ``span_at``: record ``i`` starts at ``start_of(i)`` and is ``make(i)``."""
+    span.set_builder(lambda s: setattr(s, "_children", (s._children or []) + [make(i) for i in range(count())]))
+    span.set_index(count, start_of, make)
+
+
+def _name_spans(block: Span, records: _NameRecords, kind: str, key: str, value: str) -> None:
     """DATA block 1/2 record spans from what the reader kept."""
-    for i, (rs, ident, name) in enumerate(zip(records.starts, records.ids, records.names)):
+    def make(i: int) -> Span:
+        rs, ident, name = records.starts[i], records.ids[i], records.names[i]
         ln = len(name.encode("utf-8"))
-        rec = block.add(rs, 4 + ln, f"{kind}[{i}]", kind, value.format(ident, name))
+        rec = block.detached(rs, 4 + ln, f"{kind}[{i}]", kind, value.format(ident, name))
         rec.add(rs, 2, key, "u16", ident)
         rec.add(rs + 2, 2, "length", "u16", ln)
         rec.add(rs + 4, ln, "name", "utf8", name)
+        return rec
+    _lazy_records(block, records.__len__, records.starts.__getitem__, make)
 
 
 def _name_record_spans(cur: Cursor, block: Span, i: int, kind: str, key: str, value: str) -> None:
@@ -1084,20 +1196,26 @@ def _name_record_spans(cur: Cursor, block: Span, i: int, kind: str, key: str, va
     rec.length, rec.value = cur.pos - rs, value.format(ident, name)
 
 
-def _resource_spans(records: list, section: Span) -> None:
+def _resource_spans(section: Span, records: list) -> None:
     """RSRC record spans from the (start, name length, name, data length) the reader kept."""
-    for i, (rs, ln, name, dl) in enumerate(records):
-        rec = section.add(rs, 6 + ln + dl, f"file[{i}]", "resource", name)
+    def make(i: int) -> Span:
+        rs, ln, name, dl = records[i]
+        rec = section.detached(rs, 6 + ln + dl, f"file[{i}]", "resource", name)
         rec.add(rs, 2, "name_length", "u16", ln)
         rec.add(rs + 2, ln, "name", "utf8", name)
         rec.add(rs + 2 + ln, 4, "data_length", "u32", dl)
         rec.add(rs + 6 + ln, dl, "data", "bytes", f"{dl} bytes")
+        return rec
+    _lazy_records(section, records.__len__, lambda i: records[i][0], make)
 
 
-def _tensor_spans(nac: NacFile, kept_at: array, kept: list, block: Span) -> None:
-    for i, (rs, blob) in enumerate(zip(kept_at, kept)):
-        rec = block.add(rs, 0, f"tensor[{i}]", "tensor")
+def _tensor_spans(block: Span, nac: NacFile, kept_at: array, kept: list) -> None:
+    def make(i: int) -> Span:
+        rs, blob = kept_at[i], kept[i]
+        rec = block.detached(rs, 0, f"tensor[{i}]", "tensor")
         _tensor_record_spans(nac, rec, rs, i, blob, _TENSOR_HEAD.unpack_from(blob)[2])
+        return rec
+    _lazy_records(block, kept_at.__len__, kept_at.__getitem__, make)
 
 
 def _tensor_record_spans(nac: NacFile, rec: Span, rs: int, i: int, blob: bytes, data_len: int,
@@ -1122,6 +1240,18 @@ def _tensor_record_spans(nac: NacFile, rec: Span, rs: int, i: int, blob: bytes, 
     rec.length, rec.value = 14 + meta_len + data_len, f"{param.name if param is not None else pid}: {label}"
 
 
+def _constant_span(nac: NacFile, section: Span, starts: array, end: int, i: int) -> Span:
+    """Record ``i``'s spans alone (the ones before a fault, for the record that failed)."""
+    scratch = Span(0, 0, "")
+    try:
+        read_constant(Cursor(nac._buf, starts[i], end, "CNST", scratch), scratch, f"const[{i}]")
+    except NacFormatError:
+        pass
+    rec = scratch.children[0]
+    rec.parent = section
+    return rec
+
+
 def _constant_spans(nac: NacFile, start: int, end: int, count: int, section: Span) -> None:
     """CNST record spans, read again from the bytes the first pass already validated."""
     cur = Cursor(nac._buf, start, end, "CNST", section)
@@ -1131,28 +1261,36 @@ def _constant_spans(nac: NacFile, start: int, end: int, count: int, section: Spa
     except NacFormatError:
         pass          # the first pass reported it; the fields read before it have their spans
 
-def _mmap_spans(records: list):
-    def build(section: Span) -> None:
-        for rec in records:
-            r = section.add(rec.offset, 3 + 3 * len(rec.commands), f"tick[{rec.tick}]", "mmap_record",
-                            ", ".join(f"{c.name} {c.target}" for c in rec.commands))
-            r.add(rec.offset, 2, "tick", "u16", rec.tick)
-            r.add(rec.offset + 2, 1, "count", "u8", len(rec.commands))
-            for j, c in enumerate(rec.commands):
-                o = rec.offset + 3 + 3 * j
-                cs = r.add(o, 3, f"cmd[{j}]", "mmap_command", f"{c.name} {c.target}")
-                cs.add(o, 1, "action", "u8", c.name)
-                cs.add(o + 1, 2, "target", "u16", c.target)
-    return build
+def _mmap_spans(section: Span, records: list) -> None:
+    """MMAP's record spans, built on first access; ``span_at`` makes only the record it needs."""
+    def make(i: int) -> Span:
+        rec = records[i]
+        r = section.detached(rec.offset, 3 + 3 * len(rec.commands), f"tick[{rec.tick}]", "mmap_record",
+                             ", ".join(f"{c.name} {c.target}" for c in rec.commands))
+        r.add(rec.offset, 2, "tick", "u16", rec.tick)
+        r.add(rec.offset + 2, 1, "count", "u8", len(rec.commands))
+        for j, c in enumerate(rec.commands):
+            o = rec.offset + 3 + 3 * j
+            cs = r.add(o, 3, f"cmd[{j}]", "mmap_command", f"{c.name} {c.target}")
+            cs.add(o, 1, "action", "u8", c.name)
+            cs.add(o + 1, 2, "target", "u16", c.target)
+        return r
+
+    def build(s: Span) -> None:
+        s._children = (s._children or []) + [make(i) for i in range(len(records))]
+    section.set_builder(build)
+    section.set_index(records.__len__, lambda i: records[i].offset, make)
 
 
 def _instruction_spans(instrs: list, nac: NacFile):
+    def make(section: Span, ins) -> Span:
+        s = section.detached(ins.offset, ins.nbytes, f"instr[{ins.index}]", "instruction", nac.instruction_name(ins))
+        s.set_builder(_fields_of(ins))
+        return s
+
     def build(section: Span) -> None:
-        for ins in instrs:
-            s = section.add(ins.offset, ins.nbytes, f"instr[{ins.index}]", "instruction",
-                            nac.instruction_name(ins))
-            s.set_builder(_fields_of(ins))
-    return build
+        section._children = (section._children or []) + [make(section, ins) for ins in instrs]
+    return build, make
 
 
 def _fields_of(ins: Instruction):

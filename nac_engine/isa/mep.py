@@ -289,6 +289,9 @@ def decode_mep(bytecode: bytes, base_offset: int = 0, span: Optional[Span] = Non
         # Spans are built when first asked for (the structure view, `nac span`), not at read:
         # eagerly they were most of a big stream's decode time and memory.
         span.set_builder(functools.partial(_instruction_spans, buf, base_offset, instructions))
+        count = len(instructions)
+        span.set_index(count, lambda i: base_offset + instructions[i].ip if i == count - 1 and tail is not None
+                       else base_offset + ips[i], functools.partial(_instruction_span, buf, base_offset, instructions, span))
     return instructions, problems
 
 
@@ -584,10 +587,15 @@ _LONGEST = max(1 + sum(256 if step == _KEYS else step if type(step) is int else 
 
 
 def _instruction_spans(buf: bytes, base_offset: int, instructions: list, section: Span) -> None:
-    for i, instr in enumerate(instructions):
-        node = section.add(base_offset + instr.ip, instr.length, f"insn[{i}]", "mep",
-                           format_mep(instr, address=False))
-        node.set_builder(functools.partial(_leaf_spans, buf, base_offset, instr))
+    section._children = (section._children or []) + [
+        _instruction_span(buf, base_offset, instructions, section, i, instr) for i, instr in enumerate(instructions)]
+
+
+def _instruction_span(buf: bytes, base_offset: int, instructions, section: Span, i: int, instr=None) -> Span:
+    instr = instructions[i] if instr is None else instr
+    node = section.detached(base_offset + instr.ip, instr.length, f"insn[{i}]", "mep", format_mep(instr, address=False))
+    node.set_builder(functools.partial(_leaf_spans, buf, base_offset, instr))
+    return node
 
 
 def _leaf_spans(buf: bytes, base_offset: int, instr: MepInstruction, node: Span) -> None:
@@ -906,8 +914,9 @@ def parse_mep(line: str, ip: int = 0) -> MepInstruction:
     # which needs its length, which does not depend on the jump value.
     instr.operands = [(n, 0 if n == "jump" else v) for n, v in operands]
     instr.length = len(encode_instruction(instr))
-    instr.operands = [(n, v - instr.end if n == "jump" else v) for n, v in operands]
-    encode_instruction(instr)   # range-checks the relative jump
+    if any(n == "jump" for n, _ in operands):
+        instr.operands = [(n, v - instr.end if n == "jump" else v) for n, v in operands]
+        encode_instruction(instr)   # range-checks the relative jump
     return instr
 
 

@@ -19,7 +19,7 @@ from ..format import layout as L
 from ..format.model import (Constant, Header, InputName, MmapCommand, MmapRecord, NacFile, NamedArray, Orch,
                             Parameter, Proc, Resource, TensorMeta)
 from .literals import parse_literal, parse_name, split_top, strip_comment
-from ..isa.mep import encode_mep, parse_mep
+from ..isa.mep import encode_instruction, parse_mep
 from .textops import Tables, TextError, parse_instruction
 
 _MMAP_LINE = re.compile(r"^@(\d+):\s*(.*)$")
@@ -39,6 +39,9 @@ _PYTHON_WORDS = ((re.compile(r"invalid literal for int\(\) with base \d+: (.*)",
                  (re.compile(r"could not convert string to float: (.*)", re.S), "{} is not a number"),
                  (re.compile(r"non-hexadecimal number found in fromhex\(\) arg at position (\d+)"),
                   "not hexadecimal (character {} of the hex text)"))
+
+
+_MEP_IP = re.compile(r"\s*\d+\s*:")
 
 
 def _plain(e: BaseException) -> str:
@@ -68,6 +71,7 @@ class _WeightSource:
         self.st = None
         self.own = False
         self.label = str(weights)
+        self._by_name: dict = {}
         if weights is None:
             return
         if isinstance(weights, NacFile):
@@ -100,16 +104,23 @@ class _WeightSource:
                           f"pass the original .nac or a .safetensors with --weights")
 
     def resource(self, name: str) -> bytes:
-        for r in (self.nac.rsrc or []) if self.nac is not None else []:
-            if r.name == name:
-                return r.data
-        raise LookupError(f"resource file {name!r} not found in {self.label}")
+        return self._named("rsrc", name, "resource file").data
 
     def array(self, name: str) -> bytes:
-        for a in (self.nac.arrs or []) if self.nac is not None else []:
-            if a.name == name:
-                return a.data
-        raise LookupError(f"array {name!r} not found in {self.label}")
+        return self._named("arrs", name, "array").data
+
+    def _named(self, part: str, name: str, what: str):
+        """The next entry of that name in the source's RSRC or ARRS: the k-th ``.rsrc NAME`` line
+        takes the k-th file of that name (one dict, not a scan per line: 20k files)."""
+        table = self._by_name.get(part)
+        if table is None:
+            table = self._by_name[part] = {}
+            for item in reversed((getattr(self.nac, part) or []) if self.nac is not None else []):
+                table.setdefault(item.name, []).append(item)
+        items = table.get(name)
+        if not items:
+            raise LookupError(f"{what} {name!r} not found in {self.label}")
+        return items.pop() if len(items) > 1 else items[0]
 
 
 class _Assembler:
@@ -181,13 +192,23 @@ class _Assembler:
                 raise TextError(self.section_lines.get(".bytecode", 0),
                                 "ORCH bytecode is given twice (.mep lines and .bytecode hex): keep one")
             if self.mep_lines:
-                parsed = []
+                # An instruction without a jump encodes the same wherever it stands: each such
+                # text (after its "ip:") is parsed and encoded once (a program's loops repeat them)
+                encoded: dict = {}
+                chunks = []
                 for lineno, ln in self.mep_lines:
-                    try:
-                        parsed.append(parse_mep(ln))
-                    except (ValueError, LookupError, OverflowError) as e:
-                        raise TextError(lineno, _plain(e)) from None
-                nac.orch.bytecode = encode_mep(parsed)
+                    body = _MEP_IP.sub("", ln, 1)
+                    code = encoded.get(body)
+                    if code is None:
+                        try:
+                            ins = parse_mep(ln)
+                            code = encode_instruction(ins)
+                        except (ValueError, LookupError, OverflowError) as e:
+                            raise TextError(lineno, _plain(e)) from None
+                        if "jump" not in dict(ins.operands) and len(encoded) < 65536:
+                            encoded[body] = code
+                    chunks.append(code)
+                nac.orch.bytecode = b"".join(chunks)
             else:
                 nac.orch.bytecode = bytes.fromhex("".join(self.bytecode_hex))
         if self.proc_hex is not None:
@@ -265,15 +286,18 @@ class _Assembler:
             self.proc_hex = (self.proc_hex or []) + ([rest] if rest else [])
         elif word == ".rsrc":
             name, _size = _name_and_tail(rest)
-            nac.rsrc = (nac.rsrc or []) + [Resource(name, _payload=self.src.resource(name))]
+            if nac.rsrc is None:
+                nac.rsrc = []
+            nac.rsrc.append(Resource(name, _payload=self.src.resource(name)))
         elif word == ".array":
             name, tail = _name_and_tail(rest)
             dtype, tail = tail.split(None, 1)
             shape_text = tail[:tail.index("]") + 1]
             shape = tuple(int(x) for x in split_top(shape_text[1:-1]) if x)
             code = L.DTYPE_CODES[dtype] if dtype in L.DTYPE_CODES else _int_or(dtype)
-            nac.arrs = (nac.arrs or []) + [NamedArray(name, code, shape,
-                                                      _payload=self.src.array(name))]
+            if nac.arrs is None:
+                nac.arrs = []
+            nac.arrs.append(NamedArray(name, code, shape, _payload=self.src.array(name)))
         elif word == ".trailing":
             region, _, hx = rest.partition(" ")
             self.trailing_hex.setdefault(region, []).append(hx.strip())

@@ -120,6 +120,8 @@ def split_top(text: str, sep: str = ",") -> list[str]:
 
 def strip_comment(line: str) -> str:
     """Drop a ``;`` comment that is not inside a JSON string."""
+    if '"' not in line:
+        return line.split(";", 1)[0].rstrip()
     in_str, i = False, 0
     while i < len(line):
         ch = line[i]
