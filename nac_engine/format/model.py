@@ -73,7 +73,7 @@ class MmapCommand:
         return L.MMAP_ACTION_NAMES.get(self.action, f"ACTION_{self.action}")
 
 
-@dataclass
+@dataclass(slots=True)      # one per MMAP record
 class MmapRecord:
     tick: int
     commands: list[MmapCommand]
@@ -175,7 +175,7 @@ class InputName:
     name: str
 
 
-@dataclass
+@dataclass(slots=True)      # RSRC may hold 20k files: no per-object __dict__
 class Resource:
     name: str
     data_offset: int = -1

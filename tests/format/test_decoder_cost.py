@@ -11,12 +11,14 @@ import tracemalloc
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from benchmarks.bench_hostile_cost import distinct_ops
+from benchmarks.bench_hostile_cost import cmap_file, distinct_ops
 from nac_engine import read, verify, write
 from nac_engine.format.gc_pause import collector_paused
 from nac_engine.format.model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, Orch, Parameter,
                                      Resource, TensorMeta)
+from nac_engine.text.asm import assemble
 from nac_engine.text.disasm import disassemble, iter_disassembly
+from nac_engine.text.textops import TextError
 from nac_engine.isa.mep import (MEP_OPCODES, MepStream, _decode_one, _Undecodable, decode_mep, format_mep,
                                 format_mep_blocks)
 from tests.format.test_regressions import small_file
@@ -53,6 +55,8 @@ def crafted(kind: str, scale: int) -> bytes:
         nac.instructions = distinct_ops(nac, 2_000 * scale, 400 * scale)
     elif kind == "rsrc":
         nac.rsrc = [Resource(f"res/{i}.json", _payload=b'{"k": %d}' % i) for i in range(4_000 * scale)]
+    elif kind == "cmap":     # 4-byte records whose ids repeat: a duplicate-id warning each
+        return cmap_file(200_000 * scale)
     return write(nac)
 
 
@@ -76,11 +80,13 @@ def _distinct_orch(size: int) -> bytes:
     return b"".join(parts)
 
 
-KINDS = ("orch", "orch_distinct", "mmap", "cnst", "tensors", "rsrc", "ops", "ops_distinct")
+KINDS = ("orch", "orch_distinct", "mmap", "cmap", "cnst", "tensors", "rsrc", "ops", "ops_distinct")
 STEPS = {
     "read": lambda p: read(p, strict=False).close(),
     "verify": verify,
     "dis": lambda p: sum(map(len, iter_disassembly(read(p, strict=False)))),
+    # `nac span FILE OFFSET`: one offset's spans (it built every record's: 7 s for 1 MB ORCH)
+    "span": lambda p: read(p, strict=False).span_at(p.stat().st_size // 2),
 }
 
 
@@ -406,3 +412,48 @@ def test_tensor_records_inline_and_field_by_field_agree(tmp_path):
     clean_path = tmp_path / "clean.nac"
     clean_path.write_bytes(write(clean))
     assert write(read(clean_path)) == write(clean)
+
+
+def _asm_of_dis(path):
+    text = disassemble(read(path, strict=False))
+    return lambda p: _assembled(text, p)
+
+
+def _assembled(text, path):
+    try:
+        return assemble(text, weights=str(path))
+    except (TextError, ValueError):       # a refusal is a result (MMAP ticks past the program)
+        return None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_asm_of_the_dis_text_is_linear_and_bounded(files, kind):
+    """``nac asm`` of a file's own listing: 4x the input costs about 4x (a scan per .rsrc line
+    made 20k resources cost 7 s), and its memory is bounded by what it reads (text + file)."""
+    small_fn, big_fn = _asm_of_dis(files[kind, 1]), _asm_of_dis(files[kind, 4])
+    small_fn(files[kind, 1])
+    small, big = best_cpu(small_fn, files[kind, 1]), best_cpu(big_fn, files[kind, 4])
+    assert big <= 6 * small + 0.02, f"{kind} asm: 1x {small:.3f} s, 4x {big:.3f} s"
+    path = files[kind, 4]
+    text_bytes = len(disassemble(read(path, strict=False)).encode())
+    per_byte = ram_per_file_byte(big_fn, path) * path.stat().st_size / (text_bytes + path.stat().st_size)
+    assert per_byte <= 20, f"{kind} asm: {per_byte:.1f} B per input byte"
+
+
+def test_a_repeated_defect_is_counted_not_listed(files):
+    """A CMAP of 50k duplicate ids: the lenient read keeps 1000 of them and one problem that
+    counts the rest; the CLI shows five and the count."""
+    import subprocess
+    import sys
+    from nac_engine.format.reader import PROBLEMS_PER_KIND
+    path = files["cmap", 1]
+    nac = read(path, strict=False)
+    twice = [p for p in nac.problems if "defined twice" in p.reason and "more like this" not in p.reason]
+    assert len(twice) == PROBLEMS_PER_KIND
+    (rest,) = [p for p in nac.problems if "more like this" in p.reason]
+    assert rest.section == "CMAP" and rest.offset > twice[-1].offset
+    n = int(rest.reason.split()[2].replace(",", ""))
+    assert n > 10_000
+    out = subprocess.run([sys.executable, "-m", "nac_engine.cli", "verify", str(path)], capture_output=True,
+                         text=True, timeout=120).stdout.splitlines()
+    assert len(out) < 20 and any("more like this" in line for line in out)
