@@ -163,7 +163,7 @@ def cmd_span(args) -> int:
     if peer is not None:
         return _print_span(peer, peer.data, offset, args.json)
     with _open(args.file, strict=False) as nac:
-        return _print_span(nac, nac._buf, offset, args.json)
+        return _print_span(nac, nac.buffer, offset, args.json)
 
 
 def _print_span(f, buf, offset: int, as_json: bool) -> int:

@@ -1,18 +1,20 @@
-"""Touching a memory-mapped file safely when another program may shrink it.
+"""Reading an open file's bytes when another program may shrink it.
 
-A page of a mapping past the file's current end raises SIGBUS when read, which kills the
-process (in the Studio, the user's session). So before a payload of an open file is read
-through the mapping, the file's *current* size is asked of the mapping's own descriptor
-(``mmap.size()`` is an fstat of it: the same inode even when the path was renamed over), and a
-payload that no longer lies inside the file is a :class:`FileChangedError` instead.
-
-Arrays handed out earlier stay views of the mapping; the check covers every new access (the
-interpreter's loading, ``Parameter.raw()/array()``, resources), and the Studio notices the
-change on disk and offers to reload.
+A file up to ``reader.WHOLE_READ_MAX`` is read whole into a private buffer at open: nothing
+done to the file afterwards reaches it. A bigger file is memory-mapped for the decode, and
+afterwards its bytes (weights, resources, arrays, payloads for a save, what a hex view shows) are
+read with ``pread`` on the file's own descriptor, never through the mapping: a page of a mapping
+past the file's current end raises SIGBUS when touched, which Python cannot catch and which
+kills the process (in the Studio, the user's session). A ``pread`` past the end just returns
+fewer bytes, and a payload that no longer lies in the file is a :class:`FileChangedError`.
 """
 from __future__ import annotations
 
 import mmap
+import os
+import weakref
+
+import numpy as np
 
 from ..errors import NacFormatError
 
@@ -21,29 +23,92 @@ class FileChangedError(NacFormatError):
     """The file was truncated (or replaced in place) after it was opened."""
 
 
+#: Buffers :func:`read_at` filled with pread: fresh copies nobody else holds.
+_READ_COPIES: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()
+_ALIGN = 64       # what torch's allocator gives: kernels see the same alignment as on a copy
+
+
+def is_read_copy(arr) -> bool:
+    """Whether numpy array ``arr`` lies in a buffer :func:`read_at` made (then it is its holder's
+    own: a session may compute in it without copying it again)."""
+    base = arr
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    return isinstance(base, np.ndarray) and _READ_COPIES.get(id(base)) is base
+
+
+def is_mapped(nac) -> bool:
+    return isinstance(getattr(nac, "_buf", None), mmap.mmap)
+
+
 def current_size(nac) -> int:
-    """Bytes the file holds now (for a bytes-backed NacFile: its length)."""
+    """Bytes the file holds now (for a file held in memory: its length)."""
     buf = nac._buf
     if isinstance(buf, mmap.mmap):
         try:
-            return buf.size()
-        except (ValueError, OSError):     # closed mapping, or the descriptor went away
+            return os.fstat(nac._fd).st_size
+        except (TypeError, OSError):     # closed
             return 0
     return len(buf) if buf is not None else 0
 
 
-def check_mapped(nac, offset: int, length: int, section: str, what: str) -> None:
-    """Raise :class:`FileChangedError` unless ``[offset, offset+length)`` is still in the file."""
-    if nac is None or nac._buf is None:
+def read_at(nac, offset: int, length: int, section: str, what: str) -> bytes:
+    """Bytes ``[offset, offset+length)`` of the open file: a mapped one's read with ``pread`` into
+    a fresh, writable, 64-byte-aligned ``uint8`` array; :class:`FileChangedError` when they are no
+    longer all there."""
+    buf = nac._buf if nac is not None else None
+    if buf is None:
         raise NacFormatError(section, max(offset, 0), f"{what}: the file is closed")
-    end = offset + length
-    if end <= len(nac._buf) and (not isinstance(nac._buf, mmap.mmap) or end <= current_size(nac)):
-        return
+    if isinstance(buf, mmap.mmap):
+        raw = np.empty(length + _ALIGN, np.uint8)
+        _READ_COPIES[id(raw)] = raw
+        shift = (-raw.ctypes.data) % _ALIGN
+        out = raw[shift:shift + length]
+        view = memoryview(out).cast("B")
+        got = 0
+        try:
+            while got < length:
+                n = os.preadv(nac._fd, [view[got:]], offset + got)
+                if n == 0:
+                    break
+                got += n
+        except (TypeError, OSError):
+            got = -1
+        if got == length:
+            return out
+    elif 0 <= offset and offset + length <= len(buf):
+        return bytes(buf[offset:offset + length])
     raise FileChangedError(section, max(offset, 0),
                            f"{what}: the file is now {current_size(nac)} bytes, too short for bytes "
-                           f"{offset}..{end}; it changed on disk after it was opened — reload it")
+                           f"{offset}..{offset + length}; it changed on disk after it was opened — reload it")
 
 
-def mapped_slice(nac, offset: int, length: int, what: str, section: str = "RSRC") -> bytes:
-    check_mapped(nac, offset, length, section, what)
-    return bytes(nac._buf[offset:offset + length])
+class FileBytes:
+    """A mapped file's bytes as views see them (``len``, indexing, slicing, ``read_at``), read
+    with ``pread``: after another program shrinks the file, a slice is shorter, never a SIGBUS."""
+
+    __slots__ = ("_fd", "_size")
+
+    def __init__(self, fd: int, size: int):
+        self._fd = fd
+        self._size = size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def read_at(self, offset: int, n: int) -> bytes:
+        try:
+            return os.pread(self._fd, max(0, n), offset)
+        except OSError:         # closed meanwhile
+            return b""
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            start, stop, step = key.indices(self._size)
+            data = self.read_at(start, stop - start)
+            return data if step == 1 else data[::step]
+        i = key + self._size if key < 0 else key
+        if not 0 <= i < self._size:
+            raise IndexError("file offset out of range")
+        b = self.read_at(i, 1)
+        return b[0] if b else 0

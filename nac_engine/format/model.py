@@ -187,8 +187,8 @@ class Resource:
     def data(self) -> bytes:
         if self._payload is not None:
             return bytes(self._payload)
-        from .mapped import mapped_slice
-        return mapped_slice(self._file, self.data_offset, self.data_length, self.name)
+        from .mapped import read_at
+        return bytes(read_at(self._file, self.data_offset, self.data_length, "RSRC", self.name))
 
 
 @dataclass
@@ -206,8 +206,8 @@ class NamedArray:
     def data(self) -> bytes:
         if self._payload is not None:
             return bytes(self._payload)
-        from .mapped import mapped_slice
-        return mapped_slice(self._file, self.data_offset, self.data_length, self.name, "ARRS")
+        from .mapped import read_at
+        return bytes(read_at(self._file, self.data_offset, self.data_length, "ARRS", self.name))
 
     def problem(self) -> Optional[str]:
         """Why the dtype and shape do not describe the data (``None`` when they do). Sizes are
@@ -279,15 +279,16 @@ class NacFile:
     private_buffer: bool = False
     _buf: Any = None
     _closer: Any = None
+    _fd: Optional[int] = None       # a mapped file's own descriptor: its bytes are read with pread
     _op_names: Optional[dict] = None
     _param_by_name: Optional[dict] = None
     _def_use: Any = field(default=None, repr=False, compare=False)
 
     # -- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
-        """Release the mapping. Arrays handed out by ``Parameter.raw()`` are views of it; while
-        one is alive the mapping cannot be unmapped, so it is left to be freed with the last
-        view instead of failing (a GUI closing a tab must not raise)."""
+        """Release the mapping and the descriptor. Nothing outside the reader views the mapping
+        (weights, payloads and byte views are read with pread); should a view still be alive,
+        the mapping is left to be freed with it instead of failing (closing a tab must not raise)."""
         if self._closer is not None:
             closer, self._closer = self._closer, None
             try:
@@ -311,8 +312,12 @@ class NacFile:
 
     @property
     def buffer(self) -> Any:
-        """The file's bytes as read (a memory map or a bytes object; None for a file built in
-        memory): what byte views (hex, previews) show. Read-only."""
+        """The file's bytes for byte views (hex, previews; read-only): the bytes themselves for a
+        file held in memory, a :class:`~.mapped.FileBytes` (``pread``, safe when another program
+        shrinks the file) for a mapped one; None for a file built in memory."""
+        if self._fd is not None and self._closer is not None:
+            from .mapped import FileBytes
+            return FileBytes(self._fd, len(self._buf))
         return self._buf
 
     # -- names ----------------------------------------------------------------------

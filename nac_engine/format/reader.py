@@ -269,10 +269,15 @@ def read(source, *, strict: bool = True, weights: Optional[str] = None) -> NacFi
             if hasattr(mm, "madvise") and hasattr(mmap, "MADV_RANDOM"):
                 mm.madvise(mmap.MADV_RANDOM)
             buf = mm
-            closer = mm.close
+            fd = os.dup(fh.fileno())     # after the decode, the file's bytes are read with pread
+
+            def closer(mm=mm, fd=fd):
+                os.close(fd)
+                mm.close()
     nac = NacFile()
     nac._buf = buf
     nac._closer = closer
+    nac._fd = fd if closer is not None else None
     nac.path = path
     nac.private_buffer = private
     try:

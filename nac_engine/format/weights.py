@@ -19,7 +19,7 @@ from . import layout as L
 from ..errors import NacFormatError
 from ..files import open_regular
 from . import bounded_json
-from .mapped import check_mapped
+from .mapped import is_mapped, read_at
 from .tensor_meta import TensorMeta
 from .quant import dequantize
 from .tensor_rules import tensor_problems
@@ -49,8 +49,12 @@ def raw_tensor(p: Parameter) -> np.ndarray:
         problems = tensor_problems(p.meta, p.data_length)
         if problems:
             raise NacFormatError("DATA/tensors", p.data_offset, f"tensor {p.name!r}: {problems[0]}")
-        check_mapped(nac, p.data_offset, p.data_length, "DATA/tensors", f"tensor {p.name!r}")
         dt = L.storage_dtype(p.meta.dtype)
+        if is_mapped(nac):          # a copy read with pread: no view of the mapping to fault on later
+            data = read_at(nac, p.data_offset, p.data_length, "DATA/tensors", f"tensor {p.name!r}")
+            return data.view(dt).reshape(p.meta.shape)
+        if p.data_offset + p.data_length > len(nac._buf):
+            raise NacFormatError("DATA/tensors", p.data_offset, f"tensor {p.name!r}: bytes lie past the end of the file")
         arr = np.frombuffer(nac._buf, dtype=dt, count=p.data_length // dt.itemsize, offset=p.data_offset)
         return arr.reshape(p.meta.shape)
     if nac is not None and nac.weights_path:

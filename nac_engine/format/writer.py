@@ -437,6 +437,9 @@ def param_payload(nac: NacFile, p) -> memoryview:
             return memoryview(np.ascontiguousarray(pl).view(np.uint8).reshape(-1))
         return memoryview(pl)
     if p.data_offset >= 0 and nac._buf is not None:
+        from .mapped import is_mapped, read_at
+        if is_mapped(nac):      # never through the mapping: a file shrunk meanwhile would SIGBUS
+            return memoryview(read_at(nac, p.data_offset, p.data_length, "DATA/tensors", f"tensor {p.name!r}"))
         return memoryview(nac._buf)[p.data_offset:p.data_offset + p.data_length]
     raise NacEncodeError(f"parameter {p.name!r} has no data to write")
 

@@ -23,7 +23,6 @@ Inputs (seed 000 §7.1):
 """
 from __future__ import annotations
 
-import mmap
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ import numpy as np
 import torch
 
 from ..format.layout import QUANT_NONE
+from ..format.mapped import is_read_copy
 from ..format.quant import dequantize
 from ..format.weights import external_raw_tensors, raw_tensor
 from ..format.model import Argument, Instruction, NacFile
@@ -540,9 +540,9 @@ class Session:
             arr, p.meta = stored
         if native not in (torch.float64, torch.float16) and p.meta is not None:
             arr = dequantize(arr, p.meta)   # else the stored values, not the float32 widening
-        if not (arr.flags.owndata and arr.flags.writeable):
-            # a view of the read-only mapping (or of caller bytes): in-place ops must not reach
-            # it. Dequantised arrays are already this session's own, and are not copied again.
+        if not (arr.flags.owndata and arr.flags.writeable) and not is_read_copy(arr):
+            # a view of the file's bytes (or of caller bytes): in-place ops must not reach it
+            # (a mapped file's weights are fresh pread copies, used as they are). Dequantised arrays are already this session's own, and are not copied again.
             # A big tensor is copied by torch with the GIL released (numpy's copy holds it:
             # loading GPT-2's 150 MB embedding in the Studio's debugger thread froze the UI for
             # ~100 ms); a small one by numpy, without torch's read-only warning to silence
@@ -555,7 +555,6 @@ class Session:
                     t = torch.from_numpy(arr).clone()
         else:
             t = torch.from_numpy(arr)
-        _release_mapped(self.nac, p)
         if self.device.type != "cpu":
             t = t.to(self.device)
         return t.to(native) if native is not None and t.dtype != native else t
@@ -803,22 +802,6 @@ class Session:
             return CoercionError(ins.index, name, e.where, e.value, e.wanted.__name__)
         return KernelError(f"instruction {ins.index}: {name}({describe_args(args)}) failed: "
                            f"{type(e).__name__}: {e}", ins.index, name)
-
-
-def _release_mapped(nac: NacFile, p) -> None:
-    """Drop the mapping's pages of a tensor this session now holds a copy of: they stay in
-    the page cache, but no longer count twice in the process's memory (a 500 MB model would
-    otherwise hold its weights once mapped and once copied). Reading them again just faults
-    them back in from the cache."""
-    buf = nac._buf
-    if not isinstance(buf, mmap.mmap) or p.data_offset < 0 or p.data_length < mmap.PAGESIZE:
-        return
-    start = p.data_offset - p.data_offset % mmap.PAGESIZE
-    end = p.data_offset + p.data_length
-    try:
-        buf.madvise(mmap.MADV_DONTNEED, start, min(end, len(buf)) - start)
-    except (AttributeError, ValueError, OSError):
-        pass
 
 
 def _plain_kinds(cls: type) -> bool:

@@ -14,6 +14,7 @@ from typing import Optional
 import numpy as np
 
 from ..files import check_regular
+from ..format.mapped import read_at
 
 from ..format import layout as L
 from ..format.model import (Constant, Header, InputName, MmapCommand, MmapRecord, NacFile, NamedArray, Orch,
@@ -94,7 +95,7 @@ class _WeightSource:
         if self.nac is not None:
             p = self.nac.param_by_name(name)
             if p is not None and p.data_offset >= 0:
-                return bytes(self.nac._buf[p.data_offset:p.data_offset + p.data_length])
+                return bytes(read_at(self.nac, p.data_offset, p.data_length, "DATA/tensors", f"tensor {name!r}"))
             if p is not None and p._payload is not None:
                 return bytes(np.ascontiguousarray(p.raw()).view(np.uint8).reshape(-1))
         if self.st is not None and name in self.st.keys():

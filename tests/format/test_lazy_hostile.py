@@ -218,3 +218,47 @@ def test_file_truncated_while_open_is_an_error_not_sigbus(tmp_path):
 def test_error_reasons_are_capped():
     e = NacFormatError("CNST", 4, "x" * 200_000)
     assert len(e.reason) < 1100 and "200,000 characters" in e.reason and len(str(e)) < 1200
+
+
+def test_save_and_views_of_a_mapped_file_truncated_while_open_never_sigbus(tmp_path):
+    """In a child process (SIGBUS would kill the runner): a file above the whole-read limit is
+    mapped; another program truncates it; then a weight taken before (a copy, still usable), the
+    byte view the hex pane reads, a save (write), a save with a new schedule (encode_with_schedule)
+    and a resource each give a result or the one error type saying the file changed on disk."""
+    nac = small_file()
+    nac.params[1].meta = TensorMeta(0, (2, 3 * 4096), 0)
+    nac.params[1]._payload = np.ones((2, 3 * 4096), np.float32).tobytes()
+    nac.rsrc = [Resource("notes.txt", _payload=b"x" * 10)]
+    path = tmp_path / "big.nac"
+    path.write_bytes(write(nac))
+    out = tmp_path / "saved.nac"
+    script = textwrap.dedent(f"""
+        import os
+        from nac_engine import NacFormatError, read, write
+        from nac_engine.compiler.replan import encode_with_schedule
+        from nac_engine.format import reader
+        reader.WHOLE_READ_MAX = 0
+        nac = read({str(path)!r})
+        held = nac.params[1].raw()
+        size = len(nac.buffer)
+        os.truncate({str(path)!r}, 200)
+        results = [float(held.sum())]
+        view = nac.buffer
+        results.append(len(view[0:size]))          # the hex pane's read: shorter, not a crash
+        results.append(view[size - 1])
+        for name, fn in (("write", lambda: write(nac)), ("schedule", lambda: encode_with_schedule(nac, nac.mmap)),
+                         ("resource", lambda: nac.rsrc[0].data), ("weight", lambda: nac.params[1].array())):
+            try:
+                fn()
+                results.append(name + " ok")
+            except NacFormatError as e:
+                results.append(name + ": " + ("changed on disk" if "changed on disk" in e.reason else e.reason))
+        import json
+        print(json.dumps(results))
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    held_sum, shown, last, *saves = json.loads(r.stdout)
+    assert held_sum == 2 * 3 * 4096 and shown == 200 and last == 0
+    assert saves == ["write: changed on disk", "schedule: changed on disk", "resource: changed on disk",
+                     "weight: changed on disk"], saves

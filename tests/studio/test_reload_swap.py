@@ -40,3 +40,25 @@ def test_a_reload_that_fails_keeps_the_old_version(window, qtbot, demo_path, tmp
         window.reload_active()
     wait_idle(qtbot, window)
     assert window.docs == [qdoc] and window.active is qdoc
+
+
+def test_a_big_file_truncated_while_open_keeps_the_window_and_says_so(window, qtbot, demo_path, tmp_path,
+                                                                     monkeypatch):
+    """A file above the whole-read limit is mapped; another program truncates it. The hex pane
+    repaints from pread (shorter data, no SIGBUS), the document stays open, and the window says
+    the file changed on disk."""
+    from nac_engine.format import reader
+    monkeypatch.setattr(reader, "WHOLE_READ_MAX", 0)
+    path = tmp_path / "big.nac"
+    shutil.copy(demo_path, path)
+    qdoc = window.open_and_wait(path)
+    assert qdoc.nac.buffer is not None and not qdoc.nac.private_buffer
+    hexv = window.views["hex"]
+    size = len(qdoc.nac.buffer)
+    hexv.area.set_cursor(size - 64)               # the view shows the file's last rows
+    import os
+    os.truncate(path, 100)
+    hexv.area.viewport().repaint()                    # reads the shrunk file: must not fault
+    window.reload_bar.check_now()
+    qtbot.waitUntil(lambda: window.reload_bar.isVisible(), timeout=10000)
+    assert window.docs == [qdoc] and window.active is qdoc
