@@ -36,6 +36,7 @@ from .errors import CompileError
 from .graph import Graph, Node, spec_of_value
 
 _MAX_MESSAGE_LINES = 25
+_SHORT_TORCH_LINES = 3       # torch's text after our own advice: its first lines say enough
 
 
 def export_program(model: torch.nn.Module, args: tuple = (), kwargs: Optional[dict] = None,
@@ -151,14 +152,20 @@ def export_error(e: BaseException, what: str = "torch.export", model: Any = None
                             f"{str(e).strip().splitlines()[0][:200]})", stage="export",
                             source=source or (hints.forward_location(model) if model is not None else None))
     text = hints.without_dynamic_shapes_advice(str(e).strip()) or type(e).__name__
-    lines = text.splitlines()
-    if len(lines) > _MAX_MESSAGE_LINES:
-        lines = lines[:_MAX_MESSAGE_LINES] + [f"... ({len(lines) - _MAX_MESSAGE_LINES} more lines)"]
-    hint = hints.transformer_causal_hint(e)
-    if hint and lines:
-        lines[0] += f" — hint: {hint}"
-    return CompileError(f"{what} failed: {type(e).__name__}: " + "\n".join(lines), stage="export",
-                        source=source)
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    # what to change first; torch's own text after it, shortened
+    change = hints.transformer_causal_hint(e) or hints.data_dependent_hint(e) or \
+        (hints.packed_quantized_hint(model) if model is not None else None)
+    if change and hints.packed_quantized_hint(model) == change and source is None:
+        where = hints.forward_location(model)          # the user's forward, not torch's own
+        source = where if where and not _is_internal(where.split(":", 1)[0]) else None
+    limit = _MAX_MESSAGE_LINES if change is None else _SHORT_TORCH_LINES
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... ({len(lines) - limit} more lines of torch's message)"]
+    torch_text = f"{type(e).__name__}: " + "\n    ".join(lines)
+    if change:
+        return CompileError(f"{what} failed: {change}\n  torch says: {torch_text}", stage="export", source=source)
+    return CompileError(f"{what} failed: {torch_text}", stage="export", source=source)
 
 
 def user_source_line(e: BaseException) -> Optional[str]:

@@ -74,10 +74,37 @@ def without_dynamic_shapes_advice(text: str) -> str:
     return "\n".join(ln for ln in text.splitlines() if "dynamic_shapes" not in ln and "Dim(" not in ln)
 
 
+def data_dependent_hint(e: BaseException) -> Optional[str]:
+    """A branch or a size that depends on a tensor's values (``if x.sum() > 0``,
+    ``int((x > 0).sum())``): what a compiled program can do instead."""
+    text = f"{type(e).__name__} {e}"
+    if "DataDependent" not in text and "data-dependent" not in text:
+        return None
+    return ("the model decides something from a tensor's values (data-dependent control flow or "
+            "size), which a compiled program cannot: choose values with torch.where, branch with "
+            "torch.cond (compiled to <CONTROL_FLOW>), or make the size a constant")
+
+
+def packed_quantized_hint(model: Any) -> Optional[str]:
+    """torch.ao's dynamically quantised modules hold packed C++ parameters torch.export cannot
+    trace: name the first such module and the way NAC quantises instead."""
+    try:
+        found = next(((name, type(m)) for name, m in model.named_modules()
+                      if type(m).__module__.startswith("torch.ao.nn.quantized")), None)
+    except Exception:       # not an nn.Module
+        return None
+    if found is None:
+        return None
+    name, cls = found
+    return (f"module {name or '(the model)'!r} is a torch.ao quantised {cls.__name__}, whose packed "
+            f"parameters torch.export cannot trace: compile the float model and quantise with NAC "
+            f"instead (nac compile --quant int8_channel, or quantization='int8_channel')")
+
+
 def is_generated(filename: str) -> bool:
     """Code torch generated (``<eval_with_key>.5``, ``<string>``), not a file the user wrote."""
     return filename.startswith("<")
 
 
 __all__ = ["returns_cache", "cache_hint", "transformer_causal_hint", "forward_location",
-           "without_dynamic_shapes_advice", "is_generated"]
+           "without_dynamic_shapes_advice", "is_generated", "data_dependent_hint", "packed_quantized_hint"]

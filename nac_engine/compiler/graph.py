@@ -65,7 +65,8 @@ def spec_of_value(v: Any) -> Any:
                     s = int(s)
                 except Exception:   # an unbacked / symbolic size
                     raise CompileError(f"symbolic dimension {s} in a tensor shape: the compiler needs "
-                                       f"static shapes (export without dynamic_shapes)", stage="export")
+                                       f"static shapes (a size that depends on a tensor's values is not one)",
+                                       stage="export")
             shape.append(s)
         return TensorSpec(tuple(shape), v.dtype)
     if isinstance(v, (tuple, list)):

@@ -173,3 +173,28 @@ def test_hf_turns_the_cache_off_and_says_so(tmp_path, capsys):
     out = tmp_path / "g.nac"
     assert cli_main(["compile", "--hf", path, "--seq-len", "8", "-o", str(out)]) == 0
     assert "nac: note: use_cache turned off" in capsys.readouterr().err
+
+
+class _Branches(torch.nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:          # LINE: data-dependent branch
+            return x * 2
+        return x - 1
+
+
+def test_a_refusal_leads_with_the_users_line_and_the_fix_then_torchs_text_shortened():
+    e = _refusal(_Branches(), (torch.randn(5),))
+    text = str(e).splitlines()
+    assert text[0].startswith(f"{HERE}:{_line_of('LINE: data-dependent branch')}:")
+    assert "torch.where" in text[1] and "torch.cond" in text[1]
+    assert text[2].lstrip().startswith("torch says: GuardOnDataDependentSymNode")
+    assert len(text) <= 7 and len(str(e)) < 1000
+    assert "dynamic_shapes" not in str(e)
+
+
+def test_a_torch_ao_dynamic_quant_model_is_told_to_quantise_with_nac():
+    model = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(torch.nn.Linear(4, 4)), {torch.nn.Linear},
+                                                   dtype=torch.qint8)
+    e = _refusal(model, (torch.randn(1, 4),))
+    assert "module '0' is a torch.ao quantised" in e.message and "--quant int8_channel" in e.message
+    assert "torch says: AttributeError" in e.message and "Traceback" not in str(e)
