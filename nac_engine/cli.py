@@ -56,6 +56,13 @@ def cmd_verify(args) -> int:
     with nac:
         problems = verify(nac)
         fatal = not nac.header_decoded
+        if not fatal and not args.bytes_only:
+            # the ops a run would have no kernel for (imports torch; --bytes-only skips it)
+            from .runtime.readiness import kernel_problems
+            try:
+                problems = sorted(problems + kernel_problems(nac), key=lambda p: p.offset)
+            except NacFormatError as e:         # an instruction that does not decode: verify said so
+                problems.append(e)
     if args.json:
         print(json.dumps({"file": args.file, "ok": not problems, "problems": [p.to_dict() for p in problems]},
                          indent=2))
@@ -355,6 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("verify", help="check a file; exit 0 clean, 1 problems, 2 unreadable")
     s.add_argument("file")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--bytes-only", action="store_true",
+                   help="check the bytes only, not that every op has a kernel (skips importing torch)")
     s.set_defaults(func=cmd_verify)
 
     s = sub.add_parser("dis", help="disassemble to text (assembles back with `nac asm`)")
