@@ -102,10 +102,10 @@ async def _startup(win, args, app) -> int:
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
-    from .display_check import ADVICE, missing_display
+    from .display_check import advice, missing_display
     no_display = missing_display()
     if no_display is not None:
-        print(f"nac-studio: {no_display}; {ADVICE}", file=sys.stderr)
+        print(f"nac-studio: {no_display}; {advice()}", file=sys.stderr)
         return 2
     from .qt_compat import guard_singleton_refcounts
     guard_singleton_refcounts()

@@ -12,8 +12,11 @@ from typing import Mapping, Optional
 _HEADLESS_PLATFORMS = frozenset({"offscreen", "minimal", "minimalegl", "vnc", "eglfs", "linuxfb",
                                  "vkkhrdisplay"})
 
-ADVICE = ("run it under a virtual display: xvfb-run -a python3 -m nac_studio [FILE], or without a window: "
-          "QT_QPA_PLATFORM=offscreen python3 -m nac_studio FILE --screenshot out.png")
+def advice(python: str = sys.executable) -> str:
+    """What to run instead, naming the interpreter that is running (a bare ``python3`` is often
+    the system's, outside the venv that has the Studio)."""
+    return (f"run it under a virtual display: xvfb-run -a {python} -m nac_studio [FILE], or without a window: "
+            f"QT_QPA_PLATFORM=offscreen {python} -m nac_studio FILE --screenshot out.png")
 
 
 def missing_display(env: Optional[Mapping[str, str]] = None, platform: str = sys.platform) -> Optional[str]:

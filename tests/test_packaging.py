@@ -58,3 +58,18 @@ def test_install_script_works_in_a_venv_only():
     assert "scripts/install.sh && .venv/bin/nac-studio" in readme
     assert "scripts/install.sh && QT_QPA_PLATFORM=offscreen .venv/bin/python -m pytest -q" in readme
     assert ".venv/bin/python -m pytest -q" in (ROOT / ".ci/run").read_text()
+
+
+def test_installer_says_not_found_or_too_old_as_the_case_is(tmp_path):
+    import os
+    import subprocess
+    script = Path(__file__).resolve().parents[1] / "scripts" / "install.sh"
+    r = subprocess.run(["bash", str(script)], env={**os.environ, "PYTHON": "python9.99"}, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and "python9.99 was not found" in r.stderr and "too old" not in r.stderr
+    old = tmp_path / "python3.9"
+    old.write_text("#!/bin/sh\n[ \"$1\" = -V ] && echo 'Python 3.9.18' && exit 0\nexit 1\n")
+    old.chmod(0o755)
+    r = subprocess.run(["bash", str(script)], env={**os.environ, "PYTHON": str(old)}, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and "Python 3.9.18, too old" in r.stderr and "not found" not in r.stderr

@@ -35,4 +35,5 @@ def test_no_display_exits_2_with_advice():
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "xvfb-run" in lines[0] and "QT_QPA_PLATFORM=offscreen" in lines[0]
+    assert f"xvfb-run -a {sys.executable} -m nac_studio" in lines[0]       # the interpreter that has the Studio
     assert "xcb" not in lines[0]
