@@ -350,8 +350,22 @@ def cmd_lint(args) -> int:
 
 
 # --------------------------------------------------------------------------- parser
+class _Version(argparse.Action):
+    """``--version``: the versions a bug report needs (read only when asked)."""
+
+    def __init__(self, option_strings, dest, **kw):
+        super().__init__(option_strings, dest, nargs=0, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .diagnostics import report
+        print(report())
+        parser.exit(EXIT_OK)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nac", description="Inspect, verify, disassemble and rewrite NAC files.")
+    p.add_argument("--version", action=_Version,
+                   help="this tool's version and those of Python, torch, numpy... (paste it into a bug report)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     s = sub.add_parser("info", help="header, sections, counts, parameters, inputs/outputs")

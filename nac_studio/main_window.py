@@ -963,9 +963,21 @@ class MainWindow(QMainWindow):
         search.setFocus()
 
     def show_about(self) -> None:
-        QMessageBox.about(self, "About NAC Studio",
+        """About, with the versions a bug report needs and a button that copies them."""
+        from PySide6.QtCore import qVersion
+        from PySide6.QtWidgets import QApplication
+        from nac_engine.diagnostics import report
+        text = report({"Qt": qVersion()})
+        box = QMessageBox(QMessageBox.Icon.Information, "About NAC Studio",
                           "<b>NAC Studio</b><br>An IDE for compiled neural networks in the NAC format:"
-                          " every byte explained, every instruction in context.")
+                          " every byte explained, every instruction in context.", parent=self)
+        box.setDetailedText(text)
+        copy = box.addButton("Copy diagnostics", QMessageBox.ButtonRole.ActionRole)
+        box.addButton(QMessageBox.StandardButton.Close)
+        copy.clicked.disconnect()           # copying does not close the box
+        copy.clicked.connect(lambda: QApplication.clipboard().setText(text))
+        self.about_dialog = box
+        box.open()
 
     # -- waiting (screenshots, tests, benchmarks) ------------------------------------------
     def is_idle(self) -> bool:

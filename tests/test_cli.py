@@ -171,3 +171,16 @@ def test_an_unknown_input_dtype_lists_the_names_it_takes():
     with pytest.raises(ValueError) as e:
         parse_input_spec("1x8:float")
     assert "unknown dtype 'float'" in str(e.value) and "float32" in str(e.value) and "int64" in str(e.value)
+
+
+def test_version_lists_what_a_bug_report_needs_without_importing_torch():
+    import subprocess
+    import sys
+    code = ("import sys; from nac_engine.cli import main\n"
+            "try:\n    main(['--version'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
+            "print('torch imported' if 'torch' in sys.modules else 'torch not imported')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    lines = r.stdout.splitlines()
+    keys = [ln.split(":", 1)[0] for ln in lines[:-1]]
+    assert keys[:3] == ["nac-studio", "Python", "platform"] and "torch" in keys and "numpy" in keys
+    assert lines[-1] == "torch not imported"

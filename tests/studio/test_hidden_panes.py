@@ -25,3 +25,16 @@ def test_hidden_source_pane_does_not_highlight_until_shown(window, qtbot, tmp_pa
     doc = src.editor.document()
     qtbot.waitUntil(lambda: any(doc.findBlockByNumber(n).layout().formats() for n in range(doc.blockCount())),
                     timeout=3000)
+
+
+def test_help_about_shows_versions_and_copies_them(window, qtbot):
+    from PySide6.QtWidgets import QApplication, QMessageBox
+    window.commands.run("help.about")
+    box = window.about_dialog
+    qtbot.waitUntil(box.isVisible, timeout=5000)
+    details = box.detailedText()
+    assert "nac-studio:" in details and "Qt:" in details and "Python:" in details
+    copy = next(b for b in box.buttons() if b.text() == "Copy diagnostics")
+    copy.click()
+    assert QApplication.clipboard().text() == details and box.isVisible()
+    box.button(QMessageBox.StandardButton.Close).click()
