@@ -47,6 +47,15 @@ def _inputs(args, nac_path: str):
     return inputs
 
 
+def _check_file(label: str, path: str) -> None:
+    import os
+    from .cli_error import CliError
+    if not os.path.exists(path):
+        raise CliError(f"{label} {path}: no such file; give the path of an existing file")
+    if not os.path.isfile(path):
+        raise CliError(f"{label} {path}: not a regular file (a directory or a device); give a file")
+
+
 def _fmt(v) -> str:
     return "-" if v is None else f"{v:.3g}"
 
@@ -59,6 +68,10 @@ def cmd_diff(args) -> int:
     from .runtime.errors import MissingInputError, NacRuntimeError
     if (args.b is None) == (args.eager is None):
         raise CliError("give B.nac or --eager FILE.py:FACTORY (one of them)")
+    # the arguments first: a mistake is said at once, before torch loads for the runs
+    for label, path in (("A", args.a), ("B", args.b), ("--eager", (args.eager or "").rpartition(":")[0] or None)):
+        if path is not None:
+            _check_file(label, path)
     inputs = _inputs(args, args.a)
     try:
         if args.eager:

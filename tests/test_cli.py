@@ -184,3 +184,22 @@ def test_version_lists_what_a_bug_report_needs_without_importing_torch():
     keys = [ln.split(":", 1)[0] for ln in lines[:-1]]
     assert keys[:3] == ["nac-studio", "Python", "platform"] and "torch" in keys and "numpy" in keys
     assert lines[-1] == "torch not imported"
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["diff", "{mlp}", "nosuch.nac"], "B nosuch.nac: no such file"),
+    (["diff", "{tmp}", "{mlp}"], "A {tmp}: not a regular file"),
+    (["diff", "{mlp}", "--eager", "nosuch.py:make"], "--eager nosuch.py: no such file"),
+    (["run", "{tmp}"], "is a directory"),
+])
+def test_argument_mistakes_are_said_before_torch_loads(tmp_path, argv, words):
+    mlp = str(NAC_FILES[0]) if NAC_FILES else None
+    if mlp is None:
+        pytest.skip("corpus not present")
+    argv = [a.format(mlp=mlp, tmp=tmp_path) for a in argv]
+    code = ("import sys, json; from nac_engine.cli import main\n"
+            f"rc = main({argv!r})\n"
+            "print(json.dumps([rc, 'torch' in sys.modules]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    rc, torch_loaded = json.loads(r.stdout.splitlines()[-1])
+    assert rc == 2 and words.format(tmp=tmp_path) in r.stderr and not torch_loaded, (r.stderr, torch_loaded)
