@@ -203,3 +203,16 @@ def test_argument_mistakes_are_said_before_torch_loads(tmp_path, argv, words):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     rc, torch_loaded = json.loads(r.stdout.splitlines()[-1])
     assert rc == 2 and words.format(tmp=tmp_path) in r.stderr and not torch_loaded, (r.stderr, torch_loaded)
+
+
+def test_info_shows_the_input_shapes_and_a_wrong_shape_is_refused_saying_both(capsys):
+    from pathlib import Path
+    demo = Path(__file__).resolve().parents[1] / "resources" / "models" / "demo_cnn.nac"
+    assert main(["info", str(demo)]) == 0
+    assert "image  float32[1, 3, 16, 16]" in capsys.readouterr().out
+    assert main(["info", "--json", str(demo)]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)["inputs"]
+    assert entry["shape"] == [1, 3, 16, 16] and entry["dtype"] == "float32"
+    assert main(["run", str(demo), "--input", "image=1x3x30x30"]) == 2
+    err = capsys.readouterr().err
+    assert "input 'image' expects 1x3x16x16 float32, got 1x3x30x30 float32" in err and "Traceback" not in err

@@ -1,6 +1,7 @@
 """Plain-data summary of a file for ``nac info`` (and the Studio's overview)."""
 from __future__ import annotations
 
+from ..errors import NacFormatError
 from ..isa.optable import OP_INPUT
 from .model import NacFile
 
@@ -22,6 +23,15 @@ def summarize(nac: NacFile) -> dict:
             const = nac.constants.get(cid)
             inputs.append({"instruction": ins.index, "kind": "lifted", "const_id": cid,
                            "name": None if const is None else str(const.value)})
+    try:      # the shapes and dtypes the file was compiled for, when it records them
+        from .input_signature import read_input_signature
+        specs = {s.name: s for s in read_input_signature(nac) or () if s.kind == "input"}
+    except NacFormatError:       # a broken signature is verify's to report
+        specs = {}
+    for entry in inputs:
+        spec = specs.get(entry["name"]) if entry["kind"] == "user" else None
+        if spec is not None:
+            entry["shape"], entry["dtype"] = list(spec.shape), spec.dtype
     outputs = [{"instruction": p, "op": nac.instruction_name(nac.instructions[p])}
                for p in nac.output_producers() if 0 <= p < len(nac.instructions)]
     total_bytes = 0
@@ -79,7 +89,8 @@ def format_summary(s: dict) -> str:
     for i in s["inputs"]:
         label = i["name"] if i["kind"] == "user" else (f"lifted constant {i['name']}" if i["kind"] == "lifted"
                                                        else "unnamed (caller-supplied feed)")
-        out.append(f"    v{i['instruction']:<5} {label}")
+        shape = f"  {i['dtype']}{i['shape']}" if "shape" in i else ""
+        out.append(f"    v{i['instruction']:<5} {label}{shape}")
     out.append("  outputs:")
     for o in s["outputs"]:
         out.append(f"    v{o['instruction']:<5} {o['op']}")

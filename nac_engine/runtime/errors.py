@@ -16,6 +16,10 @@ class NotSupported(NacRuntimeError):
         self.tick = tick
 
 
+class InputShapeError(NacRuntimeError):
+    """A given input's shape is not the one the file was compiled for (its shapes are fixed)."""
+
+
 class MissingInputError(NacRuntimeError):
     """One or more ``<INPUT>`` values were not supplied.
 

@@ -31,6 +31,8 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 import torch
 
+from ..errors import NacFormatError
+from ..format.input_signature import read_input_signature
 from ..format.layout import QUANT_NONE
 from ..format.mapped import is_read_copy
 from ..format.quant import dequantize
@@ -39,7 +41,7 @@ from ..format.model import Argument, Instruction, NacFile
 from ..format.reader import read
 from ..isa.optable import OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
 from ..isa.coerce import CODE_TYPES, InexactCoercion, as_used
-from .errors import CoercionError, KernelError, MissingInputError, NacRuntimeError, NotSupported
+from .errors import CoercionError, InputShapeError, KernelError, MissingInputError, NacRuntimeError, NotSupported
 from .. import threads
 from .kernels import Kernels, describe_args, first_of_multi, is_tensor_placeholder
 from .fastcall import SLOW
@@ -77,6 +79,10 @@ class InputSlot:
             else:
                 what += f": CNST #{self.const_id} = {self.stored!r}"
         return what
+
+
+def _shape_text(shape) -> str:
+    return "x".join(str(int(d)) for d in shape) if len(shape) else "a scalar"
 
 
 def _to_tensor(v: Any, device: torch.device) -> Any:
@@ -143,6 +149,7 @@ class Session:
         self._params: dict[int, torch.Tensor] = {}
         self.states: dict[int, Any] = {}
         self._set_inputs(inputs, feeds, states)
+        self._check_input_shapes()
         self.results: dict[int, Any] = {}
         self.outputs: Optional[list[np.ndarray]] = None
         self.output_values: list = []
@@ -213,6 +220,27 @@ class Session:
                     self._named[tick] = _to_tensor(v, self.device)
         for sid, v in (states or {}).items():
             self.states[int(sid)] = _to_tensor(v, self.device)
+
+    def _check_input_shapes(self) -> None:
+        """A named input of another shape than the file's input signature records fails here,
+        saying both, not deep inside the first kernel that meets it (a compiled program's shapes
+        are fixed: its view and reshape constants were computed for the recorded ones)."""
+        if not (self._feeds or self._named):
+            return
+        try:
+            specs = read_input_signature(self.nac)
+        except NacFormatError:          # verify reports a broken signature; the run goes on without it
+            return
+        by_name = {s.name: s for s in specs or () if s.kind == "input"}
+        for slot in self.slots:
+            spec = by_name.get(slot.name) if slot.name else None
+            value = self._feeds.get(slot.tick, self._named.get(slot.tick))
+            if spec is None or not isinstance(value, torch.Tensor) or tuple(value.shape) == tuple(spec.shape):
+                continue
+            got = str(value.dtype).removeprefix("torch.")
+            raise InputShapeError(f"input {slot.name!r} expects {_shape_text(spec.shape)} {spec.dtype}, got "
+                                  f"{_shape_text(value.shape)} {got}: the file was compiled for that shape; "
+                                  f"give a value of that shape (or compile again for this one)")
 
     def missing_inputs(self) -> list[InputSlot]:
         """The B=0/B=3 values that neither feeds, inputs nor CNST provide."""
