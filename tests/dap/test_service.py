@@ -142,10 +142,16 @@ def test_watches_take_vn_and_tn_names_and_report_errors(nac):
 
 def test_a_kernels_failure_is_the_runs_state(nac):
     svc = DebugService(nac)
-    svc.launch([np.zeros((3, 5), np.float32)])          # the wrong shape: the first linear fails
+    svc.launch([np.zeros((2, 8), np.int64)])            # the right shape, a dtype linear refuses
     state = svc.act("continue")
     assert state["error"] and state["error"]["tick"] is not None and not state["finished"]
-    assert "shape" in state["error"]["message"] or "size" in state["error"]["message"]
+    assert "linear" in state["error"]["message"]
+
+
+def test_a_wrongly_shaped_input_is_refused_at_launch(nac):
+    from nac_engine.runtime.errors import InputShapeError
+    with pytest.raises(InputShapeError, match="expects 2x8 float32, got 3x5 float32"):
+        DebugService(nac).launch([np.zeros((3, 5), np.float32)])
 
 
 def test_check_breakpoint_needs_no_run_and_no_torch(nac):
