@@ -1,6 +1,6 @@
 """Build the bundled demo models in resources/models/. Re-run to reproduce them byte for byte:
 
-    python resources/build_demo_models.py [--out DIR] [--only NAME ...]
+    .venv/bin/python resources/build_demo_models.py [--out DIR] [--only NAME ...] [--force]
 
 * ``demo_mlp.nac`` — built with the codec alone: a 3-layer MLP (8 → 16 → 16 → 4, ReLU) with
   deterministic weights and a hand-made MMAP schedule (preload one tick ahead, forward
@@ -168,14 +168,50 @@ def build(out_dir: pathlib.Path, only=None) -> dict:
     return sizes
 
 
-def main(argv=None) -> None:
+#: The demos compiled with torch (and transformers): their bytes depend on BUILT_WITH.
+COMPILED = ("demo_cnn", "demo_bert_tiny")
+
+
+def toolchain() -> dict:
+    """The versions here of the packages BUILT_WITH pins (read from metadata, not by importing)."""
+    from importlib import metadata
+    out = {}
+    for name in BUILT_WITH:
+        try:
+            out[name] = metadata.version(name).split("+")[0]
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def toolchain_differences() -> list[str]:
+    """``name: here X, the demos were built with Y`` for each pinned package that differs."""
+    here = toolchain()
+    return [f"{name}: here {here[name]}, the demos were built with {want}"
+            for name, want in BUILT_WITH.items() if here[name] != want]
+
+
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Build the bundled demo models.")
     ap.add_argument("--out", type=pathlib.Path, default=HERE, help="output directory (default resources/models)")
     ap.add_argument("--only", nargs="+", choices=sorted(DEMOS), help="build only these")
+    ap.add_argument("--force", action="store_true",
+                    help="build the compiled demos with other torch/transformers versions than BUILT_WITH "
+                         "(their bytes will differ from the bundled ones)")
     args = ap.parse_args(argv)
+    compiled = [n for n in (args.only or DEMOS) if n in COMPILED]
+    differs = toolchain_differences()
+    if compiled and differs and not args.force:
+        print("build_demo_models: the compiled demos (" + ", ".join(compiled) + ") would not come out byte for "
+              "byte: " + "; ".join(differs) + ". Install the pinned versions (PIP_CONSTRAINT=constraints/ci.txt "
+              "scripts/install.sh), build only demo_mlp (--only demo_mlp), or --force to build them anyway.")
+        return 2
+    for line in differs if args.force and compiled else ():
+        print(f"build_demo_models: warning: {line}: the compiled demos' bytes will differ")
     for name, size in build(args.out, args.only).items():
         print(f"{args.out / name}: {size:,} bytes")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

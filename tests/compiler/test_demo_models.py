@@ -65,3 +65,17 @@ def test_demo_script_reproduces_the_files(tmp_path):
         assert (tmp_path / f"{name}.nac").read_bytes() == (MODELS / f"{name}.nac").read_bytes(), name
     if len(only) < 3:
         pytest.skip(f"only {only} rebuilt: the compiled demos need {mod.BUILT_WITH}, this is {toolchain}")
+
+
+def test_demo_script_refuses_other_toolchains_unless_forced(tmp_path, monkeypatch, capsys):
+    """With another transformers than BUILT_WITH the compiled demos would silently differ: the
+    script says which versions differ and builds nothing without --force; the codec-only demo
+    is still built."""
+    mod = _script()
+    monkeypatch.setitem(mod.BUILT_WITH, "transformers", "0.0.1")
+    assert mod.main(["--out", str(tmp_path), "--only", "demo_cnn"]) == 2
+    out = capsys.readouterr().out
+    assert "transformers: here" in out and "built with 0.0.1" in out and "--force" in out
+    assert not list(tmp_path.iterdir())
+    assert mod.main(["--out", str(tmp_path), "--only", "demo_mlp"]) == 0
+    assert (tmp_path / "demo_mlp.nac").read_bytes() == (MODELS / "demo_mlp.nac").read_bytes()
