@@ -326,7 +326,7 @@ def real_files(repeat: int) -> None:
     """Real files (the corpus, the demo models): read/verify/dis CPU beside a raw read of the bytes."""
     from pathlib import Path
     root = Path(__file__).resolve().parents[1]
-    files = sorted((root / "resources" / "models").glob("*.nac"))
+    files = sorted((root / "nac_studio" / "demos").glob("*.nac"))
     corpus = root.parent / "shared" / "corpus" / "nac"
     files += sorted(corpus.glob("*/*.nac"))[:12] if corpus.is_dir() else []
     for path in files:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.resources
 import sys
 from pathlib import Path
 from typing import Optional
 
-MODELS = Path(__file__).resolve().parents[1] / "resources" / "models"
+#: The bundled demo models: package data, found through importlib.resources (a wheel ships them).
+MODELS = Path(str(importlib.resources.files("nac_studio").joinpath("demos")))
 #: Preference among bundled demos: compiled real models first, the hand-built MLP last.
 _DEMO_PREFERENCE = ("bert", "gpt", "cnn", "resnet", "mlp")
 

@@ -1,4 +1,4 @@
-"""Build the bundled demo models in resources/models/. Re-run to reproduce them byte for byte:
+"""Build the bundled demo models in nac_studio/demos/. Re-run to reproduce them byte for byte:
 
     .venv/bin/python resources/build_demo_models.py [--out DIR] [--only NAME ...] [--force]
 
@@ -32,7 +32,7 @@ from nac_engine.format import write
 from nac_engine.format.model import (Header, InputName, Instruction, MmapCommand, MmapRecord, NacFile, Parameter,
                                      TensorMeta)
 
-HERE = pathlib.Path(__file__).resolve().parent / "models"
+HERE = pathlib.Path(__file__).resolve().parents[1] / "nac_studio" / "demos"
 BUILT_WITH = {"torch": "2.13.0", "transformers": "5.23.0"}
 TOKENIZER_FILES = ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
 
@@ -193,7 +193,7 @@ def toolchain_differences() -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Build the bundled demo models.")
-    ap.add_argument("--out", type=pathlib.Path, default=HERE, help="output directory (default resources/models)")
+    ap.add_argument("--out", type=pathlib.Path, default=HERE, help="output directory (default nac_studio/demos)")
     ap.add_argument("--only", nargs="+", choices=sorted(DEMOS), help="build only these")
     ap.add_argument("--force", action="store_true",
                     help="build the compiled demos with other torch/transformers versions than BUILT_WITH "

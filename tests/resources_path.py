@@ -1,3 +1,3 @@
 from pathlib import Path
 
-DEMO = Path(__file__).resolve().parents[1] / "resources" / "models" / "demo_mlp.nac"
+DEMO = Path(__file__).resolve().parents[1] / "nac_studio" / "demos" / "demo_mlp.nac"

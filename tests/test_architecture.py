@@ -28,7 +28,7 @@ def test_studio_input_slots_do_not_load_torch():
     """Opening a file asks for its input slots on the UI thread: that must not import torch (an
     import there waits for a worker's torch import to finish: seconds of frozen UI)."""
     code = ("import sys; from nac_engine import read; from nac_studio.debug_session import input_slots; "
-            f"input_slots(read({str(Path(__file__).resolve().parents[1] / 'resources/models/demo_bert_tiny.nac')!r}));"
+            f"input_slots(read({str(Path(__file__).resolve().parents[1] / 'nac_studio/demos/demo_bert_tiny.nac')!r}));"
             " print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

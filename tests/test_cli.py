@@ -207,7 +207,7 @@ def test_argument_mistakes_are_said_before_torch_loads(tmp_path, argv, words):
 
 def test_info_shows_the_input_shapes_and_a_wrong_shape_is_refused_saying_both(capsys):
     from pathlib import Path
-    demo = Path(__file__).resolve().parents[1] / "resources" / "models" / "demo_cnn.nac"
+    demo = Path(__file__).resolve().parents[1] / "nac_studio" / "demos" / "demo_cnn.nac"
     assert main(["info", str(demo)]) == 0
     assert "image  float32[1, 3, 16, 16]" in capsys.readouterr().out
     assert main(["info", "--json", str(demo)]) == 0

@@ -8,7 +8,7 @@ import pytest
 
 from nac_engine.cli import main
 
-MLP = Path(__file__).resolve().parents[1] / "resources" / "models" / "demo_mlp.nac"
+MLP = Path(__file__).resolve().parents[1] / "nac_studio" / "demos" / "demo_mlp.nac"
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-MLP = REPO / "resources" / "models" / "demo_mlp.nac"
+MLP = REPO / "nac_studio" / "demos" / "demo_mlp.nac"
 
 FACTORY = textwrap.dedent("""
     import torch

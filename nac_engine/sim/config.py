@@ -7,7 +7,7 @@ range); an unknown key, a wrong type or an out-of-range value raises
 what differs.
 
 ``load_hardware(spec)`` accepts a preset name (``edge-32x32``; the files in
-``resources/hardware/``), a path to a ``.toml`` file, a mapping (already-parsed TOML) or a
+``nac_engine/sim/presets/``), a path to a ``.toml`` file, a mapping (already-parsed TOML) or a
 :class:`HardwareConfig`. ``overrides={"array.rows": 64}`` replaces single keys before
 validation (what ``nac sim --sweep`` does).
 
@@ -16,6 +16,7 @@ bandwidth in bytes per core cycle, shared by all DMA engines.
 """
 from __future__ import annotations
 
+import importlib.resources
 import math
 import tomllib
 from dataclasses import dataclass, field
@@ -26,7 +27,8 @@ from typing import Any, Mapping, Optional
 from ..errors import NacFormatError
 from ..files import open_regular
 
-PRESET_DIR = Path(__file__).resolve().parents[2] / "resources" / "hardware"
+#: The bundled presets: package data, found through importlib.resources (a wheel ships them).
+PRESET_DIR = Path(str(importlib.resources.files("nac_engine.sim").joinpath("presets")))
 MAX_TOML_BYTES = 1 << 20
 # The deepest key the schema has is refcore.latency.preload (three tables down); anything much
 # deeper is not a hardware description, and walking it recursively could exhaust the stack.

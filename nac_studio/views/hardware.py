@@ -146,7 +146,7 @@ class HardwareView(QWidget):
         self.preset = QComboBox(self)
         self.preset.addItems(presets())
         self.preset.setCurrentText("edge-32x32")
-        self.preset.setToolTip("Hardware preset (resources/hardware)")
+        self.preset.setToolTip("Hardware preset (nac_engine/sim/presets)")
         self.preset.activated.connect(lambda _i: self.load_hardware(self.preset.currentText()))
         toml = QToolButton(self)
         toml.setText("TOML…")

@@ -12,7 +12,7 @@ from nac_engine.format.verify import verify
 from nac_engine.runtime.mmap_check import check_schedule
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = ROOT / "resources" / "models"
+MODELS = ROOT / "nac_studio" / "demos"
 EXPECTED = ("demo_bert_tiny.nac", "demo_cnn.nac", "demo_mlp.nac")
 
 

@@ -101,7 +101,7 @@ def test_dis_output_is_all_or_nothing(tmp_path, monkeypatch, capsys):
     from pathlib import Path
     import nac_engine.text.disasm as disasm
     from nac_engine.cli import main
-    mlp = Path(__file__).resolve().parents[2] / "resources" / "models" / "demo_mlp.nac"
+    mlp = Path(__file__).resolve().parents[2] / "nac_studio" / "demos" / "demo_mlp.nac"
     out = tmp_path / "m.nas"
     out.write_text("previous\n")
     real = disasm.iter_disassembly

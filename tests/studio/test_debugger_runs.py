@@ -158,7 +158,7 @@ def test_reference_compiler_file_asks_for_inputs(window, qtbot):
 
 
 def test_inputs_dialog_tokenises_text_for_a_file_with_a_tokenizer(window, qtbot):
-    bert = Path(__file__).resolve().parents[2] / "resources" / "models" / "demo_bert_tiny.nac"
+    bert = Path(__file__).resolve().parents[2] / "nac_studio" / "demos" / "demo_bert_tiny.nac"
     if not bert.is_file():
         pytest.skip("demo BERT missing")
     qdoc = window.open_and_wait(bert)

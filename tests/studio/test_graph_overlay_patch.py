@@ -15,7 +15,7 @@ from PySide6.QtGui import QColor  # noqa: E402
 from nac_studio.views.graph import GraphView  # noqa: E402
 
 TIMEOUT = 20000
-BERT = Path(__file__).resolve().parents[2] / "resources" / "models" / "demo_bert_tiny.nac"   # 50 instructions
+BERT = Path(__file__).resolve().parents[2] / "nac_studio" / "demos" / "demo_bert_tiny.nac"   # 50 instructions
 SHADE, EXEC, BREAK = QColor("#cfe8d3"), QColor("#2e9d4a"), QColor("#d0443c")
 
 
