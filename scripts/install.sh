@@ -62,6 +62,44 @@ if [ ! -x "$VENV/bin/python" ]; then
     fi
 fi
 
+# torch first, and a CPU build of it: PyPI's Linux wheels of torch pull CUDA and ~3.7 GB of NVIDIA
+# packages. In order: torch already in the venv; TORCH_INDEX (a CPU index or mirror you name); a
+# local wheel pip can find without an index (PIP_FIND_LINKS); PyTorch's CPU index when it answers.
+# Otherwise only the CUDA build is reachable: say so, and its size, and go on only with
+# NAC_ALLOW_CUDA_TORCH=1.
+TORCH_SPEC="torch>=2.13,<2.14"
+TORCH_CPU_INDEX=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
+# torch alone (--no-deps): its dependencies come from PyPI with the package's own install below
+pip_torch() { "$VENV/bin/python" -m pip install --disable-pip-version-check -q --no-deps "$@"; }
+install_cpu_torch() {
+    if "$VENV/bin/python" -c 'import torch' >/dev/null 2>&1; then
+        return
+    fi
+    if [ -n "${TORCH_INDEX:-}" ]; then
+        echo "== torch from TORCH_INDEX=$TORCH_INDEX"
+        pip_torch --index-url "$TORCH_INDEX" "$TORCH_SPEC"
+        return
+    fi
+    if pip_torch --no-index "$TORCH_SPEC" >/dev/null 2>&1; then
+        echo "== torch from a local wheel (${PIP_FIND_LINKS:-the find-links pip is given})"
+        return
+    fi
+    if "$VENV/bin/python" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + '/torch/', timeout=5)" \
+            "$TORCH_CPU_INDEX" >/dev/null 2>&1; then
+        echo "== torch, CPU build, from $TORCH_CPU_INDEX"
+        pip_torch --index-url "$TORCH_CPU_INDEX" "$TORCH_SPEC"
+        return
+    fi
+    if [ "${NAC_ALLOW_CUDA_TORCH:-0}" != 1 ]; then
+        echo "install.sh: no CPU build of torch is reachable for $("$VENV/bin/python" -V 2>&1): not in TORCH_INDEX," >&2
+        echo "  not as a local wheel, and $TORCH_CPU_INDEX does not answer. PyPI's torch for Linux is a CUDA build:" >&2
+        echo "  about 3.7 GB of NVIDIA packages beside torch (a ~5.5 GB environment instead of ~1.8 GB)." >&2
+        echo "  Give a CPU index (TORCH_INDEX=URL $0), or accept the download: NAC_ALLOW_CUDA_TORCH=1 $0" >&2
+        exit 2
+    fi
+    echo "== torch from PyPI with the rest (a CUDA build, ~3.7 GB of NVIDIA packages: NAC_ALLOW_CUDA_TORCH=1)"
+}
+
 # An environment installed from the same pyproject.toml and constraints is up to date: a second run
 # (the README's test command runs this first) is a no-op instead of 45 s of pip resolving.
 stamp="$VENV/.nac-install-stamp"
@@ -70,6 +108,7 @@ want=$(cat pyproject.toml "${PIP_CONSTRAINT:-/dev/null}" 2>/dev/null | "$VENV/bi
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$VENV/bin/python" -c 'import nac_engine, nac_studio' 2>/dev/null; then
     echo "== $VENV is up to date (pyproject.toml and constraints unchanged): nothing to install"
 else
+    install_cpu_torch
     echo "== pip install -e .[test] into $VENV"
     "$VENV/bin/python" -m pip install --disable-pip-version-check -q -e ".[test]"
     echo "$want" > "$stamp"
