@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -100,20 +99,3 @@ def test_nac_lint_does_not_import_torch():
     out = _fresh(code)
     assert "never_freed" in out.stdout, out.stdout + out.stderr
     assert "RC 1" in out.stdout and "TORCH False" in out.stdout
-
-
-@corpus
-def test_nac_lint_cold_on_the_corpus_is_quick():
-    """Cold `nac lint` (a new interpreter, as a user runs it) on the largest corpus file. The
-    issue's target is 1.5 s; a machine shared with other work gets some slack here, while the
-    benchmark figure in the README is measured on a quiet machine."""
-    path = next(p for p in NAC_FILES if p.parent.name == "bert_tiny")
-    best = float("inf")
-    for _ in range(2):
-        started = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "nac_engine.cli", "lint", str(path)],
-                             env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
-                             timeout=120)
-        best = min(best, time.perf_counter() - started)
-        assert out.returncode == 0, out.stderr
-    assert best < 3.0, f"nac lint took {best:.2f} s cold"
