@@ -12,7 +12,13 @@ import sys
 from .errors import NacEncodeError, NacFormatError, summarised
 from .files import open_regular
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_UNREADABLE = 0, 1, 2
+#: One rule for every command (also in `nac --help` and the README): 0 ok; 1 the answer is no
+#: (verify problems, lint violations, diff diverged, a sweep with failed rows); 2 the user's mistake,
+#: a bad file or a refused model; 3 an internal error (a bug of ours: please report it).
+EXIT_OK, EXIT_PROBLEMS, EXIT_UNREADABLE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_CODES_HELP = ("exit codes (every command): 0 ok; 1 the answer is no (verify problems, lint violations, "
+                   "diff diverged, a sweep with failed rows); 2 your mistake, a bad file or a refused model; "
+                   "3 an internal error (please report it, with `nac --version`)")
 
 
 from .cli_error import CliError  # noqa: E402  (one class whether cli.py runs as __main__ or not)
@@ -363,7 +369,8 @@ class _Version(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="nac", description="Inspect, verify, disassemble and rewrite NAC files.")
+    p = argparse.ArgumentParser(prog="nac", description="Inspect, verify, disassemble and rewrite NAC files.",
+                                epilog=EXIT_CODES_HELP)
     p.add_argument("--version", action=_Version,
                    help="this tool's version and those of Python, torch, numpy... (paste it into a bug report)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -457,8 +464,9 @@ def main(argv=None) -> int:
         print("nac: error: " + one_line(f"{where}{e.strerror or e}"), file=sys.stderr)
         return EXIT_UNREADABLE
     except Exception as e:   # last resort: one line, never a traceback wall
-        print("nac: error: internal error: " + one_line(f"{type(e).__name__}: {e}"), file=sys.stderr)
-        return EXIT_UNREADABLE
+        print("nac: error: internal error: " + one_line(f"{type(e).__name__}: {e}") + " (please report it, with "
+              "`nac --version`)", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 #: Longest error line printed: a hostile file can put megabytes into a reason (a constant's text).

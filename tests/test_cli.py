@@ -216,3 +216,20 @@ def test_info_shows_the_input_shapes_and_a_wrong_shape_is_refused_saying_both(ca
     assert main(["run", str(demo), "--input", "image=1x3x30x30"]) == 2
     err = capsys.readouterr().err
     assert "input 'image' expects 1x3x16x16 float32, got 1x3x30x30 float32" in err and "Traceback" not in err
+
+
+def test_one_exit_code_rule_for_every_command(monkeypatch, capsys, tmp_path):
+    """0 ok, 1 the answer is no, 2 the user's mistake or a refused model, 3 an internal error;
+    `nac --help` states it."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "exit codes (every command): 0 ok; 1 the answer is no" in " ".join(capsys.readouterr().out.split())
+    assert main(["compile", str(tmp_path / "nosuch.py"), "-o", str(tmp_path / "x.nac")]) == 2      # was 1
+    assert main(["info", str(tmp_path / "nosuch.nac")]) == 2
+    import nac_engine.cli as cli
+
+    def broken(_args):
+        raise RuntimeError("a bug of ours")
+    monkeypatch.setattr(cli, "cmd_info", broken)
+    assert main(["info", str(tmp_path / "nosuch.nac")]) == 3
+    assert "internal error: RuntimeError: a bug of ours (please report it" in capsys.readouterr().err

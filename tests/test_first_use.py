@@ -63,7 +63,7 @@ def test_compile_syntax_error_in_the_model_file(tmp_path):
     f.write_text("import torch\ndef make_model(:\n    pass\n")
     rc, _, err = nac("compile", f, "-o", tmp_path / "x.nac")
     line = one_line_error(err)
-    assert rc == 1 and "syntax error" in line and f"{f}:2" in line
+    assert rc == 2 and "syntax error" in line and f"{f}:2" in line
 
 
 def test_compile_exception_in_the_factory_names_the_users_line(tmp_path):
@@ -71,16 +71,16 @@ def test_compile_exception_in_the_factory_names_the_users_line(tmp_path):
     f.write_text(FACTORY)
     rc, _, err = nac("compile", f"{f}:broken", "-o", tmp_path / "x.nac")
     line = one_line_error(err)
-    assert rc == 1 and "NameError" in line and f"{f}:10" in line
+    assert rc == 2 and "NameError" in line and f"{f}:10" in line
 
 
 def test_compile_checks_the_output_before_compiling(tmp_path):
     f = tmp_path / "m.py"
     f.write_text(FACTORY)
     rc, _, err = nac("compile", f, "-o", tmp_path / "missing" / "x.nac")
-    assert rc == 1 and "does not exist; create it first" in one_line_error(err)
+    assert rc == 2 and "does not exist; create it first" in one_line_error(err)
     rc, _, err = nac("compile", f, "-o", tmp_path)
-    assert rc == 1 and "is a directory" in one_line_error(err)
+    assert rc == 2 and "is a directory" in one_line_error(err)
     assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
 
 
@@ -99,7 +99,7 @@ def test_compile_concrete_hf_class(tmp_path):
     assert rc == 0, err
     assert (tmp_path / "b.nac").stat().st_size > 0
     rc, _, err = nac("compile", "--hf", cfg, "--hf-class", "NoSuchModel", "-o", tmp_path / "c.nac")
-    assert rc == 1 and "not a transformers model class" in one_line_error(err)
+    assert rc == 2 and "not a transformers model class" in one_line_error(err)
 
 
 def test_break_on_a_tick_past_the_end():

@@ -202,7 +202,7 @@ def _fail(message: str) -> int:
     # lives in __main__, a different module object than the one this package would import.
     text = " ".join(message[:2400].split())
     print("nac: error: " + (text if len(text) <= 600 else text[:599] + "…"), file=sys.stderr)
-    return 1
+    return 2          # the user's mistake or a refused model (the exit-code rule in `nac --help`)
 
 
 def cmd_compile(args) -> int:
