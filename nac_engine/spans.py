@@ -15,7 +15,7 @@ UNPARSED = "unparsed"
 
 
 class Span:
-    __slots__ = ("offset", "length", "name", "type", "value", "parent", "_children", "_builder", "_index")
+    __slots__ = ("offset", "length", "name", "type", "value", "parent", "_children", "_builder", "_index", "_made")
 
     def __init__(self, offset: int, length: int, name: str, type: str = "", value: Any = None,
                  parent: Optional["Span"] = None):
@@ -28,6 +28,7 @@ class Span:
         self._children: Optional[list[Span]] = None
         self._builder: Optional[Callable[["Span"], None]] = None
         self._index: Optional[tuple] = None
+        self._made: Optional[dict] = None       # index -> child made alone by span_at (kept: one object each)
 
     # -- construction -------------------------------------------------------------------
     def add(self, offset: int, length: int, name: str, type: str = "", value: Any = None) -> "Span":
@@ -42,8 +43,9 @@ class Span:
         self._builder = builder
 
     def set_index(self, count, start_of: Callable[[int], int], make: Callable[[int], "Span"]) -> None:
-        """The builder's children can also be made one at a time: child ``i`` of ``count`` (an int,
-        or a function giving it when asked: a list still being filled by the reader) (in
+        """Children made on first access from an index of records, and one at a time when only one
+        is asked for: child ``i`` of ``count`` (an int, or a function giving it when asked: a list
+        still being filled by the reader) (in
         offset order) starts at ``start_of(i)`` and is ``make(i)`` (a :meth:`detached` span).
         :meth:`span_at` then makes only the child it needs, found by binary search over the
         starts, so asking about one byte of a 4 MB section costs one record, not the section."""
@@ -67,7 +69,11 @@ class Span:
                 hi = mid
         if lo == 0:
             return None
-        kid = make(lo - 1)
+        if self._made is None:
+            self._made = {}
+        kid = self._made.get(lo - 1)
+        if kid is None:
+            kid = self._made[lo - 1] = make(lo - 1)
         return kid if kid.offset <= offset < kid.end else None
 
     # -- access ---------------------------------------------------------------------------
@@ -77,6 +83,15 @@ class Span:
 
     @property
     def children(self) -> list["Span"]:
+        if self._index is not None:
+            # the children span_at already made are these very objects (ids stay valid)
+            (count, _, make), self._index = self._index, None
+            made = self._made or {}
+            self._children = (self._children or []) + [
+                made[i] if i in made else make(i) for i in range(count() if callable(count) else count)]
+            self._made = None
+            if self._children:
+                self._children.sort(key=lambda s: s.offset)
         if self._builder is not None:
             builder, self._builder = self._builder, None
             builder(self)
@@ -93,7 +108,7 @@ class Span:
     @property
     def has_children(self) -> bool:
         """Whether the span has (or will build, on first access) children, without building them."""
-        return self._builder is not None or bool(self._children)
+        return self._builder is not None or self._index is not None or bool(self._children)
 
     @property
     def is_leaf(self) -> bool:
@@ -123,7 +138,7 @@ class Span:
             return None
         node = self
         while True:
-            if node._builder is not None and node._index is not None:     # not built yet: one child
+            if node._index is not None:     # not built yet: make the one child asked for
                 kid = node._indexed_child(offset)
                 if kid is None:
                     return node

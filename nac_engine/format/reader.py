@@ -533,9 +533,8 @@ class _Reader:
                 ends[-1] = p
             table = InstructionTable(code, first, s, ends, lay.layout, lay.fields)
             store(table)
-            build, make = _instruction_spans(table, self.nac)
-            sp.set_builder(build)
-            sp.set_index(len(table), lambda i: table.decode(i).offset, lambda i: make(sp, table.decode(i)))
+            sp.set_index(len(table), lambda i: table.decode(i).offset,
+                         lambda i: _instruction_span(sp, table.decode(i), self.nac))
 
     def _check_instructions(self, code: bytes, first: int, starts: array, lay: "_OpsLayout",
                             offset: int = 0) -> None:
@@ -708,7 +707,6 @@ class _Reader:
             rec.add(rs + 3, ln, field, "utf8", text)
             return rec
 
-        sp.set_builder(lambda s: setattr(s, "_children", (s._children or []) + [make(i) for i in range(len(starts))]))
         sp.set_index(starts.__len__, starts.__getitem__, make)
         head = _ID_TEXT_HEAD.unpack_from
         for i in range(n):
@@ -734,7 +732,6 @@ class _Reader:
     def _sec_CNST(self, cur: Cursor, sp: Span) -> None:
         n = cur.scalar("u32", "count")
         cur.check_count(n, 5, "CNST record")
-        first, attempted = cur.pos, 0
         starts = array("Q")    # each record's start: span_at makes only the one it needs
         sink = _NoSpans()      # record spans are built on first access: 65k constants made 5 spans each
         constants = self.nac.constants
@@ -746,7 +743,6 @@ class _Reader:
         try:
             for i in range(n):
                 pos = cur.pos
-                attempted = i + 1
                 starts.append(pos)
                 const = None
                 if pos + 5 <= limit:
@@ -779,7 +775,6 @@ class _Reader:
                     self.p.add(NacFormatError("CNST", cur.pos, f"constant id {const.id} is defined twice"))
                 constants[const.id] = const
         finally:   # a record that fails (lenient read) still gets the spans of the fields it read
-            sp.set_builder(functools.partial(_constant_spans, self.nac, first, cur.limit, attempted))
             sp.set_index(len(starts), starts.__getitem__,
                          functools.partial(_constant_span, self.nac, sp, starts, cur.limit))
 
@@ -847,8 +842,8 @@ class _Reader:
             return
         b3 = sp.add(cur.pos, 0, "tensors", "block3")
         start = cur.pos
-        kept_at, kept = array("Q"), []      # each record read: its start; its header + metadata bytes
-        _tensor_spans(b3, nac, kept_at, kept)
+        kept_at = array("Q")      # each record read: its start (its bytes are read again for its spans)
+        _tensor_spans(b3, nac, kept_at)
         self._tensor_ids: set = set()
         self._ahead = (0, b"")
         try:
@@ -883,11 +878,10 @@ class _Reader:
                             self.p.add(NacFormatError(
                                 "DATA/tensors", rs, f"tensor {param.name}: shape {list(shape)} of "
                                 f"{meta.dtype_name} needs {math.prod(shape) * itemsize} bytes, record holds {data_len}"))
-                        kept.append(bytes(ahead[off:meta_end]))
                         kept_at.append(rs)
                         continue
                 try:
-                    kept.append(self._tensor_record(cur, sink, i))
+                    self._tensor_record(cur, sink, i)
                     kept_at.append(rs)
                 except NacFormatError:
                     cur.pos = rs      # again, recording the spans of the fields before the fault
@@ -1171,11 +1165,6 @@ class _NameRecords:
         self.names.append(name)
 
 
-def _lazy_records(span: Span, count, start_of, make) -> None:
-    """``span``'s record children made on first access (all of them), or one at a time by
-    ``span_at``: record ``i`` starts at ``start_of(i)`` and is ``make(i)``."""
-    span.set_builder(lambda s: setattr(s, "_children", (s._children or []) + [make(i) for i in range(count())]))
-    span.set_index(count, start_of, make)
 
 
 def _name_spans(block: Span, records: _NameRecords, kind: str, key: str, value: str) -> None:
@@ -1188,7 +1177,7 @@ def _name_spans(block: Span, records: _NameRecords, kind: str, key: str, value: 
         rec.add(rs + 2, 2, "length", "u16", ln)
         rec.add(rs + 4, ln, "name", "utf8", name)
         return rec
-    _lazy_records(block, records.__len__, records.starts.__getitem__, make)
+    block.set_index(records.__len__, records.starts.__getitem__, make)
 
 
 def _name_record_spans(cur: Cursor, block: Span, i: int, kind: str, key: str, value: str) -> None:
@@ -1211,17 +1200,30 @@ def _resource_spans(section: Span, records: list) -> None:
         rec.add(rs + 2 + ln, 4, "data_length", "u32", dl)
         rec.add(rs + 6 + ln, dl, "data", "bytes", f"{dl} bytes")
         return rec
-    _lazy_records(section, records.__len__, lambda i: records[i][0], make)
+    section.set_index(records.__len__, lambda i: records[i][0], make)
 
 
-def _tensor_spans(block: Span, nac: NacFile, kept_at: array, kept: list) -> None:
+def _tensor_spans(block: Span, nac: NacFile, kept_at: array) -> None:
     def make(i: int) -> Span:
-        rs, blob = kept_at[i], kept[i]
+        rs = kept_at[i]
         rec = block.detached(rs, 0, f"tensor[{i}]", "tensor")
+        try:
+            head = _file_bytes(nac, rs, 14)
+            blob = head + _file_bytes(nac, rs + 14, _TENSOR_HEAD.unpack_from(head)[1])
+        except NacFormatError as e:       # the file shrank on disk since the read: say so, no fields
+            rec.value = e.reason
+            return rec
         _tensor_record_spans(nac, rec, rs, i, blob, _TENSOR_HEAD.unpack_from(blob)[2])
         return rec
-    _lazy_records(block, kept_at.__len__, kept_at.__getitem__, make)
+    block.set_index(kept_at.__len__, kept_at.__getitem__, make)
 
+
+def _file_bytes(nac: NacFile, offset: int, n: int) -> bytes:
+    """Bytes the read already validated, read again (a mapped file with pread)."""
+    from .mapped import is_mapped, read_at
+    if is_mapped(nac):
+        return bytes(read_at(nac, offset, n, "DATA/tensors", "tensor record"))
+    return bytes(nac._buf[offset:offset + n])
 
 def _tensor_record_spans(nac: NacFile, rec: Span, rs: int, i: int, blob: bytes, data_len: int,
                          complete: bool = True) -> None:
@@ -1257,15 +1259,6 @@ def _constant_span(nac: NacFile, section: Span, starts: array, end: int, i: int)
     return rec
 
 
-def _constant_spans(nac: NacFile, start: int, end: int, count: int, section: Span) -> None:
-    """CNST record spans, read again from the bytes the first pass already validated."""
-    cur = Cursor(nac._buf, start, end, "CNST", section)
-    try:
-        for i in range(count):
-            read_constant(cur, section, f"const[{i}]")
-    except NacFormatError:
-        pass          # the first pass reported it; the fields read before it have their spans
-
 def _mmap_spans(section: Span, records: list) -> None:
     """MMAP's record spans, built on first access; ``span_at`` makes only the record it needs."""
     def make(i: int) -> Span:
@@ -1281,22 +1274,13 @@ def _mmap_spans(section: Span, records: list) -> None:
             cs.add(o + 1, 2, "target", "u16", c.target)
         return r
 
-    def build(s: Span) -> None:
-        s._children = (s._children or []) + [make(i) for i in range(len(records))]
-    section.set_builder(build)
     section.set_index(records.__len__, lambda i: records[i].offset, make)
 
 
-def _instruction_spans(instrs: list, nac: NacFile):
-    def make(section: Span, ins) -> Span:
-        s = section.detached(ins.offset, ins.nbytes, f"instr[{ins.index}]", "instruction", nac.instruction_name(ins))
-        s.set_builder(_fields_of(ins))
-        return s
-
-    def build(section: Span) -> None:
-        section._children = (section._children or []) + [make(section, ins) for ins in instrs]
-    return build, make
-
+def _instruction_span(section: Span, ins: Instruction, nac: NacFile) -> Span:
+    s = section.detached(ins.offset, ins.nbytes, f"instr[{ins.index}]", "instruction", nac.instruction_name(ins))
+    s.set_builder(_fields_of(ins))
+    return s
 
 def _fields_of(ins: Instruction):
     def build(s: Span) -> None:

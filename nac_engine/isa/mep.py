@@ -288,7 +288,6 @@ def decode_mep(bytecode: bytes, base_offset: int = 0, span: Optional[Span] = Non
     if span is not None:
         # Spans are built when first asked for (the structure view, `nac span`), not at read:
         # eagerly they were most of a big stream's decode time and memory.
-        span.set_builder(functools.partial(_instruction_spans, buf, base_offset, instructions))
         count = len(instructions)
         span.set_index(count, lambda i: base_offset + instructions[i].ip if i == count - 1 and tail is not None
                        else base_offset + ips[i], functools.partial(_instruction_span, buf, base_offset, instructions, span))
@@ -586,13 +585,8 @@ _LONGEST = max(1 + sum(256 if step == _KEYS else step if type(step) is int else 
                        for step in plan) for _, plan in _VARIABLE_PLANS + [(0, (int(_LENGTH_NP.max()) - 1,))])
 
 
-def _instruction_spans(buf: bytes, base_offset: int, instructions: list, section: Span) -> None:
-    section._children = (section._children or []) + [
-        _instruction_span(buf, base_offset, instructions, section, i, instr) for i, instr in enumerate(instructions)]
-
-
-def _instruction_span(buf: bytes, base_offset: int, instructions, section: Span, i: int, instr=None) -> Span:
-    instr = instructions[i] if instr is None else instr
+def _instruction_span(buf: bytes, base_offset: int, instructions, section: Span, i: int) -> Span:
+    instr = instructions[i]
     node = section.detached(base_offset + instr.ip, instr.length, f"insn[{i}]", "mep", format_mep(instr, address=False))
     node.set_builder(functools.partial(_leaf_spans, buf, base_offset, instr))
     return node
