@@ -235,7 +235,7 @@ def cmd_compile(args) -> int:
         if args.verbose:
             print(str(e), file=sys.stderr)
         first = e.message.strip().splitlines()[0] if e.message.strip() else "compile failed"
-        return _fail(first + (f" (at {e.source})" if e.source else ""))
+        return _fail((f"{e.source} — " if e.source else "") + first)      # where first, then what to change
     except (ValueError, OSError, ImportError) as e:
         return _fail(str(e))
     rep = res.report
