@@ -130,3 +130,58 @@ def test_installer_takes_a_cpu_torch_or_asks_before_the_cuda_one(tmp_path, env, 
         assert not torch_calls
     else:
         assert any(expect in c for c in torch_calls), torch_calls
+
+
+def _stub_env(tmp_path, **extra):
+    """A venv whose python is the stub above, and an environment for install.sh around it."""
+    import os
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True, exist_ok=True)
+    stub = venv / "bin" / "python"
+    stub.write_text(_STUB_PYTHON.replace('*"import nac_engine"*) exit 1;;', '*"import nac_engine"*) exit "${STUB_INSTALLED:-1}";;'))
+    stub.chmod(0o755)
+    log = tmp_path / "log"
+    log.write_text("")
+    env = {k: v for k, v in os.environ.items() if k not in ("TORCH_INDEX", "NAC_ALLOW_CUDA_TORCH", "PIP_CONSTRAINT")}
+    env.update({"PYTHON": str(stub), "NAC_VENV": str(venv), "STUB_LOG": str(log), "STUB_HAS_TORCH": "0", **extra})
+    return env, venv, log
+
+
+def _install(env):
+    import subprocess
+    script = Path(__file__).resolve().parents[1] / "scripts" / "install.sh"
+    return subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_installer_is_a_no_op_on_an_up_to_date_environment(tmp_path):
+    env, venv, log = _stub_env(tmp_path, STUB_INSTALLED="0")
+    r = _install(env)
+    assert r.returncode == 0 and any(c.endswith("-e .[test]") for c in log.read_text().splitlines())
+    log.write_text("")
+    r = _install(env)                      # nothing changed: no pip at all
+    assert r.returncode == 0 and "up to date" in r.stdout
+    assert not [c for c in log.read_text().splitlines() if "-m pip" in c]
+
+
+def test_installer_waits_for_apt_and_skips_it_where_there_is_none(tmp_path):
+    import os
+    import shutil
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for name in ("bash", "cat", "dirname", "id", "env"):
+        (tools / name).symlink_to(shutil.which(name))
+    env, venv, log = _stub_env(tmp_path)
+    r = _install({**env, "PATH": str(tools)})              # no dpkg, no apt-get
+    assert r.returncode == 0, r.stderr
+    assert "no apt here: system packages skipped" in r.stdout and "PySide6 brings Qt" in r.stdout
+    # with apt: a package is missing, and apt-get is asked to wait for another apt's lock
+    apt_log = tmp_path / "apt.log"
+    (tools / "dpkg").write_text("#!/bin/bash\n[ \"$2\" = xvfb ] && exit 1\nexit 0\n")
+    (tools / "apt-get").write_text(f"#!/bin/bash\necho \"$*\" >> {apt_log}\nexit 0\n")
+    for name in ("dpkg", "apt-get"):
+        os.chmod(tools / name, 0o755)
+    r = _install({**env, "PATH": str(tools), "APT_LOCK_WAIT": "7"})
+    assert r.returncode == 0, r.stderr
+    calls = apt_log.read_text().splitlines()
+    assert calls and all("DPkg::Lock::Timeout=7" in c for c in calls) and any("install" in c and "xvfb" in c for c in calls)
+    assert "waits up to 7 s for another apt" in r.stdout
