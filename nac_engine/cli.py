@@ -220,9 +220,64 @@ def _print_findings(label: str, findings) -> None:
         print(f"  {label} tick {f.tick}: {f.kind}: {f.message}")
 
 
+def _converted(path: str, fmt: str):
+    """A peer-format program converted to NAC in memory (``nac run model.ir``), as ``nac convert``
+    would write it."""
+    import importlib
+    from .peers.convert_command import CONVERTERS
+    if fmt not in CONVERTERS:
+        raise CliError(f"{path}: `nac run` runs NAC, TVMR and convertible programs ({', '.join(CONVERTERS)}); "
+                       f"a {fmt} file has no converter")
+    mod_name, fn = CONVERTERS[fmt]
+    try:
+        res = getattr(importlib.import_module(mod_name), fn)(path)
+    except NacFormatError as e:
+        raise CliError(f"{path}: {e}") from None
+    print(f"{path}: converted from {fmt} to NAC in memory ({len(res.nac.instructions)} instructions)",
+          file=sys.stderr)
+    return res.nac
+
+
+def _run_tvmr(args, peer) -> int:
+    """``nac run FILE.tvmr``: the TVMR interpreter to HALT; ``--feed x.npy`` is the program's input
+    (default: seeded random values for its input register), ``--seed`` also seeds synthetic weights."""
+    import numpy as np
+    if args.input or args.breaks or args.check_mmap:
+        raise CliError(f"{args.file}: a TVMR program takes one input, given with --feed x.npy "
+                       "(--input, --break and --check-mmap are NAC options)")
+    if args.feed and len(args.feed) > 1:
+        raise CliError(f"{args.file}: a TVMR program takes one input; {len(args.feed)} --feed files given")
+    feed = _load_npy(args.feed[0]) if args.feed else None
+    from .peers.tvmr.interp import TvmrRuntimeError
+    try:
+        machine = peer.machine(inputs=feed, seed=args.seed)
+        machine.run()
+    except (TvmrRuntimeError, ValueError) as e:
+        raise CliError(f"{args.file}: {e}") from None
+    if machine.error:
+        raise CliError(f"{args.file}: {machine.error}")
+    out = machine.output
+    print(f"{len(machine.steps)} instructions executed" + (", halted" if machine.halted else "")
+          + (f"; {len(machine.host_ops)} host operation(s)" if machine.host_ops else ""))
+    if out is None:
+        print("output: none (the program wrote no output buffer)")
+        return EXIT_OK
+    arr = np.asarray(out)
+    f = arr.astype(np.float64)
+    print(f"output 0: {arr.dtype}{list(arr.shape)}" + (f"  min {f.min():.6g} max {f.max():.6g} mean {f.mean():.6g}"
+                                                       if arr.size else ""))
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        np.save(os.path.join(args.out, "output_0.npy"), arr)
+    return EXIT_OK
+
+
 def cmd_run(args) -> int:
     import numpy as np
     from .runtime.errors import NacRuntimeError
+    peer = _open_peer(args.file)
+    if peer is not None and peer.format == "tvmr":
+        return _run_tvmr(args, peer)
     inputs = {}
     shaped = []
     for item in args.input or []:
@@ -234,7 +289,7 @@ def cmd_run(args) -> int:
         else:
             shaped.append((name, value))
     feeds = [_load_npy(p) for p in args.feed] if args.feed else None
-    with _open(args.file) as nac:
+    with (_converted(args.file, peer.format) if peer is not None else _open(args.file)) as nac:
         if shaped:
             inputs.update(_shaped_inputs(nac, shaped, args.seed))
         if not args.input and feeds is None:      # a freshly compiled file records its inputs

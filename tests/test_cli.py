@@ -233,3 +233,20 @@ def test_one_exit_code_rule_for_every_command(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(cli, "cmd_info", broken)
     assert main(["info", str(tmp_path / "nosuch.nac")]) == 3
     assert "internal error: RuntimeError: a bug of ours (please report it" in capsys.readouterr().err
+
+
+def test_run_takes_tvmr_and_mind_programs(capsys):
+    from tests.conftest import CORPUS
+    peers = CORPUS / "peers"
+    if not peers.is_dir():
+        pytest.skip("corpus not present")
+    tvmr = sorted((peers / "tvmr" / "synthesized").glob("*.tvmr"))[0]
+    assert main(["run", str(tvmr)]) == 0
+    out = capsys.readouterr().out
+    assert "instructions executed, halted" in out and "output 0: int32[" in out
+    ir = peers / "mind" / "simple_module.ir"
+    assert main(["run", str(ir)]) == 0
+    got = capsys.readouterr()
+    assert "converted from mind to NAC in memory" in got.err and "output 0: float32[2, 3]" in got.out
+    assert main(["run", str(peers / "neff" / "matmul_small.neff")]) == 2
+    assert "a neff file has no converter" in capsys.readouterr().err
