@@ -105,6 +105,7 @@ def test_a_new_shape_shows_its_two_largest_axes(qtbot):
     assert (panel.y_axis.currentIndex(), panel.x_axis.currentIndex()) == (0, 2)
 
 
+@pytest.mark.timing
 def test_4096_square_heatmap_opens_and_reslices_fast(qtbot):
     panel = InspectorPanel(Subject("result", 1))
     qtbot.addWidget(panel)

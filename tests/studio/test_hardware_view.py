@@ -70,7 +70,8 @@ def test_totals_and_cycles_equal_nac_sim_json(window, qtbot, name):
                      if r["kind"] != "skipped"}
 
 
-def test_cancel_stops_within_100_ms(window, qtbot, tmp_path):
+@pytest.mark.timing
+def test_cancel_stops_promptly(window, qtbot, tmp_path):
     path = tmp_path / "long.nac"
     nac_engine.write(long_stream(4000), str(path))
     qdoc = window.open_and_wait(path)

@@ -262,6 +262,7 @@ def test_no_child_process_path_left():
     assert "schedule_lint" not in src
 
 
+@pytest.mark.timing
 def test_problems_appear_soon_after_opening_a_corpus_file(window, qtbot):
     """Soon: without waiting for anything else (the latency figure is bench_studio's; the bound
     here holds on a loaded 2-core machine)."""
