@@ -844,14 +844,16 @@ class _Reader:
         start = cur.pos
         kept_at = array("Q")      # each record read: its start (its bytes are read again for its spans)
         _tensor_spans(b3, nac, kept_at)
-        self._tensor_ids: set = set()
         self._ahead = (0, b"")
         try:
             t = cur.scalar("u32", "count", b3)
             cur.check_count(t, 14, "tensor record")
             # A plain (unquantised) record whose header and metadata are in the read-ahead is
             # decoded here, inline; anything else goes through _tensor_record, field by field.
-            params, seen, order, limit = nac.params, self._tensor_ids, nac.tensor_order, cur.limit
+            params, order, limit = nac.params, nac.tensor_order, cur.limit
+            # equal shapes share one tuple (25k tensors repeat a few hundred); a parameter whose
+            # data_offset is set already had its tensor record (no set of ids beside them)
+            shapes: dict = {}
             head, itemsizes, fd = _TENSOR_HEAD.unpack_from, _ITEMSIZE, self.fd
             for i in range(t):
                 rs = cur.pos
@@ -866,10 +868,11 @@ class _Reader:
                     meta_end = off + 14 + meta_len
                     param = params.get(pid)
                     if meta_len == 3 + 4 * rank and meta_end <= len(ahead) and ahead[meta_end - 1] == 0 \
-                            and rs + 14 + meta_len + data_len <= limit and param is not None and pid not in seen:
+                            and rs + 14 + meta_len + data_len <= limit and param is not None \
+                            and param.data_offset < 0:
                         shape = _u32s(rank).unpack_from(ahead, off + 16)
+                        shape = shapes.setdefault(shape, shape) if len(shapes) < 65536 else shape
                         meta = TensorMeta(ahead[off + 14], shape, 0)
-                        seen.add(pid)
                         param.meta, param.data_offset, param.data_length = meta, rs + 14 + meta_len, data_len
                         order.append(pid)
                         cur.pos = rs + 14 + meta_len + data_len
@@ -938,9 +941,8 @@ class _Reader:
         if param is None:
             self.p.add(NacFormatError("DATA/tensors", rs, f"tensor {i} has parameter id {pid}, which block 1 does not name"))
             param = nac.params[pid] = Parameter(pid, f"<unnamed {pid}>", _file=nac)
-        if pid in self._tensor_ids:
+        if param.data_offset >= 0:
             self.p.add(NacFormatError("DATA/tensors", rs, f"parameter id {pid} has two tensor records"))
-        self._tensor_ids.add(pid)
         param.meta, param.data_offset, param.data_length = meta, cur.pos, data_len
         nac.tensor_order.append(pid)
         cur.pos += data_len
