@@ -455,18 +455,26 @@ class _Reader:
         # Equal commands share one (never mutated) object: a big schedule repeats a few thousand
         # distinct (action, target) pairs millions of times; one object each keeps it linear and small.
         interned = _InternedCommands()
-        for _ in range(n):
-            start = cur.pos
-            cur.need(3, "MMAP record header")
-            tick, count = rec_hdr.unpack_from(buf, start)
-            cur.need(3 + 3 * count, f"MMAP record for tick {tick}")
-            cmds = list(map(interned.__getitem__, _MMAP_COMMAND.iter_unpack(buf[start + 3:start + 3 + 3 * count])))
-            if len(interned) > 65536:      # all-distinct commands (hostile): don't keep a second copy
-                interned.clear()
-            cur.pos = start + 3 + 3 * count
-            records.append(MmapRecord(tick, cmds, start))
-            if ninstr and tick >= ninstr:
-                self.p.add(NacFormatError("MMAP", start, f"tick {tick} is beyond the last instruction ({ninstr - 1})"))
+        get, commands, head, append = interned.__getitem__, _MMAP_COMMAND.iter_unpack, rec_hdr.unpack_from, records.append
+        start, limit = cur.pos, cur.limit
+        try:
+            for _ in range(n):
+                if limit - start < 3:
+                    cur.pos = start
+                    cur.need(3, "MMAP record header")
+                tick, count = head(buf, start)
+                end = start + 3 + 3 * count
+                if end > limit:
+                    cur.pos = start
+                    cur.need(3 + 3 * count, f"MMAP record for tick {tick}")
+                append(MmapRecord(tick, list(map(get, commands(buf[start + 3:end]))), start))
+                if len(interned) > 65536:      # all-distinct commands (hostile): don't keep a second copy
+                    interned.clear()
+                if ninstr and tick >= ninstr:
+                    self.p.add(NacFormatError("MMAP", start, f"tick {tick} is beyond the last instruction ({ninstr - 1})"))
+                start = end
+        finally:
+            cur.pos = start
 
     # OPS / TRNG ---------------------------------------------------------------------
     def _sec_OPS(self, cur: Cursor, sp: Span) -> None:
