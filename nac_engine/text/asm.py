@@ -85,7 +85,8 @@ class _WeightSource:
             self.st = safe_open(path, framework="numpy")
         else:
             from ..format.reader import read
-            self.nac, self.own = read(path), True
+            # leniently: only payloads are taken from it; a defect elsewhere in it is not this text's
+            self.nac, self.own = read(path, strict=False), True
 
     def close(self) -> None:
         if self.own and self.nac is not None:
