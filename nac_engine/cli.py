@@ -220,6 +220,16 @@ def _print_findings(label: str, findings) -> None:
         print(f"  {label} tick {f.tick}: {f.kind}: {f.message}")
 
 
+def _output_line(i: int, arr) -> str:
+    """``output I: DTYPE[SHAPE]  min … max … mean … std …`` (the statistics for numbers only)."""
+    import numpy as np
+    line = f"output {i}: {arr.dtype}{list(arr.shape)}"
+    if arr.size and np.issubdtype(arr.dtype, np.number):
+        f = arr.astype(np.float64)
+        line += f"  min {f.min():.6g} max {f.max():.6g} mean {f.mean():.6g} std {f.std():.6g}"
+    return line
+
+
 def _converted(path: str, fmt: str):
     """A peer-format program converted to NAC in memory (``nac run model.ir``), as ``nac convert``
     would write it."""
@@ -263,9 +273,7 @@ def _run_tvmr(args, peer) -> int:
         print("output: none (the program wrote no output buffer)")
         return EXIT_OK
     arr = np.asarray(out)
-    f = arr.astype(np.float64)
-    print(f"output 0: {arr.dtype}{list(arr.shape)}" + (f"  min {f.min():.6g} max {f.max():.6g} mean {f.mean():.6g}"
-                                                       if arr.size else ""))
+    print(_output_line(0, arr))
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         np.save(os.path.join(args.out, "output_0.npy"), arr)
@@ -318,10 +326,7 @@ def cmd_run(args) -> int:
     worst = 0.0
     for i, out in enumerate(outputs):
         arr = np.asarray(out)
-        line = f"output {i}: {arr.dtype}{list(arr.shape)}"
-        if arr.size and np.issubdtype(arr.dtype, np.number):
-            f = arr.astype(np.float64)
-            line += f"  min {f.min():.6g} max {f.max():.6g} mean {f.mean():.6g} std {f.std():.6g}"
+        line = _output_line(i, arr)
         if i < len(refs):
             ref = refs[i].astype(np.float64)
             if ref.shape != arr.shape:

@@ -39,6 +39,11 @@ SHOWN_PER_KIND = 5
 _NUMBER = __import__("re").compile(r"\d+")
 
 
+def problem_kind(p: NacFormatError) -> tuple[str, str]:
+    """(section, reason with its numbers as ``#``): problems of one kind differ only in where."""
+    return p.section.split("/")[0], _NUMBER.sub("#", p.reason)
+
+
 def summarised(problems):
     """``problems`` to print, the repetitive ones cut short: after :data:`SHOWN_PER_KIND` of one
     kind (same section, same reason but for its numbers) the rest are counted, and the last
@@ -47,7 +52,7 @@ def summarised(problems):
     kinds: dict = {}
     out: list = []
     for p in problems:
-        key = (p.section.split("/")[0], _NUMBER.sub("#", p.reason))
+        key = problem_kind(p)
         seen = kinds.get(key, 0)
         kinds[key] = seen + 1
         if seen < SHOWN_PER_KIND:

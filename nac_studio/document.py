@@ -103,7 +103,6 @@ class Document:
         self._forward: list[Selection] = []
         self._span_index: Optional[dict[tuple, Span]] = None
         self._key_by_span: dict[int, tuple] = {}
-        self._key_by_place: dict[tuple, tuple] = {}
         self._found: dict[str, list] = {}     # problems from later checks, by check name
         #: (size, mtime_ns) of the file when it was read, to tell a later version of it apart
         self.file_identity: Optional[tuple[int, int]] = None
@@ -268,16 +267,12 @@ class Document:
         self._index()
         node = span
         while node is not None and node.parent is not None:
-            key = self._key_of(node)
+            key = self._key_by_span.get(id(node))
             if key is not None:
                 kind, k = key
                 return Selection("param" if kind == "tensor" else kind, k)
             node = node.parent
         return None
-
-    def _key_of(self, node: Span) -> Optional[tuple]:
-        key = self._key_by_span.get(id(node))
-        return key if key is not None else self._key_by_place.get((node.offset, node.length, node.name))
 
     def span_of(self, sel: Optional[Selection]) -> Optional[Span]:
         """The span whose bytes ``sel`` stands for (``None`` if it has no bytes, e.g. external weights)."""
@@ -315,7 +310,7 @@ class Document:
         chain.reverse()   # section first
         self._index()
         for node in chain:   # outermost record that is a selectable object
-            key = self._key_of(node)
+            key = self._key_by_span.get(id(node))
             if key is not None:
                 kind, k = key
                 return Selection("param" if kind == "tensor" else kind, k)
@@ -342,7 +337,7 @@ class Document:
         root = self.nac.spans
         nac = self.nac
         if root is None:
-            self._span_index, self._key_by_span, self._key_by_place = idx, {}, {}
+            self._span_index, self._key_by_span = idx, {}
             return idx
         ops = root.find("OPS")
         if ops is not None:
@@ -385,9 +380,6 @@ class Document:
                     idx.setdefault(("input", inp.index), span)
         self._span_index = idx
         self._key_by_span = {id(span): key for key, span in idx.items()}
-        # a record span made on its own by span_at (before the section's children were built) is
-        # another object at the same place: found by where it is
-        self._key_by_place = {(span.offset, span.length, span.name): key for key, span in idx.items()}
         return idx
 
     def describe_span(self, span: Optional[Span]) -> str:

@@ -15,14 +15,13 @@ import functools
 import math
 import mmap
 import os
-import re
 import struct
 from array import array
 from typing import Optional
 
 import numpy as np
 
-from ..errors import NacFormatError
+from ..errors import NacFormatError, problem_kind
 from ..files import open_regular
 from ..isa.hop_walk import hop_chain
 from ..isa.mep import decode_mep
@@ -32,6 +31,7 @@ from ..isa.optable import (CONST_CODES, OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPU
 from . import layout as L
 from .cursor import Cursor
 from .gc_pause import collector_paused
+from .mapped import read_at
 from .instruction_table import InstructionTable
 from .model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, NacFile,
                     NamedArray, Orch, Parameter, Proc, Resource, TensorMeta)
@@ -194,7 +194,7 @@ class _Problems:
     def add(self, err: NacFormatError) -> None:
         if self.strict:
             raise err
-        key = (err.section.split("/")[0], _DIGITS.sub("#", err.reason))
+        key = problem_kind(err)
         seen = self._kinds.get(key)
         if seen is None:
             self._kinds[key] = [1, 0]
@@ -230,7 +230,6 @@ class _Repeats:
 
 #: Problems of one kind kept by a lenient read before the rest are only counted.
 PROBLEMS_PER_KIND = 1000
-_DIGITS = re.compile(r"\d+")
 
 
 # --------------------------------------------------------------------------- entry point
@@ -1218,8 +1217,9 @@ def _tensor_spans(block: Span, nac: NacFile, kept_at: array) -> None:
         rs = kept_at[i]
         rec = block.detached(rs, 0, f"tensor[{i}]", "tensor")
         try:
-            head = _file_bytes(nac, rs, 14)
-            blob = head + _file_bytes(nac, rs + 14, _TENSOR_HEAD.unpack_from(head)[1])
+            head = bytes(read_at(nac, rs, 14, "DATA/tensors", "tensor record"))      # read again: pread if mapped
+            blob = head + bytes(read_at(nac, rs + 14, _TENSOR_HEAD.unpack_from(head)[1], "DATA/tensors",
+                                        "tensor record"))
         except NacFormatError as e:       # the file shrank on disk since the read: say so, no fields
             rec.value = e.reason
             return rec
@@ -1227,13 +1227,6 @@ def _tensor_spans(block: Span, nac: NacFile, kept_at: array) -> None:
         return rec
     block.set_index(kept_at.__len__, kept_at.__getitem__, make)
 
-
-def _file_bytes(nac: NacFile, offset: int, n: int) -> bytes:
-    """Bytes the read already validated, read again (a mapped file with pread)."""
-    from .mapped import is_mapped, read_at
-    if is_mapped(nac):
-        return bytes(read_at(nac, offset, n, "DATA/tensors", "tensor record"))
-    return bytes(nac._buf[offset:offset + n])
 
 def _tensor_record_spans(nac: NacFile, rec: Span, rs: int, i: int, blob: bytes, data_len: int,
                          complete: bool = True) -> None:
