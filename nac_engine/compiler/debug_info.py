@@ -31,8 +31,9 @@ import torch
 from ..format.input_signature import InputSpec, spec_from_example
 from ..format.source_map import SourceEntry
 
-# (module path, file, line, code) per exported fx node name
-FxSource = tuple[str, Optional[str], Optional[int], Optional[str]]
+# (module path, file, line, code, call stack) per exported fx node name; the stack is the user's
+# frames outermost first, each (frame name, file, line, code)
+FxSource = tuple[str, Optional[str], Optional[int], Optional[str], tuple]
 
 
 # --------------------------------------------------------------------------- input signature
@@ -101,12 +102,13 @@ def full_stack_traces():
 
 
 def fx_sources(program) -> dict[str, FxSource]:
-    """Exported fx node name → (module path, file, line, code) for every call in ``program``."""
+    """Exported fx node name → (module path, file, line, code, stack) for every call in ``program``."""
     out: dict[str, FxSource] = {}
     for fx in program.graph.nodes:
         if fx.op != "call_function":
             continue
-        out[fx.name] = (module_path(fx.meta.get("nn_module_stack")),) + user_frame(fx.meta.get("stack_trace"))
+        modules, trace = fx.meta.get("nn_module_stack"), fx.meta.get("stack_trace")
+        out[fx.name] = (module_path(modules),) + user_frame(trace) + (call_stack(modules, trace),)
     return out
 
 
@@ -124,11 +126,10 @@ def module_path(stack: Optional[dict]) -> str:
     return _INDEX.sub(r".\1", path).replace("._modules['", ".").replace("']", "").strip(".")
 
 
-def user_frame(stack_trace: Optional[str]) -> tuple[Optional[str], Optional[int], Optional[str]]:
-    """(stable file path, line, code) of the innermost frame outside torch and this package."""
-    from .fx_source import is_internal as _is_internal
+def _trace_frames(stack_trace: Optional[str]) -> list[tuple[str, int, str, str]]:
+    """(file, line, function, code) of every frame of a recorded stack trace, outermost first."""
     if not stack_trace:
-        return None, None, None
+        return []
     lines = stack_trace.strip().splitlines()
     frames = []
     for i, line in enumerate(lines):
@@ -136,16 +137,48 @@ def user_frame(stack_trace: Optional[str]) -> tuple[Optional[str], Optional[int]
         if not text.startswith('File "'):
             continue
         fname, _, rest = text[6:].partition('", line ')
+        number, _, function = rest.partition(", in ")
         try:
-            lineno = int(rest.split(",")[0])
+            lineno = int(number)
         except ValueError:
             continue
         nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
-        frames.append((fname, lineno, "" if nxt.startswith('File "') else lines[i + 1].rstrip()))
+        frames.append((fname, lineno, function.strip(), "" if nxt.startswith('File "') else lines[i + 1].rstrip()))
+    return frames
+
+
+def user_frame(stack_trace: Optional[str]) -> tuple[Optional[str], Optional[int], Optional[str]]:
+    """(stable file path, line, code) of the innermost frame outside torch and this package."""
+    from .fx_source import is_internal as _is_internal
+    frames = _trace_frames(stack_trace)
     if not frames:
         return None, None, None
-    fname, lineno, code = next((f for f in reversed(frames) if not _is_internal(f[0])), frames[-1])
+    fname, lineno, _, code = next((f for f in reversed(frames) if not _is_internal(f[0])), frames[-1])
     return stable_path(fname), lineno, code
+
+
+def call_stack(stack: Optional[dict], stack_trace: Optional[str]) -> tuple:
+    """The user's frames of a node's stack trace, outermost first, each ``(name, file, line,
+    code)``. A ``forward`` frame is the next module of ``nn_module_stack`` (modules are entered
+    outermost first, each through its ``forward``), so it is named ``path (Class.forward)``
+    (``Class.forward`` for the model itself); another function is named after the module it
+    runs in: ``path (helper)``. Frames inside torch and this package are left out."""
+    from .fx_source import is_internal as _is_internal
+    modules = []
+    for value in (stack or {}).values():
+        path, kind = (value[0], value[1]) if isinstance(value, tuple) and len(value) >= 2 else (value, "")
+        modules.append((module_path({"m": (path,)}), str(kind).rpartition(".")[2]))
+    out = []
+    k = -1
+    for fname, lineno, function, code in _trace_frames(stack_trace):
+        if function == "forward" and k + 1 < len(modules):
+            k += 1
+        if _is_internal(fname):
+            continue
+        path, kind = modules[k] if k >= 0 else ("", "")
+        what = f"{kind}.{function}" if function == "forward" and kind else function
+        out.append((f"{path} ({what})" if path else what, stable_path(fname), lineno, code))
+    return tuple(out)
 
 
 def _library_roots() -> list[str]:
@@ -207,12 +240,12 @@ def source_entries(order_nodes: list, tick_of: dict[int, int], sources: dict[str
             continue
         seen.add(tick)
         if node.kind == "op":
-            module, file, line, code = sources.get(node.name, ("", None, None, None))
+            module, file, line, code, stack = sources.get(node.name, ("", None, None, None, ()))
         elif node.kind == "param":
-            module, file, line, code = node.name.rpartition(".")[0], None, None, None
+            module, file, line, code, stack = node.name.rpartition(".")[0], None, None, None, ()
         else:
-            module, file, line, code = "", None, None, None
-        entries.append(SourceEntry(tick, module, node.name, file, line, code))
+            module, file, line, code, stack = "", None, None, None, ()
+        entries.append(SourceEntry(tick, module, node.name, file, line, code, stack))
     if n_instructions and n_instructions - 1 not in seen:
         entries.append(SourceEntry(n_instructions - 1, "", "output"))
     return entries

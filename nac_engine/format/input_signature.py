@@ -106,9 +106,10 @@ def find_resource(nac, name: str):
     return None
 
 
-def resource_json(nac, name: str, max_bytes: int) -> tuple[Optional[dict], int]:
+def resource_json(nac, name: str, max_bytes: int, versions: tuple = (VERSION,)) -> tuple[Optional[dict], int]:
     """(decoded JSON object, data offset) of resource ``name``, or (None, -1) when absent.
-    Size, encoding, syntax, nesting depth and the top-level ``version`` are checked here."""
+    Size, encoding, syntax, nesting depth and the top-level ``version`` (one of ``versions``)
+    are checked here."""
     r = find_resource(nac, name)
     if r is None:
         return None, -1
@@ -127,9 +128,10 @@ def resource_json(nac, name: str, max_bytes: int) -> tuple[Optional[dict], int]:
         raise NacFormatError("RSRC", off + pos, f"{name}: not valid JSON ({e})") from None
     if not isinstance(value, dict):
         raise NacFormatError("RSRC", off, f"{name}: expected a JSON object, found {type(value).__name__}")
-    if value.get("version") != VERSION:
+    if value.get("version") not in versions:
+        known = " and ".join(str(v) for v in versions)
         raise NacFormatError("RSRC", off, f"{name}: version {value.get('version')!r} is not supported "
-                                          f"(this reader knows version {VERSION})")
+                                          f"(this reader knows version {known})")
     return value, off
 
 

@@ -4,10 +4,16 @@
 (``encoder.layer.0.attention.self``), the exported graph node's name, and the user's
 ``file:line`` with that line's text, as the resource ``nac-studio/source-map`` (UTF-8 JSON):
 
-    {"version": 1, "files": ["…/modeling_bert.py", …],
-     "entries": [[tick, module_path, node_name, file_index|null, line|null, code|null], …]}
+    {"version": 2, "files": ["…/modeling_bert.py", …],
+     "entries": [[tick, module_path, node_name, file_index|null, line|null, code|null], …],
+     "frames": [[name, file_index, line, code], …],
+     "stacks": [[frame_index, …] | null, …]}
 
-Files are a table so a path is stored once. A reader that ignores the resource still runs the
+Files and frames are tables so a path or a call site is stored once. ``stacks`` (version 2) runs
+beside ``entries``: each instruction's whole call stack in the user's code, outermost first
+(``BertModel.forward`` at the line calling the encoder, …, ``encoder.layer.0.attention.self
+(BertSelfAttention.forward)`` at the line of the op), which debuggers show as stack frames. A
+version-1 map has no stacks (its rows are the same, so a version-1 reader still reads rows). A reader that ignores the resource still runs the
 file. Like every byte of a file the payload is untrusted: size, counts and string lengths are
 bounded, and defects are ``NacFormatError("RSRC", offset, reason)``.
 """
@@ -21,7 +27,7 @@ from ..errors import NacFormatError
 from .input_signature import resource_json
 
 RESOURCE_NAME = "nac-studio/source-map"
-VERSION = 1
+VERSION = 2
 MAX_PAYLOAD_BYTES = 64 << 20
 MAX_ENTRIES = 1 << 20
 MAX_FILES = 1 << 16
@@ -37,6 +43,7 @@ class SourceEntry:
     file: Optional[str] = None
     line: Optional[int] = None
     code: Optional[str] = None   # the line's text as recorded at compile time
+    stack: tuple = ()            # ((frame name, file, line, code), …) outermost first; () unknown
 
     @property
     def location(self) -> str:
@@ -69,15 +76,22 @@ class SourceMap:
 def encode_source_map(entries: Iterable[SourceEntry]) -> bytes:
     """The resource payload (files in first-use order by tick; compact JSON: same entries, same bytes)."""
     files: dict[str, int] = {}
-    rows = []
+    frames: dict[tuple, int] = {}
+    rows, stacks = [], []
     for e in sorted(entries, key=lambda e: e.tick):
         fi = None
         if e.file is not None:
             fi = files.setdefault(_clip(e.file), len(files))
         rows.append([int(e.tick), _clip(e.module_path), _clip(e.node_name), fi,
                      None if e.line is None else int(e.line), None if e.code is None else _clip(e.code)])
-    return json.dumps({"version": VERSION, "files": list(files), "entries": rows}, separators=(",", ":"),
-                      ensure_ascii=False).encode("utf-8")
+        stack = []
+        for name, file, line, code in e.stack:
+            frame = (_clip(name), files.setdefault(_clip(file), len(files)), int(line), _clip(code or ""))
+            stack.append(frames.setdefault(frame, len(frames)))
+        stacks.append(stack or None)
+    return json.dumps({"version": VERSION, "files": list(files), "entries": rows,
+                       "frames": [list(f) for f in frames], "stacks": stacks},
+                      separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 def set_source_map(nac, entries: Iterable[SourceEntry]) -> None:
@@ -112,7 +126,7 @@ def read_source_map(nac) -> Optional[SourceMap]:
 
 
 def _decode_source_map(nac) -> Optional[SourceMap]:
-    value, off = resource_json(nac, RESOURCE_NAME, MAX_PAYLOAD_BYTES)
+    value, off = resource_json(nac, RESOURCE_NAME, MAX_PAYLOAD_BYTES, (1, VERSION))
     if value is None:
         return None
 
@@ -127,6 +141,7 @@ def _decode_source_map(nac) -> Optional[SourceMap]:
     if not isinstance(rows, list) or len(rows) > MAX_ENTRIES:
         raise fail(f"'entries' must be a list of at most {MAX_ENTRIES} rows")
     n_ins = len(getattr(nac, "instructions", None) or ()) or None
+    stacks = _decode_stacks(value, files, len(rows), fail)
     entries = []
     for i, row in enumerate(rows):
         if not isinstance(row, list) or len(row) != 6:
@@ -141,8 +156,40 @@ def _decode_source_map(nac) -> Optional[SourceMap]:
             raise fail(f"entries[{i}]: file index {fi!r} is not in the files table")
         if line is not None and (type(line) is not int or not 0 < line < 1 << 31):
             raise fail(f"entries[{i}]: line {line!r} is not a positive integer")
-        entries.append(SourceEntry(tick, module, node, None if fi is None else files[fi], line, code))
+        entries.append(SourceEntry(tick, module, node, None if fi is None else files[fi], line, code,
+                                   stacks[i] if stacks is not None else ()))
     return SourceMap(entries)
+
+
+def _decode_stacks(value: dict, files: list, n_rows: int, fail) -> Optional[list]:
+    """Version 2's call stacks, one per entry row (None in a version-1 map)."""
+    table, stacks = value.get("frames"), value.get("stacks")
+    if table is None and stacks is None:
+        return None
+    if not isinstance(table, list) or len(table) > MAX_ENTRIES:
+        raise fail(f"'frames' must be a list of at most {MAX_ENTRIES} frames")
+    frames = []
+    for i, f in enumerate(table):
+        if not (isinstance(f, list) and len(f) == 4 and isinstance(f[0], str) and len(f[0]) <= MAX_TEXT
+                and type(f[1]) is int and 0 <= f[1] < len(files) and type(f[2]) is int and 0 < f[2] < 1 << 31
+                and isinstance(f[3], str) and len(f[3]) <= MAX_TEXT):
+            raise fail(f"frames[{i}] must be [name, file index, line, code]")
+        frames.append((f[0], files[f[1]], f[2], f[3]))
+    if not isinstance(stacks, list) or len(stacks) != n_rows:
+        raise fail("'stacks' must be a list with one entry per row of 'entries'")
+    out = []
+    budget = 16 * MAX_ENTRIES          # frames over all stacks: bounded like every other count
+    for i, s in enumerate(stacks):
+        if s is None:
+            out.append(())
+            continue
+        if not isinstance(s, list) or len(s) > 256 or not all(type(k) is int and 0 <= k < len(frames) for k in s):
+            raise fail(f"stacks[{i}] must be a list of at most 256 frame indices")
+        budget -= len(s)
+        if budget < 0:
+            raise fail("the stacks hold too many frames")
+        out.append(tuple(frames[k] for k in s))
+    return out
 
 
 def locate_source(file: Optional[str], near: Optional[str] = None) -> Optional[str]:

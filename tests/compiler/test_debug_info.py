@@ -78,6 +78,15 @@ def test_signature_and_source_map_of_a_factory_model(tmp_path, capsys):
         "return torch.softmax(self.proj(h), -1)"
     lin = next(e for e in smap.entries if names[e.tick] == "aten.linear.default" and e.module_path == "head.proj")
     assert lin.node_name.startswith("linear")
+    # the whole call stack in the user's code, outermost first: the model's forward at the line
+    # calling the head, then the head's forward at the line of the op (Linear's own forward is torch's)
+    lines = FACTORY.splitlines()
+    assert [(name, file) for name, file, _, _ in lin.stack] == [("Net.forward", "model.py"),
+                                                                ("head (Head.forward)", "model.py")]
+    assert [lines[ln - 1].strip() for _, _, ln, _ in lin.stack] == \
+        ["return self.head(torch.relu(self.body(x))) + ids.float().sum()", "return torch.softmax(self.proj(h), -1)"]
+    assert lin.stack[-1][2] == lin.line
+    assert [f[0] for f in soft.stack] == ["Net.forward", "head (Head.forward)"]
     assert smap.modules()["body"] and set(smap.modules()) >= {"", "body", "head", "head.proj"}
     # parameters belong to their module
     w = next(e for e in smap.entries if e.node_name == "head.proj.weight")
@@ -151,6 +160,12 @@ def test_bert_first_softmax_maps_to_transformers_softmax_line(tmp_path, capsys):
     assert path is not None and Path(path).resolve().is_relative_to(Path(transformers.__file__).resolve().parent)
     line = Path(path).read_text().splitlines()[e.line - 1]
     assert "softmax" in line and line.strip() == e.code.strip()
+    # its stack: BertModel.forward (under transformers' decorators' wrappers) outward, each
+    # module's forward in between, the softmax's helper function innermost (named with its module)
+    names = [f[0] for f in e.stack]
+    assert "BertModel.forward" in names[:3] and names[-1] == "encoder.layer.0.attention.self (eager_attention_forward)"
+    assert "encoder (BertEncoder.forward)" in names and "encoder.layer.0 (BertLayer.forward)" in names
+    assert (e.stack[-1][1], e.stack[-1][2]) == (e.file, e.line)
     # the layer-1 softmax is the same line of code in the next layer
     second = next(i for i in nac.instructions[first.index + 1:] if "softmax" in nac.instruction_name(i))
     e2 = smap.entry(second.index)
