@@ -393,6 +393,15 @@ def _run_with_breakpoints(nac, inputs, feeds, specs):
     return dbg.outputs
 
 
+def cmd_dap(args) -> int:
+    from .dap.server import serve_stdio, serve_tcp
+    if args.port is not None:
+        if not 0 <= args.port <= 65535:
+            raise CliError(f"--port {args.port} is not a TCP port")
+        return serve_tcp(args.port)
+    return serve_stdio()
+
+
 def cmd_lint(args) -> int:
     from .format.mmap_lint import check_schedule   # torch-free: lint starts as fast as info
     with _open(args.file) as nac:
@@ -496,6 +505,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--hazards", action="store_true", help="also list same-tick hazards")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_lint)
+    s = sub.add_parser("dap", help="a Debug Adapter Protocol server (for VS Code, nvim-dap, dape, ...)")
+    s.add_argument("--port", type=int, metavar="N",
+                   help="listen on 127.0.0.1:N instead of standard input/output (0: any free port)")
+    s.set_defaults(func=cmd_dap)
     from .sim.command import add_parser as _add_sim; _add_sim(sub)  # noqa: E702
     from .compiler.command import add_parser as _add_compile; _add_compile(sub)  # noqa: E702
     from .peers.convert_command import add_parser as _add_convert; _add_convert(sub)  # noqa: E702

@@ -9,7 +9,8 @@ Every answer is plain data (numbers, strings, lists, dicts, numpy arrays): ``sta
 action says where the run stands, which breakpoints hit, the watches' values and the values at
 hand, so a front end draws a stop without asking again. Breakpoints are given as the user wrote
 them (``{"id", "kind", "value", "condition", "enabled", "hits"}``, kinds ``tick``, ``op``,
-``param``, ``nan``, ``inf``, ``expr``) and replaced as a whole, as DAP's ``setBreakpoints``
+``param``, ``nan``, ``inf``, ``expr``, and ``ticks`` with a list in ``"ticks"``: a source
+line's instructions) and replaced as a whole, as DAP's ``setBreakpoints``
 does; a front end's ids are kept, and each answer names them.
 
 Threads: one action at a time (the host's debug lane); :meth:`pause` may be called from any
@@ -133,7 +134,8 @@ class DebugService:
 
     # -- actions ----------------------------------------------------------------------------------
     def act(self, action: str, tick: Optional[int] = None, breakpoints: bool = False) -> dict:
-        """``next`` | ``continue`` | ``stepBack`` | ``runTo`` (``tick``) | ``restart`` -> state.
+        """``next`` | ``continue`` | ``stepBack`` | ``reverseContinue`` | ``runTo`` (``tick``) |
+        ``restart`` -> state.
         A kernel's error ends the action; the state then carries ``error`` (message and tick)."""
         d = self._need()
         self._failure = None
@@ -148,6 +150,8 @@ class DebugService:
                 d.run_to(int(tick), breakpoints=breakpoints)
             elif action == "restart":
                 d.restart()
+            elif action == "reverseContinue":
+                d.reverse_continue()
             else:
                 raise ValueError(f"unknown action {action!r}")
         except (IndexError, ValueError) as exc:
@@ -233,6 +237,9 @@ def _engine_args(spec: dict) -> dict:
     kw: dict[str, Any] = {}
     if kind == "tick":
         kw["tick"] = int(value)
+    elif kind == "ticks":
+        kw["ticks"] = [int(t) for t in spec.get("ticks") or ()]
+        kw["label"] = value
     elif kind in ("op", "param"):
         kw[kind] = value
     elif kind in ("nan", "inf"):
@@ -241,7 +248,7 @@ def _engine_args(spec: dict) -> dict:
         kw["condition"] = value
     else:
         raise ValueError(f"unknown breakpoint kind {kind!r}")
-    if condition and kind in ("tick", "op", "param"):
+    if condition and kind in ("tick", "ticks", "op", "param"):
         kw["condition"] = condition
     return kw
 
@@ -261,6 +268,8 @@ def check_breakpoint(nac, spec: dict) -> str:
             return f"{value!r} is not a tick number"
         if not 0 <= t < n:
             return f"tick {t} is outside 0..{n - 1}"
+    elif kind == "ticks" and not all(type(t) is int and 0 <= t < n for t in spec.get("ticks") or (-1,)):
+        return f"no instruction at {value or 'those ticks'}"
     elif kind == "op" and not any(fnmatchcase(nac.instruction_name(i), value) for i in nac.instructions):
         return f"no instruction matches {value!r}"
     elif kind == "param" and not any(i.a == OP_INPUT and i.b == 1 and (p := nac.param_for(i)) is not None

@@ -218,6 +218,52 @@ class Debugger:
         self._cancel.clear()
         return self._restart()
 
+    def reverse_continue(self) -> StopReason:
+        """Back to the latest earlier tick where an enabled breakpoint matches (its condition
+        tested on that tick's value, recomputed when evicted), else to before tick 0. Hit counts
+        are not changed: those ticks ran already."""
+        self._cancel.clear()
+        with self._lock:
+            for t in range(self.tick - 1, -1, -1):
+                if self._cancel.is_set():
+                    return self._stop("cancelled")
+                hits = self._matches(t)
+                if hits:
+                    self._restore(t + 1)
+                    return self._stop("breakpoint", hits)
+            if self.tick >= 0:
+                self._restore(0)
+            return self._stop("step_back")
+
+    def _matches(self, t: int) -> tuple:
+        """The enabled breakpoints that would stop at executed tick ``t`` (values recomputed as needed)."""
+        out = []
+        value = _NONE
+        for bp in self.breakpoints:
+            if not bp.enabled or (bp.ticks is not None and t not in bp.ticks):
+                continue
+            if bp.condition is not None:
+                if value is _NONE:
+                    value = self.value(t)
+                try:
+                    if not bp.condition.test(self._lookup(value)):
+                        continue
+                except ExprError:
+                    continue
+            out.append(bp.id)
+        return tuple(out)
+
+    def evaluate(self, text: str) -> Any:
+        """The value of an expression of the engine's language at the current tick (``x`` = its
+        result, ``tN`` = tick N's, a parameter by name); ExprError when it does not parse or apply."""
+        with self._lock:
+            expr = Expr(text, self._param_names)
+            current = self.value(self.tick) if self.tick >= 0 else None
+            try:
+                return to_python(expr.evaluate(self._lookup(current)))
+            except (IndexError, NacRuntimeError) as e:
+                raise ExprError(str(e)) from None
+
     def cancel(self) -> None:
         """Ask the running action to stop between two instructions (any thread)."""
         self._cancel.set()
@@ -399,15 +445,21 @@ class Debugger:
 
     # -- breakpoints ------------------------------------------------------------------------
     def add_breakpoint(self, *, tick: Optional[int] = None, op: Optional[str] = None,
-                       param: Optional[str] = None, condition: Optional[str] = None) -> Breakpoint:
-        """One location (tick, op-name glob, parameter-name glob) and/or a condition.
-        A condition alone is tested at every tick. A glob that matches nothing is an error."""
-        if sum(x is not None for x in (tick, op, param)) > 1:
-            raise ValueError("give at most one of tick, op, param")
+                       param: Optional[str] = None, condition: Optional[str] = None,
+                       ticks: Optional[list] = None, label: str = "") -> Breakpoint:
+        """One location (tick, several ``ticks`` such as a source line's, op-name glob,
+        parameter-name glob) and/or a condition. A condition alone is tested at every tick. A
+        glob that matches nothing is an error."""
+        if sum(x is not None for x in (tick, op, param, ticks)) > 1:
+            raise ValueError("give at most one of tick, ticks, op, param")
         ins = self.session.instructions
         labels = []
-        ticks = None
-        if tick is not None:
+        if ticks is not None:
+            bad = [t for t in ticks if not 0 <= t < len(ins)]
+            if bad or not ticks:
+                raise IndexError(f"tick {bad[0]} is outside 0..{len(ins) - 1}" if bad else "no ticks given")
+            ticks, labels = frozenset(ticks), [label or f"ticks {min(ticks)}..{max(ticks)}"]
+        elif tick is not None:
             if not 0 <= tick < len(ins):
                 raise IndexError(f"tick {tick} is outside 0..{len(ins) - 1}")
             ticks, labels = frozenset([tick]), [f"tick {tick}"]

@@ -1,0 +1,1004 @@
+"""``nac dap``: a Debug Adapter Protocol server for one ``.nac`` file.
+
+DAP's concepts on NAC's: one thread ("model"); a stop is a tick; the stack is the tick's call
+stack in the user's PyTorch code (from the source map, innermost ``module (op)`` frame first;
+one disassembly frame for a tick without one); the disassembly is a source (one line per tick)
+and DAP's ``disassemble`` answer (``instructionReference`` = tick). Breakpoints on the user's
+``.py`` lines, on ticks (instruction breakpoints), on op and parameter globs (function
+breakpoints: ``aten.linear*``, ``param:encoder.*.weight``) and on NaN/Inf/kernel errors
+(exception filters). Stepping: ``next`` one tick, ``stepIn``/``stepOut`` down/up the module
+hierarchy, ``stepBack``/``reverseContinue`` and ``goto`` backwards as well as forwards.
+
+Everything that runs goes through :class:`~nac_engine.dap.service.DebugService`, the same object
+the Studio's engine host drives, so the two front ends share one debugger.
+
+Threads: :meth:`Adapter.handle` is called by one reader thread, in message order. Actions that
+run the model (continue, steps, goto, restart) are answered at once and run on one worker
+thread, which sends the ``stopped`` (or ``terminated``) event when they end; ``pause`` cancels
+the running one between two instructions. Anything a request does wrong is an error response:
+a bad request never ends the adapter.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import re
+import threading
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Optional
+
+from ..cli_error import CliError
+from ..errors import NacFormatError
+from . import values as V
+from .service import DebugService
+
+THREAD_ID = 1
+DISASSEMBLY_REF = 1
+EXCEPTION_FILTERS = [
+    {"filter": "nan", "label": "NaN", "description": "Stop at a tick whose result holds a NaN", "default": False},
+    {"filter": "inf", "label": "Inf", "description": "Stop at a tick whose result holds an infinity",
+     "default": False},
+    {"filter": "error", "label": "Kernel error", "description": "Stop where a kernel fails", "default": True},
+]
+_V_TOKEN = re.compile(r"\bv(\d+)\b")
+_HIT = re.compile(r"^\s*(>=|>|==|%|=)?\s*(\d+)\s*$")
+
+
+class RequestError(Exception):
+    """A request the adapter refuses; its text is the error response's message."""
+
+
+class Adapter:
+    """``Adapter(send)``: ``send(message_dict)`` writes one protocol message (thread-safe here)."""
+
+    def __init__(self, send: Callable[[dict], None]):
+        self._send = send
+        self._send_lock = threading.Lock()
+        self._seq = 0
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="nac-dap")
+        self._running = threading.Event()
+        self.closed = threading.Event()
+        self.service: Optional[DebugService] = None
+        self.nac = None
+        self.program = ""
+        self._launch: dict = {}
+        self._feeds: list = []
+        self._slots: list = []          # (tick, name) of each input the run is fed, in feed order
+        self._smap = None
+        self._lines: Optional[list[str]] = None     # disassembly, one line per tick
+        self._located: dict[str, Optional[str]] = {}
+        self._source_refs: dict[int, str] = {}      # sourceReference -> recorded file (no local copy)
+        self._handles: dict[int, Callable[[Optional[str], int, int], list]] = {}
+        self._frames: list[dict] = []
+        self._bps: dict[str, list] = {"source": [], "instruction": [], "function": [], "exception": []}
+        self._source_bps: dict[str, list] = {}
+        self._hit_conditions: dict[int, tuple] = {}
+        self._break_on_error = True
+        self._next_id = 1
+        self._exception: Optional[dict] = None
+        self._terminated = False
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    def _write(self, message: dict) -> None:
+        with self._send_lock:
+            self._seq += 1
+            message["seq"] = self._seq
+            self._send(message)
+
+    def event(self, name: str, body: Optional[dict] = None) -> None:
+        msg = {"type": "event", "event": name}
+        if body is not None:
+            msg["body"] = body
+        self._write(msg)
+
+    def output(self, text: str, category: str = "console") -> None:
+        self.event("output", {"category": category, "output": text if text.endswith("\n") else text + "\n"})
+
+    def _respond(self, request: dict, body: Any = None, *, error: Optional[str] = None) -> None:
+        msg = {"type": "response", "request_seq": request.get("seq", 0) if isinstance(request.get("seq"), int)
+               else 0, "command": str(request.get("command", "")), "success": error is None}
+        if error is not None:
+            msg["message"] = error
+            msg["body"] = {"error": {"id": 1, "format": error.replace("{", "(").replace("}", ")"),
+                                     "showUser": True}}
+        elif body is not None:
+            msg["body"] = body
+        self._write(msg)
+
+    def handle(self, request: dict) -> None:
+        """Answer one message (requests only; anything else is ignored, as DAP allows)."""
+        if request.get("type") != "request":
+            return
+        command = request.get("command")
+        fn = getattr(self, "_req_" + command, None) if isinstance(command, str) and command.isidentifier() else None
+        if fn is None:
+            self._respond(request, error=f"unsupported request {command!r}")
+            return
+        args = request.get("arguments")
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            self._respond(request, error=f"{command}: 'arguments' must be an object")
+            return
+        try:
+            body = fn(args, request)
+        except RequestError as e:
+            self._respond(request, error=str(e))
+        except (CliError, NacFormatError, ValueError, KeyError, IndexError, TypeError) as e:
+            self._respond(request, error=f"{command}: {e}")
+        except Exception as e:     # noqa: BLE001 - the adapter answers, it never dies on a request
+            self._respond(request, error=f"{command}: internal error: {type(e).__name__}: {e}")
+            self.output("".join(traceback.format_exception(e)), "stderr")
+        else:
+            if body is not _ANSWERED:
+                self._respond(request, body)
+
+    def _need_run(self):
+        if self.service is None or self.service.debugger is None:
+            raise RequestError("no model is running: launch first")
+        return self.service.debugger
+
+    # -- session ----------------------------------------------------------------------------------
+    def _req_initialize(self, args, request):
+        self._respond(request, {
+            "supportsConfigurationDoneRequest": True, "supportsConditionalBreakpoints": True,
+            "supportsHitConditionalBreakpoints": True, "supportsFunctionBreakpoints": True,
+            "supportsInstructionBreakpoints": True, "supportsStepBack": True, "supportsGotoTargetsRequest": True,
+            "supportsRestartRequest": True, "supportsTerminateRequest": True, "supportsDisassembleRequest": True,
+            "supportsReadMemoryRequest": True, "supportsExceptionInfoRequest": True,
+            "supportsEvaluateForHovers": True, "supportsSetVariable": True, "supportsSteppingGranularity": False,
+            "supportsDelayedStackTraceLoading": False, "supportsValueFormattingOptions": False,
+            "supportsCancelRequest": False, "exceptionBreakpointFilters": EXCEPTION_FILTERS})
+        return _ANSWERED
+
+    def _req_launch(self, args, request):
+        self._open(args)
+        self._respond(request)
+        self.event("initialized")        # now breakpoints can be placed: the program's lines are known
+        return _ANSWERED
+
+    def _open(self, args: dict) -> None:
+        program = args.get("program")
+        if not isinstance(program, str) or not program:
+            raise RequestError("launch: 'program' (the .nac file to debug) is required")
+        from ..cli_inputs import open_nac
+        nac = open_nac(program)
+        try:
+            feeds, slots = self._make_feeds(nac, program, args)
+        except BaseException:
+            nac.close()
+            raise
+        self.close_run()
+        self.nac, self.program, self._launch = nac, program, dict(args)
+        self._feeds, self._slots = feeds, slots
+        self.service = DebugService(nac)
+        from ..format.source_map import read_source_map
+        try:
+            self._smap = read_source_map(nac)
+        except NacFormatError as e:
+            self._smap = None
+            self.output(f"{program}: the source map is unreadable ({e}); showing the disassembly", "important")
+        self._lines = None
+        self._located.clear()
+        self._terminated = False
+        self._start_service()
+        self.output(f"{program}: {len(nac.instructions)} instructions, {len(nac.params)} parameters, "
+                    f"{len(slots)} input(s)" + ("" if self._smap else "; no source map (stepping the disassembly)"))
+        if args.get("checkMmap"):
+            self._report_mmap()
+        if self._bps["source"] or self._bps["instruction"] or self._bps["function"] or self._bps["exception"]:
+            self._install(announce=True)
+
+    def _make_feeds(self, nac, program: str, args: dict) -> tuple[list, list]:
+        from ..cli_inputs import load_npy, shaped_inputs
+        from ..format.input_signature import missing_inputs_hint, signature_inputs
+        from ..isa.optable import OP_INPUT
+        seed = args.get("seed", 0)
+        if type(seed) is not int:
+            raise RequestError("launch: 'seed' must be an integer")
+        given = args.get("inputs") or {}
+        if not isinstance(given, dict):
+            raise RequestError("launch: 'inputs' must map input names to \"x.npy\" or \"SHAPE:DTYPE\"")
+        names = nac.input_name_map
+        slots = [(i.index, names.get(i.index)) for i in nac.instructions if i.a == OP_INPUT and i.b in (0, 3)]
+        inputs: dict = {}
+        shaped = []
+        base = os.path.dirname(os.path.abspath(program))
+        for name, value in given.items():
+            if not isinstance(value, str):
+                raise RequestError(f"launch: input {name!r} must be a path to an .npy file or SHAPE:DTYPE text")
+            path = value if os.path.isabs(value) else os.path.join(base, value)
+            if value.endswith(".npy") or os.path.isfile(path):
+                inputs[name] = load_npy(path if os.path.exists(path) else value)
+            else:
+                shaped.append((name, value))
+        if shaped:
+            inputs.update(shaped_inputs(nac, shaped, seed))
+        if not given:
+            inputs = signature_inputs(nac, seed=seed) or {}
+        known = {n for _, n in slots if n}
+        unknown = [k for k in inputs if k not in known]
+        if unknown:
+            raise RequestError(f"launch: unknown input name(s) {', '.join(map(repr, unknown))}; the file names: "
+                               + (", ".join(repr(k) for k in sorted(known)) or "none"))
+        feeds = [inputs.get(name) for _, name in slots]
+        stored = {i.index for i in nac.instructions if i.a == OP_INPUT and i.b == 3}
+        missing = [(t, n) for (t, n), v in zip(slots, feeds) if v is None and t not in stored]
+        if missing:
+            what = "; ".join(f"instruction {t} ({n!r})" if n else f"instruction {t}" for t, n in missing)
+            hint = missing_inputs_hint([type("S", (), {"name": n})() for _, n in missing]) if not given else ""
+            raise RequestError(f"{program}: {len(missing)} input value(s) missing: {what}{hint}")
+        return feeds, slots
+
+    def _start_service(self) -> None:
+        from ..runtime.errors import NacRuntimeError
+        try:
+            self.service.launch(self._feeds)
+        except NacRuntimeError as e:
+            raise RequestError(f"{self.program}: {e}") from None
+
+    def _report_mmap(self) -> None:
+        from ..format.mmap_lint import check_schedule
+        report = check_schedule(self.nac)
+        if not report.has_schedule:
+            self.output(f"{self.program}: no MMAP schedule (nothing to check)")
+            return
+        for f in report.violations[:200]:
+            self.output(f"{self.program}: tick {f.tick}: {f.kind}: {f.message}", "important")
+        self.output(f"{self.program}: MMAP schedule: {len(report.violations)} violation(s), "
+                    f"{len(report.hazards)} same-tick hazard(s)")
+
+    def _req_configurationDone(self, args, request):
+        self._respond(request)
+        self._begin()
+        return _ANSWERED
+
+    def _begin(self) -> None:
+        if self._launch.get("noDebug"):
+            self._run("runTo", tick=len(self.nac.instructions) - 1, breakpoints=False)
+        elif self._launch.get("stopOnEntry"):
+            self._stopped("entry")
+        else:
+            self._run("continue")
+
+    def _req_restart(self, args, request):
+        new = args.get("arguments")
+        if isinstance(new, dict) and new.get("program"):
+            self._wait_idle()
+            self._open(new)
+        elif self.service is None:
+            raise RequestError("restart: nothing was launched")
+        else:
+            self._wait_idle()
+            self._terminated = False
+            if self.service.debugger is None:
+                self._start_service()
+            self.service.act("restart")
+        self._respond(request)
+        self._begin()
+        return _ANSWERED
+
+    def _req_terminate(self, args, request):
+        if self.service is not None:
+            self.service.pause()
+            self._wait_idle()
+            self.service.terminate()
+        self._respond(request)
+        self._end(None)
+        return _ANSWERED
+
+    def _req_disconnect(self, args, request):
+        if self.service is not None:
+            self.service.pause()
+        self._wait_idle()
+        self.close_run()
+        self._respond(request)
+        self.closed.set()
+        return _ANSWERED
+
+    def close_run(self) -> None:
+        if self.service is not None:
+            self.service.close()
+            self.service = None
+        if self.nac is not None:
+            self.nac.close()
+            self.nac = None
+
+    def shutdown(self) -> None:
+        """The peer has gone: stop the running action, free the run."""
+        if self.service is not None:
+            self.service.pause()
+        self._worker.shutdown(wait=True)
+        self.close_run()
+
+    def _req_pause(self, args, request):
+        self._need_run()
+        self._respond(request)
+        if self._running.is_set():
+            self.service.pause()         # the action ends as "cancelled": the stop says "pause"
+        else:
+            self._stopped("pause")
+        return _ANSWERED
+
+    # -- running ----------------------------------------------------------------------------------
+    def _wait_idle(self) -> None:
+        self._worker.submit(lambda: None).result()
+
+    def _run(self, action: str, *, tick: Optional[int] = None, breakpoints: bool = True,
+             reason: Optional[str] = None) -> None:
+        """Start ``action`` on the worker; it sends the stop (or the end) when done."""
+        self._need_run()
+        self._handles.clear()
+        self._running.set()
+        self._worker.submit(self._act, action, tick, breakpoints, reason)
+
+    def _act(self, action: str, tick: Optional[int], breakpoints: bool, reason: Optional[str]) -> None:
+        try:
+            while True:
+                state = self.service.act(action, tick=tick, breakpoints=breakpoints)
+                if not self._skip_by_hit_condition(state):
+                    break
+                action = "continue" if action != "reverseContinue" else action
+            self._running.clear()
+            self._after(state, reason)
+        except Exception as e:     # noqa: BLE001 - reported, never fatal
+            self._running.clear()
+            self.output(f"{action}: {type(e).__name__}: {e}", "stderr")
+            self._stopped("exception", f"{action} failed: {e}")
+        finally:
+            self._running.clear()
+
+    def _skip_by_hit_condition(self, state: dict) -> bool:
+        """Whether this breakpoint stop is one every hit breakpoint's hit condition rejects."""
+        r = state.get("reason") or {}
+        if r.get("kind") != "breakpoint" or state.get("finished") and not r.get("breakpoints"):
+            return False
+        ids = r.get("breakpoints") or []
+        hits = {b["id"]: b["hits"] for b in state.get("breakpoints", [])}
+        for bid in ids:
+            cond = self._hit_conditions.get(bid)
+            if cond is None or _hit_ok(cond, hits.get(bid, 0)):
+                return False
+        return bool(ids)
+
+    def _after(self, state: dict, reason: Optional[str]) -> None:
+        error = state.get("error")
+        if error:
+            message = f"tick {error.get('tick')}: {error.get('message')}"
+            if self._break_on_error:
+                self._exception = {"exceptionId": error.get("type") or "KernelError", "description": message,
+                                   "breakMode": "always"}
+                self._stopped("exception", message)
+            else:
+                self.output(f"{self.program}: {message}", "stderr")
+                self._end(1)
+            return
+        r = state.get("reason") or {}
+        kind = r.get("kind")
+        if kind == "end" or (state.get("finished") and kind not in ("breakpoint",)):
+            self._finish()
+            return
+        if kind == "cancelled":
+            self._stopped("pause")
+        elif kind == "breakpoint":
+            ids = r.get("breakpoints") or []
+            filters = {b["id"]: b for b in self._bps["exception"]}
+            exc = [filters[i] for i in ids if i in filters]
+            if exc:
+                t = state["tick"]
+                op = self.nac.instruction_name(self.nac.instructions[t])
+                what = "NaN" if exc[0]["filter"] == "nan" else "Inf"
+                message = f"{what} at tick {t} in {op}"
+                self._exception = {"exceptionId": what, "description": message, "breakMode": "always",
+                                   "details": {"message": message, "typeName": what,
+                                               "evaluateName": f"t{t}"}}
+                self._stopped("exception", message)
+            else:
+                self._stopped("breakpoint", hit=[i for i in ids if i not in filters])
+        else:
+            self._stopped(reason or "step")
+
+    def _stopped(self, reason: str, text: Optional[str] = None, hit: Optional[list] = None) -> None:
+        self._handles.clear()
+        body = {"reason": reason, "threadId": THREAD_ID, "allThreadsStopped": True}
+        if text:
+            body["text"] = text
+            body["description"] = text
+        if hit:
+            body["hitBreakpointIds"] = hit
+        self.event("stopped", body)
+
+    def _finish(self) -> None:
+        outs = self.service.outputs() if self.service is not None and self.service.debugger is not None else []
+        for i, arr in enumerate(outs):
+            self.output(f"output {i}: {V.summary(arr)}")
+        self._end(0)
+
+    def _end(self, code: Optional[int]) -> None:
+        if self._terminated:
+            return
+        self._terminated = True
+        if code is not None:
+            self.event("exited", {"exitCode": code})
+        self.event("terminated")
+
+    def _step_request(self, request: dict, action: str, *, tick: Optional[int] = None, reason: str = "step",
+                      breakpoints: bool = True) -> object:
+        self._need_run()
+        self._respond(request)
+        self._exception = None
+        self._run(action, tick=tick, breakpoints=breakpoints, reason=reason)
+        return _ANSWERED
+
+    def _req_continue(self, args, request):
+        self._need_run()
+        self._respond(request, {"allThreadsContinued": True})
+        self._exception = None
+        self._run("continue")
+        return _ANSWERED
+
+    def _req_next(self, args, request):
+        return self._step_request(request, "next")
+
+    def _req_stepBack(self, args, request):
+        return self._step_request(request, "stepBack")
+
+    def _req_reverseContinue(self, args, request):
+        return self._step_request(request, "reverseContinue")
+
+    def _req_stepIn(self, args, request):
+        d = self._need_run()
+        return self._step_request(request, "runTo", tick=self._step_target(d, deeper=True))
+
+    def _req_stepOut(self, args, request):
+        d = self._need_run()
+        return self._step_request(request, "runTo", tick=self._step_target(d, deeper=False))
+
+    def _step_target(self, d, *, deeper: bool) -> int:
+        """stepIn: the first later tick one module deeper than the current one; stepOut: the first
+        later tick outside the current module. The end of the program when there is none."""
+        from ..isa.optable import OP_INPUT
+        n = len(self.nac.instructions)
+        cur = max(d.tick, 0) if d.tick >= 0 else d.next_tick
+        here = self._module(cur)
+        depth = len(here.split(".")) if here else 0
+        for t in range(max(d.tick + 1, 0), n):
+            ins = self.nac.instructions[t]
+            if ins.a == OP_INPUT:          # parameter loads and inputs are not where a module's code runs
+                continue
+            m = self._module(t)
+            if deeper and (len(m.split(".")) if m else 0) > depth and t > d.tick:
+                return t
+            if not deeper and here and m != here and not m.startswith(here + "."):
+                return t
+        return n - 1
+
+    def _module(self, tick: int) -> str:
+        e = self._smap.entry(tick) if self._smap is not None else None
+        return e.module_path if e is not None else ""
+
+    def _req_gotoTargets(self, args, request):
+        self._need_run()
+        source = args.get("source") or {}
+        line = args.get("line")
+        if type(line) is not int:
+            raise RequestError("gotoTargets: 'line' must be an integer")
+        ticks = self._ticks_for(source, line)
+        return {"targets": [{"id": t, "label": f"tick {t}: {self.nac.instruction_name(self.nac.instructions[t])}",
+                             "line": line, "instructionPointerReference": str(t)} for t in ticks[:1000]]}
+
+    def _req_goto(self, args, request):
+        self._need_run()
+        t = args.get("targetId")
+        if type(t) is not int or not 0 <= t < len(self.nac.instructions):
+            raise RequestError(f"goto: no target {t!r}")
+        return self._step_request(request, "runTo", tick=t, reason="goto", breakpoints=False)
+
+    # -- breakpoints ------------------------------------------------------------------------------
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id - 1
+
+    def _req_setBreakpoints(self, args, request):
+        source = args.get("source")
+        if not isinstance(source, dict):
+            raise RequestError("setBreakpoints: 'source' is required")
+        wanted = args.get("breakpoints")
+        if wanted is None:
+            wanted = [{"line": ln} for ln in args.get("lines") or []]
+        if not isinstance(wanted, list) or not all(isinstance(b, dict) and type(b.get("line")) is int for b in wanted):
+            raise RequestError("setBreakpoints: 'breakpoints' must be a list of {line, condition?, hitCondition?}")
+        key = str(source.get("path") or f"ref:{source.get('sourceReference')}")
+        entries = []
+        for b in wanted:
+            entries.append({"id": self._new_id(), "source": source, "line": b["line"],
+                            "condition": b.get("condition") or "", "hitCondition": b.get("hitCondition") or ""})
+        self._source_bps[key] = entries
+        self._bps["source"] = [e for es in self._source_bps.values() for e in es]
+        results = self._install()
+        return {"breakpoints": [results[e["id"]] for e in entries]}
+
+    def _req_setInstructionBreakpoints(self, args, request):
+        wanted = args.get("breakpoints")
+        if not isinstance(wanted, list) or not all(isinstance(b, dict) for b in wanted):
+            raise RequestError("setInstructionBreakpoints: 'breakpoints' must be a list")
+        entries = []
+        for b in wanted:
+            ref, off = b.get("instructionReference"), b.get("offset", 0)
+            try:
+                tick = int(str(ref)) + int(off or 0)
+            except ValueError:
+                tick = None
+            entries.append({"id": self._new_id(), "tick": tick, "ref": ref, "condition": b.get("condition") or "",
+                            "hitCondition": b.get("hitCondition") or ""})
+        self._bps["instruction"] = entries
+        results = self._install()
+        return {"breakpoints": [results[e["id"]] for e in entries]}
+
+    def _req_setFunctionBreakpoints(self, args, request):
+        wanted = args.get("breakpoints")
+        if not isinstance(wanted, list) or not all(isinstance(b, dict) and isinstance(b.get("name"), str)
+                                                   for b in wanted):
+            raise RequestError("setFunctionBreakpoints: 'breakpoints' must be a list of {name}")
+        entries = [{"id": self._new_id(), "name": b["name"], "condition": b.get("condition") or "",
+                    "hitCondition": b.get("hitCondition") or ""} for b in wanted]
+        self._bps["function"] = entries
+        results = self._install()
+        return {"breakpoints": [results[e["id"]] for e in entries]}
+
+    def _req_setExceptionBreakpoints(self, args, request):
+        filters = args.get("filters") or []
+        options = args.get("filterOptions") or []
+        if not isinstance(filters, list) or not isinstance(options, list):
+            raise RequestError("setExceptionBreakpoints: 'filters' must be a list")
+        names = [str(f) for f in filters] + [str(o.get("filterId")) for o in options if isinstance(o, dict)]
+        known = {f["filter"] for f in EXCEPTION_FILTERS}
+        bad = [n for n in names if n not in known]
+        if bad:
+            raise RequestError(f"setExceptionBreakpoints: unknown filter(s) {', '.join(bad)}; known: nan, inf, error")
+        self._break_on_error = "error" in names
+        self._bps["exception"] = [{"id": self._new_id(), "filter": n} for n in dict.fromkeys(names) if n != "error"]
+        results = self._install()
+        return {"breakpoints": [results[e["id"]] for e in self._bps["exception"]]
+                + ([{"verified": True}] if "error" in names else [])}
+
+    def _install(self, announce: bool = False) -> dict[int, dict]:
+        """Every breakpoint to the service as one list (it replaces them all); the DAP answer per id."""
+        specs, answers = [], {}
+        self._hit_conditions.clear()
+        for e in self._bps["source"]:
+            answer = {"id": e["id"], "line": e["line"], "source": e["source"]}
+            if self.nac is None:
+                answer.update(verified=False, message="the program is not launched yet")
+            else:
+                ticks = self._ticks_for(e["source"], e["line"])
+                if not ticks:
+                    answer.update(verified=False, message=f"no instruction of this model comes from line {e['line']}")
+                else:
+                    specs.append({"id": e["id"], "kind": "ticks", "ticks": ticks, "value": f"line {e['line']}",
+                                  "condition": e["condition"]})
+            answers[e["id"]] = answer
+        for e in self._bps["instruction"]:
+            answers[e["id"]] = {"id": e["id"], "instructionReference": str(e["ref"])}
+            if e["tick"] is None:
+                answers[e["id"]].update(verified=False, message=f"{e['ref']!r} is not a tick")
+            else:
+                specs.append({"id": e["id"], "kind": "tick", "value": str(e["tick"]), "condition": e["condition"]})
+        for e in self._bps["function"]:
+            answers[e["id"]] = {"id": e["id"]}
+            name = e["name"].strip()
+            if name.startswith("param:"):
+                specs.append({"id": e["id"], "kind": "param", "value": name[6:].strip(), "condition": e["condition"]})
+            else:
+                if self.nac is not None and not any(ch in name for ch in "*?[") and \
+                        not any(self.nac.instruction_name(i) == name for i in self.nac.instructions):
+                    name += ".*"           # "aten.linear" means every overload of it
+                specs.append({"id": e["id"], "kind": "op", "value": name, "condition": e["condition"]})
+        for e in self._bps["exception"]:
+            answers[e["id"]] = {"id": e["id"]}
+            specs.append({"id": e["id"], "kind": e["filter"], "value": ""})
+        for group in ("source", "instruction", "function"):
+            for e in self._bps[group]:
+                if e["hitCondition"]:
+                    m = _HIT.match(str(e["hitCondition"]))
+                    if m is None:
+                        answers[e["id"]].update(verified=False, message=f"hit condition {e['hitCondition']!r}: "
+                                                "give N, >=N, >N, ==N or %N")
+                        specs = [s for s in specs if s["id"] != e["id"]]
+                    else:
+                        self._hit_conditions[e["id"]] = (m.group(1) or ">=", int(m.group(2)))
+        if self.service is not None:
+            for r in self.service.set_breakpoints(specs):
+                a = answers[r["id"]]
+                a["verified"] = bool(r["verified"])
+                if r["message"]:
+                    a["message"] = r["message"]
+        for a in answers.values():
+            a.setdefault("verified", self.service is not None)
+        if announce:
+            for a in answers.values():
+                self.event("breakpoint", {"reason": "changed", "breakpoint": a})
+        return answers
+
+    def _ticks_for(self, source: dict, line: int) -> list[int]:
+        """The ticks a source line made: the ticks whose op is on it; else, for a line that calls a
+        module or function, the first tick of each run of ticks inside that call."""
+        if not isinstance(source, dict):
+            return []
+        n = len(self.nac.instructions)
+        if source.get("sourceReference") == DISASSEMBLY_REF and not source.get("path"):
+            return [line - 1] if 0 < line <= n else []
+        recorded = self._recorded_file(source)
+        if recorded is None or self._smap is None:
+            return []
+        direct = [e.tick for e in self._smap.entries if e.file == recorded and e.line == line]
+        if direct:
+            return direct
+        out, last = [], -2
+        for e in self._smap.entries:
+            if any(f[1] == recorded and f[2] == line for f in e.stack):
+                if e.tick != last + 1:
+                    out.append(e.tick)
+                last = e.tick
+        return out
+
+    def _recorded_file(self, source: dict) -> Optional[str]:
+        """The source map's name for the file an editor gives (by path, or our sourceReference)."""
+        ref = source.get("sourceReference")
+        if isinstance(ref, int) and ref in self._source_refs and not source.get("path"):
+            return self._source_refs[ref]
+        path = source.get("path")
+        if not isinstance(path, str) or self._smap is None:
+            return None
+        real = os.path.realpath(path)
+        norm = path.replace("\\", "/")
+        for f in self._files():
+            local = self._locate(f)
+            if local is not None and os.path.realpath(local) == real:
+                return f
+        for f in self._files():
+            if norm == f or norm.endswith("/" + f):
+                return f
+        return None
+
+    def _files(self) -> list[str]:
+        seen = dict.fromkeys(e.file for e in self._smap.entries if e.file)
+        for e in self._smap.entries:
+            for f in e.stack:
+                seen.setdefault(f[1])
+        return list(seen)
+
+    def _locate(self, recorded: str) -> Optional[str]:
+        if recorded not in self._located:
+            from ..format.source_map import locate_source
+            self._located[recorded] = locate_source(recorded, near=self.program)
+        return self._located[recorded]
+
+    # -- where the run stands ---------------------------------------------------------------------
+    def _req_threads(self, args, request):
+        return {"threads": [{"id": THREAD_ID, "name": "model"}]}
+
+    def _req_stackTrace(self, args, request):
+        d = self._need_run()
+        t = d.tick if d.tick >= 0 else d.next_tick
+        t = min(t, len(self.nac.instructions) - 1)
+        self._frames = self._frames_at(t)
+        start, levels = int(args.get("startFrame") or 0), int(args.get("levels") or 0)
+        frames = self._frames[start:start + levels] if levels > 0 else self._frames[start:]
+        return {"stackFrames": frames, "totalFrames": len(self._frames)}
+
+    def _frames_at(self, t: int) -> list[dict]:
+        op = self.nac.instruction_name(self.nac.instructions[t])
+        e = self._smap.entry(t) if self._smap is not None else None
+        where = f"{e.module_path} ({op})" if e is not None and e.module_path else op
+        out = []
+        if e is not None and e.file and e.line:
+            out.append((where, e.file, e.line))
+            outer = list(reversed(e.stack))[1:] if e.stack else []
+            out += [(name, file, line) for name, file, line, _ in outer]
+        frames = [{"id": k, "name": name, "source": self._source(file), "line": line, "column": 1,
+                   "instructionPointerReference": str(t)} for k, (name, file, line) in enumerate(out)]
+        if not frames:
+            frames.append({"id": 0, "name": f"tick {t}: {where}", "source": self._disassembly_source(),
+                           "line": t + 1, "column": 1, "instructionPointerReference": str(t)})
+        return frames
+
+    def _disassembly_source(self) -> dict:
+        return {"name": os.path.basename(self.program) + " (disassembly)", "sourceReference": DISASSEMBLY_REF,
+                "presentationHint": "deemphasize", "origin": "one line per tick"}
+
+    def _source(self, recorded: str) -> dict:
+        local = self._locate(recorded)
+        if local is not None:
+            return {"name": os.path.basename(recorded), "path": os.path.abspath(local)}
+        ref = next((r for r, f in self._source_refs.items() if f == recorded), None)
+        if ref is None:
+            ref = DISASSEMBLY_REF + 1 + len(self._source_refs)
+            self._source_refs[ref] = recorded
+        return {"name": os.path.basename(recorded), "sourceReference": ref,
+                "origin": "lines recorded at compile time (the file is not on this machine)"}
+
+    def _req_source(self, args, request):
+        self._need_nac()
+        ref = args.get("sourceReference") or (args.get("source") or {}).get("sourceReference")
+        if ref == DISASSEMBLY_REF:
+            return {"content": "\n".join(self._disassembly()) + "\n", "mimeType": "text/x-nac-asm"}
+        if ref in self._source_refs:
+            recorded = self._source_refs[ref]
+            lines: dict[int, str] = {}
+            for e in self._smap.entries:
+                if e.file == recorded and e.line and e.code is not None:
+                    lines[e.line] = e.code
+                for _, f, ln, code in e.stack:
+                    if f == recorded:
+                        lines.setdefault(ln, code)
+            n = max(lines, default=0)
+            return {"content": "\n".join(lines.get(i, "") for i in range(1, n + 1)) + "\n", "mimeType": "text/x-python"}
+        path = (args.get("source") or {}).get("path")
+        if isinstance(path, str) and path.endswith(".py") and self._recorded_file({"path": path}) is not None:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                return {"content": fh.read(), "mimeType": "text/x-python"}
+        raise RequestError(f"source: no source {ref!r}")
+
+    def _need_nac(self):
+        if self.nac is None:
+            raise RequestError("no model is loaded: launch first")
+        return self.nac
+
+    def _disassembly(self) -> list[str]:
+        if self._lines is None:
+            from ..text.disasm import Tables
+            from ..text.textops import format_instruction
+            t = Tables(self.nac)
+            names = {n.index: n.name for n in self.nac.input_names}
+            self._lines = [format_instruction(ins, t, names) for ins in self.nac.instructions]
+        return self._lines
+
+    def _req_disassemble(self, args, request):
+        self._need_nac()
+        try:
+            base = int(str(args.get("memoryReference")))
+        except ValueError:
+            raise RequestError(f"disassemble: memoryReference {args.get('memoryReference')!r} is not a tick") from None
+        first = base + int(args.get("offset") or 0) + int(args.get("instructionOffset") or 0)
+        count = int(args.get("instructionCount") or 0)
+        if not 0 <= count <= 100_000:
+            raise RequestError("disassemble: instructionCount must be 0..100000")
+        lines, n = self._disassembly(), len(self.nac.instructions)
+        out = []
+        for t in range(first, first + count):
+            if not 0 <= t < n:
+                out.append({"address": str(t), "instruction": "", "presentationHint": "invalid"})
+                continue
+            item = {"address": str(t), "instruction": lines[t]}
+            e = self._smap.entry(t) if self._smap is not None else None
+            if e is not None:
+                if e.module_path:
+                    item["symbol"] = e.module_path
+                if e.file and e.line:
+                    item["location"] = self._source(e.file)
+                    item["line"] = e.line
+            out.append(item)
+        return {"instructions": out}
+
+    def _req_exceptionInfo(self, args, request):
+        if self._exception is None:
+            raise RequestError("exceptionInfo: the run is not stopped at an exception")
+        return dict(self._exception)
+
+    # -- variables --------------------------------------------------------------------------------
+    def _handle(self, fetch: Callable[[Optional[str], int, int], list]) -> int:
+        ref = len(self._handles) + 1
+        self._handles[ref] = fetch
+        return ref
+
+    def _req_scopes(self, args, request):
+        d = self._need_run()
+        t = d.tick
+        scopes = []
+        if t >= 0:
+            ins = self.nac.instructions[t]
+            scopes.append(self._scope("This tick", len(ins.producers()) + 1, lambda f, s, c: self._this_tick(t),
+                                      hint="locals"))
+            scopes.append(self._scope("Live values", None, lambda f, s, c: self._live()))
+        scopes.append(self._scope("Inputs", len(self._slots), lambda f, s, c: self._inputs(), hint="arguments"))
+        params = sorted(self.nac.params.values(), key=lambda p: p.id)
+        ref = self._handle(lambda f, s, c: self._params(params, f, s, c))
+        scopes.append({"name": "Parameters", "variablesReference": ref, "indexedVariables": len(params),
+                       "expensive": True})
+        return {"scopes": scopes}
+
+    def _scope(self, name: str, count: Optional[int], fetch, hint: Optional[str] = None) -> dict:
+        s = {"name": name, "variablesReference": self._handle(fetch), "expensive": False}
+        if count is not None:
+            s["namedVariables"] = count
+        if hint:
+            s["presentationHint"] = hint
+        return s
+
+    def _tick_var(self, name: str, tick: int, note: str = "") -> dict:
+        d = self.service.debugger
+        v = d.value(tick)
+        var = self._var(name, v, f"t{tick}", f"t{tick}")
+        if note:
+            var["value"] += f"  ({note})"
+        return var
+
+    def _var(self, name: str, v: Any, evaluate_name: Optional[str], memref: Optional[str]) -> dict:
+        var = {"name": name, "value": V.summary(v), "variablesReference": 0}
+        if evaluate_name:
+            var["evaluateName"] = evaluate_name
+        if V.is_tensor(v):
+            var["type"] = f"{V.dtype_of(v)}[{', '.join(str(int(x)) for x in v.shape)}]"
+            var["variablesReference"] = self._handle(lambda f, s, c: self._tensor_children(v, evaluate_name, f, s, c))
+            var["namedVariables"] = 3
+            var["indexedVariables"] = V.rows(v)
+            if memref:
+                var["memoryReference"] = memref
+        elif isinstance(v, (tuple, list)) and v:
+            var["variablesReference"] = self._handle(
+                lambda f, s, c: [self._var(f"[{i}]", x, None, None) for i, x in enumerate(v)])
+            var["indexedVariables"] = len(v)
+        return var
+
+    def _tensor_children(self, v, evaluate_name, filter_: Optional[str], start: int, count: int) -> list:
+        out = []
+        if filter_ != "indexed":
+            out += [{"name": "shape", "value": str(list(int(x) for x in v.shape)), "variablesReference": 0},
+                    {"name": "dtype", "value": V.dtype_of(v), "variablesReference": 0},
+                    {"name": "stats", "value": V.stats_text(v), "variablesReference": 0}]
+        if filter_ != "named":
+            n = V.rows(v)
+            stop = min(n, start + (count if count > 0 else V.UNPAGED_LIMIT))
+            for i in range(max(start, 0), stop):
+                x = V.row(v, i)
+                if V.is_tensor(x):
+                    out.append(self._var(f"[{i}]", x, None, None))
+                else:
+                    out.append({"name": f"[{i}]", "value": V.element_text(x), "variablesReference": 0})
+        return out
+
+    def _this_tick(self, t: int) -> list:
+        ins = self.nac.instructions[t]
+        out = [self._tick_var(f"v{p}", p, "argument") for p in ins.producers()]
+        out.append(self._tick_var(f"v{t}", t, "result"))
+        return out
+
+    def _live(self) -> list:
+        out = []
+        for entry in self.service.state().get("values", [])[1:]:
+            t = entry["tick"]
+            where = entry["where"] or "held"
+            if entry["available"]:
+                out.append(self._tick_var(f"v{t}", t, where))
+            else:
+                shape = "" if entry["shape"] is None else f"{entry['dtype']}{entry['shape']}"
+                out.append({"name": f"v{t}", "value": f"{shape} ({where}; recomputed when expanded)".strip(),
+                            "evaluateName": f"t{t}", "variablesReference":
+                            self._handle(lambda f, s, c, t=t: [self._tick_var(f"v{t}", t)])})
+        return out
+
+    def _inputs(self) -> list:
+        d = self.service.debugger
+        out = []
+        for (tick, name), feed in zip(self._slots, self._feeds):
+            label = name or f"input@{tick}"
+            if d.tick >= tick:
+                out.append(self._tick_var(label, tick))
+            elif feed is not None:
+                out.append(self._var(label, feed, f"t{tick}", None))
+            else:
+                out.append({"name": label, "value": "the file's stored constant", "variablesReference": 0})
+        return out
+
+    def _params(self, params: list, filter_: Optional[str], start: int, count: int) -> list:
+        stop = min(len(params), start + (count if count > 0 else V.UNPAGED_LIMIT))
+        out = []
+        for p in params[max(start, 0):stop]:
+            meta = f"{p.dtype}{list(p.shape)}" if p.meta is not None else "parameter"
+            out.append({"name": p.name, "value": f"{meta} (expand to load)", "evaluateName": p.name,
+                        "variablesReference": self._handle(lambda f, s, c, p=p: self._param_children(p, f, s, c)),
+                        "memoryReference": f"param:{p.name}"})
+        return out
+
+    def _param_children(self, p, filter_, start, count) -> list:
+        v = self.service.debugger.param_value(p.name)
+        return [self._var(p.name, v, p.name, f"param:{p.name}")] if filter_ != "indexed" else []
+
+    def _req_variables(self, args, request):
+        self._need_run()
+        ref = args.get("variablesReference")
+        fetch = self._handles.get(ref) if type(ref) is int else None
+        if fetch is None:
+            raise RequestError(f"variables: no variables {ref!r} at this stop")
+        start, count = args.get("start") or 0, args.get("count") or 0
+        if type(start) is not int or type(count) is not int or start < 0 or count < 0:
+            raise RequestError("variables: 'start' and 'count' must be non-negative integers")
+        filter_ = args.get("filter")
+        return {"variables": fetch(filter_ if filter_ in ("named", "indexed") else None, start, count)}
+
+    def _req_setVariable(self, args, request):
+        d = self._need_run()
+        name, value = args.get("name"), args.get("value")
+        labels = [(n or f"input@{t}") for t, n in self._slots]
+        if name not in labels:
+            raise RequestError(f"setVariable: only an input can be set (the inputs: {', '.join(labels) or 'none'})")
+        if d.tick >= 0:
+            raise RequestError("setVariable: inputs can be set before the first tick only (restart first)")
+        k = labels.index(name)
+        self._feeds[k] = self._input_value(name, str(value), self._feeds[k])
+        self._wait_idle()
+        self._start_service()
+        self._install()
+        v = self._feeds[k]
+        return {"value": V.summary(v), "type": f"{V.dtype_of(v)}{list(v.shape)}"}
+
+    def _input_value(self, name: str, text: str, old):
+        import numpy as np
+        from ..cli_inputs import load_npy, shaped_inputs
+        text = text.strip()
+        if text.endswith(".npy"):
+            return load_npy(text)
+        try:
+            number = float(text)
+        except ValueError:
+            return shaped_inputs(self.nac, [(name, text)], int(self._launch.get("seed", 0) or 0))[name]
+        if old is None:
+            raise RequestError(f"setVariable: {name!r} has no shape yet; give SHAPE:DTYPE or an .npy file")
+        return np.full(np.shape(old), number, dtype=np.asarray(old).dtype)
+
+    def _req_evaluate(self, args, request):
+        d = self._need_run()
+        text = args.get("expression")
+        if not isinstance(text, str) or not text.strip():
+            raise RequestError("evaluate: 'expression' is required")
+        from ..runtime.expr import ExprError
+        expr = _V_TOKEN.sub(r"t\1", text.strip())
+        try:
+            value = d.evaluate(expr)
+        except ExprError as e:
+            raise RequestError(str(e)) from None
+        m = re.fullmatch(r"t(\d+)", expr)
+        memref = f"t{m.group(1)}" if m else (f"param:{expr}" if self.nac.param_by_name(expr) is not None else None)
+        var = self._var(text, value, expr, memref)
+        out = {"result": var["value"], "variablesReference": var["variablesReference"]}
+        for k in ("type", "namedVariables", "indexedVariables", "memoryReference"):
+            if k in var:
+                out[k] = var[k]
+        return out
+
+    def _req_readMemory(self, args, request):
+        d = self._need_run()
+        ref = args.get("memoryReference")
+        if not isinstance(ref, str):
+            raise RequestError("readMemory: 'memoryReference' is required")
+        if ref.startswith("param:"):
+            v = d.param_value(ref[6:])
+        elif re.fullmatch(r"t\d+", ref):
+            v = d.value(int(ref[1:]))
+        else:
+            raise RequestError(f"readMemory: unknown memory reference {ref!r}")
+        if not V.is_tensor(v):
+            raise RequestError(f"readMemory: {ref} is not a tensor")
+        data = V.raw_bytes(v)
+        offset, count = int(args.get("offset") or 0), int(args.get("count") or 0)
+        if offset < 0 or count < 0:
+            raise RequestError("readMemory: 'offset' and 'count' must be non-negative")
+        chunk = data[offset:offset + count]
+        return {"address": str(offset), "data": base64.b64encode(chunk).decode("ascii"),
+                "unreadableBytes": count - len(chunk)}
+
+
+_ANSWERED = object()
+
+
+def _hit_ok(cond: tuple, hits: int) -> bool:
+    op, n = cond
+    if op == "%":
+        return n > 0 and hits % n == 0
+    if op in ("==", "="):
+        return hits == n
+    if op == ">":
+        return hits > n
+    return hits >= n
