@@ -460,15 +460,17 @@ class Adapter:
         later tick outside the current module. The end of the program when there is none."""
         from ..isa.optable import OP_INPUT
         n = len(self.nac.instructions)
-        cur = max(d.tick, 0) if d.tick >= 0 else d.next_tick
-        here = self._module(cur)
+        # a parameter load or an input carries its module's name but runs none of its code:
+        # from there (or before tick 0) the model's own level is where a step starts
+        at_code = d.tick >= 0 and self.nac.instructions[d.tick].a != OP_INPUT
+        here = self._module(d.tick) if at_code else ""
         depth = len(here.split(".")) if here else 0
         for t in range(max(d.tick + 1, 0), n):
             ins = self.nac.instructions[t]
             if ins.a == OP_INPUT:          # parameter loads and inputs are not where a module's code runs
                 continue
             m = self._module(t)
-            if deeper and (len(m.split(".")) if m else 0) > depth and t > d.tick:
+            if deeper and (len(m.split(".")) if m else 0) > depth:
                 return t
             if not deeper and here and m != here and not m.startswith(here + "."):
                 return t
@@ -927,7 +929,9 @@ class Adapter:
         if d.tick >= 0:
             raise RequestError("setVariable: inputs can be set before the first tick only (restart first)")
         k = labels.index(name)
-        self._feeds[k] = self._input_value(name, str(value), self._feeds[k])
+        feeds = list(self._feeds)          # a new list: the service keeps the old one to compare
+        feeds[k] = self._input_value(name, str(value), feeds[k])
+        self._feeds = feeds
         self._wait_idle()
         self._start_service()
         self._install()

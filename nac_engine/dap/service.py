@@ -111,7 +111,7 @@ class DebugService:
         session = Session(self.nac, feeds=feeds)
         if kept is not None:
             session.share_loaded(kept[1])     # the weights and prepared calls come along
-        self._feeds = feeds
+        self._feeds = list(feeds)
         return session
 
     def terminate(self) -> None:

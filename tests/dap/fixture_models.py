@@ -1,0 +1,54 @@
+"""Models the DAP tests compile (a factory module each, as `nac compile model.py` takes)."""
+
+NESTED = '''import torch
+
+
+class Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 4)
+
+    def forward(self, h):
+        return torch.softmax(self.proj(h), -1)  # @softmax
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(6, 8)
+        self.head = Head()
+
+    def forward(self, x):
+        h = torch.relu(self.body(x))  # @body
+        y = self.head(h)  # @head-call
+        return torch.log(y - 0.3)  # @log: softmax values under 0.3 make NaN here
+
+
+def make_model():
+    torch.manual_seed(0)
+    return Net(), (torch.randn(2, 6),)
+'''
+
+# ~400 matrix products of 384x384: long enough (a second or more) to pause in the middle
+SLOW = '''import torch
+
+
+class Slow(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(384, 384) / 20)
+
+    def forward(self, x):
+        for _ in range(400):
+            x = torch.tanh(x @ self.w)
+        return x
+
+
+def make_model():
+    torch.manual_seed(0)
+    return Slow(), (torch.randn(384, 384),)
+'''
+
+
+def marker_line(source: str, marker: str) -> int:
+    return next(i for i, line in enumerate(source.splitlines(), 1) if f"# @{marker}" in line)
