@@ -113,4 +113,29 @@ else
     "$VENV/bin/python" -m pip install --disable-pip-version-check -q -e ".[test]"
     echo "$want" > "$stamp"
 fi
+# Node.js runs the DAP acceptance suite (tests/dap: VS Code's DebugClient under mocha) and packages
+# the VS Code extension (@vscode/vsce); Debian's nodejs (18) is enough. The npm packages come from
+# the committed lockfile (npm ci), without install scripts (none of them needs one), once per lockfile.
+node_ok() {
+    command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 &&
+        node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 18 ? 0 : 1)' 2>/dev/null
+}
+if ! node_ok; then
+    if command -v apt-get >/dev/null 2>&1; then apt_install nodejs npm; fi
+    if ! node_ok; then
+        echo "install.sh: Node.js 18 or newer, with npm, runs the DAP tests (tests/dap); install it" \
+             "(https://nodejs.org or your package manager) and run this again" >&2
+        exit 2
+    fi
+fi
+npm_stamp=tests/dap/node_modules/.nac-lock-stamp
+want_npm=$( (cat tests/dap/package-lock.json; node --version) | "$VENV/bin/python" -c \
+           'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())')
+if [ -f "$npm_stamp" ] && [ "$(cat "$npm_stamp")" = "$want_npm" ]; then
+    echo "== tests/dap/node_modules is up to date (package-lock.json unchanged)"
+else
+    echo "== npm ci in tests/dap (mocha, @vscode/debugadapter-testsupport, @vscode/vsce)"
+    (cd tests/dap && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+    echo "$want_npm" > "$npm_stamp"
+fi
 echo "== ready: $VENV/bin/nac-studio, $VENV/bin/nac, $VENV/bin/python -m pytest"

@@ -57,7 +57,7 @@ def test_debug_client_suite(fixtures):
     nac = Path(sys.executable).parent / "nac"
     env = dict(os.environ, NAC_BIN=str(nac if nac.exists() else shutil.which("nac")),
                NAC_DAP_FIXTURES=str(fixtures))
-    r = subprocess.run([node, str(mocha), "--timeout", "180000", "--reporter", "spec", "dap.test.js"],
+    r = subprocess.run([node, str(mocha), "--timeout", "180000", "--reporter", "spec", "extension.test.js", "dap.test.js"],
                        cwd=HERE, env=env, capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stdout[-8000:] + r.stderr[-4000:]
     assert " passing" in r.stdout and " failing" not in r.stdout

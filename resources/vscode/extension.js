@@ -1,0 +1,43 @@
+// NAC model debugger: VS Code runs `nac dap` (NAC Studio's Debug Adapter Protocol server) for
+// every debug session of type "nac". Everything else (breakpoints, stepping, variables) is the
+// adapter's; this file only says how to start it.
+'use strict';
+
+const vscode = require('vscode');
+
+function nacCommand(configuration) {
+	return configuration.nacPath || vscode.workspace.getConfiguration('nac').get('path') || 'nac';
+}
+
+class AdapterFactory {
+	createDebugAdapterDescriptor(session) {
+		return new vscode.DebugAdapterExecutable(nacCommand(session.configuration), ['dap']);
+	}
+}
+
+class ConfigurationProvider {
+	// F5 on an open .nac file without a launch.json: debug that file
+	resolveDebugConfiguration(folder, config) {
+		if (!config.type && !config.request && !config.name) {
+			const editor = vscode.window.activeTextEditor;
+			const file = editor && editor.document.fileName;
+			if (file && file.endsWith('.nac')) {
+				return { type: 'nac', request: 'launch', name: 'Debug the .nac file', program: file, stopOnEntry: true };
+			}
+		}
+		if (!config.program) {
+			return vscode.window.showErrorMessage('NAC: give "program", the .nac file to debug').then(() => undefined);
+		}
+		return config;
+	}
+}
+
+function activate(context) {
+	context.subscriptions.push(
+		vscode.debug.registerDebugAdapterDescriptorFactory('nac', new AdapterFactory()),
+		vscode.debug.registerDebugConfigurationProvider('nac', new ConfigurationProvider()));
+}
+
+function deactivate() {}
+
+module.exports = { activate, deactivate, AdapterFactory, ConfigurationProvider };

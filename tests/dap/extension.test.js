@@ -1,0 +1,62 @@
+// The VS Code extension (resources/vscode/extension.js) under a stand-in for the `vscode` module:
+// it must start `<nac> dap` for a "nac" debug session and turn F5 on an open .nac into a launch.
+'use strict';
+
+const assert = require('assert');
+const Module = require('module');
+const path = require('path');
+
+const registered = {};
+let settingPath = 'nac';
+let activeFile = null;
+const fakeVscode = {
+	DebugAdapterExecutable: class { constructor(command, args) { this.command = command; this.args = args; } },
+	debug: {
+		registerDebugAdapterDescriptorFactory: (type, f) => { registered.factory = [type, f]; return { dispose() {} }; },
+		registerDebugConfigurationProvider: (type, p) => { registered.provider = [type, p]; return { dispose() {} }; },
+	},
+	workspace: { getConfiguration: section => ({ get: key => (section === 'nac' && key === 'path' ? settingPath : undefined) }) },
+	window: {
+		get activeTextEditor() { return activeFile ? { document: { fileName: activeFile } } : undefined; },
+		showErrorMessage: msg => { registered.error = msg; return Promise.resolve(); },
+	},
+};
+
+describe('the VS Code extension', function () {
+	let ext;
+	before(() => {
+		const load = Module._load;
+		Module._load = function (request, ...rest) {
+			return request === 'vscode' ? fakeVscode : load.call(this, request, ...rest);
+		};
+		try {
+			ext = require(path.resolve(__dirname, '../../resources/vscode/extension.js'));
+		} finally {
+			Module._load = load;
+		}
+		ext.activate({ subscriptions: [] });
+	});
+
+	it('starts `nac dap` for a nac session, from the setting or the configuration', () => {
+		const [type, factory] = registered.factory;
+		assert.strictEqual(type, 'nac');
+		settingPath = '/opt/nac-studio/.venv/bin/nac';
+		let d = factory.createDebugAdapterDescriptor({ configuration: { program: 'm.nac' } });
+		assert.deepStrictEqual([d.command, d.args], ['/opt/nac-studio/.venv/bin/nac', ['dap']]);
+		d = factory.createDebugAdapterDescriptor({ configuration: { program: 'm.nac', nacPath: '/x/nac' } });
+		assert.strictEqual(d.command, '/x/nac');
+	});
+
+	it('debugs the open .nac file on F5 without a launch.json, and asks for a program otherwise', async () => {
+		const [, provider] = registered.provider;
+		activeFile = '/models/gpt2.nac';
+		const c = provider.resolveDebugConfiguration(undefined, {});
+		assert.deepStrictEqual([c.type, c.request, c.program], ['nac', 'launch', '/models/gpt2.nac']);
+		activeFile = '/src/model.py';
+		const none = await provider.resolveDebugConfiguration(undefined, { type: 'nac', request: 'launch', name: 'x' });
+		assert.strictEqual(none, undefined);
+		assert.match(registered.error, /program/);
+		const kept = { type: 'nac', request: 'launch', name: 'x', program: 'a.nac' };
+		assert.strictEqual(provider.resolveDebugConfiguration(undefined, kept), kept);
+	});
+});
