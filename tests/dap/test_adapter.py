@@ -1,0 +1,142 @@
+"""`nac dap` through a small Python DAP client (tests/dap/dap_client.py): the base protocol's
+framing from both ends, sequence numbers, cancellation (pause) of a running action, a stream that
+is not DAP, and requests the adapter must refuse without dying. The editors' own client drives
+the same adapter in test_dap_node.py."""
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import pytest
+
+from nac_engine.cli import main
+from nac_engine.dap.adapter import Adapter
+from nac_engine.dap.framing import MAX_CONTENT, ProtocolError, encode_message, read_message
+from tests.dap.dap_client import DapClient
+from tests.dap.fixture_models import NESTED, SLOW, marker_line
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dap_py")
+    (d / "model.py").write_text(NESTED)
+    (d / "slow.py").write_text(SLOW)
+    assert main(["compile", str(d / "model.py"), "-o", str(d / "model.nac")]) == 0
+    assert main(["compile", str(d / "slow.py"), "-o", str(d / "slow.nac")]) == 0
+    return d
+
+
+@pytest.fixture
+def client():
+    c = DapClient()
+    yield c
+    c.close()
+
+
+# -- framing ----------------------------------------------------------------------------------------
+def test_framing_reads_extra_headers_and_refuses_what_is_not_dap():
+    body = b'{"seq":1,"type":"request","command":"threads"}'
+    stream = io.BytesIO(b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    assert read_message(stream)["command"] == "threads"
+    assert read_message(stream) is None                    # a clean end
+    for raw, reason in [(b"Content-Length: 5\r\n\r\n{}", "ended after 2 of 5"),
+                        (b"Content-Length: x\r\n\r\n", "not a number"),
+                        (b"Content-Length: %d\r\n\r\n" % (MAX_CONTENT + 1), "outside"),
+                        (b"Content-Length: 2\r\n\r\n[]", "not a JSON object"),
+                        (b"Content-Length: 3\r\n\r\n{x}", "not UTF-8 JSON"),
+                        (b"X-Other: 1\r\n\r\n{}", "without Content-Length"),
+                        (b"garbage\r\n", "without ':'"),
+                        (b"A: b\r\n" * 40, "more than 16 header lines")]:
+        with pytest.raises(ProtocolError, match=reason):
+            read_message(io.BytesIO(raw))
+
+
+def test_an_editor_json_parser_never_sees_nan():
+    """NaN/Infinity are not JSON: the adapter's messages are written with them refused, and the
+    values it shows are text ('NaN 3' in a summary), so nothing it sends is refused."""
+    with pytest.raises(ValueError):
+        encode_message({"x": float("nan")})
+
+
+def test_sequence_numbers_and_a_run_over_the_stdio_stream(client, models):
+    src = str(models / "model.py")
+    client.start({"program": str(models / "model.nac")}, breakpoints={src: [marker_line(NESTED, "softmax")]})
+    assert client.stopped()["reason"] == "breakpoint"
+    assert client.top()["line"] == marker_line(NESTED, "softmax")
+    client.request("continue")
+    client.stopped()
+    client.request("setBreakpoints", {"source": {"path": src}, "breakpoints": []})
+    client.request("continue")
+    client.wait_event("terminated")
+    assert client.protocol_errors == []                    # stdout carried protocol messages only
+    seqs = [m["seq"] for m in client.received]
+    assert seqs == list(range(1, len(seqs) + 1))           # the adapter's own numbering: 1, 2, 3, ...
+    responses = [m for m in client.received if m["type"] == "response"]
+    assert sorted(r["request_seq"] for r in responses) == list(range(1, client.seq + 1))
+    assert all(r["success"] for r in responses)
+    outputs = [m["body"]["output"] for m in client.received if m.get("event") == "output"]
+    assert any(o.startswith("output 0: f32[2,4]") and "NaN" in o for o in outputs)
+
+
+def test_pause_cancels_a_running_continue_between_two_instructions(client, models):
+    client.start({"program": str(models / "slow.nac")})
+    import time
+    time.sleep(0.5)
+    client.request("pause", {"threadId": 1})
+    stop = client.stopped()
+    assert stop["reason"] == "pause"
+    tick = int(client.top()["instructionPointerReference"])
+    assert 0 < tick < 800
+    client.request("next", {"threadId": 1})
+    client.stopped()
+    assert int(client.top()["instructionPointerReference"]) == tick + 1
+    client.request("stepBack", {"threadId": 1})
+    client.stopped()
+    assert int(client.top()["instructionPointerReference"]) == tick
+
+
+def test_bad_requests_are_error_responses(client, models):
+    r = client.request("initialize", {"adapterID": "nac"})
+    assert r["body"]["supportsStepBack"] and r["body"]["supportsDisassembleRequest"]
+    for command, args, message in [
+            ("launch", {}, "'program'"),
+            ("launch", {"program": str(models / "absent.nac")}, "no such file"),
+            ("launch", {"program": str(models)}, "is a directory"),
+            ("launch", {"program": str(models / "model.nac"), "inputs": ["x"]}, "'inputs' must map"),
+            ("launch", {"program": str(models / "model.nac"), "seed": "one"}, "'seed'"),
+            ("launch", {"program": str(models / "model.py")}, "model.py: "),
+            ("next", {"threadId": 1}, "launch first"),
+            ("evaluate", {"expression": "1"}, "launch first"),
+            ("frobnicate", {}, "unsupported request"),
+            ("launch", [], "'arguments' must be an object")]:
+        seq = client.send(command, args)
+        r = client.response(seq)
+        assert not r["success"] and message in r["message"], (command, r)
+    assert client.proc.poll() is None                      # still serving
+    launched = client.start({"program": str(models / "model.nac"), "stopOnEntry": True})
+    assert launched["success"]
+    assert client.stopped()["reason"] == "entry"
+
+
+def test_a_stream_that_is_not_dap_ends_the_adapter_with_a_reason():
+    p = subprocess.run([sys.executable, "-m", "nac_engine.cli", "dap"], input=b"Content-Length: 7\r\n\r\nnotjson",
+                       capture_output=True, timeout=120)
+    assert p.returncode == 2
+    assert p.stdout == b""                                 # no traceback on the protocol stream
+    assert b"not UTF-8 JSON" in p.stderr and b"Traceback" not in p.stderr
+
+
+def test_adapter_in_process_answers_every_request_once():
+    """The adapter object itself (what `serve` wraps): one response per request, even for requests
+    whose handler raises."""
+    sent = []
+    a = Adapter(sent.append)
+    a.handle({"seq": 1, "type": "request", "command": "threads"})
+    a.handle({"seq": 2, "type": "request", "command": "variables", "arguments": {"variablesReference": "x"}})
+    a.handle({"seq": 3, "type": "request", "command": "__class__"})
+    a.handle({"seq": 4, "type": "event", "event": "ignored"})
+    a.handle({"seq": 5, "type": "request", "command": "disassemble", "arguments": {"memoryReference": "0"}})
+    a.shutdown()
+    assert [(m["request_seq"], m["success"]) for m in sent] == [(1, True), (2, False), (3, False), (5, False)]
+    assert sent[0]["body"]["threads"] == [{"id": 1, "name": "model"}]
