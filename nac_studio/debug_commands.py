@@ -10,7 +10,8 @@ kernel. While a Continue runs, a timer shows tick/total in the status bar; Pause
 between two instructions. A kernel exception stops the session at its tick and joins the
 Problems list; the application carries on.
 
-Keys: F5 Start/Continue, F6 Pause, F10 Step Over, Shift+F10 Step Back, Ctrl+F10 Run to Cursor
+Keys: F5 Start/Continue, F6 Pause, F10 Step Over, F11 Step Into, Shift+F11 Step Out (the source
+map's module hierarchy), Shift+F10 Step Back, Reverse Continue (menu), Ctrl+F10 Run to Cursor
 (the selected row or node), Ctrl+Shift+F5 Restart, Shift+F5 Stop, F9 Toggle Breakpoint on the
 selected instruction, Ctrl+Shift+I Inputs….
 """
@@ -219,6 +220,18 @@ class DebugController(QObject):
         if s is None or not s.active or s.tick is None or s.tick < 0:
             return None
         return self._launch("step_back", from_command=True)
+
+    def step_into(self) -> Optional[Future]:
+        return self._launch("step_in", from_command=True)
+
+    def step_out(self) -> Optional[Future]:
+        return self._launch("step_out", from_command=True)
+
+    def reverse_continue(self) -> Optional[Future]:
+        s = self.session
+        if s is None or not s.active or s.tick is None or s.tick < 0:
+            return None
+        return self._launch("reverse_continue", from_command=True)
 
     def run_to_cursor(self) -> Optional[Future]:
         tick = self.cursor_tick()
@@ -478,6 +491,15 @@ def register_debug_commands(window) -> DebugController:
           menu="Debug", group="b", order=1,
           enabled=lambda: ctl.can_run() and ctl.session.tick is not None and ctl.session.tick >= 0,
           tip="Undo the last instruction: every view shows the previous tick")
+    c.add("debug.stepInto", "Step Into", ctl.step_into, shortcut="F11", icon="debug-step-into", menu="Debug",
+          group="b", order=3, enabled=ctl.can_run,
+          tip="Run to the first instruction one module deeper (the module hierarchy of the source map)")
+    c.add("debug.stepOut", "Step Out", ctl.step_out, shortcut="Shift+F11", icon="debug-step-out", menu="Debug",
+          group="b", order=4, enabled=lambda: ctl.can_run() and ctl.session.tick is not None and ctl.session.tick >= 0,
+          tip="Run to the first instruction after the current module")
+    c.add("debug.reverseContinue", "Reverse Continue", ctl.reverse_continue, icon="debug-reverse-continue", menu="Debug",
+          group="b", order=5, enabled=lambda: ctl.can_run() and ctl.session.tick is not None and ctl.session.tick >= 0,
+          tip="Go back to the last tick where a breakpoint stops (or to before tick 0)")
     c.add("debug.runToCursor", "Run to Cursor", ctl.run_to_cursor, shortcut="Ctrl+F10", icon="debug-run-to",
           menu="Debug", group="b", order=2, enabled=lambda: ctl.can_run() and ctl.cursor_tick() is not None,
           tip="Run (or go back) to the selected instruction")
@@ -502,7 +524,8 @@ def register_debug_commands(window) -> DebugController:
         tb.setObjectName("toolbar.debug")
         tb.setIconSize(QSize(18, 18))
         tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
-        for cmd_id in ("debug.continue", "debug.pause", "debug.stepOver", "debug.stepBack", "debug.runToCursor",
+        for cmd_id in ("debug.continue", "debug.pause", "debug.stepOver", "debug.stepInto", "debug.stepOut",
+                       "debug.stepBack", "debug.runToCursor",
                        "debug.restart", "debug.stop", None, "debug.toggleBreakpoint"):
             if cmd_id is None:
                 tb.addSeparator()

@@ -404,7 +404,8 @@ class DebugSession:
         return self._host_kept and self._connection is not None and self._connection.alive
 
     def begin(self, action: str, *args) -> Future:
-        """Run a Debugger action (``continue_``, ``step``, ``run_to``, ``step_back``, ``restart``)
+        """Run a Debugger action (``continue_``, ``step``, ``run_to``, ``step_back``, ``restart``,
+        ``step_in``, ``step_out``, ``reverse_continue``)
         in the engine host; call :meth:`complete` with the Future on the UI thread."""
         if self.debugger is None:
             self.start()
@@ -479,7 +480,8 @@ class DebugSession:
         if r is None or self.tick is None or self.tick < 0:
             return "Ready (before tick 0)"
         why = {"breakpoint": "breakpoint " + ", ".join(self._label_of(b) for b in r.breakpoints),
-               "cancelled": "paused", "step": "step", "step_back": "step back", "run_to": "run to cursor",
+               "cancelled": "paused", "step": "step", "step_back": "step back",
+               "run_to": {"step_in": "step into", "step_out": "step out"}.get(self.action, "run to cursor"),
                "restart": "restart"}.get(r.kind, r.kind)
         return f"Stopped at tick {self.tick} — {why}{took}"
 

@@ -448,37 +448,10 @@ class Adapter:
         return self._step_request(request, "reverseContinue")
 
     def _req_stepIn(self, args, request):
-        d = self._need_run()
-        return self._step_request(request, "runTo", tick=self._step_target(d, deeper=True))
+        return self._step_request(request, "stepIn")
 
     def _req_stepOut(self, args, request):
-        d = self._need_run()
-        return self._step_request(request, "runTo", tick=self._step_target(d, deeper=False))
-
-    def _step_target(self, d, *, deeper: bool) -> int:
-        """stepIn: the first later tick one module deeper than the current one; stepOut: the first
-        later tick outside the current module. The end of the program when there is none."""
-        from ..isa.optable import OP_INPUT
-        n = len(self.nac.instructions)
-        # a parameter load or an input carries its module's name but runs none of its code:
-        # from there (or before tick 0) the model's own level is where a step starts
-        at_code = d.tick >= 0 and self.nac.instructions[d.tick].a != OP_INPUT
-        here = self._module(d.tick) if at_code else ""
-        depth = len(here.split(".")) if here else 0
-        for t in range(max(d.tick + 1, 0), n):
-            ins = self.nac.instructions[t]
-            if ins.a == OP_INPUT:          # parameter loads and inputs are not where a module's code runs
-                continue
-            m = self._module(t)
-            if deeper and (len(m.split(".")) if m else 0) > depth:
-                return t
-            if not deeper and here and m != here and not m.startswith(here + "."):
-                return t
-        return n - 1
-
-    def _module(self, tick: int) -> str:
-        e = self._smap.entry(tick) if self._smap is not None else None
-        return e.module_path if e is not None else ""
+        return self._step_request(request, "stepOut")
 
     def _req_gotoTargets(self, args, request):
         self._need_run()

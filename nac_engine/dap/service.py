@@ -135,7 +135,7 @@ class DebugService:
     # -- actions ----------------------------------------------------------------------------------
     def act(self, action: str, tick: Optional[int] = None, breakpoints: bool = False) -> dict:
         """``next`` | ``continue`` | ``stepBack`` | ``reverseContinue`` | ``runTo`` (``tick``) |
-        ``restart`` -> state.
+        ``stepIn`` | ``stepOut`` | ``restart`` -> state.
         A kernel's error ends the action; the state then carries ``error`` (message and tick)."""
         d = self._need()
         self._failure = None
@@ -152,6 +152,8 @@ class DebugService:
                 d.restart()
             elif action == "reverseContinue":
                 d.reverse_continue()
+            elif action in ("stepIn", "stepOut"):
+                d.run_to(self.step_target(deeper=action == "stepIn"), breakpoints=True)
             else:
                 raise ValueError(f"unknown action {action!r}")
         except (IndexError, ValueError) as exc:
@@ -164,6 +166,37 @@ class DebugService:
         if self._failure is not None and self._failure["tick"] is None:
             self._failure["tick"] = d.next_tick
         return self.state()
+
+    def step_target(self, *, deeper: bool) -> int:
+        """Where a step into (``deeper``) or out of the current module stops: the first later
+        tick one module deeper / the first later tick outside the current module, by the source
+        map's module paths (the last tick when there is none). Parameter loads and inputs carry
+        their module's name but run none of its code: they are passed over, and from one of
+        them (or before tick 0) a step starts at the model's own level."""
+        from ..format.source_map import read_source_map
+        from ..isa.optable import OP_INPUT
+        d = self._need()
+        ins = self.nac.instructions
+        try:
+            smap = read_source_map(self.nac)
+        except Exception:       # noqa: BLE001 - a broken map: no modules, steps go to the end
+            smap = None
+
+        def module(t: int) -> str:
+            e = smap.entry(t) if smap is not None else None
+            return e.module_path if e is not None else ""
+
+        here = module(d.tick) if d.tick >= 0 and ins[d.tick].a != OP_INPUT else ""
+        depth = len(here.split(".")) if here else 0
+        for t in range(d.tick + 1, len(ins)):
+            if ins[t].a == OP_INPUT:
+                continue
+            m = module(t)
+            if deeper and (len(m.split(".")) if m else 0) > depth:
+                return t
+            if not deeper and here and m != here and not m.startswith(here + "."):
+                return t
+        return len(ins) - 1
 
     def _need(self):
         if self.debugger is None:

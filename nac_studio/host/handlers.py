@@ -291,7 +291,9 @@ def handlers() -> dict[str, Handler]:
            "launch": Handler(launch, "debug"), "nac/setBreakpoints": Handler(set_breakpoints, "debug"),
            "nac/setWatches": Handler(set_watches, "debug"), "pause": Handler(pause, "now"),
            "next": Handler(_action("next"), "debug"), "continue": Handler(_action("continue"), "debug"),
-           "stepBack": Handler(_action("stepBack"), "debug"), "nac/runTo": Handler(_action("runTo"), "debug"),
+           "stepBack": Handler(_action("stepBack"), "debug"), "stepIn": Handler(_action("stepIn"), "debug"),
+           "stepOut": Handler(_action("stepOut"), "debug"),
+           "reverseContinue": Handler(_action("reverseContinue"), "debug"), "nac/runTo": Handler(_action("runTo"), "debug"),
            "restart": Handler(_action("restart"), "debug"), "nac/result": Handler(result, "debug"),
            "nac/outputs": Handler(outputs, "debug"), "terminate": Handler(terminate, "debug"),
            "nac/closeDebug": Handler(close_debug, "debug"), "nac/warmUp": Handler(warm_up)}
