@@ -24,6 +24,7 @@ import base64
 import os
 import re
 import threading
+import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
@@ -78,6 +79,7 @@ class Adapter:
         self._next_id = 1
         self._exception: Optional[dict] = None
         self._terminated = False
+        self._progress_events = False
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _write(self, message: dict) -> None:
@@ -141,6 +143,7 @@ class Adapter:
 
     # -- session ----------------------------------------------------------------------------------
     def _req_initialize(self, args, request):
+        self._progress_events = bool(args.get("supportsProgressReporting"))
         self._respond(request, {
             "supportsConfigurationDoneRequest": True, "supportsConditionalBreakpoints": True,
             "supportsHitConditionalBreakpoints": True, "supportsFunctionBreakpoints": True,
@@ -334,12 +337,18 @@ class Adapter:
         self._worker.submit(self._act, action, tick, breakpoints, reason)
 
     def _act(self, action: str, tick: Optional[int], breakpoints: bool, reason: Optional[str]) -> None:
+        progress = _Progress(self, len(self.nac.instructions)) if self._progress_events else None
+        d = self.service.debugger
+        if progress is not None:
+            d.on_tick.append(progress.tick)
         try:
             while True:
                 state = self.service.act(action, tick=tick, breakpoints=breakpoints)
                 if not self._skip_by_hit_condition(state):
                     break
                 action = "continue" if action != "reverseContinue" else action
+            if progress is not None:
+                progress.end()
             self._running.clear()
             self._after(state, reason)
         except Exception as e:     # noqa: BLE001 - reported, never fatal
@@ -348,6 +357,10 @@ class Adapter:
             self._stopped("exception", f"{action} failed: {e}")
         finally:
             self._running.clear()
+            if progress is not None:
+                if progress.tick in d.on_tick:
+                    d.on_tick.remove(progress.tick)
+                progress.end()
 
     def _skip_by_hit_condition(self, state: dict) -> bool:
         """Whether this breakpoint stop is one every hit breakpoint's hit condition rejects."""
@@ -968,6 +981,42 @@ class Adapter:
 
 
 _ANSWERED = object()
+
+
+class _Progress:
+    """DAP's progress events for an action that runs long (a client that said
+    ``supportsProgressReporting``): started after :data:`PROGRESS_AFTER_S`, updated at most every
+    :data:`PROGRESS_EVERY_S` with the tick reached, ended when the action is."""
+
+    def __init__(self, adapter: Adapter, total: int):
+        self.adapter, self.total = adapter, max(total, 1)
+        self.began = time.monotonic()
+        self.last = 0.0
+        self.id: Optional[str] = None
+
+    def tick(self, t: int) -> None:
+        now = time.monotonic()
+        if now - self.last < PROGRESS_EVERY_S or now - self.began < PROGRESS_AFTER_S:
+            return
+        self.last = now
+        pct = min(100.0, 100.0 * (t + 1) / self.total)
+        if self.id is None:
+            self.id = f"run-{id(self)}"
+            self.adapter.event("progressStart", {"progressId": self.id, "title": "Running", "cancellable": False,
+                                                 "message": f"tick {t:,} of {self.total:,}", "percentage": pct})
+        else:
+            self.adapter.event("progressUpdate", {"progressId": self.id, "message": f"tick {t:,} of {self.total:,}",
+                                                  "percentage": pct})
+
+    def end(self) -> None:
+        if self.id is not None:
+            self.adapter.event("progressEnd", {"progressId": self.id})
+            self.id = None
+
+
+#: A run shows progress once it has taken this long, and updates it this often.
+PROGRESS_AFTER_S = 0.5
+PROGRESS_EVERY_S = 0.25
 
 
 def _hit_ok(cond: tuple, hits: int) -> bool:

@@ -140,3 +140,34 @@ def test_adapter_in_process_answers_every_request_once():
     a.shutdown()
     assert [(m["request_seq"], m["success"]) for m in sent] == [(1, True), (2, False), (3, False), (5, False)]
     assert sent[0]["body"]["threads"] == [{"id": 1, "name": "model"}]
+
+
+def test_a_long_run_reports_progress_to_a_client_that_asks(client, models):
+    client.request("initialize", {"adapterID": "nac", "supportsProgressReporting": True})
+    client.request("launch", {"program": str(models / "slow.nac")})
+    client.wait_event("initialized")
+    client.request("configurationDone")
+    start = client.wait_event("progressStart")["body"]
+    assert start["title"] == "Running" and 0 < start["percentage"] < 100
+    client.request("terminate")                            # the run is cancelled between two instructions
+    end = client.wait_event("progressEnd")["body"]
+    assert end["progressId"] == start["progressId"]
+    client.wait_event("terminated")
+
+
+def test_sources_not_on_disk_come_from_the_recorded_lines(client, models, tmp_path):
+    src = tmp_path / "elsewhere.py"
+    src.write_text(NESTED)
+    assert main(["compile", str(src), "-o", str(tmp_path / "m.nac")]) == 0
+    src.unlink()                                           # the user's file is gone (another machine)
+    line = marker_line(NESTED, "softmax")
+    client.start({"program": str(tmp_path / "m.nac")}, functions=["aten.softmax*"])
+    client.stopped()
+    frame = client.top()
+    assert frame["line"] == line and "path" not in frame["source"]
+    ref = frame["source"]["sourceReference"]
+    text = client.request("source", {"sourceReference": ref, "source": frame["source"]})["body"]["content"]
+    assert text.splitlines()[line - 1].strip() == NESTED.splitlines()[line - 1].strip()
+    # a breakpoint set on that source (by its reference) maps to its ticks
+    bp = client.request("setBreakpoints", {"source": frame["source"], "breakpoints": [{"line": line}]})
+    assert bp["body"]["breakpoints"][0]["verified"]

@@ -120,6 +120,22 @@ def test_source_map_round_trips_and_groups_modules(tmp_path):
     assert payload["files"] == ["pkg/model.py"]          # a path is stored once
 
 
+def test_a_version_1_source_map_still_reads_and_version_2_keeps_stacks():
+    from nac_engine.format.model import Resource
+    from nac_engine.format.source_map import RESOURCE_NAME
+    v1 = b'{"version": 1, "files": ["pkg/model.py"], "entries": [[3, "fc", "linear", 0, 12, "x = self.fc(x)"]]}'
+    nac = NacFile()
+    nac.rsrc = [Resource(RESOURCE_NAME, _payload=v1)]
+    e = read_source_map(nac).entry(3)
+    assert (e.file, e.line, e.stack) == ("pkg/model.py", 12, ())
+    stack = (("Net.forward", "pkg/model.py", 30, "    y = self.block(x)"), ("block (Block.forward)", "pkg/model.py", 12,
+                                                                           "x = self.fc(x)"))
+    set_source_map(nac, [SourceEntry(3, "block.fc", "linear", "pkg/model.py", 12, "x = self.fc(x)", stack)])
+    payload = json.loads(nac.rsrc[0].data)
+    assert payload["version"] == 2 and payload["files"] == ["pkg/model.py"] and len(payload["frames"]) == 2
+    assert read_source_map(nac).entry(3).stack == stack
+
+
 def test_source_map_is_decoded_once_per_resource_entry():
     """Three Studio panes read the map as a file opens: one decode, one shared object; a
     replaced entry is decoded again."""
@@ -133,6 +149,11 @@ def test_source_map_is_decoded_once_per_resource_entry():
 
 
 @pytest.mark.parametrize("payload, reason", [
+    (b'{"version": 2, "files": ["a.py"], "entries": [[0, "", "x", null, null, null]], "frames": [["f", 5, 1, ""]],'
+     b' "stacks": [[0]]}', "frames[0]"),
+    (b'{"version": 2, "files": ["a.py"], "entries": [[0, "", "x", null, null, null]], "frames": [["f", 0, 1, ""]],'
+     b' "stacks": [[1]]}', "stacks[0]"),
+    (b'{"version": 2, "files": [], "entries": [], "frames": [], "stacks": [null]}', "one entry per row"),
     (b'{"version": 1, "files": "x", "entries": []}', "files"),
     (b'{"version": 1, "files": [], "entries": {}}', "entries"),
     (b'{"version": 1, "files": [], "entries": [[0, "", "x"]]}', "tick, module"),
