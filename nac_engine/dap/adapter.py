@@ -971,13 +971,15 @@ class Adapter:
             raise RequestError(f"readMemory: unknown memory reference {ref!r}")
         if not V.is_tensor(v):
             raise RequestError(f"readMemory: {ref} is not a tensor")
-        data = V.raw_bytes(v)
         offset, count = int(args.get("offset") or 0), int(args.get("count") or 0)
         if offset < 0 or count < 0:
             raise RequestError("readMemory: 'offset' and 'count' must be non-negative")
-        chunk = data[offset:offset + count]
+        chunk, size = V.raw_bytes(v, offset, count)
+        # past the tensor's end nothing can be read; a request larger than one answer carries
+        # gets the first part (the client asks again from where it ends)
+        unreadable = max(0, offset + count - max(size, offset)) if offset + len(chunk) >= size else 0
         return {"address": str(offset), "data": base64.b64encode(chunk).decode("ascii"),
-                "unreadableBytes": count - len(chunk)}
+                "unreadableBytes": unreadable}
 
 
 _ANSWERED = object()
