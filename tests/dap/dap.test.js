@@ -357,27 +357,27 @@ describe('nac dap', function () {
 });
 
 describe('nac dap --port', function () {
+	let proc = null;
+	// killed here, not in the test: a test that times out never reaches its own `finally`
+	afterEach(() => { if (proc) { proc.kill(); proc = null; } });
+
 	it('serves a client over TCP on 127.0.0.1', async () => {
-		const proc = cp.spawn(NAC, ['dap', '--port', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
-		try {
-			const port = await new Promise((resolve, reject) => {
-				let err = '';
-				proc.stderr.on('data', d => {
-					err += d;
-					const m = err.match(/listening on 127\.0\.0\.1:(\d+)/);
-					if (m) { resolve(Number(m[1])); }
-				});
-				proc.on('exit', code => reject(new Error(`nac dap --port exited ${code}: ${err}`)));
+		proc = cp.spawn(NAC, ['dap', '--port', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+		const port = await new Promise((resolve, reject) => {
+			let err = '';
+			proc.stderr.on('data', d => {
+				err += d;
+				const m = err.match(/listening on 127\.0\.0\.1:(\d+)/);
+				if (m) { resolve(Number(m[1])); }
 			});
-			const dc = new DebugClient(NAC, 'dap', 'nac');
-			dc.defaultTimeout = 120000;
-			await dc.start(port);
-			await dc.hitBreakpoint({ program: F.model }, { path: SRC, line: L.log });
-			await dc.setBreakpointsRequest({ source: { path: SRC }, breakpoints: [] });
-			await Promise.all([dc.continueRequest({ threadId: 1 }), dc.waitForEvent('terminated')]);
-			await dc.stop();
-		} finally {
-			proc.kill();
-		}
+			proc.on('exit', code => reject(new Error(`nac dap --port exited ${code}: ${err}`)));
+		});
+		const dc = new DebugClient(NAC, 'dap', 'nac');
+		dc.defaultTimeout = 120000;
+		await dc.start(port);
+		await dc.hitBreakpoint({ program: F.model }, { path: SRC, line: L.log });
+		await dc.setBreakpointsRequest({ source: { path: SRC }, breakpoints: [] });
+		await Promise.all([dc.continueRequest({ threadId: 1 }), dc.waitForEvent('terminated')]);
+		await dc.stop();
 	});
 });
