@@ -14,17 +14,12 @@ from nac_engine.cli import main
 from nac_engine.dap.adapter import Adapter
 from nac_engine.dap.framing import MAX_CONTENT, ProtocolError, encode_message, read_message
 from tests.dap.dap_client import DapClient
-from tests.dap.fixture_models import NESTED, SLOW, marker_line
+from tests.dap.fixture_models import NESTED, marker_line
 
 
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    d = tmp_path_factory.mktemp("dap_py")
-    (d / "model.py").write_text(NESTED)
-    (d / "slow.py").write_text(SLOW)
-    assert main(["compile", str(d / "model.py"), "-o", str(d / "model.nac")]) == 0
-    assert main(["compile", str(d / "slow.py"), "-o", str(d / "slow.nac")]) == 0
-    return d
+@pytest.fixture
+def models(dap_models):
+    return dap_models
 
 
 @pytest.fixture

@@ -13,31 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from nac_engine.cli import main
 from tests.corpus_paths import CORPUS
-from tests.dap.fixture_models import NESTED, SLOW, marker_line
+from tests.dap.fixture_models import NESTED, marker_line
 
 HERE = Path(__file__).resolve().parent
 
 
-def _compile(src: Path, out: Path, *extra: str) -> Path:
-    assert main(["compile", str(src), "-o", str(out), *extra]) == 0
-    return out
-
-
-@pytest.fixture(scope="module")
-def fixtures(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("dap")
-    (d / "model.py").write_text(NESTED)
-    (d / "slow.py").write_text(SLOW)
-    model = _compile(d / "model.py", d / "model.nac")
-    quant = _compile(d / "model.py", d / "model_q8.nac", "--quant", "int8_channel")
-    slow = _compile(d / "slow.py", d / "slow.nac")
+@pytest.fixture
+def fixtures(dap_models, tmp_path) -> Path:
+    d = tmp_path
+    model, quant, slow = dap_models / "model.nac", dap_models / "model_q8.nac", dap_models / "slow.nac"
     data = model.read_bytes()
     (d / "truncated.nac").write_bytes(data[:len(data) // 3])
     (d / "noise.nac").write_bytes(b"NAC\x01" + bytes(range(256)) * 4)
     corpus = CORPUS / "nac" / "cnn"
-    info = {"model": str(model), "source": str(d / "model.py"), "quant": str(quant), "slow": str(slow),
+    info = {"model": str(model), "source": str(dap_models / "model.py"), "quant": str(quant), "slow": str(slow),
             "truncated": str(d / "truncated.nac"), "noise": str(d / "noise.nac"),
             "lines": {m: marker_line(NESTED, m) for m in ("softmax", "body", "head-call", "log")},
             "corpus": str(corpus / "cnn.nac"), "corpusFeed": str(corpus / "feed_0.npy"),
