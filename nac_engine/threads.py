@@ -14,7 +14,11 @@ the count follows the load the machine has then; a count set by the user wins:
 
 * ``NAC_NUM_THREADS`` (or ``OMP_NUM_THREADS``, which torch itself reads) in the environment;
 * :func:`pin` from the program, or ``torch.set_num_threads`` called after a run began
-  (seen on the next run, and kept from then on).
+  (seen on the next run, and kept from then on);
+* ``torch.set_num_threads`` called by the program before the first run: at the first run, a
+  count other than torch's own default (one thread per physical core) is the program's, and
+  kept. (A program that sets exactly torch's default cannot be told from one that set nothing;
+  it gets the automatic choice, as any program that did not choose.)
 
 The Studio's engine host reserves one core for the window's UI thread (``reserve(1)``). This module imports torch
 only when it sets the count, so the Studio can configure it before torch is loaded.
@@ -37,6 +41,21 @@ def usable_cpus() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+def physical_cores() -> int:
+    """Physical cores of the CPUs this process may use (torch's default thread count comes from
+    the same count); the usable CPUs where the topology is not readable."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    cores = set()
+    for cpu in cpus:
+        base = f"/sys/devices/system/cpu/cpu{cpu}/topology/"
+        try:
+            with open(base + "physical_package_id") as a, open(base + "core_id") as b:
+                cores.add((a.read().strip(), b.read().strip()))
+        except OSError:
+            return usable_cpus()
+    return len(cores) or usable_cpus()
 
 
 def busy_cpus() -> float:
@@ -101,9 +120,12 @@ def apply(n: Optional[int] = None) -> int:
     import torch
     with _lock:
         have = torch.get_num_threads()
-        if n is None:
-            if _applied is not None and have != _applied and _pinned is None:
+        if n is None and _pinned is None:
+            if _applied is not None and have != _applied:
                 _pinned = have    # torch.set_num_threads was called since we last chose: theirs wins
+            elif _applied is None and _from_environment() is None and have not in (physical_cores(), usable_cpus()):
+                _pinned = have    # set before our first run (torch starts at one per physical core)
+        if n is None:
             n = _pinned or _from_environment() or choose()
         if n != have:
             torch.set_num_threads(n)

@@ -170,3 +170,28 @@ def test_session_run_applies_the_choice_unless_told_not_to(monkeypatch, tmp_path
     quiet.run_instruction(0)
     assert calls == [None, None]
     nac.close()
+
+
+def test_a_count_the_program_set_before_the_first_run_is_kept(tmp_path):
+    """`torch.set_num_threads(n)` before the first `nac_engine.run` is the host program's choice:
+    the run keeps it (it was reset to the automatic count). n is one more than the machine's CPUs,
+    so it cannot be mistaken for torch's default (a program that chose nothing)."""
+    import os
+    import subprocess
+    import sys
+    import nac_engine
+    from nac_engine.compiler.external import write_compiled
+    path = tmp_path / "lin.nac"
+    write_compiled(nac_engine.compile(torch.nn.Linear(3, 2).eval(), (torch.randn(2, 3),)), str(path))
+    code = ("import torch, numpy as np\n"
+            "import os\n"
+            "n = (os.cpu_count() or 1) + 1\n"
+            "torch.set_num_threads(n)\n"
+            "import nac_engine\n"
+            f"nac_engine.run({str(path)!r}, feeds=[np.ones((2, 3), np.float32)])\n"
+            "print(n, torch.get_num_threads())\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("NAC_NUM_THREADS", "OMP_NUM_THREADS")}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    want, got = r.stdout.split()
+    assert want == got
