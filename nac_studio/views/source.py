@@ -209,6 +209,9 @@ class SourceView(QWidget):
             parts.append(f"{_esc(location)} — file not found here; the line as recorded at compile time:")
         else:
             parts.append(_esc(location))
+        if len(entry.stack) > 1:        # how the code got here: the calls that led to this line
+            calls = [f"{_esc(name)} :{line}" for name, _, line, _ in entry.stack[:-1]]
+            parts.append("<small>called from " + " › ".join(calls) + "</small>")
         header = "<br>".join(parts)
         key = (entry, path if text is not None else None, header)
         if self._shown_key == key:           # the same stop shown again (a second event of one step)

@@ -69,6 +69,9 @@ def test_source_pane_shows_and_highlights_the_line_of_the_selected_tick(window, 
     assert view.editor.toPlainText() == FACTORY
     assert view.highlighted_line() == entry.line
     assert "torch.softmax" in FACTORY.splitlines()[entry.line - 1]
+    # the calls that led there (source map version 2): the model's forward, at its `self.head(h)` line
+    call_line = FACTORY.splitlines().index("        return self.head(h)") + 1
+    assert f"called from Net.forward :{call_line}" in view.header.text()
     # a parameter: its module, no line
     window.active.select(Selection("instruction", 2))
     qtbot.waitUntil(lambda: view.shown_entry is not None and view.shown_entry.tick == 2, timeout=3000)
