@@ -101,9 +101,9 @@ class Adapter:
         msg = {"type": "response", "request_seq": request.get("seq", 0) if isinstance(request.get("seq"), int)
                else 0, "command": str(request.get("command", "")), "success": error is None}
         if error is not None:
+            # the text as `message` only: a `body.error.format` would be read as a template
+            # ({name} placeholders), and the messages quote JSON
             msg["message"] = error
-            msg["body"] = {"error": {"id": 1, "format": error.replace("{", "(").replace("}", ")"),
-                                     "showUser": True}}
         elif body is not None:
             msg["body"] = body
         self._write(msg)
@@ -230,7 +230,11 @@ class Adapter:
         missing = [(t, n) for (t, n), v in zip(slots, feeds) if v is None and t not in stored]
         if missing:
             what = "; ".join(f"instruction {t} ({n!r})" if n else f"instruction {t}" for t, n in missing)
-            hint = missing_inputs_hint([type("S", (), {"name": n})() for _, n in missing]) if not given else ""
+            hint = ""
+            if not given:      # the command line's advice, then the same in a launch configuration's words
+                example = next((n for _, n in missing if n), "x")
+                hint = (missing_inputs_hint([_Named(n) for _, n in missing]) +
+                        f'; in the launch configuration: "inputs": {{"{example}": "1x128:int64"}} or {{"{example}": "x.npy"}}')
             raise RequestError(f"{program}: {len(missing)} input value(s) missing: {what}{hint}")
         return feeds, slots
 
@@ -983,6 +987,13 @@ class Adapter:
 
 
 _ANSWERED = object()
+
+
+class _Named:
+    """An input slot's name, as ``missing_inputs_hint`` reads it."""
+
+    def __init__(self, name: Optional[str]):
+        self.name = name
 
 
 class _Progress:
