@@ -384,6 +384,27 @@ def _file_sections(f: HwxFile) -> None:
             f.root.add(s["offset"], s["size"], f"{s['segment']},{s['name']}", kind, f"{s['size']:,} bytes")
 
 
+#: Byte size of the address window of each H13 register block (the bases are 0x4000 apart or more).
+BLOCK_SPAN = 0x4000
+
+
+def _packet_defect(addr: int, count: int, td, block: str) -> str:
+    """Why a register-write header cannot be one (a corrupt packet otherwise reads as a run of
+    writes and the rest of the TD as more packets): the address is not a word's, lies outside
+    every register block, or the run leaves its block; or it writes a register this TD wrote."""
+    base = dict(H13_BLOCKS)[block]
+    if addr % 4:
+        return f"register address {addr:#x} is not word-aligned"
+    if addr >= base + BLOCK_SPAN:
+        return f"register address {addr:#x} is in no register block"
+    if addr + 4 * count > base + BLOCK_SPAN or any(base < b <= addr + 4 * (count - 1) for _, b in H13_BLOCKS):
+        return f"{count} writes from {addr:#x} run out of the {block} block"
+    written = {r.address for r in td.registers}
+    if any(addr + 4 * j in written for j in range(count)):
+        return f"writes {addr:#x}..{addr + 4 * (count - 1):#x} again in the same TD"
+    return ""
+
+
 def _block_of(addr: int) -> tuple[str, int]:
     best = ("Common", 0)
     for name, base in H13_BLOCKS:
@@ -452,6 +473,9 @@ def _packets(f: HwxFile, td: TaskDescriptor, span, p: int, end: int) -> None:
                 f.problems.append(NacFormatError(f"td[{td.index}]/packet[{k}]", p, f"{count} values overrun the TD"))
             return
         block, base = _block_of(addr)
+        bad = _packet_defect(addr, count, td, block)
+        if bad:
+            f.problems.append(NacFormatError(f"td[{td.index}]/packet[{k}]", p, bad))
         ps = span.add(p, 4 + 4 * count, f"packet[{k}]", "register write", f"{block} {addr:#x} ×{count}")
         ps.add(p, 4, "header", "u32", f"count {count}, address {addr:#x}")
         td.packets.append((p, addr, count))

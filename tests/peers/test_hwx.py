@@ -97,3 +97,20 @@ def test_fuzz_slice():
 @pytest.mark.slow
 def test_fuzz_100k():
     _fuzz(100_000, 2)
+
+
+@needs_corpus
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_a_corrupt_first_packet_is_a_problem(path):
+    """A damaged first register-write header made the rest of the TD read as other packets, and the
+    file verified "ok": an unaligned address, one outside every block, a run leaving its block or
+    a register written twice in one TD is a problem naming the packet."""
+    data = path.read_bytes()
+    first = open_peer(str(path)).tds[0].packets[0][0]
+    word = struct.unpack_from("<I", data, first)[0]
+    for bad in (0, 0xFFFFFFFF, word | (0x3F << 26), (word & ~0x3FFFFFF) | 0x3FFFFFF):
+        mutant = bytearray(data)
+        struct.pack_into("<I", mutant, first, bad)
+        f = hwx.decode(bytes(mutant))
+        errors = [p for p in f.problems if not is_warning(p)]
+        assert errors and all(p.section.startswith("td[0]/packet[") for p in errors), (hex(bad), f.problems)
