@@ -29,24 +29,25 @@ def make_model():
     return Net(), (torch.randn(2, 6),)
 '''
 
-# ~400 matrix products of 384x384: long enough (a second or more) to pause in the middle
+# 300 matrix products of 1024x1024 (2 GFLOP each, 640 GFLOP in all): seconds even on a fast
+# many-core machine, so a test can pause it half a second in; nothing runs it to the end
 SLOW = '''import torch
 
 
 class Slow(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.w = torch.nn.Parameter(torch.randn(384, 384) / 20)
+        self.w = torch.nn.Parameter(torch.randn(1024, 1024) / 40)
 
     def forward(self, x):
-        for _ in range(400):
+        for _ in range(300):
             x = torch.tanh(x @ self.w)
         return x
 
 
 def make_model():
     torch.manual_seed(0)
-    return Slow(), (torch.randn(384, 384),)
+    return Slow(), (torch.randn(1024, 1024),)
 '''
 
 
