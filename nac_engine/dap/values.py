@@ -10,13 +10,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..runtime.tick_result import as_numpy
+from ..runtime.tick_result import TickResult, as_numpy
 
 #: Children sent for a request without ``count`` (an editor that does not page).
 UNPAGED_LIMIT = 1000
-#: Statistics are computed over this many elements at a time (a 32000x2048 embedding is never
-#: widened to float64 whole).
-STATS_CHUNK = 1 << 22
 #: Most bytes one readMemory answer carries (an editor's memory view asks page by page).
 READ_LIMIT = 16 << 20
 
@@ -41,34 +38,6 @@ def _num(x: Optional[float]) -> str:
     return "-" if x is None else f"{x:.4g}"
 
 
-class Stats:
-    """Statistics over the finite values (None when there are none), in bounded chunks."""
-
-    def __init__(self, arr: np.ndarray):
-        flat = arr.reshape(-1)
-        self.nan = self.inf = self.zeros = 0
-        n, total, squares = 0, 0.0, 0.0
-        lo = hi = None
-        for start in range(0, flat.size, STATS_CHUNK):
-            part = flat[start:start + STATS_CHUNK]
-            a = np.abs(part) if part.dtype.kind == "c" else part
-            a = a.astype(np.float64)
-            finite = np.isfinite(a)
-            self.nan += int(np.isnan(a).sum())
-            self.inf += int(np.isinf(a).sum())
-            self.zeros += int((part == 0).sum())
-            f = a[finite] if not finite.all() else a
-            if f.size:
-                n += f.size
-                total += float(f.sum())
-                squares += float(np.square(f).sum())
-                lo = float(f.min()) if lo is None else min(lo, float(f.min()))
-                hi = float(f.max()) if hi is None else max(hi, float(f.max()))
-        self.min, self.max = lo, hi
-        self.mean = total / n if n else None
-        self.std = float(np.sqrt(max(squares / n - self.mean ** 2, 0.0))) if n else None
-
-
 def _array(v: Any) -> Optional[np.ndarray]:
     arr = as_numpy(v)
     return arr if arr.dtype.kind in "biufc" else None
@@ -89,18 +58,18 @@ def summary(v: Any) -> str:
         return head
     if arr.ndim == 0:
         return f"{head} {arr.item()!r}"
-    r = Stats(arr)
-    text = f"{head} min {_num(r.min)} max {_num(r.max)} mean {_num(r.mean)} NaN {r.nan}"
-    return text + (f" Inf {r.inf}" if r.inf else "")
+    r = TickResult(-1, "", arr)
+    text = f"{head} min {_num(r.min)} max {_num(r.max)} mean {_num(r.mean)} NaN {r.nan_count}"
+    return text + (f" Inf {r.inf_count}" if r.inf_count else "")
 
 
 def stats_text(v: Any) -> str:
     arr = _array(v)
     if arr is None:
         return "not numeric"
-    r = Stats(arr)
+    r = TickResult(-1, "", arr)
     return (f"min {_num(r.min)} max {_num(r.max)} mean {_num(r.mean)} std {_num(r.std)} "
-            f"NaN {r.nan} Inf {r.inf} zeros {r.zeros}")
+            f"NaN {r.nan_count} Inf {r.inf_count} zeros {r.zero_count}")
 
 
 def raw_bytes(v: Any, offset: int, count: int) -> tuple[bytes, int]:

@@ -13,6 +13,8 @@ import numpy as np
 
 #: The summary's fields, in the order :meth:`TickResult.summary` writes them.
 SUMMARY_FIELDS = ("shape", "dtype", "min", "max", "mean", "std", "nan_count", "inf_count", "zero_count")
+#: Statistics are computed over this many elements at a time.
+STATS_CHUNK = 1 << 22
 
 
 def as_numpy(v: Any) -> np.ndarray:
@@ -58,17 +60,40 @@ class TickResult:
         put("dtype", str(arr.dtype))
         if arr.dtype.kind not in "biufc":
             return
-        a = arr.astype(np.float64) if arr.dtype.kind != "c" else np.abs(arr)
-        finite = np.isfinite(a)
-        put("nan_count", int(np.isnan(a).sum()))
-        put("inf_count", int(np.isinf(a).sum()))
-        put("zero_count", int((arr == 0).sum()))
-        f = a[finite]
-        if f.size:
-            put("min", float(f.min()))
-            put("max", float(f.max()))
-            put("mean", float(f.mean()))
-            put("std", float(f.std()))
+        # in chunks: a 32000x2048 embedding is never widened to float64 whole (two passes, so
+        # the deviation is summed around the mean, as numpy's std does)
+        flat = arr.reshape(-1)
+        chunks = range(0, flat.size, STATS_CHUNK)
+
+        def widened(start: int) -> np.ndarray:
+            part = flat[start:start + STATS_CHUNK]
+            return (np.abs(part) if part.dtype.kind == "c" else part).astype(np.float64)
+        nan = inf = zero = n = 0
+        total, lo, hi = 0.0, None, None
+        for start in chunks:
+            a = widened(start)
+            nan += int(np.isnan(a).sum())
+            inf += int(np.isinf(a).sum())
+            zero += int((flat[start:start + STATS_CHUNK] == 0).sum())
+            f = a[np.isfinite(a)]
+            if f.size:
+                n += f.size
+                total += float(f.sum())
+                lo = float(f.min()) if lo is None else min(lo, float(f.min()))
+                hi = float(f.max()) if hi is None else max(hi, float(f.max()))
+        put("nan_count", nan)
+        put("inf_count", inf)
+        put("zero_count", zero)
+        if n:
+            mean = total / n
+            squares = 0.0
+            for start in chunks:
+                a = widened(start)
+                squares += float(np.square(a[np.isfinite(a)] - mean).sum())
+            put("min", lo)
+            put("max", hi)
+            put("mean", mean)
+            put("std", float(np.sqrt(squares / n)))
 
     def summary(self) -> dict:
         """Everything but the value, as plain data (``tensor`` is the array itself)."""
