@@ -236,33 +236,22 @@ class Debugger:
             return self._stop("step_back")
 
     def _matches(self, t: int) -> tuple:
-        """The enabled breakpoints that would stop at executed tick ``t`` (values recomputed as needed)."""
-        out = []
-        value = _NONE
-        for bp in self.breakpoints:
-            if not bp.enabled or (bp.ticks is not None and t not in bp.ticks):
-                continue
-            if bp.condition is not None:
-                if value is _NONE:
-                    value = self.value(t)
-                try:
-                    if not bp.condition.test(self._lookup(value)):
-                        continue
-                except ExprError:
-                    continue
-            out.append(bp.id)
-        return tuple(out)
+        """The enabled breakpoints that would stop at executed tick ``t`` (its value recomputed
+        only when a condition needs it); hit counts and errors are left alone."""
+        return tuple(bp.id for bp in self._matching(t, lambda: self.value(t)))
 
     def evaluate(self, text: str) -> Any:
         """The value of an expression of the engine's language at the current tick (``x`` = its
         result, ``tN`` = tick N's, a parameter by name); ExprError when it does not parse or apply."""
         with self._lock:
-            expr = Expr(text, self._param_names)
-            current = self.value(self.tick) if self.tick >= 0 else None
-            try:
-                return to_python(expr.evaluate(self._lookup(current)))
-            except (IndexError, NacRuntimeError) as e:
-                raise ExprError(str(e)) from None
+            return self._evaluate(Expr(text, self._param_names), self.value(self.tick) if self.tick >= 0 else None)
+
+    def _evaluate(self, expr: Expr, current: Any) -> Any:
+        """``expr``'s value with ``x`` = ``current``; a failure of a tick it names is an ExprError."""
+        try:
+            return to_python(expr.evaluate(self._lookup(current)))
+        except (IndexError, NacRuntimeError) as e:
+            raise ExprError(str(e)) from None
 
     def cancel(self) -> None:
         """Ask the running action to stop between two instructions (any thread)."""
@@ -505,21 +494,34 @@ class Debugger:
         self.breakpoints.remove(bp)
 
     def _hits(self, i: int, value: Any) -> tuple:
-        hits = []
+        hits = self._matching(i, lambda: value, record_errors=True)
+        for bp in hits:
+            bp.hits += 1
+        return tuple(bp.id for bp in hits)
+
+    def _matching(self, i: int, value_of: Callable[[], Any], record_errors: bool = False) -> list:
+        """The enabled breakpoints located at tick ``i`` whose condition holds on its value
+        (``value_of()``, asked once and only if a condition needs it). A condition that cannot be
+        evaluated there (the tick has no tensor) is not a hit; ``record_errors`` keeps its message."""
+        out = []
+        value = _NONE
         for bp in self.breakpoints:
             if not bp.enabled or (bp.ticks is not None and i not in bp.ticks):
                 continue
             if bp.condition is not None:
+                if value is _NONE:
+                    value = value_of()
                 try:
                     if not bp.condition.test(self._lookup(value)):
                         continue
-                    bp.error = None
-                except ExprError as e:     # e.g. the tick has no tensor: not a hit
-                    bp.error = str(e)
+                    if record_errors:
+                        bp.error = None
+                except ExprError as e:
+                    if record_errors:
+                        bp.error = str(e)
                     continue
-            bp.hits += 1
-            hits.append(bp.id)
-        return tuple(hits)
+            out.append(bp)
+        return out
 
     # -- watches ----------------------------------------------------------------------------
     def add_watch(self, text: str) -> None:
@@ -543,9 +545,9 @@ class Debugger:
                 self.watches[text] = expr
                 continue
             try:
-                self.watches[text] = to_python(expr.evaluate(self._lookup(current)))
-            except (ExprError, IndexError, NacRuntimeError) as e:
-                self.watches[text] = e if isinstance(e, ExprError) else ExprError(str(e))
+                self.watches[text] = self._evaluate(expr, current)
+            except ExprError as e:
+                self.watches[text] = e
 
     @property
     def _param_names(self) -> frozenset:
