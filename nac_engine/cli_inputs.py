@@ -5,6 +5,7 @@ subcommands living outside ``cli.py`` (sim, diff, convert) need not import the c
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 from .cli_error import CliError
 from .errors import NacFormatError
@@ -62,6 +63,22 @@ def load_npy(path: str):
         raise CliError(e.reason) from None
     except (OSError, ValueError) as e:
         raise CliError(f"{path}: cannot load as .npy ({e})") from None
+
+
+def split_inputs(items, base_dir: Optional[str] = None) -> tuple[dict, list]:
+    """``(name, text)`` pairs as the user gave them (``x=x.npy``, ``x=1x8:int64``): the .npy files
+    loaded (a relative path looked for under ``base_dir`` first, when given), and the
+    ``(name, SHAPE[:DTYPE])`` pairs left for :func:`shaped_inputs`."""
+    loaded, shaped = {}, []
+    for name, value in items:
+        path = os.path.join(base_dir, value) if base_dir and not os.path.isabs(value) else value
+        if not os.path.exists(path):
+            path = value
+        if value.endswith(".npy") or os.path.isfile(path):
+            loaded[name] = load_npy(path)
+        else:
+            shaped.append((name, value))
+    return loaded, shaped
 
 
 def shaped_inputs(nac, shaped, seed: int) -> dict:

@@ -186,6 +186,11 @@ class Adapter:
         self._located.clear()
         self._terminated = False
         self._start_service()
+        try:
+            self._check_inputs(bool(args.get("inputs")))
+        except RequestError:
+            self.close_run()
+            raise
         self.output(f"{program}: {len(nac.instructions)} instructions, {len(nac.params)} parameters, "
                     f"{len(slots)} input(s)" + ("" if self._smap else "; no source map (stepping the disassembly)"))
         if args.get("checkMmap"):
@@ -194,28 +199,23 @@ class Adapter:
             self._install(announce=True)
 
     def _make_feeds(self, nac, program: str, args: dict) -> tuple[list, list]:
-        from ..cli_inputs import load_npy, shaped_inputs
-        from ..format.input_signature import missing_inputs_hint, signature_inputs
-        from ..isa.optable import OP_INPUT
+        """(one value per input slot, the slots as (tick, name)) from the launch's ``inputs``, or
+        from the file's input signature when it gives none."""
+        from ..cli_inputs import shaped_inputs, split_inputs
+        from ..format.input_signature import signature_inputs
+        from ..runtime.session import input_slots
         seed = args.get("seed", 0)
         if type(seed) is not int:
             raise RequestError("launch: 'seed' must be an integer")
         given = args.get("inputs") or {}
         if not isinstance(given, dict):
             raise RequestError("launch: 'inputs' must map input names to \"x.npy\" or \"SHAPE:DTYPE\"")
-        names = nac.input_name_map
-        slots = [(i.index, names.get(i.index)) for i in nac.instructions if i.a == OP_INPUT and i.b in (0, 3)]
-        inputs: dict = {}
-        shaped = []
-        base = os.path.dirname(os.path.abspath(program))
-        for name, value in given.items():
-            if not isinstance(value, str):
-                raise RequestError(f"launch: input {name!r} must be a path to an .npy file or SHAPE:DTYPE text")
-            path = value if os.path.isabs(value) else os.path.join(base, value)
-            if value.endswith(".npy") or os.path.isfile(path):
-                inputs[name] = load_npy(path if os.path.exists(path) else value)
-            else:
-                shaped.append((name, value))
+        slots = [(s.tick, s.name) for s in input_slots(nac)]
+        bad = [name for name, value in given.items() if not isinstance(value, str)]
+        if bad:
+            raise RequestError(f"launch: input {bad[0]!r} must be a path to an .npy file or SHAPE:DTYPE text")
+        # a relative .npy path is the launch configuration's: next to the program first
+        inputs, shaped = split_inputs(given.items(), os.path.dirname(os.path.abspath(program)))
         if shaped:
             inputs.update(shaped_inputs(nac, shaped, seed))
         if not given:
@@ -225,18 +225,21 @@ class Adapter:
         if unknown:
             raise RequestError(f"launch: unknown input name(s) {', '.join(map(repr, unknown))}; the file names: "
                                + (", ".join(repr(k) for k in sorted(known)) or "none"))
-        feeds = [inputs.get(name) for _, name in slots]
-        stored = {i.index for i in nac.instructions if i.a == OP_INPUT and i.b == 3}
-        missing = [(t, n) for (t, n), v in zip(slots, feeds) if v is None and t not in stored]
-        if missing:
-            what = "; ".join(f"instruction {t} ({n!r})" if n else f"instruction {t}" for t, n in missing)
-            hint = ""
-            if not given:      # the command line's advice, then the same in a launch configuration's words
-                example = next((n for _, n in missing if n), "x")
-                hint = (missing_inputs_hint([_Named(n) for _, n in missing]) +
-                        f'; in the launch configuration: "inputs": {{"{example}": "1x128:int64"}} or {{"{example}": "x.npy"}}')
-            raise RequestError(f"{program}: {len(missing)} input value(s) missing: {what}{hint}")
-        return feeds, slots
+        return [inputs.get(name) for _, name in slots], slots
+
+    def _check_inputs(self, given: bool) -> None:
+        """Refuse the launch as the command line refuses the run when inputs are missing (the
+        session's own message), with the launch configuration's words for the fix."""
+        from ..format.input_signature import missing_inputs_hint
+        error = self.service.debugger.session.missing_input_error()
+        if error is None:
+            return
+        hint = ""
+        if not given:
+            example = next((s.name for s in error.missing if s.name), "x")
+            hint = (missing_inputs_hint(error.missing) +
+                    f'; in the launch configuration: "inputs": {{"{example}": "1x128:int64"}} or {{"{example}": "x.npy"}}')
+        raise RequestError(f"{self.program}: {error}{hint}")
 
     def _start_service(self) -> None:
         from ..runtime.errors import NacRuntimeError
@@ -987,13 +990,6 @@ class Adapter:
 
 
 _ANSWERED = object()
-
-
-class _Named:
-    """An input slot's name, as ``missing_inputs_hint`` reads it."""
-
-    def __init__(self, name: Optional[str]):
-        self.name = name
 
 
 class _Progress:

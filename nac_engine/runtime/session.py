@@ -81,6 +81,20 @@ class InputSlot:
         return what
 
 
+def input_slots(nac: NacFile) -> list[InputSlot]:
+    """The values a caller supplies, in instruction order (= ``feeds`` order): every
+    ``<INPUT B=0>`` and ``<INPUT B=3>``, with its name and, for B=3, its stored constant."""
+    names = nac.input_name_map
+    slots: list[InputSlot] = []
+    for ins in nac.instructions:
+        if ins.a == OP_INPUT and ins.b in (0, 3):
+            cid = ins.const_ids[0] if ins.b == 3 and ins.const_ids else None
+            const = nac.constants.get(cid) if cid is not None else None
+            slots.append(InputSlot(ins.index, ins.b, len(slots), names.get(ins.index), cid,
+                                   const.value if const else None))
+    return slots
+
+
 def _shape_text(shape) -> str:
     return "x".join(str(int(d)) for d in shape) if len(shape) else "a scalar"
 
@@ -132,17 +146,8 @@ class Session:
         self.device = torch.device(device)
         self.kernels = kernels or _shared_kernels(self.device)
         self.instructions = nacfile.instructions
-        names = nacfile.input_name_map
-        self.slots: list[InputSlot] = []
-        branches = False
-        for ins in self.instructions:
-            if ins.a == OP_INPUT and ins.b in (0, 3):
-                cid = ins.const_ids[0] if ins.b == 3 and ins.const_ids else None
-                const = nacfile.constants.get(cid) if cid is not None else None
-                self.slots.append(InputSlot(ins.index, ins.b, len(self.slots), names.get(ins.index),
-                                            cid, const.value if const else None))
-            elif ins.a == OP_CONTROL_FLOW:
-                branches = True
+        self.slots: list[InputSlot] = input_slots(nacfile)
+        branches = any(ins.a == OP_CONTROL_FLOW for ins in self.instructions)
         self._slot_at = {s.tick: s for s in self.slots}
         self._feeds: dict[int, Any] = {}
         self._named: dict[int, Any] = {}
@@ -255,6 +260,11 @@ class Session:
                 and slot.const_id in self.nac.constants:
             return slot.stored
         return _MISSING
+
+    def missing_input_error(self) -> Optional[MissingInputError]:
+        """The error a run would raise for inputs nobody supplied (None when all are there)."""
+        missing = self.missing_inputs()
+        return self._missing_error(missing) if missing else None
 
     def _missing_error(self, missing: list[InputSlot]) -> MissingInputError:
         lines = "\n  ".join(s.describe() for s in missing)
