@@ -388,10 +388,11 @@ def _file_sections(f: HwxFile) -> None:
 BLOCK_SPAN = 0x4000
 
 
-def _packet_defect(addr: int, count: int, td, block: str) -> str:
+def _packet_defect(addr: int, count: int, written: set, block: str) -> str:
     """Why a register-write header cannot be one (a corrupt packet otherwise reads as a run of
     writes and the rest of the TD as more packets): the address is not a word's, lies outside
-    every register block, or the run leaves its block; or it writes a register this TD wrote."""
+    every register block, or the run leaves its block; or it writes a register this TD wrote
+    (``written``)."""
     base = dict(H13_BLOCKS)[block]
     if addr % 4:
         return f"register address {addr:#x} is not word-aligned"
@@ -399,7 +400,6 @@ def _packet_defect(addr: int, count: int, td, block: str) -> str:
         return f"register address {addr:#x} is in no register block"
     if addr + 4 * count > base + BLOCK_SPAN or any(base < b <= addr + 4 * (count - 1) for _, b in H13_BLOCKS):
         return f"{count} writes from {addr:#x} run out of the {block} block"
-    written = {r.address for r in td.registers}
     if any(addr + 4 * j in written for j in range(count)):
         return f"writes {addr:#x}..{addr + 4 * (count - 1):#x} again in the same TD"
     return ""
@@ -463,6 +463,7 @@ def _tds_h13(f: HwxFile) -> None:
 def _packets(f: HwxFile, td: TaskDescriptor, span, p: int, end: int) -> None:
     d = f.data
     k = 0
+    written: set = set()          # register addresses this TD wrote so far
     while p + 4 <= end:
         w = struct.unpack_from("<I", d, p)[0]
         count, addr = (w >> 26) + 1, w & 0x3FFFFFF
@@ -473,7 +474,8 @@ def _packets(f: HwxFile, td: TaskDescriptor, span, p: int, end: int) -> None:
                 f.problems.append(NacFormatError(f"td[{td.index}]/packet[{k}]", p, f"{count} values overrun the TD"))
             return
         block, base = _block_of(addr)
-        bad = _packet_defect(addr, count, td, block)
+        bad = _packet_defect(addr, count, written, block)
+        written.update(range(addr, addr + 4 * count, 4))
         if bad:
             f.problems.append(NacFormatError(f"td[{td.index}]/packet[{k}]", p, bad))
         ps = span.add(p, 4 + 4 * count, f"packet[{k}]", "register write", f"{block} {addr:#x} ×{count}")
