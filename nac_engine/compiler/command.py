@@ -205,6 +205,27 @@ def _fail(message: str) -> int:
     return 2          # the user's mistake or a refused model (the exit-code rule in `nac --help`)
 
 
+@contextlib.contextmanager
+def weight_progress(nac):
+    """A progress callback for writing external weights: a bar (parameters, bytes/s) on a
+    terminal, nothing when stderr is piped or the weights are internal."""
+    if nac.header.weights_internal or not sys.stderr.isatty():
+        yield None
+        return
+    try:
+        from tqdm import tqdm
+    except ImportError:           # tqdm comes with transformers (the [hf] extra); without it, no bar
+        yield None
+        return
+    total = sum(p.meta.stored_nbytes for p in nac.params.values() if p.meta is not None)
+    with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc="weights", file=sys.stderr,
+              leave=False, dynamic_ncols=True) as bar:
+        def progress(name: str, nbytes: int) -> None:
+            bar.set_postfix_str(name[-40:], refresh=False)
+            bar.update(nbytes)
+        yield progress
+
+
 def cmd_compile(args) -> int:
     from .errors import CompileError
     try:
@@ -216,21 +237,23 @@ def cmd_compile(args) -> int:
             from . import hf
             m = hf.build(args.hf, model_class=args.hf_class, random_weights=args.random_weights, seed=args.seed,
                          batch=args.batch, seq_len=args.seq_len, image_size=args.image_size)
-            model, margs, mkwargs = m.model, (), m.kwargs
+            model, margs, mkwargs, checkpoint = m.model, (), m.kwargs, m.checkpoint
             for note in m.notes:                       # what --hf changed, e.g. use_cache off
                 print(f"nac: note: {note}", file=sys.stderr)
         else:
             import torch
             torch.manual_seed(args.seed)
             model, margs, mkwargs = model_from_factory(args.model, args.input)
+            checkpoint = None
         from .external import write_compiled
         from .pipeline import compile_model
         from .report import format_report
         res = compile_model(model, margs, mkwargs, optimize=not args.no_opt,
                             quantization=None if args.quant == "none" else args.quant, weights=args.weights,
                             version=args.version, mmap=args.mmap, preload_lookahead=args.lookahead,
-                            tokenizer=tokenizer, debug_info=not args.no_debug_info)
-        written = write_compiled(res.nac, args.output)
+                            tokenizer=tokenizer, debug_info=not args.no_debug_info, checkpoint=checkpoint)
+        with weight_progress(res.nac) as progress:
+            written = write_compiled(res.nac, args.output, progress)
     except CompileError as e:
         if args.verbose:
             print(str(e), file=sys.stderr)

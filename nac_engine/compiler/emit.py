@@ -11,6 +11,7 @@ int16 (a producer at most 32767 instructions back), MMAP ticks and DATA input in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -18,6 +19,7 @@ import torch
 from ..format.model import Header, InputName, Instruction, NacFile, Parameter, TensorMeta
 from ..isa.optable import OP_CONTROL_FLOW, OP_INPUT, OP_OUTPUT
 from .canonicalize import CanonicalOp
+from .deferred import DeferredPayload, DeferredWeight
 from .errors import CompileError
 from .graph import Graph, Node, spec_nbytes
 from .tables import I16_MAX, Tables, assign
@@ -35,12 +37,13 @@ class Emitted:
     tables: Tables = None
 
 
-def tensor_payload(name: str, t: torch.Tensor) -> tuple[TensorMeta, np.ndarray]:
-    """DATA block-3 metadata and the little-endian bytes (as an array view, no copy when possible)."""
-    code = _DTYPE_CODES.get(t.dtype)
-    if code is None:
-        raise CompileError(f"parameter {name!r} has dtype {t.dtype}, which NAC's DATA dtype table "
-                           f"(float32/64/16, bfloat16, int64/32/16/8, uint8, bool) cannot store", stage="emit")
+def tensor_payload(name: str, t) -> tuple[TensorMeta, Any]:
+    """DATA block-3 metadata and the little-endian bytes (as an array view, no copy when possible;
+    for a deferred weight, a payload that reads them when the file is written)."""
+    if isinstance(t, DeferredWeight):
+        meta = _meta(name, t.shape, t.dtype)
+        return meta, DeferredPayload(t, lambda v: tensor_payload(name, v)[1])
+    meta = _meta(name, tuple(t.shape), t.dtype)
     t = t.detach().cpu().contiguous()
     if t.dtype == torch.bfloat16:
         arr = t.view(torch.int16).numpy().view(np.uint16)
@@ -48,12 +51,20 @@ def tensor_payload(name: str, t: torch.Tensor) -> tuple[TensorMeta, np.ndarray]:
         arr = t.numpy()
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
-    for i, s in enumerate(t.shape):
+    return meta, arr
+
+
+def _meta(name: str, shape: tuple, dtype: torch.dtype) -> TensorMeta:
+    code = _DTYPE_CODES.get(dtype)
+    if code is None:
+        raise CompileError(f"parameter {name!r} has dtype {dtype}, which NAC's DATA dtype table "
+                           f"(float32/64/16, bfloat16, int64/32/16/8, uint8, bool) cannot store", stage="emit")
+    for i, s in enumerate(shape):
         if s > 0xFFFFFFFF:
             raise CompileError(f"parameter {name!r}: dim {i} = {s} does not fit DATA's u32 shape field", stage="emit")
-    if t.dim() > 0xFF:
-        raise CompileError(f"parameter {name!r}: rank {t.dim()} does not fit DATA's u8 rank field", stage="emit")
-    return TensorMeta(code, tuple(int(s) for s in t.shape), 0), arr
+    if len(shape) > 0xFF:
+        raise CompileError(f"parameter {name!r}: rank {len(shape)} does not fit DATA's u8 rank field", stage="emit")
+    return TensorMeta(code, tuple(int(s) for s in shape), 0)
 
 
 def emit(graph: Graph, ops: list[CanonicalOp], *, version: str, weights_internal: bool = True,
@@ -111,7 +122,8 @@ def emit(graph: Graph, ops: list[CanonicalOp], *, version: str, weights_internal
                 raise CompileError(f"more than {I16_MAX} parameters: <INPUT B=1> holds the id in int16 C "
                                    f"(parameter {node.name!r} at instruction {i})", stage="emit")
             meta, arr = tensor_payload(node.name, node.tensor)
-            nac.params[pid] = Parameter(pid, node.name, meta, _payload=arr, data_length=arr.nbytes, _file=nac)
+            nac.params[pid] = Parameter(pid, node.name, meta, _payload=arr, data_length=meta.stored_nbytes,
+                                        _file=nac)
             nac.tensor_order.append(pid)
             instructions.append(Instruction(i, OP_INPUT, 1, (1, pid), None))
         elif node.kind == "control":

@@ -28,6 +28,7 @@ import warnings
 from typing import Any, Callable, Iterable, Optional
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 from . import export_hints as hints
 from .control_flow import is_cond
@@ -222,8 +223,8 @@ def to_graph(ep) -> Graph:
             if not isinstance(tensor, torch.Tensor):
                 raise CompileError(f"{kind.name.lower()} {target!r} is a {type(tensor).__name__}, not a tensor",
                                    stage="export")
-            tensor = tensor.detach()
             key = _tensor_identity(tensor)
+            tensor = tensor.detach()
             if key is not None and key in same_tensor:     # tied weights, a constant lifted twice
                 env[ph.name] = same_tensor[key]
                 continue
@@ -289,6 +290,8 @@ def _tensor_identity(t: torch.Tensor):
     """Same storage, offset, shape, strides and dtype: the very same values (None for empty tensors)."""
     if t.numel() == 0 or t.is_meta:
         return None
+    if isinstance(t, FakeTensor):    # weights not loaded (compiler/deferred.py): tied ones are one object
+        return ("fake", id(t))
     return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
 
 

@@ -25,6 +25,9 @@ The safetensors file (research §11)
   non-finite scale is refused (JSON cannot carry it portably). safetensors readers refuse a
   header over 100 MB, so a file whose header would exceed that is refused before writing
   (keep such weights internal).
+* Written by ``format.safetensors_file.write_safetensors``, one tensor at a time in DATA order:
+  the header comes from the metadata, and each weight is read (a deferred one from its
+  checkpoint, ``compiler/deferred.py``) only when its turn comes, so memory holds one weight.
 
 Note: the reference runtime prefers a ``<base>.safetensors`` beside an *internal-weights*
 ``.nac`` over the file's own DATA, without dequantising. Writing internal weights therefore
@@ -40,10 +43,10 @@ import numpy as np
 from ..format import layout as L
 from ..format.model import NacFile, Parameter
 from ..format.quant import bf16_to_f32
+from ..format.safetensors_file import Pending, dtype_name, header_bytes, write_safetensors
 from ..format.writer import atomic_produce, atomic_write, encode
 
 METADATA_KEY = "metadata"
-SAFETENSORS_HEADER_LIMIT = 100_000_000     # bytes; the safetensors library refuses larger headers
 
 
 def weights_path_for(path: str) -> str:
@@ -78,54 +81,50 @@ def _stored(p: Parameter) -> np.ndarray:
     arr = np.asarray(p.raw())
     if p.meta.dtype == 3:                          # bfloat16 bits → float32 (exact)
         arr = bf16_to_f32(arr)
-    elif p.meta.dtype not in L.NUMPY_STORAGE:
-        raise ValueError(f"parameter {p.name!r}: dtype code {p.meta.dtype} has no safetensors equivalent")
     return np.ascontiguousarray(arr.reshape(p.meta.shape))
 
 
-def safetensors_content(nac: NacFile) -> tuple[dict, dict]:
-    """(tensors by name, ``__metadata__``) for ``nac``'s parameters."""
-    tensors: dict[str, np.ndarray] = {}
-    quant: dict[str, dict] = {}
+def safetensors_entries(nac: NacFile) -> tuple[list, dict]:
+    """(:class:`Pending` tensors in DATA order, ``__metadata__``) for ``nac``'s parameters: the
+    header comes from the metadata alone; each tensor's values are read when it is written."""
+    entries, quant, names = [], {}, set()
     for p in nac.params.values():
-        if p.name in tensors:
+        if p.name in names:
             raise ValueError(f"two parameters are named {p.name!r}; safetensors keys must be unique")
+        names.add(p.name)
         if p.meta is None:
             p.raw()                                # loads the meta of an external tensor
-        tensors[p.name] = _stored(p)
+        m = p.meta
+        if m.dtype == 3:
+            dtype = "F32"
+        elif m.dtype in L.NUMPY_STORAGE:
+            dtype = dtype_name(L.storage_dtype(m.dtype))
+        else:
+            raise ValueError(f"parameter {p.name!r}: dtype code {m.dtype} has no safetensors equivalent")
+        entries.append(Pending(p.name, dtype, tuple(m.shape), lambda p=p: _stored(p)))
         entry = quant_entry(p)
         if entry is not None:
             quant[p.name] = entry
     metadata = {METADATA_KEY: json.dumps(quant, separators=(",", ":"))} if quant else {}
-    header_estimate = len(metadata.get(METADATA_KEY, "")) + sum(
-        len(name) + 96 + 12 * len(t.shape) for name, t in tensors.items())
-    if header_estimate > SAFETENSORS_HEADER_LIMIT:
-        raise ValueError(f"the safetensors header would be about {header_estimate / 1e6:.0f} MB (quantisation "
-                         f"scales); readers refuse more than {SAFETENSORS_HEADER_LIMIT / 1e6:.0f} MB. "
-                         "Store these weights internally.")
-    return tensors, metadata
+    header_bytes(entries, metadata)                # refuses an oversized header before anything is written
+    return entries, metadata
 
 
-def _atomic_save_safetensors(tensors: dict, metadata: dict, path: str) -> None:
-    from safetensors.numpy import save_file
-    # save_file writes by name (streaming); fsync through our descriptor covers its writes
-    atomic_produce(path, lambda _fh, tmp: save_file(tensors, tmp, metadata=metadata or None),
-                   prefix=".nac-weights-")
-
-
-def write_compiled(nac: NacFile, path) -> list[str]:
-    """Write ``nac`` to ``path`` and its external weights beside it (module docstring)."""
+def write_compiled(nac: NacFile, path, progress=None) -> list[str]:
+    """Write ``nac`` to ``path`` and its external weights beside it (module docstring).
+    ``progress(name, nbytes)`` is called after each weight is written."""
     path = os.fspath(path)
     data = encode(nac)                 # encode first: a file that cannot be encoded writes nothing
     written = []
     if not nac.header.weights_internal:
-        tensors, metadata = safetensors_content(nac)
+        entries, metadata = safetensors_entries(nac)
         weights = weights_path_for(path)
-        _atomic_save_safetensors(tensors, metadata, weights)
+        atomic_produce(weights, lambda fh, _tmp: write_safetensors(fh, entries, metadata, progress),
+                       prefix=".nac-weights-")
         written.append(weights)
     atomic_write(path, data)
     written.append(path)
     return written
 
 
-__all__ = ["write_compiled", "weights_path_for", "safetensors_content", "quant_entry", "METADATA_KEY"]
+__all__ = ["write_compiled", "weights_path_for", "safetensors_entries", "quant_entry", "METADATA_KEY"]

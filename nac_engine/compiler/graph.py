@@ -234,7 +234,7 @@ class Graph:
         with torch.no_grad():
             for n in self.nodes:
                 if n.kind == "param":
-                    env[n.id] = n.tensor
+                    env[n.id] = n.tensor if isinstance(n.tensor, torch.Tensor) else n.tensor.load()
                 elif n.kind == "op":
                     get = lambda x: env[x.id]   # noqa: E731
                     target = torch.ops.aten.reshape.default if n.target in as_reshape else n.target

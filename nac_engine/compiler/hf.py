@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 import torch
 
+from .deferred import Checkpoint
 from .errors import CompileError
 
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
@@ -33,6 +34,7 @@ class HfModel:
     source: str = ""
     trained: bool = False
     notes: list = field(default_factory=list)      # what the build changed about the model, for the user
+    checkpoint: Any = None                         # deferred.Checkpoint: the weights are read from it when written
 
 
 def _transformers():
@@ -58,9 +60,12 @@ def has_weights(path: str) -> bool:
 
 
 def load_model(path: str, *, model_class: str = "AutoModel", random_weights: bool = False,
-               seed: int = 0) -> tuple[Any, bool]:
+               seed: int = 0, stream: bool = True) -> tuple[Any, bool]:
     """``(model, trained)``: trained weights when ``path`` is a directory holding them (and
-    ``random_weights`` is off), else a model built from the config with seeded random weights."""
+    ``random_weights`` is off), else a model built from the config with seeded random weights.
+    ``stream``: a directory with safetensors shards gives a model *without* its weights (every
+    parameter a fake tensor, ``_without_weights``); the compile reads each weight from the
+    shards when it writes it (``compiler/deferred.py``), so the model is never in memory."""
     tf = _transformers()
     cls = getattr(tf, model_class, None)
     # Auto classes build through from_config; concrete ones (BertModel) are PreTrainedModels
@@ -79,6 +84,18 @@ def load_model(path: str, *, model_class: str = "AutoModel", random_weights: boo
     if hasattr(config, "use_cache"):
         config.use_cache = False
     trained = has_weights(path) and not random_weights
+    if trained and stream and Checkpoint.present(path):
+        model = _without_weights(cls, config, concrete)
+        checkpoint = Checkpoint(path, getattr(model, "base_model_prefix", "") or "")
+        missing = [n for n, _ in model.named_parameters() if checkpoint.key_for(n) is None]
+        if not missing:
+            model.eval()
+            model._nac_checkpoint = checkpoint
+            if cache_was_on:
+                model._nac_notes = [CACHE_NOTE]
+            return model, True
+        # keys the checkpoint names differently (an older layout transformers renames on load):
+        # load it the ordinary way, holding the model in memory
     bars = tf.utils.logging.is_progress_bar_enabled()
     tf.utils.logging.disable_progress_bar()      # a weight-loading bar per compile is noise in a CLI
     try:
@@ -100,6 +117,35 @@ def load_model(path: str, *, model_class: str = "AutoModel", random_weights: boo
         except AttributeError:          # pragma: no cover - modules take attributes
             pass
     return model, trained
+
+
+def _without_weights(cls, config, concrete: bool):
+    """The model built from ``config`` with every parameter a float32 fake tensor (a shape and a
+    dtype, no memory) and its buffers real: buffers a checkpoint does not hold (RoPE's
+    ``inv_freq``) are computed by the model's own constructor, as ``from_pretrained`` does.
+    Each parameter is allocated and initialised by its layer, then replaced at once, so the
+    memory held is one parameter's at most."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    register = torch.nn.Module.register_parameter
+
+    def fake_parameter(module, name, param):
+        # an already fake one is a parameter being shared (tied embeddings): keep it the same object
+        if param is not None and not isinstance(param, FakeTensor):
+            dtype = torch.float32 if param.is_floating_point() else param.dtype
+            with fake_mode:
+                param = torch.nn.Parameter(torch.empty(param.shape, dtype=dtype), requires_grad=False)
+        register(module, name, param)
+
+    torch.nn.Module.register_parameter = fake_parameter
+    try:
+        with torch.no_grad():
+            return cls(config) if concrete else cls.from_config(config)
+    except Exception as e:
+        raise CompileError(f"cannot build {cls.__name__} from the config: {type(e).__name__}: {e}",
+                           stage="hf") from None
+    finally:
+        torch.nn.Module.register_parameter = register
 
 
 CACHE_NOTE = ("use_cache turned off: the model would return its key/value cache, which is no tensor NAC "
@@ -182,7 +228,10 @@ def _target_positions(config: Any) -> int:
 
 
 def build(path: str, *, model_class: str = "AutoModel", random_weights: bool = False, seed: int = 0,
-          batch: int = 1, seq_len: Optional[int] = None, image_size: Optional[int] = None) -> HfModel:
-    model, trained = load_model(path, model_class=model_class, random_weights=random_weights, seed=seed)
+          batch: int = 1, seq_len: Optional[int] = None, image_size: Optional[int] = None,
+          stream: bool = True) -> HfModel:
+    model, trained = load_model(path, model_class=model_class, random_weights=random_weights, seed=seed,
+                                stream=stream)
     kwargs = example_inputs(model, batch=batch, seq_len=seq_len, image_size=image_size, seed=seed)
-    return HfModel(model, kwargs, os.fspath(path), trained, list(getattr(model, "_nac_notes", ())))
+    return HfModel(model, kwargs, os.fspath(path), trained, list(getattr(model, "_nac_notes", ())),
+                   getattr(model, "_nac_checkpoint", None))

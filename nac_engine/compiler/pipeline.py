@@ -16,6 +16,7 @@ from ..format.input_signature import set_input_signature
 from ..format.source_map import set_source_map
 from ..isa.optable import OP_CONTROL_FLOW
 from .canonicalize import canonicalize
+from .deferred import defer_large
 from .debug_info import full_stack_traces, fx_sources, input_specs, source_entries
 from .emit import emit
 from .errors import CompileError
@@ -81,8 +82,10 @@ def _check_options(quantization, weights, version, mmap, preload_lookahead) -> O
 def compile_model(model, args=(), kwargs=None, *, optimize: bool = True, quantization: Optional[str] = None,
                   weights: str = "internal", version: str = "1.6", mmap: str = "min-peak",
                   preload_lookahead: int = 2, tokenizer: Optional[str] = None,
-                  d_model: Optional[int] = None, debug_info: bool = True) -> CompileResult:
-    """Compile ``model`` called as ``model(*args, **kwargs)``. See :func:`nac_engine.compiler.compile`."""
+                  d_model: Optional[int] = None, debug_info: bool = True,
+                  checkpoint=None) -> CompileResult:
+    """Compile ``model`` called as ``model(*args, **kwargs)``. See :func:`nac_engine.compiler.compile`.
+    ``checkpoint``: where the weights of a model built without them are (``hf.load_model``)."""
     quant = _check_options(quantization, weights, version, mmap, preload_lookahead)
     report = CompileReport(model=type(model).__name__, options=dict(
         optimize=bool(optimize), quantization=quant, weights=weights, version=version, mmap=mmap,
@@ -97,6 +100,7 @@ def compile_model(model, args=(), kwargs=None, *, optimize: bool = True, quantiz
 
     args = args if isinstance(args, tuple) else (args,)
     graph, sources = _export_graph(model, args, kwargs, report, debug_info)
+    defer_large(graph, checkpoint)               # large weights are read when written: deferred.py
     signature = input_specs(model, args, kwargs, graph)
     report.warnings.extend(graph.warnings)
     report.instructions_exported = graph.instruction_count()

@@ -47,7 +47,7 @@ import numpy as np
 import torch
 
 from ..format import layout as L
-from ..format.model import NacFile, Parameter, TensorMeta
+from ..format.model import DeferredValues, NacFile, Parameter, TensorMeta
 from ..format.quant import bf16_to_f32, dequantize
 
 METHODS = {"none": L.QUANT_NONE, "fp16": L.QUANT_FP16, "int8_tensor": L.QUANT_INT8_TENSOR,
@@ -172,10 +172,15 @@ def quantize_parameters(nac: NacFile, method: Optional[str]) -> list[QuantReport
             reports.append(QuantReport(p.name, name, tuple(meta.logical_shape), 0.0, 0.0, meta.stored_nbytes,
                                        float_bytes, _stored_as(meta), skipped))
             continue
+        if isinstance(p._payload, DeferredValues):    # encoded again when written (EncodedOnWrite)
+            stored_bytes = int(stored.nbytes)
+            stored = EncodedOnWrite(p._payload, _ENCODERS[code], meta.dtype == 3)
+        else:
+            stored_bytes = int(stored.nbytes)
         encoded.append((p, stored, new_meta))
         err, top = _max_error(decoded, ref, finite)
         reports.append(QuantReport(p.name, name, tuple(new_meta.logical_shape), err, err / top if top else 0.0,
-                                   int(stored.nbytes), float_bytes, _stored_as(new_meta)))
+                                   stored_bytes, float_bytes, _stored_as(new_meta)))
     for p, stored, new_meta in encoded:    # only once every tensor encoded: no half-quantised file
         _set_stored(p, stored, new_meta)
     nac.header.quant_method = code
@@ -203,12 +208,31 @@ def _max_error(decoded: np.ndarray, ref: np.ndarray, finite: np.ndarray) -> tupl
     return err, top
 
 
-def _set_stored(p: Parameter, stored: np.ndarray, meta: TensorMeta) -> None:
+class EncodedOnWrite(DeferredValues):
+    """A deferred weight's quantised values, encoded again each time they are read (when the file
+    is written). The first encoding gave the report and the metadata (scales) and was dropped: a
+    large model's encoded weights together would not fit in memory. The arithmetic is the same
+    float32 PyTorch, so the values are the same."""
+
+    def __init__(self, source: DeferredValues, encoder, bfloat16: bool):
+        self._source = source
+        self._encoder = encoder
+        self._bfloat16 = bfloat16
+
+    def load(self) -> np.ndarray:
+        orig = self._source.load()
+        if self._bfloat16:
+            orig = bf16_to_f32(orig)
+        stored, _ = self._encoder(torch.from_numpy(np.array(orig, dtype=np.float32)))
+        return np.ascontiguousarray(stored)
+
+
+def _set_stored(p: Parameter, stored, meta: TensorMeta) -> None:
     """Point the parameter at new stored values (the writer and ``raw()`` read ``_payload``)."""
     p.meta = meta
     p._payload = stored
     p.data_offset = -1
-    p.data_length = int(stored.nbytes)
+    p.data_length = int(meta.stored_nbytes)
 
 
 __all__ = ["QuantReport", "METHODS", "quantize_parameters", "method_code"]

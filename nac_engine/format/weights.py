@@ -20,6 +20,7 @@ from ..errors import NacFormatError
 from ..files import open_regular
 from . import bounded_json
 from .mapped import is_mapped, read_at
+from .model import DeferredValues
 from .tensor_meta import TensorMeta
 from .quant import dequantize
 from .tensor_rules import tensor_problems
@@ -43,6 +44,8 @@ def raw_tensor(p: Parameter) -> np.ndarray:
         pl = p._payload
         if isinstance(pl, np.ndarray):
             return pl
+        if isinstance(pl, DeferredValues):
+            return pl.load()
         dt = L.storage_dtype(p.meta.dtype)
         return np.frombuffer(pl, dtype=dt).reshape(p.meta.shape)
     if p.meta is not None and p.data_offset >= 0:

@@ -26,7 +26,7 @@ from ..errors import NacEncodeError
 from ..files import kind_of
 from ..isa.optable import standard_ops
 from . import layout as L
-from .model import Constant, Instruction, NacFile, Orch, TensorMeta
+from .model import Constant, DeferredValues, Instruction, NacFile, Orch, TensorMeta
 
 _RANGES = {"B": (0, 0xFF), "H": (0, 0xFFFF), "I": (0, 0xFFFFFFFF), "Q": (0, 2 ** 64 - 1),
            "h": (-0x8000, 0x7FFF), "i": (-2 ** 31, 2 ** 31 - 1), "q": (-2 ** 63, 2 ** 63 - 1)}
@@ -433,6 +433,8 @@ def _data(nac: NacFile, out: _Out) -> None:
 def param_payload(nac: NacFile, p) -> memoryview:
     if p._payload is not None:
         pl = p._payload
+        if isinstance(pl, DeferredValues):
+            pl = pl.load()
         if isinstance(pl, np.ndarray):
             return memoryview(np.ascontiguousarray(pl).view(np.uint8).reshape(-1))
         return memoryview(pl)

@@ -56,7 +56,10 @@ def same_spec(a: Node, b: Node) -> bool:
 
 
 def constant_tensor(node: Any) -> Optional[torch.Tensor]:
-    return node.tensor if isinstance(node, Node) and node.kind == "param" else None
+    # a deferred weight (compiler/deferred.py) is not looked into: its values are read only when written
+    if isinstance(node, Node) and node.kind == "param" and isinstance(node.tensor, torch.Tensor):
+        return node.tensor
+    return None
 
 
 def scalar_value(v: Any) -> Optional[float]:

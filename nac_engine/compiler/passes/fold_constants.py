@@ -61,7 +61,9 @@ def _overwritten_blank(node: Node, unknown: list) -> Any:
 
 
 def fold_constants(graph: Graph, small_bytes: int = SMALL_BYTES) -> int:
-    known: dict[int, Any] = {n.id: n.tensor for n in graph.nodes if n.kind == "param"}
+    # deferred weights (compiler/deferred.py) are not folded through: their values are not here
+    known: dict[int, Any] = {n.id: n.tensor for n in graph.nodes
+                             if n.kind == "param" and isinstance(n.tensor, torch.Tensor)}
     with torch.no_grad():
         for node in graph.nodes:
             if node.kind != "op" or not is_pure(node.target):
