@@ -60,27 +60,35 @@ def read_at(nac, offset: int, length: int, section: str, what: str) -> bytes:
     if buf is None:
         raise NacFormatError(section, max(offset, 0), f"{what}: the file is closed")
     if isinstance(buf, mmap.mmap):
-        raw = np.empty(length + _ALIGN, np.uint8)
-        _READ_COPIES[id(raw)] = raw
-        shift = (-raw.ctypes.data) % _ALIGN
-        out = raw[shift:shift + length]
-        view = memoryview(out).cast("B")
-        got = 0
         try:
-            while got < length:
-                n = os.preadv(nac._fd, [view[got:]], offset + got)
-                if n == 0:
-                    break
-                got += n
+            out = pread_aligned(nac._fd, offset, length)
         except (TypeError, OSError):
-            got = -1
-        if got == length:
+            out = None
+        if out is not None:
             return out
     elif 0 <= offset and offset + length <= len(buf):
         return bytes(buf[offset:offset + length])
     raise FileChangedError(section, max(offset, 0),
                            f"{what}: the file is now {current_size(nac)} bytes, too short for bytes "
                            f"{offset}..{offset + length}; it changed on disk after it was opened — reload it")
+
+
+def pread_aligned(fd: int, offset: int, length: int):
+    """Bytes ``[offset, offset+length)`` of descriptor ``fd`` read with ``pread`` into a fresh,
+    writable, 64-byte-aligned ``uint8`` array that :func:`is_read_copy` recognises; None when
+    the file ends before them. ``OSError`` as ``pread`` raises it."""
+    raw = np.empty(length + _ALIGN, np.uint8)
+    shift = (-raw.ctypes.data) % _ALIGN
+    out = raw[shift:shift + length]
+    view = memoryview(out).cast("B")
+    got = 0
+    while got < length:
+        n = os.preadv(fd, [view[got:]], offset + got)
+        if n == 0:
+            return None
+        got += n
+    _READ_COPIES[id(raw)] = raw
+    return out
 
 
 class FileBytes:

@@ -38,7 +38,6 @@ from . import bounded_json
 
 #: safetensors' own limit on the JSON header (its readers refuse more).
 MAX_HEADER = 100_000_000
-_ALIGN = 64
 
 #: safetensors dtype names and the NumPy dtype their bytes are read as (BF16: its bits).
 DTYPES = {"F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"),
@@ -135,22 +134,14 @@ class SafetensorsFile:
 
     def read(self, name: str) -> np.ndarray:
         """Tensor ``name``'s stored values in a fresh, writable, 64-byte-aligned array."""
-        from .mapped import FileChangedError
+        from .mapped import FileChangedError, pread_aligned
         e = self.entries[name]
-        raw = np.empty(e.nbytes + _ALIGN, np.uint8)
-        shift = (-raw.ctypes.data) % _ALIGN
-        out = raw[shift:shift + e.nbytes]
-        view = memoryview(out).cast("B")
-        got = 0
         with open_regular(self.path, buffering=0, section="weights") as fh:
-            fd = fh.fileno()
-            while got < e.nbytes:
-                n = os.preadv(fd, [view[got:]], e.begin + got)
-                if n == 0:
-                    raise FileChangedError(f"weights/{name}", e.begin,
-                                           f"{self.path} is now {os.fstat(fd).st_size} bytes, too short for "
-                                           f"bytes {e.begin}..{e.end}; it changed on disk after it was opened")
-                got += n
+            out = pread_aligned(fh.fileno(), e.begin, e.nbytes)
+            if out is None:
+                raise FileChangedError(f"weights/{name}", e.begin,
+                                       f"{self.path} is now {os.fstat(fh.fileno()).st_size} bytes, too short "
+                                       f"for bytes {e.begin}..{e.end}; it changed on disk after it was opened")
         return out.view(DTYPES[e.dtype]).reshape(e.shape)
 
 

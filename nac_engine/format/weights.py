@@ -10,16 +10,15 @@ from __future__ import annotations
 import functools
 import math
 import os
-import struct
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
 from . import layout as L
 from ..errors import NacFormatError
-from ..files import open_regular
 from . import bounded_json
 from .mapped import is_mapped, read_at
+from .safetensors_file import SafetensorsFile
 from .model import DeferredValues
 from .tensor_meta import TensorMeta
 from .quant import dequantize
@@ -74,17 +73,11 @@ def dequantized_tensor(p: Parameter) -> np.ndarray:
     return dequantize(stored, p.meta)
 
 
-#: safetensors' own limit on its JSON header (readers refuse more).
-SAFETENSORS_MAX_HEADER = 100_000_000
-
-
 def external_problem(path: str) -> Optional[str]:
-    """Why ``path`` cannot be a .safetensors file (missing, unreadable, header truncated or
-    oversized), checked from its first bytes without parsing it; ``None`` when it may be one."""
+    """Why ``path`` cannot be a .safetensors file (missing, unreadable, not a regular file, a header
+    that is truncated, oversized or malformed); ``None`` when its header reads."""
     try:
-        with open_regular(path) as fh:
-            size = os.fstat(fh.fileno()).st_size
-            head = fh.read(8)
+        weights_file(path)
     except FileNotFoundError:
         return (f"weights are external and {path} does not exist: put the .safetensors written with the "
                 ".nac beside it (same base name)")
@@ -92,14 +85,19 @@ def external_problem(path: str) -> Optional[str]:
         return f"{path}: {e.strerror or e}"
     except NacFormatError as e:
         return e.reason
-    if len(head) < 8:
-        return f"{path} holds {size} bytes, too few for a safetensors header"
-    n = struct.unpack("<Q", head)[0]
-    if n > SAFETENSORS_MAX_HEADER:
-        return f"{path}: safetensors header of {n} bytes is above the {SAFETENSORS_MAX_HEADER} readers accept"
-    if 8 + n > size:
-        return f"{path}: safetensors header of {n} bytes runs past the end of the {size}-byte file (truncated?)"
     return None
+
+
+def weights_file(path: str) -> SafetensorsFile:
+    """The parsed header of external weights ``path``, parsed once per version of the file (a run
+    reads every tensor of it; a file replaced on disk is parsed again)."""
+    st = os.stat(path)
+    return _weights_file(os.fspath(path), st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _weights_file(path: str, _ino: int, _size: int, _mtime: int) -> SafetensorsFile:
+    return SafetensorsFile(path)
 
 
 def _external(nac: NacFile, p: Parameter):
@@ -108,53 +106,39 @@ def _external(nac: NacFile, p: Parameter):
     if problem:
         raise MissingWeightsError("DATA", 0, problem) if "does not exist" in problem else \
             NacFormatError("weights", 0, problem)
-    from safetensors import safe_open
-    try:
-        with safe_open(path, framework="numpy") as f:
-            if p.name not in f.keys():
-                raise MissingWeightsError("weights", 0, f"parameter {p.name!r} is not in {path}")
-            arr = f.get_tensor(p.name)
-            md = f.metadata() or {}
-    except NacFormatError:
-        raise
-    except Exception as e:   # noqa: BLE001 - safetensors raises its own SafetensorError, and OSErrors
-        raise NacFormatError("weights", 0, f"{path}: not a readable safetensors file: "
-                                           f"{' '.join(str(e).split())[:200]}") from None
+    f = weights_file(path)
+    if p.name not in f:
+        raise MissingWeightsError("weights", 0, f"parameter {p.name!r} is not in {path}")
     if p.meta is None:
-        meta = external_meta(arr, _quant_entry(md, p.name), p.name)
-        problems = tensor_problems(meta, None, stored_count=arr.size)
-        if problems:
-            raise NacFormatError(f"weights/{p.name}", 0, problems[0])
-        p.meta = meta
-    return arr, p.meta
+        p.meta = _checked_meta(f, p.name)
+    return f.read(p.name), p.meta
+
+
+def _checked_meta(f: SafetensorsFile, name: str) -> TensorMeta:
+    e = f.entries[name]
+    meta = external_meta(_ShapeOnly(e.dtype, e.shape), _quant_entry(f.metadata, name), name)
+    problems = tensor_problems(meta, None, stored_count=_ShapeOnly(e.dtype, e.shape).size)
+    if problems:
+        raise NacFormatError(f"weights/{name}", e.begin, problems[0])
+    return meta
 
 
 def external_raw_tensors(nac: NacFile, params) -> dict:
     """id -> (``raw_tensor``, TensorMeta) of each of ``params`` that the external .safetensors
-    holds, reading the file once (a session loads every weight: one open and one header parse
-    instead of one per tensor). ``p.meta`` is left for the caller to set, as ``raw_tensor`` would.
-    A parameter ``raw_tensor`` would refuse is left out: ``raw_tensor`` raises its error."""
+    holds (a session loading every weight before a run). ``p.meta`` is left for the caller to
+    set, as ``raw_tensor`` would. A parameter ``raw_tensor`` would refuse is left out:
+    ``raw_tensor`` raises its error at the parameter's tick."""
     path = nac.weights_path
     if not path or external_problem(path):
         return {}
-    from safetensors import safe_open
+    f = weights_file(path)
     out = {}
-    try:
-        with safe_open(path, framework="numpy") as f:
-            names = set(f.keys())
-            md = f.metadata() or {}
-            for p in params:
-                if p.name not in names:
-                    continue
-                arr = f.get_tensor(p.name)
-                meta = p.meta
-                if meta is None:
-                    meta = external_meta(arr, _quant_entry(md, p.name), p.name)
-                    if tensor_problems(meta, None, stored_count=arr.size):
-                        continue
-                out[p.id] = (arr, meta)
-    except Exception:   # noqa: BLE001 - each parameter left out gets raw_tensor's precise error
-        pass
+    for p in params:
+        try:
+            meta = p.meta if p.meta is not None else _checked_meta(f, p.name)
+            out[p.id] = (f.read(p.name), meta)
+        except (KeyError, NacFormatError):
+            continue
     return out
 
 
@@ -226,33 +210,21 @@ def _external_meta(arr: np.ndarray, q: Optional[dict]) -> TensorMeta:
 def external_weight_problems(nac: NacFile) -> list[NacFormatError]:
     """What ``verify`` finds in a file's external .safetensors: a header that cannot be read, a
     parameter it does not hold, quantisation metadata that is malformed or does not fit the
-    stored tensor. Reads the header and shapes only, never the tensors' data."""
+    stored tensor. Reads the header only, never the tensors' data."""
     path = nac.weights_path
     problem = external_problem(path)
     if problem:
         return [NacFormatError("weights", 0, problem)]
-    from safetensors import safe_open
+    f = weights_file(path)
     out = []
-    try:
-        with safe_open(path, framework="numpy") as f:
-            names = set(f.keys())
-            md = f.metadata() or {}
-            for p in nac.params.values():
-                if p.name not in names:
-                    out.append(NacFormatError("weights", 0, f"parameter {p.name!r} is not in {path}"))
-                    continue
-                sl = f.get_slice(p.name)
-                stand_in = _ShapeOnly(sl.get_dtype(), tuple(sl.get_shape()))
-                try:
-                    meta = external_meta(stand_in, _quant_entry(md, p.name), p.name)
-                except NacFormatError as e:
-                    out.append(e)
-                    continue
-                for why in tensor_problems(meta, None, stored_count=stand_in.size):
-                    out.append(NacFormatError(f"weights/{p.name}", 0, why))
-    except Exception as e:   # noqa: BLE001 - safetensors' SafetensorError for a header it refuses
-        out.append(NacFormatError("weights", 0, f"{path}: not a readable safetensors file: "
-                                                f"{' '.join(str(e).split())[:200]}"))
+    for p in nac.params.values():
+        if p.name not in f:
+            out.append(NacFormatError("weights", 0, f"parameter {p.name!r} is not in {path}"))
+            continue
+        try:
+            _checked_meta(f, p.name)
+        except NacFormatError as e:
+            out.append(e)
     return out
 
 

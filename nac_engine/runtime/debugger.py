@@ -556,14 +556,12 @@ class Debugger:
         return self._param_name_set
 
     def param_value(self, name: str) -> Any:
-        """A parameter's tensor as the interpreter uses it (dequantised, loaded once)."""
+        """A parameter's tensor as the interpreter uses it (dequantised; read once when the
+        session holds weights)."""
         p = self.nac.param_by_name(name)
         if p is None:
             raise KeyError(name)
-        t = self.session._params.get(p.id)
-        if t is None:
-            t = self.session._params[p.id] = self.session._param_tensor(p)
-        return t
+        return self.session.weight(p)
 
     def _lookup(self, current: Any) -> Callable[[str], Any]:
         def lookup(name: str) -> Any:

@@ -23,6 +23,7 @@ Inputs (seed 000 §7.1):
 """
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,6 +173,10 @@ class Session:
         # the file's bytes are this session's own copy (it opened the file, read whole): weights
         # may be used where they lie (runtime/stored_weights.py)
         self._own_bytes = self._owns_file and nacfile.private_buffer
+        # weights are held for the session's life (a second run, a step back, reads none again)
+        # unless they are too many to hold: then each is read at its use and released after
+        # its last one, with the values the run no longer needs (an LLM's 4-30 GB)
+        self.holds_weights = weight_bytes(nacfile) <= RESIDENT_WEIGHTS_MAX
         self._dead_after: Optional[dict[int, list]] = None
         # the kernels' thread count (threads.py) is chosen when kernels are about to run: by run(),
         # or by the first run_instruction of a session that is stepped (the debugger)
@@ -331,7 +336,7 @@ class Session:
         prepared = self._prepared
         if not prepared:
             self._prepare_shared()
-        if not self._params:
+        if not self._params and self.holds_weights:
             self._load_params()
         prepare = self.prepare
         load_param = self.load_param
@@ -558,7 +563,17 @@ class Session:
             if p is None:
                 raise NacRuntimeError(f"instruction {ins.index}: <INPUT B=1> refers to parameter "
                                       f"{pid}, which DATA does not list")
-            t = self._params[pid] = self._param_tensor(p)
+            t = self.weight(p)
+        return t
+
+    def weight(self, p) -> torch.Tensor:
+        """Parameter ``p``'s tensor as the kernels use it: held once read, or read afresh each
+        time when the session does not hold weights (:attr:`holds_weights`)."""
+        t = self._params.get(p.id)
+        if t is None:
+            t = self._param_tensor(p)
+            if self.holds_weights:
+                self._params[p.id] = t
         return t
 
     def _param_tensor(self, p, stored: Optional[tuple] = None) -> torch.Tensor:
@@ -896,6 +911,20 @@ class _Missing:
 
 
 _MISSING = _Missing()
+
+
+#: Weights together above this many bytes are not held by a session (``Session.holds_weights``).
+RESIDENT_WEIGHTS_MAX = 1 << 30
+
+
+def weight_bytes(nac: NacFile) -> int:
+    """The bytes of ``nac``'s stored weights: its tensor records, or its external file's size."""
+    if nac.header.weights_internal:
+        return sum(p.data_length for p in nac.params.values())
+    try:
+        return os.path.getsize(nac.weights_path) if nac.weights_path else 0
+    except OSError:
+        return 0
 
 
 def run(nacfile: NacFile | str | Path, inputs: Optional[Mapping[str, Any]] = None,
