@@ -141,11 +141,18 @@ def cmd_sim(args) -> int:
     if args.csv:
         from ..format.writer import atomic_write
         atomic_write(args.csv, result.to_csv().encode("utf-8"))
+    from ..format import read
+    from .layers import format_layers, per_layer
+    layers = per_layer(result, read(args.file))
     if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=1)
+        out = result.to_json()
+        out["layers"] = [vars(c) for c in layers]
+        json.dump(out, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         print(result.summary())
+        if layers:
+            print(format_layers(layers))
         if args.trace:
             print(f"  trace: {args.trace} (open in https://ui.perfetto.dev)")
         if args.csv:

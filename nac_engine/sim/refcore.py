@@ -258,7 +258,8 @@ def run_refcore(nac: NacFile, hw: HardwareConfig, prog: Optional[Program] = None
     instrs = nac.instructions
     if len(instrs) > (1 << rc.idx_width):
         raise RefcoreError(f"{len(instrs)} instructions; the core indexes {1 << rc.idx_width} "
-                           f"(refcore.idx_width = {rc.idx_width})")
+                           f"(refcore.idx_width = {rc.idx_width}); simulate a core with a wider index: "
+                           f"--set refcore.idx_width={max(rc.idx_width + 1, (len(instrs) - 1).bit_length())}")
     needs_shapes = rc.klat == "derived" or "dma" in rc.latency.values()
     if needs_shapes and prog is None:
         raise RefcoreError("derived kernel or DMA latencies need the program's shapes")
