@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from .format.blocks import tick_blocks
 from .format.model import NacFile
 from .isa.optable import OP_INPUT, OP_OUTPUT
 
@@ -48,6 +49,7 @@ class PairError:
     cosine: Optional[float] = None
     note: str = ""
     diverges: bool = False
+    layer: str = ""                # the decoder layer (format/blocks.py) of tick_a; "" outside them
 
     def metric(self, name: str) -> Optional[float]:
         if name == "cosine":
@@ -77,6 +79,21 @@ class DiffResult:
     @property
     def diverged(self) -> bool:
         return self.first_divergence is not None
+
+    def layers(self) -> list[tuple[str, int, Optional[float], Optional[float]]]:
+        """How the error grows through the model: per decoder layer in order, (layer, matched
+        values, the metric at its last value — what the layer hands on —, the largest in it)."""
+        out: dict[str, list] = {}
+        for p in self.pairs:
+            if not p.layer:
+                continue
+            m = p.metric(self.metric)
+            row = out.setdefault(p.layer, [p.layer, 0, None, None])
+            row[1] += 1
+            if m is not None:
+                row[2] = m
+                row[3] = m if row[3] is None else max(row[3], m)
+        return [tuple(r) for r in out.values()]
 
     def pair_at(self, tick_a: int) -> Optional[PairError]:
         return next((p for p in self.pairs if p.tick_a == tick_a), None)
@@ -208,6 +225,7 @@ def run_values(nac: NacFile, inputs=None, feeds=None, keep: Optional[set] = None
                                     + "; ".join(s.describe() for s in missing), missing)
         session.reset()
         total = len(nac.instructions)
+        dead = session.dead_values()     # released as run() releases them: an LLM's weights are GBs
         while not session.finished:
             if cancel is not None and cancel():
                 raise DiffCancelled("cancelled")
@@ -216,6 +234,8 @@ def run_values(nac: NacFile, inputs=None, feeds=None, keep: Optional[set] = None
             if (keep is None or i in keep) and i in session.results:
                 v = session.results[i]
                 kept[i] = v.detach().clone() if hasattr(v, "detach") else v
+            for v in dead.get(i, ()):
+                session.results.pop(v, None)
             if progress is not None:
                 progress(i + 1, total)
         if session.outputs is None:
@@ -291,6 +311,7 @@ def diff_files(a, b, inputs: Optional[Mapping[str, Any]] = None, feeds: Optional
         vb, outs_b = run_values(nb, _only_known(nb, inputs), feeds, {p[1] for p in pairs}, cancel,
                                 step(len(na.instructions)))
         result = DiffResult(method, metric, tolerance, a_name=_name(na, a), b_name=_name(nb, b))
+        blocks = tick_blocks(na)
         for ta, tb, label in pairs:
             if ta not in va or tb not in vb:
                 continue
@@ -298,6 +319,7 @@ def diff_files(a, b, inputs: Optional[Mapping[str, Any]] = None, feeds: Optional
             result.pairs.append(_pair(ta, tb, label, na.instruction_name(na.instructions[ta]),
                                       nb.instruction_name(nb.instructions[tb]), value_a, vb[tb],
                                       metric, tolerance))
+            result.pairs[-1].layer = blocks[ta] or ""
             result._keep_first(result.pairs[-1], value_a, vb[tb])
         _outputs(result, na, outs_a, outs_b, metric, tolerance)
         if not result.pairs:

@@ -98,6 +98,13 @@ def cmd_diff(args) -> int:
               f"{p.label} ({p.op_a}){' ' + p.note if p.note else ''}{flag}")
     if len(rows) < len(res.pairs):
         print(f"  ... {len(res.pairs) - len(rows)} more (--all)")
+    layers = res.layers()
+    if len(layers) >= 2:
+        print(f"error through the layers ({res.metric}):")
+        width = max(len(name) for name, *_ in layers)
+        print(f"  {'layer':<{width}}  {'values':>6}  {'at its end':>10}  {'largest':>9}")
+        for name, n, last, top in layers:
+            print(f"  {name:<{width}}  {n:>6}  {_fmt(last):>10}  {_fmt(top):>9}")
     for n in res.notes:
         print(f"note: {n}")
     first = res.first_divergence

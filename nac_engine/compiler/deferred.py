@@ -26,7 +26,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from ..format.model import DeferredValues
+from ..format.deferred_values import DeferredValues
 from ..format.safetensors_file import SafetensorsFile
 from .errors import CompileError
 

@@ -47,7 +47,8 @@ import numpy as np
 import torch
 
 from ..format import layout as L
-from ..format.model import DeferredValues, NacFile, Parameter, TensorMeta
+from ..format.deferred_values import DeferredValues
+from ..format.model import NacFile, Parameter, TensorMeta
 from ..format.quant import bf16_to_f32, dequantize
 
 METHODS = {"none": L.QUANT_NONE, "fp16": L.QUANT_FP16, "int8_tensor": L.QUANT_INT8_TENSOR,
@@ -149,18 +150,20 @@ def quantize_parameters(nac: NacFile, method: Optional[str]) -> list[QuantReport
             reports.append(QuantReport(p.name, name, tuple(meta.logical_shape), 0.0, 0.0, meta.stored_nbytes,
                                        float_bytes, _stored_as(meta)))
             continue
-        ref = orig.astype(np.float64)
+        ref = orig                    # compared in float64 chunk by chunk (_max_error): no whole copy
         finite = np.isfinite(ref)
         skipped = ""
         if code != L.QUANT_FP16 and not finite.all():
             skipped = (f"{_count_non_finite(ref)}: an int8 scale cannot represent them "
                        f"(kept {L.dtype_name(meta.dtype)})")
         else:
-            w = torch.from_numpy(np.array(orig, dtype=np.float32))   # a copy: torch wants writable memory
+            # torch wants writable memory: a copy unless the values are already this compile's own
+            w = torch.from_numpy(orig if orig.dtype == np.float32 and orig.flags.writeable and
+                                 orig.flags.c_contiguous else np.array(orig, dtype=np.float32))
             stored, new_meta = _ENCODERS[code](w)
             stored = np.ascontiguousarray(stored)
             with np.errstate(over="ignore"):   # an overflow is detected just below and reported
-                decoded = dequantize(stored, new_meta).astype(np.float64)
+                decoded = dequantize(stored, new_meta)
             if decoded.shape != ref.shape:
                 raise RuntimeError(f"{p.name!r}: the reader decodes {L.QUANT_NAMES[new_meta.quant]} to shape "
                                    f"{decoded.shape}, not {ref.shape}; refusing to write a file we misread")
@@ -193,18 +196,32 @@ def _count_non_finite(ref: np.ndarray) -> str:
     return "non-finite values (" + ", ".join(f"{n} {k}" for n, k in kinds if n) + ")"
 
 
+_ERROR_CHUNK = 1 << 22          # elements compared at a time, in float64
+
+
 def _max_error(decoded: np.ndarray, ref: np.ndarray, finite: np.ndarray) -> tuple[float, float]:
-    """(max |decoded - original|, max |original|) over the finite values; an inf or NaN that does
-    not decode to itself (same sign; NaN to NaN) makes the error infinite."""
+    """(max |decoded - original|, max |original|) over the finite values, in float64; an inf or
+    NaN that does not decode to itself (same sign; NaN to NaN) makes the error infinite. Chunked,
+    so a large weight is never widened whole."""
     if not ref.size:
         return 0.0, 0.0
-    err = float(np.max(np.abs(decoded[finite] - ref[finite]))) if finite.any() else 0.0
-    special = ~finite
-    if special.any():
-        same = (decoded[special] == ref[special]) | (np.isnan(decoded[special]) & np.isnan(ref[special]))
+    d, r, f = decoded.reshape(-1), ref.reshape(-1), finite.reshape(-1)
+    err = top = 0.0
+    for s in range(0, r.size, _ERROR_CHUNK):
+        dc = d[s:s + _ERROR_CHUNK].astype(np.float64)
+        rc = r[s:s + _ERROR_CHUNK].astype(np.float64)
+        fc = f[s:s + _ERROR_CHUNK]
+        if fc.all():
+            err = max(err, float(np.max(np.abs(dc - rc))))
+            top = max(top, float(np.max(np.abs(rc))))
+            continue
+        if fc.any():
+            err = max(err, float(np.max(np.abs(dc[fc] - rc[fc]))))
+            top = max(top, float(np.max(np.abs(rc[fc]))))
+        special = ~fc
+        same = (dc[special] == rc[special]) | (np.isnan(dc[special]) & np.isnan(rc[special]))
         if not same.all():
             err = float("inf")
-    top = float(np.max(np.abs(ref[finite]))) if finite.any() else 0.0
     return err, top
 
 

@@ -136,16 +136,6 @@ class Argument:
 
 
 # --------------------------------------------------------------------------- parameters
-class DeferredValues:
-    """A parameter's stored values that are read or computed only when asked (``load()``): a
-    compile's large weights, read one at a time from a checkpoint's shards while the file is
-    written, so that a model is never held in memory twice. Not cached: each ``load()`` returns
-    a fresh array and its holder drops it after use."""
-
-    def load(self) -> np.ndarray:       # pragma: no cover - every subclass defines it
-        raise NotImplementedError
-
-
 @dataclass(slots=True)      # one per parameter: no per-object __dict__
 class Parameter:
     id: int

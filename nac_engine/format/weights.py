@@ -19,7 +19,7 @@ from ..errors import NacFormatError
 from . import bounded_json
 from .mapped import is_mapped, read_at
 from .safetensors_file import SafetensorsFile
-from .model import DeferredValues
+from .deferred_values import DeferredValues
 from .tensor_meta import TensorMeta
 from .quant import dequantize
 from .tensor_rules import tensor_problems

@@ -26,7 +26,8 @@ from ..errors import NacEncodeError
 from ..files import kind_of
 from ..isa.optable import standard_ops
 from . import layout as L
-from .model import Constant, DeferredValues, Instruction, NacFile, Orch, TensorMeta
+from .deferred_values import DeferredValues
+from .model import Constant, Instruction, NacFile, Orch, TensorMeta
 
 _RANGES = {"B": (0, 0xFF), "H": (0, 0xFFFF), "I": (0, 0xFFFFFFFF), "Q": (0, 2 ** 64 - 1),
            "h": (-0x8000, 0x7FFF), "i": (-2 ** 31, 2 ** 31 - 1), "q": (-2 ** 63, 2 ** 63 - 1)}

@@ -299,7 +299,7 @@ class Session:
             while not self.finished:
                 self.run_instruction(self.tick)
             return self.outputs
-        dead = self._dead_values()
+        dead = self.dead_values()
         if not self._gates and _plain_kinds(type(self)):
             return self._run_direct(dead)
         results = self.results
@@ -419,7 +419,7 @@ class Session:
             self._finish([])
         return value
 
-    def _dead_values(self) -> dict[int, list]:
+    def dead_values(self) -> dict[int, list]:
         """tick → values nothing reads after that tick (from the file's def-use index):
         a value goes after its last reader, an unread value right after it is computed.
         Graph outputs that nobody reads stay (``output_values`` holds them anyway)."""

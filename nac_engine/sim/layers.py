@@ -1,20 +1,14 @@
-"""A simulation's cost per layer of the model: cycles, DMA bytes and stalls of each decoder block.
-
-A model's repeated blocks are the items of its ``ModuleList``\\ s (``model.layers.3``,
-``transformer.h.11``, ``encoder.layer.0``): a module path with a number in it. Each tick belongs
-to the block its source-map entry's module path names (up to the first numbered component); a
-weight load belongs to the block its parameter name does; everything else (embeddings, final
-norm, head) is outside the blocks. A block's cycles run from its first tick's issue to its last
+"""A simulation's cost per layer of the model: cycles, DMA bytes and stalls of each decoder block
+(``format/blocks.py`` says which tick belongs to which block). A block's cycles run from its first tick's issue to its last
 tick's end (outside the blocks: the rest of the run's cycles); DMA bytes are those of the transfers that move its ticks' values (weight preloads
 above all).
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Optional
 
-_BLOCK = re.compile(r"^(.*?\.\d+)(?:\.|$)")
+from ..format.blocks import tick_blocks
+
 OUTSIDE = "(outside the layers)"
 
 
@@ -28,32 +22,6 @@ class LayerCost:
     stall_cycles: int
     dma_bytes: int
     instructions: int
-
-
-def block_of(path: str) -> Optional[str]:
-    m = _BLOCK.match(path or "")
-    return m.group(1) if m else None
-
-
-def tick_blocks(nac) -> list:
-    """The block (or None) of each tick of ``nac``, from its source map and parameter names."""
-    from ..format.source_map import read_source_map
-    from ..isa.optable import OP_INPUT
-    try:
-        sm = read_source_map(nac)
-    except Exception:          # noqa: BLE001 - a damaged map only loses the grouping
-        sm = None
-    out = []
-    for ins in nac.instructions:
-        block = None
-        if ins.a == OP_INPUT and ins.b == 1 and ins.c and len(ins.c) >= 2:
-            p = nac.params.get(ins.c[1])
-            block = block_of(p.name) if p is not None else None
-        elif sm is not None:
-            e = sm.entry(ins.index)
-            block = block_of(e.module_path) if e is not None else None
-        out.append(block)
-    return out
 
 
 def per_layer(result, nac) -> list[LayerCost]:
@@ -101,4 +69,4 @@ def format_layers(costs: list) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["LayerCost", "per_layer", "tick_blocks", "block_of", "format_layers", "OUTSIDE"]
+__all__ = ["LayerCost", "per_layer", "format_layers", "OUTSIDE"]

@@ -13,7 +13,8 @@ from nac_engine.compiler import external as E
 from nac_engine.compiler.external import METADATA_KEY, weights_path_for, write_compiled
 from nac_engine.compiler.quantize import quantize_parameters
 from nac_engine.format import read, safetensors_file
-from nac_engine.format.model import DeferredValues, NacFile, Parameter, TensorMeta
+from nac_engine.format.deferred_values import DeferredValues
+from nac_engine.format.model import NacFile, Parameter, TensorMeta
 
 METHODS = ["none", "fp16", "int8_tensor", "int8_channel", "block_fp8"]
 

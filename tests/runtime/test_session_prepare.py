@@ -72,7 +72,7 @@ def test_dead_values_follow_the_def_use_index(tmp_path):
                              (14, 1, None, (-2,)), (3, 0, (1, 0), (-1,))],
                   perms={1: "T"}, names={0: "x"}, outputs=1)
     s = Session(nac, inputs={"x": np.ones(2, np.float32)})
-    assert {t: sorted(vs) for t, vs in s._dead_values().items()} == {2: [0, 2], 3: [1], 4: [3, 4]}
+    assert {t: sorted(vs) for t, vs in s.dead_values().items()} == {2: [0, 2], 3: [1], 4: [3, 4]}
     (out,) = s.run()
     np.testing.assert_array_equal(out, np.ones(2, np.float32))
     assert s.results == {}
