@@ -62,6 +62,11 @@ def add_parser(sub) -> None:
     g.add_argument("--image-size", type=int, help="--hf vision models: image side (default: the config's)")
     g.add_argument("--hf-class", default="AutoModel", help="--hf: transformers class (default AutoModel)")
     g.add_argument("--random-weights", action="store_true", help="--hf DIR: ignore trained weights in DIR")
+    g.add_argument("--kv-cache", choices=("prefill", "decode"),
+                   help="--hf causal LM: compile one generation step with a key/value cache: the prefill of "
+                        "--seq-len tokens, or one decode step (cache in, updated cache out); see nac generate")
+    g.add_argument("--cache-slots", type=int, default=64, metavar="N",
+                   help="--kv-cache: positions the cache holds, prompt included (default 64)")
     g.add_argument("--seed", type=int, default=0, help="seed for random weights and example inputs (default 0)")
     g.add_argument("--input", action="append", metavar="SHAPE[:DTYPE]",
                    help="MODEL returning a bare module: one per input, e.g. 1x3x32x32 or 1x16:int64")
@@ -235,9 +240,21 @@ def cmd_compile(args) -> int:
             raise ValueError("--lookahead must be >= 0")
         if args.hf:
             from . import hf
-            m = hf.build(args.hf, model_class=args.hf_class, random_weights=args.random_weights, seed=args.seed,
+            hf_class = args.hf_class
+            if args.kv_cache and hf_class == "AutoModel":
+                hf_class = "AutoModelForCausalLM"      # generation needs the LM head
+            m = hf.build(args.hf, model_class=hf_class, random_weights=args.random_weights, seed=args.seed,
                          batch=args.batch, seq_len=args.seq_len, image_size=args.image_size)
             model, margs, mkwargs, checkpoint = m.model, (), m.kwargs, m.checkpoint
+            if args.kv_cache:
+                from .kv_cache import KvStep, step_inputs
+                if args.batch != 1:
+                    raise ValueError("--kv-cache compiles batch 1")
+                model = KvStep(m.model, args.cache_slots)
+                mkwargs = step_inputs(model, args.kv_cache, args.seq_len or 32)
+                m.notes = [n for n in m.notes if n != hf.CACHE_NOTE]
+                if checkpoint is not None:
+                    checkpoint.wrapper = "model"           # KvStep.model holds the checkpoint's model
             for note in m.notes:                       # what --hf changed, e.g. use_cache off
                 print(f"nac: note: {note}", file=sys.stderr)
         else:

@@ -120,6 +120,7 @@ class Checkpoint:
     def __init__(self, directory: str, prefix: str = ""):
         self.directory = os.fspath(directory)
         self.prefix = prefix                       # the model's base_model_prefix ("model", "transformer")
+        self.wrapper = ""                          # the attribute a wrapping module holds the model in
         index = os.path.join(self.directory, "model.safetensors.index.json")
         single = os.path.join(self.directory, "model.safetensors")
         self._where: dict[str, str] = {}
@@ -152,6 +153,8 @@ class Checkpoint:
 
     def key_for(self, name: str) -> Optional[str]:
         """The checkpoint key holding parameter ``name`` of the model being compiled."""
+        if self.wrapper and name.startswith(self.wrapper + "."):
+            name = name[len(self.wrapper) + 1:]
         candidates = [name]
         if self.prefix:
             candidates.append(f"{self.prefix}.{name}")

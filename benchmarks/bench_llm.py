@@ -1,0 +1,235 @@
+"""A Llama of 1.1 or 7 billion parameters from a Hugging Face directory to a `.nac`: compile, run,
+inspect and simulate it within a workstation's memory.
+
+    python benchmarks/bench_llm.py [--config tinyllama|llama7b] [--cache DIR] [--hogs 2] [--skip-int8]
+
+``--config tinyllama`` (L1, fp32, 4.4 GB of weights) measures, each in a fresh process:
+
+* **checkpoint**: the Hugging Face directory (seeded random weights, 2 GB safetensors shards and
+  transformers' index; ``benchmarks/llm_checkpoints.py``), written once and cached;
+* **compile** ``nac compile --hf DIR --weights external``: wall time and peak RSS
+  (target ≤ 3 GB), and the same with ``--quant int8_channel``;
+* **run** ``nac_engine.run`` of the file on 32 tokens: wall time (open + run), peak RSS, RssAnon
+  and RssFile at the end (target: peak ≤ 1.5 GB), against the baseline **transformers**:
+  ``from_pretrained`` from the same directory plus one forward, same thread count (target ≤ 1.2×,
+  quiet and beside ``--hogs`` busy processes); logits against transformers' (relative ≤ 1e-4);
+* **inspect** ``nac info/verify/dis/lint``: wall time and peak RSS each;
+* **simulate** ``nac sim`` with ``server-128x128`` and ``nac-core-ref`` (target ≤ 60 s each), which
+  print cycles, DMA bytes and stalls per decoder layer;
+* **diff** ``nac diff`` of the fp32 and int8 files: error growth per layer, wall time and peak RSS.
+
+``--config llama7b`` (L7, Llama-2-7B's configuration, fp16 shards, 13.5 GB) measures the compile
+(``--quant fp16``; target peak RSS ≤ 4 GB) and ``info/verify/dis/lint``. Before it writes L7 it
+deletes L1's files from the cache (the exercise stays under 35 GB of disk).
+
+Times here: L1 about 8 minutes the first time (checkpoint 40 s, compiles 55 s and 105 s), 4 minutes
+cached; L7 about 10 minutes the first time. Peak RSS comes from ``wait4``'s rusage of each child.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+GB = 1 << 30
+TOKENS = 32
+TARGETS = {"compile_rss_gb": {"tinyllama": 3.0, "llama7b": 4.0}, "run_rss_gb": 1.5, "run_ratio": 1.2,
+           "logits_rel": 1e-4, "sim_s": 60.0}
+
+
+def child(cmd: list, env: dict | None = None) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS in GB, stdout) of ``cmd`` run to its end; raises on failure."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                         env={**os.environ, **(env or {})})
+    out_chunks = []
+    import threading
+    err_chunks = []
+    t_err = threading.Thread(target=lambda: err_chunks.append(p.stderr.read()), daemon=True)
+    t_err.start()
+    out_chunks.append(p.stdout.read())
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    t_err.join()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    out = b"".join(out_chunks).decode(errors="replace")
+    if p.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(map(str, cmd))} exited {p.returncode}:\n"
+                           + b"".join(err_chunks).decode(errors="replace")[-2000:])
+    return wall, usage.ru_maxrss / (1 << 20), out
+
+
+NAC = [sys.executable, "-m", "nac_engine.cli"]
+
+_RUN = textwrap.dedent("""
+    import json, sys, time
+    t0 = time.perf_counter()
+    import numpy as np, nac_engine
+    ids = np.random.default_rng(0).integers(0, 32000, (1, {tokens}))
+    out = nac_engine.run(sys.argv[1], {{"input_ids": ids, "attention_mask": np.ones((1, {tokens}), np.int64)}})
+    wall = time.perf_counter() - t0
+    np.save(sys.argv[2], np.asarray(out[0]))
+    status = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
+    kb = lambda k: int(status[k].split()[0]) / (1 << 20)
+    print(json.dumps({{"wall": wall, "anon": kb("RssAnon"), "file": kb("RssFile"), "hwm": kb("VmHWM")}}))
+""").format(tokens=TOKENS)
+
+_EAGER = textwrap.dedent("""
+    import json, sys, time
+    t0 = time.perf_counter()
+    import numpy as np, torch, transformers
+    torch.set_num_threads(int(sys.argv[3]))
+    ids = torch.from_numpy(np.random.default_rng(0).integers(0, 32000, (1, {tokens})))
+    t1 = time.perf_counter()
+    model = transformers.LlamaForCausalLM.from_pretrained(sys.argv[1], dtype=torch.float32).eval()
+    t2 = time.perf_counter()
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=torch.ones(1, {tokens}, dtype=torch.long), use_cache=False).logits
+    t3 = time.perf_counter()
+    np.save(sys.argv[2], logits.numpy())
+    print(json.dumps({{"wall": t3 - t0, "imports": t1 - t0, "load": t2 - t1, "forward": t3 - t2}}))
+""").format(tokens=TOKENS)
+
+
+def hogs(n: int):
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def report(name: str, value: str, target: str = "", ok: bool = True, missed: list | None = None) -> None:
+    flag = "" if ok else "   <-- MISSED"
+    print(f"  {name:<46} {value:<36} {target}{flag}", flush=True)
+    if not ok and missed is not None:
+        missed.append(name)
+
+
+def tinyllama(args, cache: Path, missed: list) -> None:
+    import numpy as np
+    from llm_checkpoints import write_checkpoint
+    from nac_engine.threads import usable_cpus
+    directory = cache / "tinyllama-hf"
+    t0 = time.perf_counter()
+    write_checkpoint("tinyllama", directory, "float32")
+    size = sum(f.stat().st_size for f in directory.glob("*.safetensors"))
+    report("checkpoint (cached after the first run)", f"{size / GB:.2f} GB in {time.perf_counter() - t0:.1f} s")
+    nac = cache / "l1.nac"
+    base = ["compile", "--hf", str(directory), "--hf-class", "LlamaForCausalLM", "--weights", "external",
+            "--seq-len", str(TOKENS)]
+    wall, rss, _ = child(NAC + base + ["-o", str(nac)])
+    limit = TARGETS["compile_rss_gb"]["tinyllama"]
+    report("compile fp32 (external weights): peak RSS", f"{rss:.2f} GB in {wall:.1f} s", f"≤ {limit} GB",
+           rss <= limit, missed)
+    int8 = cache / "l1_int8.nac"
+    if not args.skip_int8:
+        wall, rss, _ = child(NAC + base + ["--quant", "int8_channel", "-o", str(int8)])
+        report("compile int8_channel: peak RSS", f"{rss:.2f} GB in {wall:.1f} s", f"≤ {limit} GB",
+               rss <= limit, missed)
+
+    threads = str(usable_cpus())
+    env = {"NAC_NUM_THREADS": threads}
+    ours_npy, eager_npy = cache / "l1_nac_logits.npy", cache / "l1_eager_logits.npy"
+    child([sys.executable, "-c", _RUN, str(nac), str(ours_npy)], env)        # page cache warm for both
+    for load in (0, args.hogs):
+        procs = hogs(load)
+        try:
+            _, rss, out = child([sys.executable, "-c", _RUN, str(nac), str(ours_npy)], env)
+            ours = json.loads(out.strip().splitlines()[-1])
+            _, _, out = child([sys.executable, "-c", _EAGER, str(directory), str(eager_npy), threads], env)
+            eager = json.loads(out.strip().splitlines()[-1])
+        finally:
+            for p in procs:
+                p.kill()
+        what = "quiet" if load == 0 else f"{load} CPU hogs"
+        base_s = eager["load"] + eager["forward"]
+        ratio = ours["wall"] / base_s
+        report(f"run 32 tokens, {what}: nac_engine.run", f"{ours['wall']:.2f} s = {ratio:.2f}× transformers",
+               f"≤ {TARGETS['run_ratio']}×", ratio <= TARGETS["run_ratio"], missed)
+        report(f"  baseline transformers ({threads} threads, {what})",
+               f"from_pretrained {eager['load']:.2f} s + forward {eager['forward']:.2f} s")
+        if load == 0:
+            report("run: peak RSS (VmHWM)", f"{ours['hwm']:.2f} GB (at exit RssAnon {ours['anon']:.2f}, "
+                   f"RssFile {ours['file']:.2f})", f"≤ {TARGETS['run_rss_gb']} GB",
+                   ours["hwm"] <= TARGETS["run_rss_gb"], missed)
+            a, b = np.load(ours_npy), np.load(eager_npy)
+            rel = float(np.abs(a - b).max() / np.abs(b).max())
+            report("run: logits vs transformers (max abs / max |ref|)", f"{rel:.2e}",
+                   f"≤ {TARGETS['logits_rel']:g}", rel <= TARGETS["logits_rel"], missed)
+    inspect(nac, missed)
+    for hw, extra in (("server-128x128", []), ("nac-core-ref", ["--set", "refcore.idx_width=11", "--set",
+                                                                "refcore.watchdog_cycles=0"])):
+        wall, rss, out = child(NAC + ["sim", str(nac), "--hw", hw] + extra)
+        lines = out.splitlines()
+        layers = sum(1 for line in lines if line.strip().startswith("model.layers."))
+        report(f"sim {hw}{' (11-bit index, no watchdog)' if extra else ''}",
+               f"{wall:.1f} s, {rss:.2f} GB, {layers} layer rows", f"≤ {TARGETS['sim_s']:g} s",
+               wall <= TARGETS["sim_s"] and layers == 22, missed)
+        print("    " + lines[0][:110])
+    if not args.skip_int8:
+        wall, rss, out = child(NAC + ["diff", str(nac), str(int8), "--metric", "relative"])
+        rows = [line for line in out.splitlines() if line.strip().startswith("model.layers.") and
+                len(line.split()) == 4]
+        report("diff fp32 vs int8_channel", f"{wall:.1f} s, {rss:.2f} GB, {len(rows)} layer rows", "22 rows",
+               len(rows) == 22, missed)
+        for line in rows[:2] + rows[-2:]:
+            print("    " + line.strip())
+
+
+def inspect(nac: Path, missed: list) -> None:
+    for verb in ("info", "verify", "dis", "lint"):
+        wall, rss, _ = child(NAC + [verb, str(nac)])
+        report(f"nac {verb}", f"{wall:.2f} s, peak RSS {rss * 1024:.0f} MB", "bounded (< 1 GB)", rss < 1.0, missed)
+
+
+def llama7b(args, cache: Path, missed: list) -> None:
+    from llm_checkpoints import write_checkpoint
+    for old in ("tinyllama-hf", "l1.nac", "l1.safetensors", "l1_int8.nac", "l1_int8.safetensors"):
+        p = cache / old
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif p.exists():
+            p.unlink()
+    directory = cache / "llama7b-hf"
+    free = shutil.disk_usage(cache).free
+    if not (directory / "model.safetensors.index.json").exists() and free < 30 * GB:
+        raise SystemExit(f"llama7b needs about 27 GB free in {cache}; {free / GB:.1f} GB are")
+    t0 = time.perf_counter()
+    write_checkpoint("llama7b", directory, "float16")
+    size = sum(f.stat().st_size for f in directory.glob("*.safetensors"))
+    report("checkpoint fp16 (cached after the first run)", f"{size / GB:.2f} GB in {time.perf_counter() - t0:.1f} s")
+    nac = cache / "l7.nac"
+    wall, rss, _ = child(NAC + ["compile", "--hf", str(directory), "--hf-class", "LlamaForCausalLM", "--weights",
+                                "external", "--quant", "fp16", "--seq-len", str(TOKENS), "-o", str(nac)])
+    limit = TARGETS["compile_rss_gb"]["llama7b"]
+    report("compile fp16 (external weights): peak RSS", f"{rss:.2f} GB in {wall:.1f} s", f"≤ {limit} GB",
+           rss <= limit, missed)
+    inspect(nac, missed)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", choices=("tinyllama", "llama7b"), default="tinyllama")
+    ap.add_argument("--cache", default=os.path.join(os.path.expanduser("~"), ".cache", "nac-bench", "llm"))
+    ap.add_argument("--hogs", type=int, default=2)
+    ap.add_argument("--skip-int8", action="store_true", help="tinyllama: no int8 compile and no diff")
+    args = ap.parse_args()
+    cache = Path(args.cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    print(f"bench_llm --config {args.config} (cache {cache}, {os.cpu_count()} CPUs, load "
+          f"{os.getloadavg()[0]:.2f})", flush=True)
+    missed: list = []
+    (tinyllama if args.config == "tinyllama" else llama7b)(args, cache, missed)
+    print("targets met" if not missed else "TARGETS MISSED: " + "; ".join(missed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Greedy text generation from a prefill file and a decode-step file (``nac compile --kv-cache``).
+
+``generate(prefill, decode, prompt_ids, tokens, on_token=None) -> Generation`` runs the prompt
+through the prefill (its ``input_ids`` are ``[1, T]``: a shorter prompt is right-padded, which a
+causal model never attends to, and the rest of a longer one goes through decode steps), then
+one decode step per new token, each taking the argmax of the last logits and feeding the cache
+back. ``on_token(step, token_id, logits)`` is called as each token is chosen (``nac generate``
+prints the text as it grows). The cache's slots bound prompt plus generated tokens.
+
+``nac generate PREFILL.nac DECODE.nac --prompt TEXT --tokens N`` uses the tokenizer embedded in
+either file (``nac compile --tokenizer``); ``--ids 1,2,3`` gives token ids directly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+
+@dataclass
+class Generation:
+    prompt: list
+    tokens: list = field(default_factory=list)        # generated ids, in order
+    logits: list = field(default_factory=list)        # each step's last-position logits (float32 [vocab])
+
+
+class GenerationError(ValueError):
+    pass
+
+
+def _inputs_of(nac) -> dict:
+    from .format.input_signature import read_input_signature
+    sig = read_input_signature(nac) or []
+    return {s.name: s for s in sig}
+
+
+def _check_pair(prefill, decode) -> tuple[int, int]:
+    """(prompt length T of the prefill, cache slots) after checking the two files fit together."""
+    pre, dec = _inputs_of(prefill), _inputs_of(decode)
+    if set(pre) != {"input_ids"} or not {"input_ids", "cache_position", "past_keys", "past_values"} <= set(dec):
+        raise GenerationError("these are not a prefill and a decode-step file (nac compile --kv-cache prefill|decode): "
+                              f"their inputs are {sorted(pre)} and {sorted(dec)}")
+    t = int(pre["input_ids"].shape[-1])
+    slots = int(dec["past_keys"].shape[3])
+    return t, slots
+
+
+def generate(prefill, decode, prompt_ids, tokens: int,
+             on_token: Optional[Callable[[int, int, np.ndarray], None]] = None,
+             eos: Optional[int] = None) -> Generation:
+    """Greedy generation (module docstring). ``prefill``/``decode``: NacFiles or paths."""
+    from .format import read
+    from .runtime.session import Session
+    pre = prefill if not isinstance(prefill, (str, bytes)) and hasattr(prefill, "instructions") else read(prefill)
+    dec = decode if not isinstance(decode, (str, bytes)) and hasattr(decode, "instructions") else read(decode)
+    t, slots = _check_pair(pre, dec)
+    prompt = [int(i) for i in prompt_ids]
+    if not prompt:
+        raise GenerationError("the prompt is empty")
+    if len(prompt) + tokens > slots:
+        raise GenerationError(f"{len(prompt)} prompt + {tokens} new tokens exceed the cache's {slots} slots "
+                              "(compile with a larger --cache-slots)")
+    out = Generation(prompt)
+    head = prompt[:t]
+    ids = np.zeros((1, t), np.int64)
+    ids[0, :len(head)] = head
+    logits, keys, values = Session(pre, inputs={"input_ids": ids}).run()
+    last = np.asarray(logits)[0, len(head) - 1]
+    position = len(head)
+    previous = None
+    pending = prompt[t:]                          # the rest of a long prompt, one decode step each
+    while len(out.tokens) < tokens:
+        if pending:
+            token = pending.pop(0)
+        else:
+            token = int(np.argmax(last))
+            out.tokens.append(token)
+            out.logits.append(np.asarray(last, np.float32))
+            if on_token is not None:
+                on_token(len(out.tokens) - 1, token, last)
+            if (eos is not None and token == eos) or len(out.tokens) == tokens:
+                break
+        session = Session(dec, inputs={"input_ids": np.array([[token]], np.int64),
+                                       "cache_position": np.array([position], np.int64),
+                                       "past_keys": keys, "past_values": values})
+        if previous is not None:
+            session.share_loaded(previous)        # prepared calls (and held weights) carry over
+        logits, keys, values = session.run()
+        previous = session
+        last = np.asarray(logits)[0, -1]
+        position += 1
+    return out
+
+
+def cmd_generate(args) -> int:
+    import sys
+    from .cli_error import CliError
+    from .format import read
+    from .errors import NacFormatError
+    try:
+        pre, dec = read(args.prefill), read(args.decode)
+    except (OSError, NacFormatError) as e:
+        raise CliError(str(e)) from None
+    tok = None
+    if args.ids:
+        try:
+            ids = [int(x) for x in args.ids.replace(",", " ").split()]
+        except ValueError:
+            raise CliError(f"--ids {args.ids!r}: give token ids, e.g. 1,15043,29892") from None
+    else:
+        from .compiler.tokenizer import encode_text, load_tokenizer
+        tok = load_tokenizer(pre) or load_tokenizer(dec)
+        if tok is None:
+            raise CliError("neither file embeds a tokenizer (nac compile --tokenizer DIR); give --ids instead")
+        ids = encode_text(tok, args.prompt)
+    shown = ""
+
+    def show(step: int, token: int, _logits) -> None:
+        nonlocal shown
+        if tok is None:
+            sys.stdout.write(("" if step == 0 else " ") + str(token))
+        else:
+            text = tok.decode(out_ids + [token])
+            sys.stdout.write(text[len(shown):])
+            shown = text
+            out_ids.append(token)
+        sys.stdout.flush()
+
+    out_ids: list = []
+    if tok is not None and args.echo:
+        sys.stdout.write(args.prompt)
+    try:
+        generate(pre, dec, ids, args.tokens, show, eos=args.eos)
+    except GenerationError as e:
+        raise CliError(str(e)) from None
+    sys.stdout.write("\n")
+    return 0
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("generate", help="greedy text generation with a prefill and a decode-step file",
+                       description=__doc__.split("\n\n")[0])
+    s.add_argument("prefill", metavar="PREFILL.nac")
+    s.add_argument("decode", metavar="DECODE.nac")
+    g = s.add_mutually_exclusive_group(required=True)
+    g.add_argument("--prompt", help="text, encoded with the tokenizer embedded in the files")
+    g.add_argument("--ids", help="token ids instead of text (comma- or space-separated)")
+    s.add_argument("--tokens", type=int, default=16, help="tokens to generate (default 16)")
+    s.add_argument("--eos", type=int, help="stop after this token id")
+    s.add_argument("--echo", action="store_true", help="print the prompt before the generated text")
+    s.set_defaults(func=cmd_generate)
+
+
+__all__ = ["generate", "Generation", "GenerationError"]

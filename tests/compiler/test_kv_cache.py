@@ -1,0 +1,85 @@
+"""Generation with a key/value cache: a prefill file and a decode-step file, chained by
+``nac_engine.generate``, give transformers' greedy ``generate`` tokens and logits."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from nac_engine.cli import main as nac
+from nac_engine.generate import GenerationError, generate
+
+VOCAB = 120
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers, decoders
+    root = tmp_path_factory.mktemp("kv")
+    config = transformers.AutoConfig.for_model(
+        model_type="llama", hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=VOCAB, max_position_embeddings=128)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).eval()
+    directory = root / "hf"
+    model.save_pretrained(directory, max_shard_size="100KB")
+    # a word-level tokenizer over the model's vocabulary, so --prompt TEXT has one to use
+    words = [f"w{i}" for i in range(VOCAB - 1)] + ["[UNK]"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.decoder = decoders.WordPiece(prefix="##")          # joins words with spaces
+    tok.save(str(directory / "tokenizer.json"))
+    files = {}
+    for kind, extra in (("prefill", ["--tokenizer"]), ("decode", [])):
+        files[kind] = str(root / f"{kind}.nac")
+        assert nac(["compile", "--hf", str(directory), "--kv-cache", kind, "--seq-len", "8", "--cache-slots", "40",
+                    "-o", files[kind]] + extra) == 0
+    return model, files, tok
+
+
+def _reference(model, prompt: list, n: int):
+    with torch.no_grad():
+        out = model.generate(torch.tensor([prompt]), max_new_tokens=n, do_sample=False, output_logits=True,
+                             return_dict_in_generate=True, min_new_tokens=n)
+    return out.sequences[0, len(prompt):].tolist(), [x[0].numpy() for x in out.logits]
+
+
+@pytest.mark.parametrize("prompt_len", [8, 5, 11])       # the prefill's length, shorter (padded), longer
+def test_chained_decode_steps_equal_greedy_generate(llama, prompt_len):
+    model, files, _ = llama
+    prompt = [int(x) for x in np.random.default_rng(prompt_len).integers(0, VOCAB, prompt_len)]
+    got = generate(files["prefill"], files["decode"], prompt, 16)
+    want_tokens, want_logits = _reference(model, prompt, 16)
+    for step, (a, b) in enumerate(zip(got.logits, want_logits)):
+        rel = float(np.abs(a - b).max() / np.abs(b).max())
+        assert rel <= 1e-4, (step, rel)
+    # greedy tokens are equal wherever the top-2 margin leaves no near-tie
+    for step, (t, w, lg) in enumerate(zip(got.tokens, want_tokens, want_logits)):
+        top2 = np.sort(lg)[-2:]
+        if top2[1] - top2[0] > 1e-3:
+            assert t == w, step
+        else:
+            break                 # after a near-tie the two runs may go different ways
+    assert len(got.tokens) == 16
+
+
+def test_nac_generate_prints_the_text_as_it_grows(llama, capsys):
+    model, files, tok = llama
+    prompt_text = "w3 w17 w42 w7"
+    ids = tok.encode(prompt_text).ids
+    assert nac(["generate", files["prefill"], files["decode"], "--prompt", prompt_text, "--tokens", "6"]) == 0
+    want_tokens, _ = _reference(model, ids, 6)
+    assert capsys.readouterr().out.strip() == tok.decode(want_tokens)
+    assert nac(["generate", files["prefill"], files["decode"], "--ids", ",".join(map(str, ids)), "--tokens", "6"]) == 0
+    assert capsys.readouterr().out.split() == [str(t) for t in want_tokens]
+
+
+def test_refusals(llama, capsys):
+    _, files, _ = llama
+    with pytest.raises(GenerationError, match="slots"):
+        generate(files["prefill"], files["decode"], list(range(30)), 20)
+    with pytest.raises(GenerationError, match="not a prefill and a decode-step"):
+        generate(files["decode"], files["prefill"], [1, 2], 2)
+    assert nac(["generate", files["prefill"], files["decode"], "--ids", "1,x"]) == 2
+    assert "--ids" in capsys.readouterr().err
