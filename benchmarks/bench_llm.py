@@ -16,7 +16,11 @@ inspect and simulate it within a workstation's memory.
 * **inspect** ``nac info/verify/dis/lint``: wall time and peak RSS each;
 * **simulate** ``nac sim`` with ``server-128x128`` and ``nac-core-ref`` (target ≤ 60 s each), which
   print cycles, DMA bytes and stalls per decoder layer;
-* **diff** ``nac diff`` of the fp32 and int8 files: error growth per layer, wall time and peak RSS.
+* **diff** ``nac diff`` of the fp32 and int8 files: error growth per layer, wall time and peak RSS;
+* **KV cache**: a prefill file (32 tokens) and a decode-step file (64 slots) compiled, chained for
+  16 steps by ``nac_engine.generate`` against transformers' greedy ``generate`` with its own
+  cache: each step's logits (relative ≤ 1e-4) and the tokens, up to the first near-tie (top-2
+  margin ≤ 1e-3, which random weights produce).
 
 ``--config llama7b`` (L7, Llama-2-7B's configuration, fp16 shards, 13.5 GB) measures the compile
 (``--quant fp16``; target peak RSS ≤ 4 GB) and ``info/verify/dis/lint``. Before it writes L7 it
@@ -73,8 +77,8 @@ NAC = [sys.executable, "-m", "nac_engine.cli"]
 
 _RUN = textwrap.dedent("""
     import json, sys, time
+    import numpy as np, torch, nac_engine, nac_engine.runtime.session   # imported before the clock, as for eager
     t0 = time.perf_counter()
-    import numpy as np, nac_engine
     ids = np.random.default_rng(0).integers(0, 32000, (1, {tokens}))
     out = nac_engine.run(sys.argv[1], {{"input_ids": ids, "attention_mask": np.ones((1, {tokens}), np.int64)}})
     wall = time.perf_counter() - t0
@@ -98,6 +102,32 @@ _EAGER = textwrap.dedent("""
     t3 = time.perf_counter()
     np.save(sys.argv[2], logits.numpy())
     print(json.dumps({{"wall": t3 - t0, "imports": t1 - t0, "load": t2 - t1, "forward": t3 - t2}}))
+""").format(tokens=TOKENS)
+
+_DECODE = textwrap.dedent("""
+    import json, sys, time
+    import numpy as np
+    from nac_engine.generate import generate
+    prompt = [int(x) for x in np.random.default_rng(1).integers(0, 32000, {tokens})]
+    t0 = time.perf_counter()
+    g = generate(sys.argv[1], sys.argv[2], prompt, int(sys.argv[4]))
+    wall = time.perf_counter() - t0
+    np.save(sys.argv[3], np.stack(g.logits))
+    print(json.dumps({{"wall": wall, "tokens": g.tokens}}))
+""").format(tokens=TOKENS)
+
+_DECODE_REF = textwrap.dedent("""
+    import json, sys
+    import numpy as np, torch, transformers
+    torch.set_num_threads(int(sys.argv[4]))
+    prompt = [int(x) for x in np.random.default_rng(1).integers(0, 32000, {tokens})]
+    model = transformers.LlamaForCausalLM.from_pretrained(sys.argv[1], dtype=torch.float32).eval()
+    n = int(sys.argv[3])
+    with torch.no_grad():
+        out = model.generate(torch.tensor([prompt]), max_new_tokens=n, min_new_tokens=n, do_sample=False,
+                             output_logits=True, return_dict_in_generate=True)
+    np.save(sys.argv[2], np.stack([x[0].numpy() for x in out.logits]))
+    print(json.dumps({{"tokens": out.sequences[0, len(prompt):].tolist()}}))
 """).format(tokens=TOKENS)
 
 
@@ -163,6 +193,7 @@ def tinyllama(args, cache: Path, missed: list) -> None:
             rel = float(np.abs(a - b).max() / np.abs(b).max())
             report("run: logits vs transformers (max abs / max |ref|)", f"{rel:.2e}",
                    f"≤ {TARGETS['logits_rel']:g}", rel <= TARGETS["logits_rel"], missed)
+    decode_chain(args, directory, cache, env, threads, missed)
     inspect(nac, missed)
     for hw, extra in (("server-128x128", []), ("nac-core-ref", ["--set", "refcore.idx_width=11", "--set",
                                                                 "refcore.watchdog_cycles=0"])):
@@ -181,6 +212,42 @@ def tinyllama(args, cache: Path, missed: list) -> None:
                len(rows) == 22, missed)
         for line in rows[:2] + rows[-2:]:
             print("    " + line.strip())
+
+
+def decode_chain(args, directory: Path, cache: Path, env: dict, threads: str, missed: list) -> None:
+    """Prefill (32 tokens) and a decode step (64 slots), chained for 16 steps against transformers'
+    greedy generate with its own cache: every step's logits, and the tokens up to a near-tie."""
+    import numpy as np
+    files = {}
+    for kind in ("prefill", "decode"):
+        files[kind] = cache / f"l1_{kind}.nac"
+        wall, rss, _ = child(NAC + ["compile", "--hf", str(directory), "--hf-class", "LlamaForCausalLM",
+                                    "--weights", "external", "--kv-cache", kind, "--seq-len", str(TOKENS),
+                                    "--cache-slots", "64", "-o", str(files[kind])])
+        report(f"compile --kv-cache {kind}: peak RSS", f"{rss:.2f} GB in {wall:.1f} s")
+    steps = 16
+    ours_npy, ref_npy = cache / "l1_decode_nac.npy", cache / "l1_decode_ref.npy"
+    _, rss, out = child([sys.executable, "-c", _DECODE, str(files["prefill"]), str(files["decode"]), str(ours_npy),
+                         str(steps)], env)
+    ours = json.loads(out.strip().splitlines()[-1])
+    _, _, out = child([sys.executable, "-c", _DECODE_REF, str(directory), str(ref_npy), str(steps), threads], env)
+    ref = json.loads(out.strip().splitlines()[-1])
+    a, b = np.load(ours_npy), np.load(ref_npy)
+    rel = max(float(np.abs(x - y).max() / np.abs(y).max()) for x, y in zip(a, b))
+    same = 0
+    for t, w, lg in zip(ours["tokens"], ref["tokens"], b):
+        top2 = np.sort(lg)[-2:]
+        if top2[1] - top2[0] <= 1e-3:
+            break                          # a near-tie: the runs may part here
+        if t != w:
+            same = -1
+            break
+        same += 1
+    report(f"decode chain, {steps} steps: logits vs transformers generate", f"max relative {rel:.2e}",
+           f"≤ {TARGETS['logits_rel']:g}", rel <= TARGETS["logits_rel"], missed)
+    report("decode chain: greedy tokens equal up to a near-tie", f"{same} of {steps} checked equal",
+           "no difference", same >= 0, missed)
+    report("decode chain: time (prefill + 16 steps), peak RSS", f"{ours['wall']:.1f} s, {rss:.2f} GB")
 
 
 def inspect(nac: Path, missed: list) -> None:

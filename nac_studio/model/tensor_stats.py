@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Values per step: small enough that a step is a few ms, so a cancel is heard at once.
-STATS_CHUNK = 1 << 18
+#: Values per step: a few ms of work, so a cancel is heard at once.
+STATS_CHUNK = 1 << 20
 HIST_BINS = 64
 
 
@@ -28,21 +28,27 @@ def tensor_stats(ctx, array_fn, bins: int = HIST_BINS) -> dict:
     total = total_sq = 0.0
     zeros = nans = infs = finite = 0
     steps = max(1, (n + STATS_CHUNK - 1) // STATS_CHUNK)
+    wide = np.float64
     for k in range(steps):
-        part = flat[k * STATS_CHUNK:(k + 1) * STATS_CHUNK].astype(np.float64)
+        part = flat[k * STATS_CHUNK:(k + 1) * STATS_CHUNK]
+        if part.dtype.kind != "f":                 # integers: exact sums in float64
+            part = part.astype(np.float64)
         ok = np.isfinite(part)
-        nans += int(np.isnan(part).sum())
-        infs += int(np.isinf(part).sum())
-        good = part[ok] if not ok.all() else part
+        good = part
+        if not ok.all():
+            nans += int(np.isnan(part).sum())
+            infs += int(np.isinf(part).sum())
+            good = part[ok]
         if good.size:
             lo = min(lo, float(good.min()))
             hi = max(hi, float(good.max()))
-            total += float(good.sum())
-            # einsum's own loop, not BLAS: OpenBLAS's ddot took ~80 ms on 2.4 M values here (its
-            # threads start up and then spin, on the cores the UI thread needs); einsum 2 ms
-            total_sq += float(np.einsum("i,i->", good, good))
+            # sums in float64 over the values as stored (no widened copy); einsum's own loop, not
+            # BLAS: OpenBLAS's ddot took ~80 ms on 2.4 M values here (its threads start up and
+            # then spin, on the cores the UI thread needs)
+            total += float(np.add.reduce(good, dtype=wide))
+            total_sq += float(np.einsum("i,i->", good, good, dtype=wide))
             finite += good.size
-        zeros += int((part == 0).sum())
+        zeros += int(np.count_nonzero(part == 0))
         if ctx is not None:
             ctx.check()
             ctx.progress(k + 1, 2 * steps)
@@ -54,8 +60,11 @@ def tensor_stats(ctx, array_fn, bins: int = HIST_BINS) -> dict:
         edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
         counts = np.zeros(bins, np.int64)
         for k in range(steps):
-            part = flat[k * STATS_CHUNK:(k + 1) * STATS_CHUNK].astype(np.float64)
-            part = part[np.isfinite(part)]
+            part = flat[k * STATS_CHUNK:(k + 1) * STATS_CHUNK]
+            if part.dtype.kind != "f":
+                part = part.astype(np.float64)
+            if finite < n:
+                part = part[np.isfinite(part)]
             # equal-width bins given as a count and range take numpy's arithmetic path (the
             # same counts as these edges, which the sorting path needed 30% longer for)
             counts += np.histogram(part, bins=bins, range=(edges[0], edges[-1]))[0]
