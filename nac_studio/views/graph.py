@@ -38,8 +38,10 @@ from ..peer_graph import dataflow_from_peer
 from ..widgets.graph_canvas import GraphCanvas, class_colors, edge_batches
 from ..widgets.task_indicator import ProgressStrip
 
-#: Above this many instructions the view opens with repeated blocks collapsed.
+#: Above this many instructions, or with this many repeated blocks (an LLM's decoder layers), the
+#: view opens with the blocks collapsed: one box per layer reads at overview; 22 expanded do not.
 COLLAPSE_BY_DEFAULT = 1500
+COLLAPSE_BLOCKS = 8
 #: How many documents keep their laid-out graph for an instant switch back.
 LAYOUT_CACHE_DOCS = 4
 
@@ -323,13 +325,14 @@ class GraphView(QWidget):
             self.status.setText("")
             self.legend.set_classes([])
             return
-        has_blocks = bool(detect_block_prefixes(qdoc.nac))
+        blocks = detect_block_prefixes(qdoc.nac)
+        has_blocks = bool(blocks)
         self.act_collapse.setEnabled(has_blocks)
         cached = self._cache.get(qdoc.doc)
         if cached is not None and cached.options[:3] == self._shared_options():
             self._restore(cached)
             return
-        big = len(qdoc.nac.instructions) > COLLAPSE_BY_DEFAULT
+        big = len(qdoc.nac.instructions) > COLLAPSE_BY_DEFAULT or len(blocks) >= COLLAPSE_BLOCKS
         self.act_collapse.blockSignals(True)
         self.act_collapse.setChecked(big and has_blocks)
         self.act_collapse.blockSignals(False)

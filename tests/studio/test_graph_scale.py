@@ -42,7 +42,11 @@ def _graph_of(qtbot, qd: QtDocument, width: int = 1000, height: int = 700):
 
 @pytest.fixture
 def gpt2_view(qtbot):
+    """The 12-block graph with its blocks expanded (twelve layers open collapsed by default)."""
     with _graph_of(qtbot, QtDocument(Document(gpt2_like(12, d=64, n_head=2, seq=4)))) as v:
+        assert v.act_collapse.isChecked()
+        with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
+            v.act_collapse.setChecked(False)
         yield v
 
 
@@ -283,8 +287,7 @@ def test_stub_names_stay_off_collapsed_blocks(qtbot):
     """The row gap under a collapsed block is shorter than a stub: the stub's name goes right
     above its reader, and is left out where even that has no room, never over a block."""
     with _graph_of(qtbot, _blocks_reading_one_value_doc()) as v:
-        with qtbot.waitSignal(v.layoutReady, timeout=TIMEOUT):
-            v.act_collapse.setChecked(True)
+        assert v.act_collapse.isChecked()          # sixteen blocks open collapsed
         c = v.canvas
         assert sum(nd.kind == "group" for nd in v.shown.nodes) == 16
         src = int(v.shown.node_of_tick[0])
