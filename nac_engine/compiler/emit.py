@@ -107,6 +107,7 @@ def emit(graph: Graph, ops: list[CanonicalOp], *, version: str, weights_internal
     tick_of = {n.id: i for i, n in enumerate(order)}
     nac = NacFile(Header(version=version, weights_internal=weights_internal,
                          num_inputs=len(graph.inputs), num_outputs=len(graph.outputs)))
+    nac.align_tensors = True          # weights at 64-byte offsets: a reader maps them without a copy
     if not 0 <= d_model <= U16_MAX:
         raise CompileError(f"d_model {d_model} does not fit the header's u16 field", stage="emit")
     nac.header.d_model = d_model

@@ -277,6 +277,10 @@ class NacFile:
     #: True when the bytes are this object's own copy of the file (read whole, not mapped, not
     #: bytes the caller still holds): nothing outside can change or shrink them.
     private_buffer: bool = False
+    #: Write each internal tensor's data at a 64-byte file offset, by zero bytes at the end of its
+    #: metadata block (whose length field covers them). Set by the compiler for the files it
+    #: makes; a file read from disk keeps its own bytes (ARCHITECTURE.md, "Aligned weights").
+    align_tensors: bool = False
     _buf: Any = None
     _closer: Any = None
     _fd: Optional[int] = None       # a mapped file's own descriptor: its bytes are read with pread

@@ -236,6 +236,7 @@ PROBLEMS_PER_KIND = 1000
 #: Files up to this size are read into memory whole (a private copy nothing another program does
 #: to the file can reach, and that a run may use weights from in place); bigger ones are mapped.
 WHOLE_READ_MAX = 64 << 20
+_ZEROS = [bytes(n) for n in range(64)]        # alignment padding, one object per length
 #: Alignment of the private copy's first byte (what torch's CPU allocator gives).
 ALIGNMENT = 64
 
@@ -874,12 +875,17 @@ class _Reader:
                     rank = ahead[off + 15]
                     meta_end = off + 14 + meta_len
                     param = params.get(pid)
-                    if meta_len == 3 + 4 * rank and meta_end <= len(ahead) and ahead[meta_end - 1] == 0 \
+                    core = 3 + 4 * rank           # a plain tensor's fields; then alignment padding
+                    pad = meta_len - core
+                    if 0 <= pad < 64 and meta_end <= len(ahead) and ahead[off + 14 + core - 1] == 0 \
+                            and (not pad or not any(ahead[meta_end - pad:meta_end])) \
                             and rs + 14 + meta_len + data_len <= limit and param is not None \
                             and param.data_offset < 0:
                         shape = _u32s(rank).unpack_from(ahead, off + 16)
                         shape = shapes.setdefault(shape, shape) if len(shapes) < 65536 else shape
                         meta = TensorMeta(ahead[off + 14], shape, 0)
+                        if pad:
+                            meta.extra = _ZEROS[pad]
                         param.meta, param.data_offset, param.data_length = meta, rs + 14 + meta_len, data_len
                         order.append(pid)
                         cur.pos = rs + 14 + meta_len + data_len
@@ -936,8 +942,12 @@ class _Reader:
             cur.need(data_len, f"tensor {i} data ({data_len} bytes)")
             return blob
         rank = blob[15] if meta_len >= 2 else -1
-        if meta_len == 3 + 4 * rank and blob[-1] == L.QUANT_NONE:     # plain tensor: one unpack
-            meta = TensorMeta(blob[14], _u32s(rank).unpack_from(blob, 16), L.QUANT_NONE)
+        pad = meta_len - (3 + 4 * rank)          # alignment padding after a plain tensor's fields
+        if rank >= 0 and 0 <= pad < 64 and blob[len(blob) - pad - 1] == L.QUANT_NONE \
+                and not any(blob[len(blob) - pad:]):
+            meta = TensorMeta(blob[14], _u32s(rank).unpack_from(blob, 16), L.QUANT_NONE)   # one unpack
+            if pad:
+                meta.extra = _ZEROS[pad]
         else:
             meta = read_tensor_meta(Cursor(blob, cur.pos, cur.pos + meta_len, "DATA/meta", parent, base=rs))
         cur.pos += meta_len
@@ -1129,7 +1139,11 @@ def read_tensor_meta(cur: Cursor) -> TensorMeta:
         cur.need(4 * n, "block scales")
         meta.scales = np.frombuffer(bytes(cur.raw(n * 4, "scales", "f32[]", f"{n} scales")), "<f4").copy()
     if cur.pos < cur.limit:
-        meta.extra = bytes(cur.raw(cur.limit - cur.pos, UNPARSED, UNPARSED))
+        n = cur.limit - cur.pos
+        zeros = n < 64 and not any(cur.buf[cur.pos - cur.base:cur.limit - cur.base])
+        # zero bytes that put the data on a 64-byte offset (format/writer.py TENSOR_ALIGN)
+        meta.extra = bytes(cur.raw(n, "padding", "zeros", f"{n} bytes aligning the data")) if zeros else \
+            bytes(cur.raw(n, UNPARSED, UNPARSED))
     return meta
 
 

@@ -423,12 +423,18 @@ def _data(nac: NacFile, out: _Out) -> None:
         if p.meta is None:
             raise NacEncodeError(f"parameter {p.name!r} has no tensor metadata; internal weights need it")
         meta = encode_tensor_meta(p.meta)
+        if nac.align_tensors:       # the data after the 14-byte record head and the metadata lands on 64
+            meta += bytes(-(out.size + 14 + len(meta)) % TENSOR_ALIGN)
         payload = param_payload(nac, p)
         out.put("H", pid, "tensor parameter id")
         out.put("I", len(meta), f"metadata length of {p.name!r}")
         out.put("Q", len(payload), f"data length of {p.name!r}")
         out.raw(meta)
         out.raw(payload)
+
+
+#: File-offset alignment of the tensor data the compiler writes (what torch's allocator gives a copy).
+TENSOR_ALIGN = 64
 
 
 def param_payload(nac: NacFile, p) -> memoryview:

@@ -391,7 +391,7 @@ def _const(rest: str) -> Constant:
 
 
 def parse_meta(text: str) -> TensorMeta:
-    """``DTYPE [SHAPE] [quant=... scale=... axis=... scales=[...] block=... orig=[...] extra=HEX]``."""
+    """``DTYPE [SHAPE] [quant=... scale=... axis=... scales=[...] block=... orig=[...] extra=HEX | pad=N]``."""
     dtype, rest = text.split(None, 1)
     rest = rest.strip()
     shape_end = rest.index("]") + 1
@@ -420,6 +420,10 @@ def parse_meta(text: str) -> TensorMeta:
             meta.original_shape = tuple(int(x) for x in v[1:-1].split(",") if x.strip())
         elif k == "extra":
             meta.extra = bytes.fromhex(v)
+        elif k == "pad":
+            if not v.isdigit() or int(v) > 1 << 16:
+                raise ValueError(f"pad={v}: give a number of zero bytes (at most 65536)")
+            meta.extra = bytes(int(v))
         else:
             raise ValueError(f"unknown tensor field {k!r}")
     return meta

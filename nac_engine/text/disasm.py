@@ -378,7 +378,9 @@ def format_meta(m: TensorMeta) -> str:
               + _scales_text(m.scales))
     elif m.quant:
         s += f" quant={m.quant}"
-    if m.extra:
+    if m.extra and not any(m.extra):
+        s += f" pad={len(m.extra)}"           # alignment padding (format/writer.py TENSOR_ALIGN)
+    elif m.extra:
         s += f" extra={m.extra.hex()}"
     return s.replace(", ", ",")
 
