@@ -54,7 +54,7 @@ def write_checkpoint(name: str, directory, dtype: str = "float32", seed: int = 0
         return out
     out.mkdir(parents=True, exist_ok=True)
     config = transformers.AutoConfig.for_model(**CONFIGS[name])
-    config.torch_dtype = dtype
+    config.dtype = dtype
     np_dtype = np.dtype(dtype)
     params = shapes(config)
     itemsize = np_dtype.itemsize
