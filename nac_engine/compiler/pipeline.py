@@ -100,6 +100,8 @@ def compile_model(model, args=(), kwargs=None, *, optimize: bool = True, quantiz
 
     args = args if isinstance(args, tuple) else (args,)
     graph, sources = _export_graph(model, args, kwargs, report, debug_info)
+    if checkpoint is None:                       # a model hf.load_model built without its weights
+        checkpoint = getattr(model, "_nac_checkpoint", None)
     defer_large(graph, checkpoint)               # large weights are read when written: deferred.py
     signature = input_specs(model, args, kwargs, graph)
     report.warnings.extend(graph.warnings)
