@@ -142,13 +142,19 @@ def report(name: str, value: str, target: str = "", ok: bool = True, missed: lis
         missed.append(name)
 
 
+def checkpoint(name: str, directory: Path, dtype: str) -> None:
+    """Write the checkpoint in a child process: this one stays small, and the children it starts
+    report their own peak RSS (a forked child inherits its parent's high-water mark)."""
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "llm_checkpoints.py"), name, str(directory),
+                    "--dtype", dtype], check=True, cwd=ROOT)
+
+
 def tinyllama(args, cache: Path, missed: list) -> None:
     import numpy as np
-    from llm_checkpoints import write_checkpoint
     from nac_engine.threads import usable_cpus
     directory = cache / "tinyllama-hf"
     t0 = time.perf_counter()
-    write_checkpoint("tinyllama", directory, "float32")
+    checkpoint("tinyllama", directory, "float32")
     size = sum(f.stat().st_size for f in directory.glob("*.safetensors"))
     report("checkpoint (cached after the first run)", f"{size / GB:.2f} GB in {time.perf_counter() - t0:.1f} s")
     nac = cache / "l1.nac"
@@ -257,9 +263,7 @@ def inspect(nac: Path, missed: list) -> None:
 
 
 def llama7b(args, cache: Path, missed: list) -> None:
-    from llm_checkpoints import write_checkpoint
-    for old in ("tinyllama-hf", "l1.nac", "l1.safetensors", "l1_int8.nac", "l1_int8.safetensors"):
-        p = cache / old
+    for p in [cache / "tinyllama-hf"] + sorted(cache.glob("l1*")):
         if p.is_dir():
             shutil.rmtree(p)
         elif p.exists():
@@ -269,7 +273,7 @@ def llama7b(args, cache: Path, missed: list) -> None:
     if not (directory / "model.safetensors.index.json").exists() and free < 30 * GB:
         raise SystemExit(f"llama7b needs about 27 GB free in {cache}; {free / GB:.1f} GB are")
     t0 = time.perf_counter()
-    write_checkpoint("llama7b", directory, "float16")
+    checkpoint("llama7b", directory, "float16")
     size = sum(f.stat().st_size for f in directory.glob("*.safetensors"))
     report("checkpoint fp16 (cached after the first run)", f"{size / GB:.2f} GB in {time.perf_counter() - t0:.1f} s")
     nac = cache / "l7.nac"
