@@ -123,6 +123,26 @@ def _checked_meta(f: SafetensorsFile, name: str) -> TensorMeta:
     return meta
 
 
+def external_metas(nac: NacFile) -> int:
+    """Set the TensorMeta of each external parameter that has none from the .safetensors header,
+    reading no tensor data (a shape pass needs shapes, not 13 GB of weights); returns how many.
+    Parameters the file does not hold, or holds with bad metadata, are left for ``raw_tensor`` to
+    report at their use."""
+    path = nac.weights_path
+    if not path or nac.header.weights_internal or external_problem(path):
+        return 0
+    f = weights_file(path)
+    n = 0
+    for p in nac.params.values():
+        if p.meta is None and p.name in f:
+            try:
+                p.meta = _checked_meta(f, p.name)
+                n += 1
+            except NacFormatError:
+                continue
+    return n
+
+
 def external_raw_tensors(nac: NacFile, params) -> dict:
     """id -> (``raw_tensor``, TensorMeta) of each of ``params`` that the external .safetensors
     holds (a session loading every weight before a run). ``p.meta`` is left for the caller to

@@ -27,6 +27,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..format.layout import QUANT_NONE
+from ..format.weights import external_metas
 from ..isa.optable import OP_CONTROL_FLOW, OP_INPUT, OP_OUTPUT
 from .errors import KernelError, NacRuntimeError
 from .kernels import Kernels, describe_args, first_of_multi
@@ -191,6 +192,7 @@ class ShapeSession(Session):
         super().__init__(nacfile, inputs=inputs, feeds=feeds, states=states,
                          device="meta" if meta else "cpu")
         self.meta = meta
+        self._header_metas = False      # external parameters' shapes read from the weights header
         self.output_values: list = []
         self.cpu_budget = cpu_budget
         self.cpu_bytes = 0                  # bytes held by ``_real``
@@ -234,6 +236,9 @@ class ShapeSession(Session):
         if not self.meta:
             return super().load_param(ins)
         p = self.nac.param_for(ins)
+        if p is not None and p.meta is None and not self._header_metas:
+            self._header_metas = True         # external weights: every shape from the header, no data
+            external_metas(self.nac)
         if p is None or p.meta is None:
             t = super().load_param(ins)
             return torch.empty(tuple(t.shape), dtype=t.dtype, device="meta")

@@ -153,3 +153,20 @@ def test_sim_and_diff_group_costs_and_errors_by_decoder_layer(tmp_path):
     rows = diff.layers()
     assert [r[0] for r in rows] == [f"model.layers.{i}" for i in range(3)]
     assert all(r[1] > 0 and r[2] is not None and r[2] > 0 for r in rows)
+
+
+def test_shapes_of_external_weights_come_from_the_header(chain_file, monkeypatch):
+    """The meta-device shape pass (graph edges, the simulator) reads no weight data: an LLM's
+    13 GB would be read just to learn 300 shapes."""
+    from nac_engine.format import read
+    from nac_engine.runtime.shapes import program_shapes
+    path, x, _ = chain_file
+    reads = []
+    original = SafetensorsFile.read
+    monkeypatch.setattr(SafetensorsFile, "read", lambda self, key: reads.append(key) or original(self, key))
+    nac = read(path)
+    assert all(p.meta is None for p in nac.params.values())
+    prog = program_shapes(nac, feeds=[x])
+    assert reads == []
+    assert all(p.meta is not None and p.meta.shape == (64, 64) for p in nac.params.values())
+    assert prog is not None
