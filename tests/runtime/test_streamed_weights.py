@@ -140,10 +140,12 @@ def test_sim_and_diff_group_costs_and_errors_by_decoder_layer(tmp_path):
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(config).eval()
     kwargs = {"input_ids": torch.randint(0, 50, (1, 6))}
-    paths = {}
-    for q in (None, "int8_channel"):
-        paths[q] = str(tmp_path / f"{q}.nac")
-        write_compiled(nac_engine.compile(model, (), kwargs, quantization=q), paths[q])
+    from nac_engine.compiler.quantize import quantize_parameters
+    paths = {None: str(tmp_path / "f32.nac"), "int8_channel": str(tmp_path / "int8.nac")}
+    write_compiled(nac_engine.compile(model, (), kwargs), paths[None])
+    quantised = read(paths[None])                  # the same program, its weights quantised
+    quantize_parameters(quantised, "int8_channel")
+    write_compiled(quantised, paths["int8_channel"])
     result = simulate(paths[None], load_hardware("edge-32x32"), inputs={"input_ids": kwargs["input_ids"].numpy()})
     layers = per_layer(result, read(paths[None]))
     assert [c.layer for c in layers] == [f"model.layers.{i}" for i in range(3)] + [OUTSIDE]
