@@ -101,8 +101,10 @@ def test_streamed_weights_are_deferred_and_read_one_at_a_time(tmp_path, small_de
     assert sorted(reads) == sorted(p.name for p in big)             # each big weight read once, to write it
 
 
-@pytest.mark.parametrize("quant", ["int8_channel", pytest.param("fp16", marks=pytest.mark.slow),
-                                   pytest.param("block_fp8", marks=pytest.mark.slow)])
+# slow tier (CI's time budget); the default tier's test_our_safetensors_are_read_by_the_safetensors_library
+# streams an int8_channel compile, and test_streaming_equals_in_memory_byte_for_byte[llama] the identity
+@pytest.mark.slow
+@pytest.mark.parametrize("quant", ["int8_channel", "fp16", "block_fp8"])
 def test_streaming_quantised_equals_in_memory(tmp_path, quant, small_deferral):
     directory, cls_name = _checkpoint_dir(tmp_path, "llama")
     a = _compile(directory, cls_name, tmp_path / "s.nac", stream=True, quant=quant)
