@@ -52,24 +52,21 @@ TARGETS = {"compile_rss_gb": {"tinyllama": 3.0, "llama7b": 4.0}, "run_rss_gb": 1
 
 
 def child(cmd: list, env: dict | None = None) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in GB, stdout) of ``cmd`` run to its end; raises on failure."""
+    """(wall seconds, peak RSS in GB, stdout) of ``cmd`` run to its end (its own rusage, from
+    ``wait4``); raises on failure (exit 1 is a diff's "diverged", not a failure)."""
+    import tempfile
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
-                         env={**os.environ, **(env or {})})
-    out_chunks = []
-    import threading
-    err_chunks = []
-    t_err = threading.Thread(target=lambda: err_chunks.append(p.stderr.read()), daemon=True)
-    t_err.start()
-    out_chunks.append(p.stdout.read())
-    _, status, usage = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t0
-    t_err.join()
-    p.returncode = os.waitstatus_to_exitcode(status)
-    out = b"".join(out_chunks).decode(errors="replace")
-    if p.returncode not in (0, 1):
-        raise RuntimeError(f"{' '.join(map(str, cmd))} exited {p.returncode}:\n"
-                           + b"".join(err_chunks).decode(errors="replace")[-2000:])
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, cwd=ROOT, env={**os.environ, **(env or {})})
+        out = p.stdout.read().decode(errors="replace")
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        code = os.waitstatus_to_exitcode(status)
+        p.returncode = code
+        if code not in (0, 1):
+            err.seek(0)
+            raise RuntimeError(f"{' '.join(map(str, cmd))} exited {code}:\n"
+                               + err.read().decode(errors="replace")[-2000:])
     return wall, usage.ru_maxrss / (1 << 20), out
 
 

@@ -20,6 +20,7 @@ task head adds or removes (``model.layers.0...`` vs ``layers.0...``).
 """
 from __future__ import annotations
 
+import math
 import os
 from typing import Optional
 
@@ -46,10 +47,7 @@ class DeferredWeight:
 
     @property
     def nbytes(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n * torch.empty((), dtype=self.dtype).element_size()
+        return math.prod(self.shape) * self.dtype.itemsize
 
     def load(self) -> torch.Tensor:         # pragma: no cover - every subclass defines it
         raise NotImplementedError

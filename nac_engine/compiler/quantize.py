@@ -175,11 +175,9 @@ def quantize_parameters(nac: NacFile, method: Optional[str]) -> list[QuantReport
             reports.append(QuantReport(p.name, name, tuple(meta.logical_shape), 0.0, 0.0, meta.stored_nbytes,
                                        float_bytes, _stored_as(meta), skipped))
             continue
+        stored_bytes = int(stored.nbytes)
         if isinstance(p._payload, DeferredValues):    # encoded again when written (EncodedOnWrite)
-            stored_bytes = int(stored.nbytes)
             stored = EncodedOnWrite(p._payload, _ENCODERS[code], meta.dtype == 3)
-        else:
-            stored_bytes = int(stored.nbytes)
         encoded.append((p, stored, new_meta))
         err, top = _max_error(decoded, ref, finite)
         reports.append(QuantReport(p.name, name, tuple(new_meta.logical_shape), err, err / top if top else 0.0,

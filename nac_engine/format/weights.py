@@ -76,16 +76,20 @@ def dequantized_tensor(p: Parameter) -> np.ndarray:
 def external_problem(path: str) -> Optional[str]:
     """Why ``path`` cannot be a .safetensors file (missing, unreadable, not a regular file, a header
     that is truncated, oversized or malformed); ``None`` when its header reads."""
+    return _opened(path)[1]
+
+
+def _opened(path: str) -> tuple[Optional[SafetensorsFile], Optional[str]]:
+    """(the parsed header, None), or (None, why it cannot be read): one stat and one cache lookup."""
     try:
-        weights_file(path)
+        return weights_file(path), None
     except FileNotFoundError:
-        return (f"weights are external and {path} does not exist: put the .safetensors written with the "
-                ".nac beside it (same base name)")
+        return None, (f"weights are external and {path} does not exist: put the .safetensors written with "
+                      "the .nac beside it (same base name)")
     except OSError as e:
-        return f"{path}: {e.strerror or e}"
+        return None, f"{path}: {e.strerror or e}"
     except NacFormatError as e:
-        return e.reason
-    return None
+        return None, e.reason
 
 
 def weights_file(path: str) -> SafetensorsFile:
@@ -102,11 +106,10 @@ def _weights_file(path: str, _ino: int, _size: int, _mtime: int) -> SafetensorsF
 
 def _external(nac: NacFile, p: Parameter):
     path = nac.weights_path
-    problem = external_problem(path)
+    f, problem = _opened(path)
     if problem:
         raise MissingWeightsError("DATA", 0, problem) if "does not exist" in problem else \
             NacFormatError("weights", 0, problem)
-    f = weights_file(path)
     if p.name not in f:
         raise MissingWeightsError("weights", 0, f"parameter {p.name!r} is not in {path}")
     if p.meta is None:
@@ -129,9 +132,9 @@ def external_metas(nac: NacFile) -> int:
     Parameters the file does not hold, or holds with bad metadata, are left for ``raw_tensor`` to
     report at their use."""
     path = nac.weights_path
-    if not path or nac.header.weights_internal or external_problem(path):
+    f = _opened(path)[0] if path and not nac.header.weights_internal else None
+    if f is None:
         return 0
-    f = weights_file(path)
     n = 0
     for p in nac.params.values():
         if p.meta is None and p.name in f:
@@ -149,9 +152,9 @@ def external_raw_tensors(nac: NacFile, params) -> dict:
     set, as ``raw_tensor`` would. A parameter ``raw_tensor`` would refuse is left out:
     ``raw_tensor`` raises its error at the parameter's tick."""
     path = nac.weights_path
-    if not path or external_problem(path):
+    f = _opened(path)[0] if path else None
+    if f is None:
         return {}
-    f = weights_file(path)
     out = {}
     for p in params:
         try:
@@ -232,10 +235,9 @@ def external_weight_problems(nac: NacFile) -> list[NacFormatError]:
     parameter it does not hold, quantisation metadata that is malformed or does not fit the
     stored tensor. Reads the header only, never the tensors' data."""
     path = nac.weights_path
-    problem = external_problem(path)
+    f, problem = _opened(path)
     if problem:
         return [NacFormatError("weights", 0, problem)]
-    f = weights_file(path)
     out = []
     for p in nac.params.values():
         if p.name not in f:
