@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import importlib.resources
 import sys
 from pathlib import Path
@@ -104,6 +105,13 @@ async def _startup(win, args, app) -> int:
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
+    # a crash inside Qt or an extension prints the Python stack of every thread to stderr, so a
+    # user's report (and a failing test's log) says where it happened
+    if sys.stderr is not None and not faulthandler.is_enabled():
+        try:
+            faulthandler.enable()
+        except (AttributeError, ValueError, OSError):   # no usable file descriptor behind stderr
+            pass
     from .display_check import advice, missing_display
     no_display = missing_display()
     if no_display is not None:
@@ -165,7 +173,20 @@ def main(argv: Optional[list[str]] = None) -> int:
         except Exception:
             result["code"] = result["code"] or 1
     win.tasks.shutdown(wait=False)
+    win.host.shutdown()
+    _destroy_before_app(win, app)
     return result["code"]
+
+
+def _destroy_before_app(win, app) -> None:
+    """Delete the window's C++ objects now, while the QApplication still exists. Left to the
+    interpreter's teardown, the order in which ``main``'s locals and the modules' globals are
+    freed is not fixed, and a widget destroyed after its QApplication can crash the process
+    after everything the user asked for (a saved screenshot included) has been done."""
+    import shiboken6
+    if shiboken6.isValid(win):
+        shiboken6.delete(win)
+    app.processEvents()
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ def test_the_wheel_ships_presets_and_demos_and_runs_from_its_install(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads(r.stdout.splitlines()[-1])
     assert got["engine"].startswith(str(target)) and got["studio"].startswith(str(target))
-    assert got["sim_exit"] == 0 and got["screenshot_exit"] == 0
+    # the Studio's own stderr (faulthandler's stack on a crash) is in r.stderr: show it on failure
+    assert got["sim_exit"] == 0 and got["screenshot_exit"] == 0, r.stderr[-4000:]
     assert (run_here / "shot.png").stat().st_size > 10_000
 
 
