@@ -633,6 +633,19 @@ class Kernels:
             fn = self._cache[name] = self._resolve(name)
         return fn
 
+    def writes_an_argument(self, name: str) -> bool:
+        """Whether op ``name`` may write into one of its arguments (an in-place or ``out=`` ATen
+        overload, a ``Tensor.xxx_`` method); an op without a kernel writes nothing (it fails)."""
+        try:
+            fn = self(name)
+        except NotSupported:
+            return False
+        if isinstance(fn, _SchemaKernel):
+            return any(a.alias_info is not None and a.alias_info.is_write for a in fn.op._schema.arguments)
+        if isinstance(fn, _TensorMethod):
+            return fn.name.endswith("_") and not fn.name.endswith("__")
+        return False
+
     def _resolve(self, name: str) -> Callable:
         if name in _HAND:
             return _HAND[name]

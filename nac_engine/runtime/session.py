@@ -35,7 +35,7 @@ import torch
 from ..errors import NacFormatError
 from ..format.input_signature import read_input_signature
 from ..format.layout import QUANT_NONE
-from ..format.mapped import is_read_copy
+from ..format.mapped import current_size, is_mapped, is_read_copy
 from ..format.quant import dequantize
 from ..format.weights import external_raw_tensors, raw_tensor
 from ..format.model import Argument, Instruction, NacFile
@@ -47,7 +47,7 @@ from .. import threads
 from .kernels import Kernels, describe_args, first_of_multi, is_tensor_placeholder
 from .fastcall import SLOW
 from .prepared import PreparedCall, constant_key, keep_plan, shared_plan
-from .stored_weights import stored_tensor, used_as_stored
+from .stored_weights import mapped_tensor, stored_tensor, used_as_stored
 from .tick_result import as_numpy as to_numpy  # one conversion to numpy, shared with TickResult
 
 _INPUT_KINDS = {0: "user input", 1: "parameter", 2: "state", 3: "lifted constant"}
@@ -173,6 +173,8 @@ class Session:
         # the file's bytes are this session's own copy (it opened the file, read whole): weights
         # may be used where they lie (runtime/stored_weights.py)
         self._own_bytes = self._owns_file and nacfile.private_buffer
+        self._shares_weights: Optional[bool] = None      # see weights_shared()
+        self._mapped_storages: set[int] = set()          # data pointers of weights over a mapping
         # weights are held for the session's life (a second run, a step back, reads none again)
         # unless they are too many to hold: then each is read at its use and released after
         # its last one, with the values the run no longer needs (an LLM's 4-30 GB)
@@ -576,6 +578,19 @@ class Session:
                 self._params[p.id] = t
         return t
 
+    def weights_shared(self) -> bool:
+        """Whether weights may be used where they lie, without a copy of their own: over the
+        caller's decoded file, its memory mapping, or a compiled model's own tensors. True when
+        no op of the file writes into an argument (exported programs are functional; a file
+        with ``add_`` or an ``out=`` overload gets copies, so a kernel never writes into the
+        caller's bytes or a read-only mapping)."""
+        if self._shares_weights is None:
+            names = self.nac.op_names
+            used = {ins.a for ins in self.instructions if ins.a >= 10}
+            self._shares_weights = not any(
+                self.kernels.writes_an_argument(names[a]) for a in used if a in names)
+        return self._shares_weights
+
     def _param_tensor(self, p, stored: Optional[tuple] = None) -> torch.Tensor:
         """``p``'s weight as the kernels use it; ``stored``: (its raw_tensor(), its metadata) when
         already read from external weights."""
@@ -583,17 +598,27 @@ class Session:
         native = None
         if self.nac.header.quant_method == QUANT_NONE and meta is not None and meta.quant == QUANT_NONE:
             native = _NATIVE_FLOAT.get(meta.dtype)
-        if self._own_bytes and meta is not None and p._payload is None and p.data_offset >= 0 \
-                and used_as_stored(meta, native):
-            t = stored_tensor(p, self.nac._buf, native)
-            return t if self.device.type == "cpu" else t.to(self.device)
+        if meta is not None and p._payload is None and p.data_offset >= 0 and used_as_stored(meta, native):
+            t = None
+            if self._own_bytes or (self.nac.private_buffer and self.weights_shared()):
+                t = stored_tensor(p, self.nac._buf, native)
+            elif p.data_offset % _MAPPED_ALIGN == 0 and is_mapped(self.nac) and self.weights_shared():
+                t = mapped_tensor(p, self.nac._buf, current_size(self.nac), native)
+                self._mapped_storages.add(t.untyped_storage().data_ptr())
+            if t is not None:
+                return t if self.device.type == "cpu" else t.to(self.device)
         if stored is None:
             arr = raw_tensor(p)     # an external weight's read sets p.meta
         else:
             arr, p.meta = stored
         if native not in (torch.float64, torch.float16) and p.meta is not None:
             arr = dequantize(arr, p.meta)   # else the stored values, not the float32 widening
-        if not (arr.flags.owndata and arr.flags.writeable) and not is_read_copy(arr):
+        if not arr.flags.writeable and self.weights_shared():
+            with warnings.catch_warnings():      # read-only bytes no kernel of this file writes to
+                warnings.simplefilter("ignore", UserWarning)
+                t = torch.from_numpy(arr)
+        elif not (arr.flags.owndata and arr.flags.writeable) and not is_read_copy(arr) \
+                and not self.weights_shared():
             # a view of the file's bytes (or of caller bytes): in-place ops must not reach it
             # (a mapped file's weights are fresh pread copies, used as they are). Dequantised arrays are already this session's own, and are not copied again.
             # A big tensor is copied by torch with the GIL released (numpy's copy holds it:
@@ -662,6 +687,9 @@ class Session:
         """What ``outputs`` holds: numpy arrays. Override to keep tensors (a shape-only
         session on the meta device has no data to convert); ``output_values`` always holds
         the raw values."""
+        if self._mapped_storages:      # an output that is (a view of) a mapped weight: the caller's own copy
+            values = [v.clone() if isinstance(v, torch.Tensor) and v.untyped_storage().data_ptr()
+                      in self._mapped_storages else v for v in values]
         return [to_numpy(v) for v in values]
 
     def gather(self, ins: Instruction) -> list:
@@ -873,6 +901,7 @@ _PLAIN_KINDS: dict = {}
 #: Parameters up to this size are copied out of the mapping by numpy (the GIL held for at
 #: most ~100 µs), bigger ones by torch with the GIL released.
 _NUMPY_COPY_MAX = 1 << 20
+_MAPPED_ALIGN = 64       # a record used over the mapping starts where torch's allocator would put it
 
 _KERNELS: dict[torch.device, Kernels] = {}
 # <INPUT B=...> -> the Session method that loads it

@@ -13,7 +13,9 @@ every lazy path, and raise the one error type naming the tensor.
 from __future__ import annotations
 
 import math
+import mmap
 import sys
+import warnings
 
 import numpy as np
 import torch
@@ -60,3 +62,36 @@ def stored_tensor(p, buf, native) -> torch.Tensor:
         arr = arr.copy()
     t = torch.from_numpy(arr)
     return t.view(torch.bfloat16) if meta.dtype == 3 else t
+
+
+def mapped_tensor(p, mm: mmap.mmap, size_now: int, native) -> torch.Tensor:
+    """Parameter ``p`` of an unquantised record whose bytes start on a 64-byte boundary, as a
+    read-only tensor over the file's mapping ``mm`` (no copy: the pages are the page cache's,
+    counted as file-backed memory, and shared by every process that maps the file).
+    ``size_now``: the file's size now (a record past it was cut off by another program)."""
+    meta = p.meta
+    off, n = p.data_offset, p.data_length
+    if len(meta.shape) > MAX_RANK or math.prod(meta.shape) * _ITEMSIZE[meta.dtype] != n:
+        problems = tensor_problems(meta, n)
+        raise NacFormatError("DATA/tensors", off, f"tensor {p.name!r}: {problems[0] if problems else 'unreadable'}")
+    if off + n > size_now:
+        raise NacFormatError("DATA/tensors", off, f"tensor {p.name!r}: bytes {off}..{off + n} lie past the end "
+                                                  f"of the {size_now}-byte file (it changed on disk after it "
+                                                  f"was opened — reload it)")
+    if n >= _WILLNEED_MIN and hasattr(mm, "madvise"):
+        # the mapping is MADV_RANDOM (the reader's sparse look-ups); a weight is read whole, so
+        # ask for its pages in one go instead of a 4 KB fault at a time from a cold disk
+        start = off - off % mmap.PAGESIZE
+        try:
+            mm.madvise(mmap.MADV_WILLNEED, start, off + n - start)
+        except (OSError, ValueError):
+            pass
+    arr = np.ndarray(meta.shape, _NUMPY_DTYPES[meta.dtype], mm, off)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)     # read-only: the caller checked nothing writes
+        t = torch.from_numpy(arr)
+    return t.view(torch.bfloat16) if meta.dtype == 3 else t
+
+
+#: Records from this size are asked for with MADV_WILLNEED before use.
+_WILLNEED_MIN = 1 << 20

@@ -69,7 +69,10 @@ def describe_exit(returncode: Optional[int]) -> str:
             name = signal.Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
-        return f"engine stopped: killed by signal {-returncode} ({name})"
+        why = ""
+        if name == "SIGBUS":     # what a mapped file cut short by another program raises on a read
+            why = " — a file it had mapped was probably truncated on disk; reload it"
+        return f"engine stopped: killed by signal {-returncode} ({name}){why}"
     if returncode == 0:
         return "engine stopped"
     return f"engine stopped: exit status {returncode}"

@@ -202,3 +202,13 @@ def test_the_host_removes_its_shared_memory_directory_when_the_studio_goes_away(
         time.sleep(0.05)
     assert not os.path.isdir(directory)
     conn._closing = True                                 # what the window's shutdown would have marked
+
+
+def test_the_engine_stopped_message_names_the_signal_and_for_sigbus_the_likely_cause():
+    """A run reads aligned weights over the file's mapping (issue 25 §2b): a file truncated by
+    another program mid-run ends the host with SIGBUS, and the message says what to do."""
+    import signal
+    from nac_studio.host.connection import describe_exit
+    assert describe_exit(-signal.SIGKILL) == "engine stopped: killed by signal 9 (SIGKILL)"
+    bus = describe_exit(-signal.SIGBUS)
+    assert "SIGBUS" in bus and "truncated on disk" in bus
