@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 from .errors import NacEncodeError, NacFormatError, summarised
 from .files import open_regular
@@ -514,11 +515,47 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: Files from this size get a closing line on stderr from the commands that only look at them:
+#: how long the command took and its peak memory (on a multi-GB model that is worth knowing;
+#: on a small one it is noise).
+COST_LINE_MIN_BYTES = 64 << 20
+_COST_COMMANDS = ("info", "verify", "dis", "lint")
+
+
+def _file_bytes(args) -> int:
+    """The size of the file a looking command was given, with its external weights (0 if unknown)."""
+    path = getattr(args, "file", None)
+    if not isinstance(path, str):
+        return 0
+    total = 0
+    for p in (path, os.path.splitext(path)[0] + ".safetensors"):
+        try:
+            total += os.stat(p).st_size
+        except OSError:
+            pass
+    return total
+
+
+def _cost_line(command: str, size: int, seconds: float) -> str:
+    try:
+        import resource
+        peak = f", peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
+    except (ImportError, OSError):      # not on every platform
+        peak = ""
+    return f"nac {command}: {size / 1e9:.2f} GB of file in {seconds:.2f} s{peak}"
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    command = getattr(args, "command", None)
+    size = _file_bytes(args) if command in _COST_COMMANDS else 0
+    started = time.perf_counter()
     try:
-        return args.func(args)
+        code = args.func(args)
+        if size >= COST_LINE_MIN_BYTES:
+            print(_cost_line(command, size, time.perf_counter() - started), file=sys.stderr)
+        return code
     except CliError as e:
         print("nac: error: " + one_line(str(e)), file=sys.stderr)
         return e.code

@@ -250,3 +250,19 @@ def test_run_takes_tvmr_and_mind_programs(capsys):
     assert "converted from mind to NAC in memory" in got.err and "output 0: float32[2, 3]" in got.out
     assert main(["run", str(peers / "neff" / "matmul_small.neff")]) == 2
     assert "a neff file has no converter" in capsys.readouterr().err
+
+
+@corpus
+@pytest.mark.parametrize("command", ["info", "verify", "dis", "lint"])
+def test_looking_at_a_big_file_says_how_long_it_took_and_its_peak_memory(capsys, monkeypatch, command):
+    """Issue 25 §2: on a multi-GB file info/verify/dis/lint end with a line on stderr (time, peak
+    RSS); small files get none (the threshold is lowered here instead of writing 64 MB)."""
+    import nac_engine.cli as cli
+    path = str(NAC_FILES[0])
+    _, _, err = run(capsys, command, path)
+    assert "GB of file in" not in err
+    monkeypatch.setattr(cli, "COST_LINE_MIN_BYTES", 0)
+    _, out, err = run(capsys, command, path)
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"nac {command}: ") and " s, peak RSS " in last and last.endswith(" MB")
+    assert "GB of file in" not in out
