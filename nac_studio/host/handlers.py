@@ -76,10 +76,11 @@ def _param(nac, args: dict):
 
 
 def statistics(ctx: Context, args: dict) -> Any:
-    """``{path, param}`` (a parameter id or name) -> the tensor's statistics and histogram."""
-    from ..model.tensor_stats import tensor_stats
+    """``{path, param}`` (a parameter id or name) -> the tensor's statistics and histogram, read
+    a block of rows at a time with progress (a 7B model's embedding is never held whole)."""
+    from ..model.tensor_stats import param_stats
     p = _param(ctx.state.nac(args["path"]), args)
-    out = tensor_stats(ctx, p.array)
+    out = param_stats(ctx, p)
     if "hist" in out:
         counts, edges = out.pop("hist")
         out["hist"] = [counts, edges]
@@ -136,12 +137,27 @@ def sugiyama(ctx: Context, args: dict) -> Any:
     return {"coords": coords, "points": points, "counts": counts}
 
 
+#: Parameters with more values than this are not sent whole to the inspector: it asks for windows
+#: (``nac/paramWindow``) and statistics (``nac/statistics``) instead.
+INSPECT_WHOLE_MAX = 4 << 20
+#: The most values one window may hold (a screen's worth of heatmap, a page of the table).
+WINDOW_MAX = 4 << 20
+
+
 def param_values(ctx: Context, args: dict) -> Any:
     """``{path, param}`` -> the parameter's values (dequantised) and, for a quantised one, its
-    stored form, each with its statistics (the tensor inspector)."""
+    stored form, each with its statistics (the tensor inspector). A parameter of more than
+    :data:`INSPECT_WHOLE_MAX` values answers ``{"large": {"shape", "dtype"}}`` instead, reading
+    none of them."""
+    import math
     import numpy as np
+    from nac_engine.format.tensor_rows import value_rows, value_shape
     from nac_engine.runtime.tick_result import TickResult
     p = _param(ctx.state.nac(args["path"]), args)
+    shape = value_shape(p)
+    if math.prod(shape) > INSPECT_WHOLE_MAX:
+        dtype = value_rows(p, 0, 0).dtype           # no values: the dtype of what rows would be
+        return {"large": {"shape": list(shape), "dtype": dtype.str, "name": p.name}}
     out = {"value": TickResult(-1, p.name, np.asarray(p.array())).summary(), "raw": None}
     if p.meta is not None and getattr(p.meta, "quant", 0) not in (0, None):
         try:
@@ -149,6 +165,40 @@ def param_values(ctx: Context, args: dict) -> Any:
         except Exception:    # noqa: BLE001 - a stored form we cannot show: the dequantised one still is
             pass
     return out
+
+
+def param_window(ctx: Context, args: dict) -> Any:
+    """``{path, param, window}`` -> the values ``array()[window]``, reading only the rows of the
+    first axis it covers. ``window`` has one entry per axis: an index, or ``[start, stop, step]``.
+    At most :data:`WINDOW_MAX` values."""
+    import math
+    from nac_engine.format.tensor_rows import value_rows, value_shape
+    p = _param(ctx.state.nac(args["path"]), args)
+    shape = value_shape(p)
+    window = args.get("window")
+    if not isinstance(window, list) or len(window) != len(shape) or not shape:
+        raise ValueError(f"window {window!r} does not have one entry per axis of {list(shape)}")
+    index, counts = [], []
+    for d, (w, n) in enumerate(zip(window, shape)):
+        if isinstance(w, int) and not isinstance(w, bool):
+            if not -n <= w < n:
+                raise ValueError(f"index {w} is outside axis {d} of {n}")
+            index.append(w % n)
+            counts.append(1)
+        elif isinstance(w, list) and len(w) == 3 and all(isinstance(v, int) and not isinstance(v, bool) for v in w) \
+                and w[2] > 0:
+            sl = slice(*w)
+            index.append(sl)
+            counts.append(len(range(*sl.indices(n))))
+        else:
+            raise ValueError(f"window entry {w!r} for axis {d} is not an index or [start, stop, step]")
+    if math.prod(counts) > WINDOW_MAX:
+        raise ValueError(f"a window of {math.prod(counts):,} values is more than {WINDOW_MAX:,}")
+    first = index[0]
+    rows = value_rows(p, first, first + 1) if isinstance(first, int) else value_rows(p, first.start, first.stop,
+                                                                                      first.step)
+    rest = tuple(index[1:])
+    return rows[(0,) + rest] if isinstance(first, int) else rows[(slice(None),) + rest]
 
 
 # -- the debugger (shaped as DAP's requests; see nac_engine.dap.service) ----------------------------
@@ -286,7 +336,8 @@ def test_hook(ctx: Context, args: dict) -> Any:
 
 
 def handlers() -> dict[str, Handler]:
-    out = {"nac/statistics": Handler(statistics), "nac/paramValues": Handler(param_values),
+    out = {"nac/statistics": Handler(statistics), "nac/paramValues": Handler(param_values, "view"),
+           "nac/paramWindow": Handler(param_window, "view"),
            "nac/sugiyama": Handler(sugiyama), "nac/shapes": Handler(shapes), "nac/layout": Handler(layout),
            "launch": Handler(launch, "debug"), "nac/setBreakpoints": Handler(set_breakpoints, "debug"),
            "nac/setWatches": Handler(set_watches, "debug"), "pause": Handler(pause, "now"),

@@ -6,6 +6,8 @@ reads responses and events on its stdout. The main thread only reads: it answers
 
 * ``debug``: the debugger's requests, one at a time in order (a step must see the breakpoints
   set before it);
+* ``view``: quick reads a view waits on to draw (a tensor's window for the heatmap, a page of the
+  values table), so they never queue behind a long statistics pass or a layout;
 * ``work``: everything else (statistics, layouts, simulations...), one at a time.
 
 Each lane is one thread, so a long job on one never delays the other. A request may carry
@@ -125,7 +127,7 @@ class HostServer:
         self.lock = threading.RLock()
         self._write_lock = threading.Lock()
         self._seq = 0
-        self.lanes = {name: _Lane(self, name) for name in ("debug", "work")}
+        self.lanes = {name: _Lane(self, name) for name in ("debug", "view", "work")}
 
     # -- output ---------------------------------------------------------------------------------
     def _next_seq(self) -> int:

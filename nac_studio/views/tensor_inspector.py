@@ -14,11 +14,12 @@ atomically; Copy Stats puts the statistics on the clipboard.
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
                                QScrollArea, QSizePolicy, QSlider, QSpinBox, QSplitter, QTableView, QTabWidget, QToolButton,
@@ -29,6 +30,7 @@ from nac_engine.isa.optable import OP_OUTPUT
 from ..debug_session import Subject
 from ..icons import icon
 from ..qt_document import rebind
+from .large_tensor import LargeTensor, PagedValuesModel, heat_window, stride_for, stride_note
 
 #: Panels beyond the follower; the oldest is closed when one more is pinned.
 MAX_PINNED = 4
@@ -47,6 +49,7 @@ class Loaded:
     raw_hist: Optional[tuple] = None
     tick: Optional[int] = None
     note: str = ""
+    large: Optional[LargeTensor] = None     # a parameter read in windows (large_tensor.py)
 
 
 def _histogram(arr: Optional[np.ndarray]) -> Optional[tuple]:
@@ -71,6 +74,12 @@ def load_subject(session, nac, subject: Subject, host=None, path: Optional[str] 
         if p is None:
             return Loaded(f"param {subject.key}", None, None, None, note="no such parameter")
         got = host.call("nac/paramValues", {"path": path, "param": p.id})
+        big = got.get("large")
+        if big is not None:
+            shape = tuple(int(d) for d in big["shape"])
+            dims = "×".join(str(d) for d in shape)
+            return Loaded(f"{p.name}  ·  param {p.id} · {dims}", None, None, None,
+                          large=LargeTensor(path, p.id, p.name, shape, np.dtype(big["dtype"])))
         stats = TickResult.from_summary(got["value"])
         arr = stats.tensor
         raw = raw_stats = raw_hist = None
@@ -113,6 +122,15 @@ def stats_text(r) -> str:
         return "—" if v is None else f"{v:.6g}"
     return (f"shape {list(r.shape)}  {r.dtype}\nmin {f(r.min)}  max {f(r.max)}  mean {f(r.mean)}  std {f(r.std)}"
             f"\nNaN {r.nan_count:,}  Inf {r.inf_count:,}  zero {r.zero_count:,}")
+
+
+def large_stats_text(tensor: LargeTensor, r: dict) -> str:
+    """The stats block of a parameter read in windows (``nac/statistics``'s answer)."""
+    def f(v):
+        return "—" if v is None else f"{v:.6g}"
+    return (f"shape {list(tensor.shape)}  {tensor.dtype}\nmin {f(r.get('min'))}  max {f(r.get('max'))}  "
+            f"mean {f(r.get('mean'))}  std {f(r.get('std'))}\nNaN {r.get('nan', 0):,}  Inf {r.get('inf', 0):,}  "
+            f"zero {r.get('zeros', 0):,}")
 
 
 # --------------------------------------------------------------------------- raw values
@@ -171,6 +189,17 @@ class InspectorPanel(QWidget):
         self._hist_plot = None
         self._line_plot = None
         self._sliders: list[tuple[QSlider, QSpinBox]] = []
+        # a parameter too large to hold (large_tensor.py): read in windows from the engine host
+        self.large: Optional[LargeTensor] = None
+        self.large_stats: Optional[dict] = None
+        self.window: Optional[tuple] = None         # (values, window, (y stride, x stride)) on show
+        self._host = None
+        self._stats_task = None
+        self._window_task = None
+        self._zoom_timer = QTimer(self)
+        self._zoom_timer.setSingleShot(True)
+        self._zoom_timer.setInterval(150)
+        self._zoom_timer.timeout.connect(self._zoomed)
 
         self.title = QLabel("", self)
         f = self.title.font()
@@ -235,6 +264,10 @@ class InspectorPanel(QWidget):
         self.slider_area.setFrameShape(QScrollArea.Shape.NoFrame)
         self.slider_area.setFixedHeight(2 * (QSpinBox().sizeHint().height() + 1) + 2)
         hl.addWidget(self.slider_area)
+        # a large parameter's heatmap says what it samples ("every 32nd row shown — zoom in ...")
+        self.heat_note = QLabel("", self)
+        self.heat_note.hide()
+        hl.addWidget(self.heat_note)
         self.heat_holder = QVBoxLayout()
         hl.addLayout(self.heat_holder, 1)
         self.tabs.addTab(self.heat_page, "Heatmap")
@@ -247,6 +280,7 @@ class InspectorPanel(QWidget):
         self.line_holder.setContentsMargins(0, 2, 0, 0)
         self.tabs.addTab(self.line_page, "Line")
         self.values = ValuesModel(self)
+        self.paged = PagedValuesModel(self)
         self.table = QTableView(self)
         self.table.setModel(self.values)
         self.table.verticalHeader().hide()
@@ -294,6 +328,7 @@ class InspectorPanel(QWidget):
         if qdoc is None:
             self.show_loaded(Loaded("", None, None, None, note="No file"))
             return
+        self._host = qdoc.host
         session = qdoc.doc.debug
         subject = self.subject
         cached = None
@@ -334,6 +369,9 @@ class InspectorPanel(QWidget):
         loaded = self.loaded
         if loaded is None:
             return
+        self._show_large(loaded.large)
+        if loaded.large is not None:
+            return
         stored = self.form.isVisible() and self.form.currentIndex() == 1 and loaded.raw is not None
         self.array = loaded.raw if stored else loaded.array
         self.result = loaded.raw_stats if stored else loaded.stats
@@ -346,23 +384,176 @@ class InspectorPanel(QWidget):
         self.values.set_array(self.array if self.array is not None and self.array.dtype.kind != "O" else None)
         self._refresh_page()
 
+    # -- a parameter too large to hold ------------------------------------------------------
+    def _show_large(self, large: Optional[LargeTensor]) -> None:
+        """Switch the panel to (or away from) windowed reading of ``large``."""
+        for task in (self._stats_task, self._window_task):
+            if task is not None and not task.done():
+                task.cancel()
+        self._stats_task = self._window_task = None
+        self.large, self.large_stats, self.window = large, None, None
+        self.paged.set_tensor(large, self._host)
+        want = self.paged if large is not None else self.values
+        if self.table.model() is not want:
+            self.table.setModel(want)
+        if large is None:
+            return
+        self._fitted_shape = None          # a held tensor shown after this one is fitted afresh
+        self.array = self.result = self._hist = None
+        self.export_button.setEnabled(False)
+        self.copy_button.setEnabled(False)
+        self.stats.setText(f"shape {list(large.shape)}  {large.dtype}  ·  {large.size:,} values, read in windows"
+                           f"\nstatistics: reading…")
+        self._rebuild_axes()
+        self.values.set_array(None)
+        if self._host is None:
+            return
+        task = self._host.request("nac/statistics", {"path": large.path, "param": large.param},
+                                  title=f"Statistics of {large.name}", supersede=f"inspector-stats-{id(self)}")
+        task.progressed.connect(lambda frac, _m, t=large: self._stats_progress(t, frac))
+        task.finished.connect(lambda r, t=large: self._stats_arrived(t, r))
+        task.failed.connect(lambda e, t=large: self._stats_failed(t, e))
+        self._stats_task = task
+        self._refresh_page()
+
+    def _stats_progress(self, tensor: LargeTensor, frac: float) -> None:
+        if tensor is self.large and self.large_stats is None:
+            head = self.stats.text().split("\n")[0]
+            self.stats.setText(f"{head}\nstatistics: reading… {frac:.0f}%")
+
+    def _stats_failed(self, tensor: LargeTensor, exc) -> None:
+        if tensor is self.large and type(exc).__name__ != "Cancelled":
+            head = self.stats.text().split("\n")[0]
+            self.stats.setText(f"{head}\nstatistics failed: {str(exc)[:200]}")
+
+    def _stats_arrived(self, tensor: LargeTensor, r: dict) -> None:
+        if tensor is not self.large:
+            return
+        self.large_stats = r
+        hist = r.get("hist")
+        self._hist = (np.asarray(hist[0]), np.asarray(hist[1])) if hist is not None else None
+        self.stats.setText(large_stats_text(tensor, r))
+        self.copy_button.setEnabled(True)
+        if self.window is not None and self._image is not None:
+            self._draw_window(fit=False)       # the whole tensor's colour scale, now known
+        if self.tabs.currentWidget() is self.hist_page:
+            self._show_histogram()
+
+    def _shown_axes(self) -> tuple:
+        """(y axis or None, x axis) the heatmap shows."""
+        shape = self._shape() or ()
+        if len(shape) >= 2:
+            return self.y_axis.currentIndex(), self.x_axis.currentIndex()
+        return None, 0
+
+    def _request_window(self, y_range: Optional[tuple] = None, x_range: Optional[tuple] = None,
+                        fit: bool = True) -> None:
+        """Ask the host for the heatmap's window: the whole slice at a screen's stride, or the
+        region given (the visible part after a zoom)."""
+        large = self.large
+        if large is None or self._host is None or not large.shape:
+            return
+        y, x = self._shown_axes()
+        fixed = {d: s.value() for d, (s, _spin) in zip(self._other_axes(), self._sliders)}
+        y_range = y_range or ((0, large.shape[y]) if y is not None else (0, 1))
+        x_range = x_range or (0, large.shape[x])
+        window, steps = heat_window(large.shape, y, x, fixed, y_range, x_range)
+        if self._window_task is not None and not self._window_task.done():
+            self._window_task.cancel()
+        task = self._host.request("nac/paramWindow", {"path": large.path, "param": large.param, "window": window},
+                                  title=f"Values of {large.name}", supersede=f"inspector-window-{id(self)}",
+                                  track=False)
+        task.finished.connect(lambda arr, t=large, w=window, st=steps, f=fit: self._window_arrived(t, arr, w, st, f))
+        self._window_task = task
+
+    def _window_arrived(self, tensor: LargeTensor, values, window: list, steps: tuple, fit: bool) -> None:
+        if tensor is not self.large:
+            return
+        self.window = (np.asarray(values), window, steps)
+        page = self.tabs.currentWidget()
+        if page is self.heat_page:
+            self._draw_window(fit)
+        elif page is self.line_page:
+            self._show_line()
+
+    def _window_slice(self) -> Optional[np.ndarray]:
+        """The fetched window as rows × columns (what ``current_slice`` is for a held array)."""
+        if self.window is None:
+            return None
+        values, window, _steps = self.window
+        y, x = self._shown_axes()
+        if y is None:
+            return values.reshape(1, -1)
+        return values if y < x else values.T
+
+    def _draw_window(self, fit: bool) -> None:
+        sl = self._window_slice()
+        if sl is None:
+            return
+        _values, window, (sy, sx) = self.window
+        y, x = self._shown_axes()
+        y0 = window[y][0] if y is not None else 0
+        x0 = window[x][0]
+        img = sl.astype(np.float32, copy=False) if sl.dtype.kind in "bc" or sl.dtype == np.float16 else sl
+        r = self.large_stats or {}
+        if "min" in r:
+            lo, hi = float(r["min"]), float(r["max"])
+        else:                      # until the statistics arrive: this window's finite range
+            finite = img[np.isfinite(img)] if img.dtype.kind == "f" else img
+            lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        if hi <= lo:
+            lo, hi = lo - 0.5, hi + 0.5
+        self._ensure_image()
+        self._image.setImage(img.T, autoRange=fit, levels=(lo, hi), pos=(x0, y0), scale=(sx, sy))
+        self.heat_note.setText(stride_note((sy, sx), y, x))
+        self.heat_note.show()
+
+    def _zoomed(self) -> None:
+        """After the view settles: ask for the visible region at the stride it needs, when the
+        window on show is coarser than that or does not cover it."""
+        large = self.large
+        if large is None or self.window is None or self._image is None:
+            return
+        y, x = self._shown_axes()
+        (vx0, vx1), (vy0, vy1) = self._image.getView().viewRange()
+        x_range = (max(0, math.floor(vx0)), min(large.shape[x], math.ceil(vx1)))
+        y_range = (max(0, math.floor(vy0)), min(large.shape[y], math.ceil(vy1))) if y is not None else (0, 1)
+        if x_range[1] <= x_range[0] or y_range[1] <= y_range[0]:
+            return
+        _values, window, (sy, sx) = self.window
+        need_x = stride_for(x_range[1] - x_range[0])
+        need_y = stride_for(y_range[1] - y_range[0]) if y is not None else 1
+        wx = window[x]
+        covers = wx[0] <= x_range[0] and x_range[1] <= wx[1]
+        if y is not None:
+            wy = window[y]
+            covers = covers and wy[0] <= y_range[0] and y_range[1] <= wy[1]
+        if covers and sx <= need_x and sy <= need_y:
+            return
+        self._request_window(y_range, x_range, fit=False)
+
+    def _shape(self) -> Optional[tuple]:
+        if self.large is not None:
+            return self.large.shape
+        return self.array.shape if self.array is not None else None
+
     # -- heatmap ----------------------------------------------------------------------------
     def _rebuild_axes(self) -> None:
         arr = self.array
-        shape = arr.shape if arr is not None else None
+        shape = self._shape()
         if shape == getattr(self, "_axes_shape", ()):
             return        # same shape (the next step's result): keep the axes and slider positions
         self._axes_shape = shape
-        nd = arr.ndim if arr is not None else 0
+        nd = len(shape) if shape is not None else 0
         for box in (self.y_axis, self.x_axis):
             box.blockSignals(True)
             box.clear()
             for d in range(nd):
-                box.addItem(f"axis {d} ({arr.shape[d]})")
+                box.addItem(f"axis {d} ({shape[d]})")
         if nd >= 2:
             # a new shape shows its two largest axes (the later one on a tie), the others on
             # sliders: [1, 12, 16, 64] is 16 x 64, not a 1 x 12 strip left over from the last shape
-            largest = sorted(range(nd), key=lambda d: (arr.shape[d], d))[-2:]
+            largest = sorted(range(nd), key=lambda d: (shape[d], d))[-2:]
             y, x = sorted(largest)
             self.y_axis.setCurrentIndex(y)
             self.x_axis.setCurrentIndex(x)
@@ -375,11 +566,12 @@ class InspectorPanel(QWidget):
         self._rebuild_sliders()
 
     def _axes_changed(self) -> None:
-        if self.array is None or self.array.ndim < 2:
+        shape = self._shape()
+        if shape is None or len(shape) < 2:
             return
         if self.y_axis.currentIndex() == self.x_axis.currentIndex():
             # keep the two axes distinct: move the other one off
-            other = (self.x_axis.currentIndex() + 1) % self.array.ndim
+            other = (self.x_axis.currentIndex() + 1) % len(shape)
             box = self.y_axis if self.sender() is self.x_axis else self.x_axis
             box.blockSignals(True)
             box.setCurrentIndex(other)
@@ -388,11 +580,11 @@ class InspectorPanel(QWidget):
         self._refresh_page()
 
     def _other_axes(self) -> list[int]:
-        arr = self.array
-        if arr is None:
+        shape = self._shape()
+        if shape is None:
             return []
-        shown = {self.x_axis.currentIndex()} | ({self.y_axis.currentIndex()} if arr.ndim >= 2 else set())
-        return [d for d in range(arr.ndim) if d not in shown]
+        shown = {self.x_axis.currentIndex()} | ({self.y_axis.currentIndex()} if len(shape) >= 2 else set())
+        return [d for d in range(len(shape)) if d not in shown]
 
     def _rebuild_sliders(self) -> None:
         while self.slider_box.count() > 1:       # the last item is the stretch
@@ -404,13 +596,14 @@ class InspectorPanel(QWidget):
                     if w is not None:
                         w.deleteLater()
         self._sliders = []
+        shape = self._shape()
         for d in self._other_axes():
             row = QHBoxLayout()
             row.addWidget(QLabel(f"axis {d}", self))
             s = QSlider(Qt.Orientation.Horizontal, self)
-            s.setRange(0, max(0, self.array.shape[d] - 1))
+            s.setRange(0, max(0, shape[d] - 1))
             spin = QSpinBox(self)
-            spin.setRange(0, max(0, self.array.shape[d] - 1))
+            spin.setRange(0, max(0, shape[d] - 1))
             s.valueChanged.connect(spin.setValue)
             spin.valueChanged.connect(s.setValue)
             s.valueChanged.connect(lambda _v: self._refresh_page())
@@ -451,24 +644,26 @@ class InspectorPanel(QWidget):
             self._show_line()
 
     def _show_heatmap(self) -> None:
+        if self.large is not None:
+            self._request_window()      # the slice or axes changed: the whole slice, at a screen's stride
+            return
+        self.heat_note.hide()
         sl = self.current_slice()
         if sl is None:
             if self._image is not None:
                 self._image.clear()
             return
-        import pyqtgraph as pg
+        self._ensure_image()
+        self._draw_held(sl)
+
+    def _ensure_image(self) -> None:
         if self._image is None:
-            self._image = pg.ImageView(self.heat_page)
-            self._image.ui.roiBtn.hide()
-            self._image.ui.menuBtn.hide()
-            self._image.getView().invertY(True)
-            # the preset, not colormap.get("viridis"): its 256 stops would be 256 gradient
-            # ticks, each painted on every histogram repaint
-            self._image.ui.histogram.gradient.loadPreset("viridis")
-            # a fixed axis width: labels that change with the levels must not resize the
-            # gradient (each resize rebuilds its lookup table and repaints the histogram)
-            self._image.ui.histogram.item.axis.setWidth(44)
+            from ..widgets.heatmap import Heatmap
+            self._image = Heatmap(self.heat_page)
+            self._image.getView().sigRangeChanged.connect(lambda *_a: self._zoom_timer.start())
             self.heat_holder.addWidget(self._image)
+
+    def _draw_held(self, sl: np.ndarray) -> None:
         img = sl.astype(np.float32, copy=False) if sl.dtype.kind in "bc" or sl.dtype == np.float16 else sl
         if img.dtype.kind == "c":
             img = np.abs(img)
@@ -483,8 +678,7 @@ class InspectorPanel(QWidget):
         # same shape keeps the zoom the user chose, and skips a relayout of the view box)
         fit = img.shape != getattr(self, "_fitted_shape", None)
         self._fitted_shape = img.shape
-        self._image.setImage(img.T, autoRange=fit, autoLevels=False, levels=(lo, hi), autoHistogramRange=False)
-        self._image.ui.histogram.setHistogramRange(lo, hi)
+        self._image.setImage(img.T, autoRange=fit, levels=(lo, hi))
 
     def _show_histogram(self) -> None:
         import pyqtgraph as pg
@@ -507,13 +701,23 @@ class InspectorPanel(QWidget):
             self._line_plot.setLabel("bottom", "index")
             self.line_holder.addWidget(self._line_plot)
         self._line_plot.clear()
-        sl = self.current_slice()
+        xs = None
+        if self.large is not None:
+            sl = self._window_slice()
+            if sl is None:
+                self._request_window()
+                return
+            _values, window, (_sy, sx) = self.window
+            xs = window[self._shown_axes()[1]][0] + sx * np.arange(sl.shape[-1])
+        else:
+            sl = self.current_slice()
         if sl is None:
             return
         # 1-D: the tensor; N-D: the first row of the heatmap slice (the columns' axis)
         row = sl[0] if sl.ndim == 2 else sl
         row = np.abs(row) if row.dtype.kind == "c" else row
-        self._line_plot.plot(np.arange(row.size), row.astype(np.float64, copy=False), pen=pg.mkPen((40, 110, 200), width=1.5))
+        xs = np.arange(row.size) if xs is None else xs
+        self._line_plot.plot(xs, row.astype(np.float64, copy=False), pen=pg.mkPen((40, 110, 200), width=1.5))
 
     # -- export ----------------------------------------------------------------------------
     def export_npy(self, path: str) -> None:
@@ -534,7 +738,9 @@ class InspectorPanel(QWidget):
             self.export_npy(path)
 
     def copy_stats(self) -> str:
-        text = (self.loaded.title + "\n" if self.loaded else "") + stats_text(self.result)
+        body = large_stats_text(self.large, self.large_stats) if self.large is not None and self.large_stats \
+            else stats_text(self.result)
+        text = (self.loaded.title + "\n" if self.loaded else "") + body
         QGuiApplication.clipboard().setText(text)
         return text
 
