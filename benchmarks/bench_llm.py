@@ -14,6 +14,10 @@ inspect and simulate it within a workstation's memory.
   ``from_pretrained`` from the same directory plus one forward, same thread count (target ≤ 1.2×,
   quiet and beside ``--hogs`` busy processes); logits against transformers' (relative ≤ 1e-4);
 * **inspect** ``nac info/verify/dis/lint``: wall time and peak RSS each;
+* **Studio** (``benchmarks/studio_llm.py``, offscreen): open → hex/structure/disassembly (≤ 1 s) and
+  → graph (≤ 3 s); the tensor inspector on the embedding and an MLP weight (heatmap ≤ 1 s,
+  statistics with progress); the Studio process's RssAnon (≤ 0.8 GB); F5 to the end against
+  ``Session.run`` (≤ 1.2×), F10 (≤ 30 ms), Step Back (≤ 50 ms), UI stalls (≤ 100 ms);
 * **simulate** ``nac sim`` with ``server-128x128`` and ``nac-core-ref`` (target ≤ 60 s each), which
   print cycles, DMA bytes and stalls per decoder layer;
 * **diff** ``nac diff`` of the fp32 and int8 files: error growth per layer, wall time and peak RSS;
@@ -23,7 +27,8 @@ inspect and simulate it within a workstation's memory.
   margin ≤ 1e-3, which random weights produce).
 
 ``--config llama7b`` (L7, Llama-2-7B's configuration, fp16 shards, 13.5 GB) measures the compile
-(``--quant fp16``; target peak RSS ≤ 4 GB) and ``info/verify/dis/lint``. Before it writes L7 it
+(``--quant fp16``; target peak RSS ≤ 4 GB), ``info/verify/dis/lint`` and the Studio's open and
+inspector figures. Before it writes L7 it
 deletes L1's files from the cache (the exercise stays under 35 GB of disk).
 
 Times here: L1 about 8 minutes the first time (checkpoint 40 s, compiles 55 s and 105 s), 4 minutes
@@ -198,6 +203,7 @@ def tinyllama(args, cache: Path, missed: list) -> None:
                    f"≤ {TARGETS['logits_rel']:g}", rel <= TARGETS["logits_rel"], missed)
     decode_chain(args, directory, cache, env, threads, missed)
     inspect(nac, missed)
+    studio(nac, missed, debugger=True)
     for hw, extra in (("server-128x128", []), ("nac-core-ref", ["--set", "refcore.idx_width=11", "--set",
                                                                 "refcore.watchdog_cycles=0"])):
         wall, rss, out = child(NAC + ["sim", str(nac), "--hw", hw] + extra)
@@ -253,6 +259,55 @@ def decode_chain(args, directory: Path, cache: Path, env: dict, threads: str, mi
     report("decode chain: time (prefill + 16 steps), peak RSS", f"{ours['wall']:.1f} s, {rss:.2f} GB")
 
 
+STUDIO = {"interactive_s": 1.0, "graph_s": 3.0, "stall_ms": 100.0, "inspector_s": 1.0, "anon_gb": 0.8,
+          "continue_ratio": 1.2, "step_ms": 30.0, "step_back_ms": 50.0}
+
+
+def studio(nac: Path, missed: list, debugger: bool) -> None:
+    """The Studio on the file (benchmarks/studio_llm.py in a child, offscreen): open, graph,
+    the inspector on the embedding and an MLP weight, its own RssAnon; with ``debugger`` F10,
+    Continue to the end against Session.run, and Step Back."""
+    import statistics
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "studio_llm.py"), str(nac)] + (["--debugger"] if debugger else [])
+    _, _, out = child(cmd, {"QT_QPA_PLATFORM": "offscreen"})
+    r = json.loads(out.strip().splitlines()[-1])
+    t = STUDIO
+    report("Studio: open → hex/structure/disassembly", f"{r['interactive_s']:.2f} s", f"≤ {t['interactive_s']:g} s",
+           r["interactive_s"] <= t["interactive_s"], missed)
+    report("Studio: open → graph (collapsed by layer)", f"{r['graph_s']:.2f} s", f"≤ {t['graph_s']:g} s",
+           r["graph_s"] <= t["graph_s"], missed)
+    report("Studio: longest UI stall while opening", f"{r['open_stall_ms']:.0f} ms", f"≤ {t['stall_ms']:g} ms",
+           r["open_stall_ms"] <= t["stall_ms"], missed)
+    for label in ("embed", "mlp"):
+        i = r.get(label)
+        if i is None:
+            continue
+        ok = i["first_view_s"] <= t["inspector_s"] and i["stall_ms"] <= t["stall_ms"]
+        report(f"Studio: inspector on the {'embedding' if label == 'embed' else 'layer-0 MLP down weight'}",
+               f"heatmap {i['first_view_s']:.2f} s, statistics {i['stats_s']:.1f} s, stall {i['stall_ms']:.0f} ms"
+               + ("" if i["windowed"] else " (sent whole)"), f"heatmap ≤ {t['inspector_s']:g} s, stall ≤ 100 ms",
+               ok, missed)
+    report("Studio process RssAnon (the engine host apart)", f"{r['studio_rss_anon_gb']:.2f} GB",
+           f"≤ {t['anon_gb']} GB", r["studio_rss_anon_gb"] <= t["anon_gb"], missed)
+    d = r.get("debugger")
+    if d:
+        ratio = d["cold_continue_s"] / d["cold_run_s"]
+        report("Studio: F5 to the end (first run) vs Session.run", f"{d['cold_continue_s']:.1f} s vs "
+               f"{d['cold_run_s']:.1f} s = {ratio:.2f}×", f"≤ {t['continue_ratio']}×", ratio <= t["continue_ratio"],
+               missed)
+        warm = d["continue_s"] / d["run_s"]
+        report("Studio: F5 to the end (weights loaded) vs Session.run", f"{d['continue_s']:.1f} s vs "
+               f"{d['run_s']:.1f} s = {warm:.2f}×", f"≤ {t['continue_ratio']}×", warm <= t["continue_ratio"], missed)
+        step = statistics.median(d["step_ms"])
+        report("Studio: F10 (median of 20)", f"{step:.1f} ms (worst {max(d['step_ms']):.0f})", f"≤ {t['step_ms']:g} ms",
+               step <= t["step_ms"], missed)
+        back = statistics.median(d["step_back_ms"])
+        report("Studio: Step Back (median of 5)", f"{back:.1f} ms (worst {max(d['step_back_ms']):.0f})",
+               f"≤ {t['step_back_ms']:g} ms", back <= t["step_back_ms"], missed)
+        report("Studio: longest UI stall during Continue", f"{d['stall_ms']:.0f} ms", f"≤ {t['stall_ms']:g} ms",
+               d["stall_ms"] <= t["stall_ms"], missed)
+
+
 def inspect(nac: Path, missed: list) -> None:
     for verb in ("info", "verify", "dis", "lint"):
         wall, rss, _ = child(NAC + [verb, str(nac)])
@@ -280,6 +335,7 @@ def llama7b(args, cache: Path, missed: list) -> None:
     report("compile fp16 (external weights): peak RSS", f"{rss:.2f} GB in {wall:.1f} s", f"≤ {limit} GB",
            rss <= limit, missed)
     inspect(nac, missed)
+    studio(nac, missed, debugger=False)
 
 
 def main() -> int:

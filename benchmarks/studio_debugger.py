@@ -51,7 +51,7 @@ def _wait_signal(app, signal, timeout_ms: int = 600_000) -> None:
     app.processEvents()          # the repaint the views asked for
 
 
-def measure_debugger(path: Path, app, steps: int = 40) -> dict:
+def measure_debugger(path: Path, app, steps: int = 40, repeats: int = CONTINUE_REPEATS) -> dict:
     import numpy as np
     from PySide6.QtCore import QElapsedTimer, QSettings, QTimer
 
@@ -159,7 +159,7 @@ def measure_debugger(path: Path, app, steps: int = 40) -> dict:
 
     cold, cold_run, warm, warm_run = [], [], [], []
     outputs: list = []
-    for _ in range(CONTINUE_REPEATS):
+    for _ in range(repeats):
         drop_weights()
         continue_to_end(heartbeat=True)             # stalls: a first run (weights read by the worker)...
         continue_to_end(heartbeat=True)             # ... and a warm one

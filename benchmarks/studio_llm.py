@@ -102,7 +102,7 @@ def main() -> int:
         from studio_debugger import measure_debugger
         win.close()
         app.processEvents()
-        out["debugger"] = measure_debugger(path, app, steps=20)
+        out["debugger"] = measure_debugger(path, app, steps=20, repeats=1)
     print(json.dumps(out, default=float))
     return 0
 

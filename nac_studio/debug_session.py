@@ -476,14 +476,24 @@ class DebugSession:
             return f"Error at tick {self.error_tick}: {self.error.splitlines()[0] if self.error else ''}{took}"
         r = self.reason
         if self.state == FINISHED:
-            return f"Finished after tick {self.tick}{took}"
+            return f"Finished after tick {self.tick}{took}{self.history_note()}"
         if r is None or self.tick is None or self.tick < 0:
             return "Ready (before tick 0)"
         why = {"breakpoint": "breakpoint " + ", ".join(self._label_of(b) for b in r.breakpoints),
                "cancelled": "paused", "step": "step", "step_back": "step back",
                "run_to": {"step_in": "step into", "step_out": "step out"}.get(self.action, "run to cursor"),
                "restart": "restart"}.get(r.kind, r.kind)
-        return f"Stopped at tick {self.tick} — {why}{took}"
+        return f"Stopped at tick {self.tick} — {why}{took}{self.history_note()}"
+
+    def history_note(self) -> str:
+        """" · …" when the step-back history has dropped results to stay within its budget
+        (they are recomputed from checkpoints when stepped back to), else ""."""
+        h = getattr(self.debugger, "history", None)
+        if not isinstance(h, dict) or not h.get("dropped"):
+            return ""
+        budget = h.get("budget")
+        size = f" ({budget / 2**20:,.0f} MB)" if budget else ""
+        return f" · step-back history full{size}: {h['dropped']:,} older results dropped, recomputed when revisited"
 
     def _label_of(self, spec_id: int) -> str:
         spec = self.breakpoint(spec_id)

@@ -221,6 +221,9 @@ class DebugService:
                "watches": [self._watch(text) for text in self._watches],
                # parameters this run read from the file (0 when the kept session had them all)
                "weightsRead": len(d.session._params) - self._loaded_at_launch,
+               # the step-back history: its budget, what it holds, and how many results it has
+               # dropped (recomputed from checkpoints when the user steps back to them)
+               "history": {"budget": d.history.budget, "held": d.history.total, "dropped": d.history.evicted},
                "values": self._values() if d.tick >= 0 else []}
         return out
 

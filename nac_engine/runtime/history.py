@@ -36,7 +36,7 @@ class ResultHistory:
         self._sizes: dict[int, int] = {}
         self._ticks: list[int] = []     # sorted, so the farthest entry is at one end
         self.total = 0
-        self.evicted = 0                # how many entries have been dropped (for tests/UI)
+        self.evicted = 0                # results dropped, or too big to keep (the Studio says so)
 
     def __contains__(self, tick: int) -> bool:
         return tick in self._values
@@ -52,6 +52,7 @@ class ResultHistory:
         size = nbytes(value)
         if self.budget is not None and size > self.budget:
             self.discard(tick)          # too big to keep at all; recomputed when asked for
+            self.evicted += 1
             return
         self.discard(tick)
         self._values[tick], self._sizes[tick] = value, size

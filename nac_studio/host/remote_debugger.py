@@ -113,6 +113,11 @@ class RemoteDebugger:
         return int(self._state.get("weightsRead", 0))
 
     @property
+    def history(self) -> dict:
+        """The step-back history: ``{budget, held, dropped}`` (bytes, bytes, results)."""
+        return dict(self._state.get("history") or {})
+
+    @property
     def consumers(self) -> dict:
         if self._consumers is None:
             from nac_engine.format.residency import consumers_of

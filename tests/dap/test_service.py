@@ -159,3 +159,27 @@ def test_check_breakpoint_needs_no_run_and_no_torch(nac):
     assert check_breakpoint(nac, {"kind": "tick", "value": "x"}) == "'x' is not a tick number"
     assert check_breakpoint(nac, {"kind": "expr", "value": "max(abs(v3)) > 1"}) == ""
     assert "unknown name" in check_breakpoint(nac, {"kind": "expr", "value": "max(abs(w3)) > 1"})
+
+
+def test_the_state_says_when_the_step_back_history_dropped_results(nac):
+    """Issue 25 §2: the history keeps activations within its budget and says when older ticks
+    were dropped; the Studio's status line says it too."""
+    roomy = DebugService(nac)
+    roomy.launch(feeds_of(nac))
+    roomy.act("continue")
+    h = roomy.state()["history"]
+    assert h["dropped"] == 0 and h["budget"] == roomy.history_bytes and h["held"] > 0
+    tight = DebugService(nac, history_bytes=100)       # fits one 2×4 float32 result at a time
+    tight.launch(feeds_of(nac))
+    tight.act("continue")
+    h = tight.state()["history"]
+    assert h["dropped"] > 0 and h["held"] <= 100
+
+    from nac_studio.debug_session import DebugSession
+
+    class Stub:
+        history = h
+    note = DebugSession.history_note(type("S", (), {"debugger": Stub()})())
+    assert note.startswith(" · step-back history full") and f"{h['dropped']:,} older results dropped" in note
+    Stub.history = {"budget": 100, "held": 10, "dropped": 0}
+    assert DebugSession.history_note(type("S", (), {"debugger": Stub()})()) == ""
