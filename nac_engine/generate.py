@@ -46,6 +46,70 @@ def _check_pair(prefill, decode) -> tuple[int, int]:
     return t, slots
 
 
+class Stepper:
+    """A generation one run at a time, for a front end that runs each file itself (the Studio's
+    debugger steps through every decode run). ``generate`` is this with a plain Session per run.
+
+    ``Stepper(prefill, decode, prompt_ids, tokens, eos=None)``; then
+    ``prefill_inputs()`` → run the prefill on them → ``after_prefill(outputs)`` → the first
+    decode step's inputs (or None when nothing is left to generate) → run the decode file →
+    ``after_step(outputs)`` → the next step's inputs, or None when done. ``tokens`` grows as
+    each token is chosen (the argmax of the last logits), ``logits`` beside it.
+    """
+
+    def __init__(self, prefill, decode, prompt_ids, tokens: int, eos: Optional[int] = None):
+        self.t, self.slots = _check_pair(prefill, decode)
+        self.prompt = [int(i) for i in prompt_ids]
+        if not self.prompt:
+            raise GenerationError("the prompt is empty")
+        if len(self.prompt) + tokens > self.slots:
+            raise GenerationError(f"{len(self.prompt)} prompt + {tokens} new tokens exceed the cache's "
+                                  f"{self.slots} slots (compile with a larger --cache-slots)")
+        self.wanted = tokens
+        self.eos = eos
+        self.out = Generation(self.prompt)
+        self.position = 0
+        self._pending = self.prompt[self.t:]          # the rest of a long prompt, one decode step each
+        self.on_token: Optional[Callable[[int, int, np.ndarray], None]] = None
+
+    @property
+    def tokens(self) -> list:
+        return self.out.tokens
+
+    def prefill_inputs(self) -> dict:
+        head = self.prompt[:self.t]
+        ids = np.zeros((1, self.t), np.int64)
+        ids[0, :len(head)] = head
+        return {"input_ids": ids}
+
+    def after_prefill(self, outputs) -> Optional[dict]:
+        logits, keys, values = outputs
+        head = min(len(self.prompt), self.t)
+        self.position = head
+        return self._next(np.asarray(logits)[0, head - 1], keys, values)
+
+    def after_step(self, outputs) -> Optional[dict]:
+        logits, keys, values = outputs
+        self.position += 1
+        return self._next(np.asarray(logits)[0, -1], keys, values)
+
+    def _next(self, last: np.ndarray, keys, values) -> Optional[dict]:
+        if self._pending:
+            token = self._pending.pop(0)
+        else:
+            if len(self.out.tokens) >= self.wanted:
+                return None
+            token = int(np.argmax(last))
+            self.out.tokens.append(token)
+            self.out.logits.append(np.asarray(last, np.float32))
+            if self.on_token is not None:
+                self.on_token(len(self.out.tokens) - 1, token, last)
+            if (self.eos is not None and token == self.eos) or len(self.out.tokens) >= self.wanted:
+                return None
+        return {"input_ids": np.array([[token]], np.int64), "cache_position": np.array([self.position], np.int64),
+                "past_keys": keys, "past_values": values}
+
+
 def generate(prefill, decode, prompt_ids, tokens: int,
              on_token: Optional[Callable[[int, int, np.ndarray], None]] = None,
              eos: Optional[int] = None) -> Generation:
@@ -54,43 +118,18 @@ def generate(prefill, decode, prompt_ids, tokens: int,
     from .runtime.session import Session
     pre = prefill if not isinstance(prefill, (str, bytes)) and hasattr(prefill, "instructions") else read(prefill)
     dec = decode if not isinstance(decode, (str, bytes)) and hasattr(decode, "instructions") else read(decode)
-    t, slots = _check_pair(pre, dec)
-    prompt = [int(i) for i in prompt_ids]
-    if not prompt:
-        raise GenerationError("the prompt is empty")
-    if len(prompt) + tokens > slots:
-        raise GenerationError(f"{len(prompt)} prompt + {tokens} new tokens exceed the cache's {slots} slots "
-                              "(compile with a larger --cache-slots)")
-    out = Generation(prompt)
-    head = prompt[:t]
-    ids = np.zeros((1, t), np.int64)
-    ids[0, :len(head)] = head
-    logits, keys, values = Session(pre, inputs={"input_ids": ids}).run()
-    last = np.asarray(logits)[0, len(head) - 1]
-    position = len(head)
+    stepper = Stepper(pre, dec, prompt_ids, tokens, eos)
+    stepper.on_token = on_token
+    inputs = stepper.after_prefill(Session(pre, inputs=stepper.prefill_inputs()).run())
     previous = None
-    pending = prompt[t:]                          # the rest of a long prompt, one decode step each
-    while len(out.tokens) < tokens:
-        if pending:
-            token = pending.pop(0)
-        else:
-            token = int(np.argmax(last))
-            out.tokens.append(token)
-            out.logits.append(np.asarray(last, np.float32))
-            if on_token is not None:
-                on_token(len(out.tokens) - 1, token, last)
-            if (eos is not None and token == eos) or len(out.tokens) == tokens:
-                break
-        session = Session(dec, inputs={"input_ids": np.array([[token]], np.int64),
-                                       "cache_position": np.array([position], np.int64),
-                                       "past_keys": keys, "past_values": values})
+    while inputs is not None:
+        session = Session(dec, inputs=inputs)
         if previous is not None:
             session.share_loaded(previous)        # prepared calls (and held weights) carry over
-        logits, keys, values = session.run()
+        outputs = session.run()
         previous = session
-        last = np.asarray(logits)[0, -1]
-        position += 1
-    return out
+        inputs = stepper.after_step(outputs)
+    return stepper.out
 
 
 def cmd_generate(args) -> int:
@@ -152,4 +191,4 @@ def add_parser(sub) -> None:
     s.set_defaults(func=cmd_generate)
 
 
-__all__ = ["generate", "Generation", "GenerationError"]
+__all__ = ["generate", "Generation", "GenerationError", "Stepper"]

@@ -269,6 +269,32 @@ class DebugController(QObject):
         s.end()
         self._clear_problems(self.qdoc)
 
+    # -- for other controllers (a generation feeds each decode run itself) --------------------
+    def stop_session(self, qdoc) -> None:
+        """End ``qdoc``'s run (it must not be running)."""
+        s = qdoc.doc.debug
+        if s is not None and s.active and not s.running:
+            s.end()
+            self._clear_problems(qdoc)
+
+    def start_stopped(self, qdoc) -> None:
+        """Launch ``qdoc``'s run on its inputs and stop before tick 0 (every view follows it)."""
+        s = qdoc.doc.debug
+        if s is None or s.running:
+            return
+        s.start()
+        self._clear_problems(qdoc)
+        self.show_debug_panes()
+        if qdoc is self.qdoc:
+            self._update_status()
+            self._refresh_soon()
+
+    def launch_on(self, qdoc, action: str, *args) -> Optional[Future]:
+        """``action`` on ``qdoc``'s run, as its command would (``qdoc`` must be the active document)."""
+        if qdoc is not self.qdoc:
+            return None
+        return self._launch(action, *args, from_command=True)
+
     def toggle_breakpoint(self) -> None:
         s, tick = self.session, self.cursor_tick()
         if s is None or tick is None:

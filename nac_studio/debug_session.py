@@ -240,6 +240,9 @@ class DebugSession:
         self._tokenizer: Any = False
         self._bp_ticks: Optional[tuple] = None   # (what the breakpoints were, their ticks): one glob match per edit
         self._host_kept = False                  # the host keeps the last run's loaded weights
+        # values given by a program rather than chosen by the user (a generation's decode step:
+        # the last step's cache and token); by input name, they win over the choices
+        self.feed_override: Optional[dict] = None
 
     @property
     def connection(self):
@@ -275,6 +278,11 @@ class DebugSession:
         slot the input signature describes, at its recorded shape and dtype, come from the
         engine's ``make_inputs`` over the whole signature, so F5 and ``nac run`` with the same
         seed feed the same values."""
+        if self.feed_override is not None:
+            missing = [s.name or f"input @{s.position}" for s in self.slots if s.name not in self.feed_override]
+            if missing:
+                raise ValueError(f"no value for {', '.join(missing)}")
+            return [self.feed_override[s.name] for s in self.slots]
         tok = self.tokenizer if any(self.choice(s).mode == "text" for s in self.slots) else None
         specs = [s.spec for s in self.slots if s.spec is not None]
         made: dict[tuple, dict] = {}

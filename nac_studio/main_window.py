@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QDockWidget, QF
 from . import dock_layout, icons, preload, schedule_problems, ui_gc
 from .commands import CommandRegistry
 from .debug_commands import register_debug_commands
+from .generation_commands import register_generation_commands
 from .simulation_commands import register_simulation_commands
 from .document import Document, Selection, severity_of
 from .icons import icon
@@ -361,6 +362,7 @@ class MainWindow(QMainWindow):
         from .peer_views import register_peer_support
         register_peer_support(self)      # peer-format files: IR Text pane, NAC-only panes covered, Convert to NAC
         register_debug_commands(self)    # Debug menu, keys and toolbar, the debug controller (self.debug)
+        self.generation = register_generation_commands(self)     # a decode-step file, token by token
         register_diff_commands(self, self.views[DiffView.object_name])  # First Divergence, graph error overlay
         register_simulation_commands(self)   # Simulate menu, graph overlay from the hardware run (self.simulation)
         # Help

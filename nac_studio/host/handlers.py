@@ -201,6 +201,14 @@ def param_window(ctx: Context, args: dict) -> Any:
     return rows[(0,) + rest] if isinstance(first, int) else rows[(slice(None),) + rest]
 
 
+def run_file(ctx: Context, args: dict) -> Any:
+    """``{path, inputs: {name: array}}`` -> ``{"outputs": [...]}``: one plain run of a file (a
+    generation's prefill, which the Studio does not step through)."""
+    from nac_engine.runtime.session import Session
+    with Session(ctx.state.nac(args["path"]), inputs=dict(args.get("inputs") or {})) as session:
+        return {"outputs": session.run()}
+
+
 # -- the debugger (shaped as DAP's requests; see nac_engine.dap.service) ----------------------------
 def launch(ctx: Context, args: dict) -> Any:
     """``{path, feeds, breakpoints, watches}`` -> the run's state and the breakpoints' verdicts."""
@@ -337,7 +345,7 @@ def test_hook(ctx: Context, args: dict) -> Any:
 
 def handlers() -> dict[str, Handler]:
     out = {"nac/statistics": Handler(statistics), "nac/paramValues": Handler(param_values, "view"),
-           "nac/paramWindow": Handler(param_window, "view"),
+           "nac/paramWindow": Handler(param_window, "view"), "nac/run": Handler(run_file),
            "nac/sugiyama": Handler(sugiyama), "nac/shapes": Handler(shapes), "nac/layout": Handler(layout),
            "launch": Handler(launch, "debug"), "nac/setBreakpoints": Handler(set_breakpoints, "debug"),
            "nac/setWatches": Handler(set_watches, "debug"), "pause": Handler(pause, "now"),
