@@ -35,7 +35,7 @@ def is_decode_step(nac) -> bool:
 def prefill_beside(path: str) -> Optional[str]:
     """The prefill file next to a decode-step file, by the names ``nac compile`` users give them."""
     folder, name = os.path.split(path)
-    for a, b in (("decode", "prefill"), ("Decode", "Prefill"), ("DECODE", "PREFILL")):
+    for a, b in (("decode", "prefill"), ("Decode", "Prefill"), ("DECODE", "PREFILL"), ("dec", "pre")):
         if a in name:
             guess = os.path.join(folder, name.replace(a, b))
             if os.path.isfile(guess):

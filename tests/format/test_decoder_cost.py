@@ -432,7 +432,7 @@ def test_asm_of_the_dis_text_is_linear_and_bounded(files, kind):
     made 20k resources cost 7 s), and its memory is bounded by what it reads (text + file)."""
     small_fn, big_fn = _asm_of_dis(files[kind, 1]), _asm_of_dis(files[kind, 4])
     small_fn(files[kind, 1])
-    small, big = best_cpu(small_fn, files[kind, 1], repeat=5), best_cpu(big_fn, files[kind, 4], repeat=5)
+    small, big = best_cpu(small_fn, files[kind, 1]), best_cpu(big_fn, files[kind, 4])
     # 0.1 s of slack: asm builds Python objects for every record, and on a busy machine a 0.3 s
     # run varies by that much; a scan per record (what this guards against) costs seconds
     assert big <= 6 * small + 0.1, f"{kind} asm: 1x {small:.3f} s, 4x {big:.3f} s"
