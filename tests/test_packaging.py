@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+
+# scripts/install.sh may rebuild tests/dap/node_modules, which the DAP suites run from: one worker
+pytestmark = pytest.mark.xdist_group("node_modules")
+
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 #: standard-library modules newer than 3.10, with the version that added them

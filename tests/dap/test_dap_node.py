@@ -16,6 +16,10 @@ import pytest
 from tests.corpus_paths import CORPUS
 from tests.dap.fixture_models import NESTED, marker_line
 
+
+# scripts/install.sh may rebuild tests/dap/node_modules, which the DAP suites run from: one worker
+pytestmark = pytest.mark.xdist_group("node_modules")
+
 HERE = Path(__file__).resolve().parent
 
 

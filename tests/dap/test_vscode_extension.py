@@ -9,6 +9,11 @@ import subprocess
 import zipfile
 from pathlib import Path
 
+import pytest
+
+# scripts/install.sh may rebuild tests/dap/node_modules, which the DAP suites run from: one worker
+pytestmark = pytest.mark.xdist_group("node_modules")
+
 REPO = Path(__file__).resolve().parents[2]
 EXT = REPO / "resources" / "vscode"
 VSCE = REPO / "tests" / "dap" / "node_modules" / "@vscode" / "vsce" / "vsce"
