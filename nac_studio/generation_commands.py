@@ -80,6 +80,10 @@ class GenerationController(QObject):
 
     def _feed(self, inputs: Optional[dict]) -> None:
         """The next decode run on ``inputs``, stopped before tick 0; or the end of the generation."""
+        if self.qdoc not in self.window.docs:          # the file was closed meanwhile
+            self.qdoc = None
+            self.stop()
+            return
         s = self.qdoc.doc.debug
         if inputs is None:
             s.feed_override = None

@@ -94,6 +94,7 @@ class PagedValuesModel(QAbstractTableModel):
         self.host = None
         self._pages: "OrderedDict[int, np.ndarray]" = OrderedDict()
         self._pending: dict = {}
+        self._failed: dict[int, str] = {}       # page -> why the host could not read it (not asked again)
         self._rows_per_page = 1
         self._row_values = 1
 
@@ -103,6 +104,7 @@ class PagedValuesModel(QAbstractTableModel):
             task.cancel()
         self._pending.clear()
         self._pages.clear()
+        self._failed.clear()
         self.tensor, self.host = tensor, host
         if tensor is not None:
             self._row_values = max(1, math.prod(tensor.shape[1:]))
@@ -134,6 +136,8 @@ class PagedValuesModel(QAbstractTableModel):
         page = int(idx[0]) // self._rows_per_page
         values = self._pages.get(page)
         if values is None:
+            if page in self._failed:
+                return "(unreadable)"
             self._request(page)
             return "…"
         self._pages.move_to_end(page)
@@ -150,7 +154,14 @@ class PagedValuesModel(QAbstractTableModel):
                                  title=f"Values of {t.name}", track=False)
         self._pending[page] = task
         task.finished.connect(lambda arr, p=page, tt=t: self._arrived(tt, p, arr))
-        task.failed.connect(lambda _e, p=page, tt=t: self._pending.pop(p, None) if tt is self.tensor else None)
+        task.failed.connect(lambda e, p=page, tt=t: self._refused(tt, p, e))
+
+    def _refused(self, tensor: LargeTensor, page: int, exc) -> None:
+        if tensor is not self.tensor:
+            return
+        self._pending.pop(page, None)
+        if type(exc).__name__ != "Cancelled":      # a page the host cannot read is not asked for again
+            self._failed[page] = str(exc)
 
     def _arrived(self, tensor: LargeTensor, page: int, values) -> None:
         if tensor is not self.tensor:
