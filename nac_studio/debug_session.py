@@ -236,6 +236,7 @@ class DebugSession:
         self._started = 0.0
         self._next_id = 1
         self._stats: dict[int, Any] = {}      # tick -> TickResult (values are fixed per run)
+        self._summaries: dict[int, Any] = {}  # tick -> TickResult without its array (too big to send)
         self._residency = None
         self._tokenizer: Any = False
         self._bp_ticks: Optional[tuple] = None   # (what the breakpoints were, their ticks): one glob match per edit
@@ -349,6 +350,7 @@ class DebugSession:
         feeds = self.feeds()
         self.debugger = RemoteDebugger(self.connection, self.path, self.nac)
         self._stats.clear()
+        self._summaries.clear()
         launched = self.debugger.launch(feeds, self._specs(), list(self.watches))
         launched.add_done_callback(lambda f, d=self.debugger: self.post(lambda: self._verdicts(d, f)))
         self.state, self.reason, self.error, self.error_tick = STOPPED, None, "", None
@@ -365,6 +367,7 @@ class DebugSession:
             d.detach()
             self._host_kept = True
         self._stats.clear()
+        self._summaries.clear()
         self.state, self.reason, self.error, self.error_tick = IDLE, None, "", None
         self.notify()
 
@@ -393,6 +396,7 @@ class DebugSession:
             self.error_tick = at if at is not None and at >= 0 else None
         self._host_kept = False
         self._stats.clear()
+        self._summaries.clear()
         self.notify()
 
     def forget_run(self) -> None:
@@ -403,6 +407,7 @@ class DebugSession:
             d.detach()
         self._host_kept = False
         self._stats.clear()
+        self._summaries.clear()
         self.state, self.reason, self.error, self.error_tick = IDLE, None, "", None
         self.notify()
 
@@ -419,6 +424,7 @@ class DebugSession:
             self.start()
         if action in ("restart",):
             self._stats.clear()
+            self._summaries.clear()
         self.state, self.action, self.error, self.error_tick = RUNNING, action, "", None
         self._started = time.perf_counter()
         self.debugger.extra = dict(self.extra_arguments)
@@ -656,21 +662,27 @@ class DebugSession:
         return out
 
     # -- values ---------------------------------------------------------------------------
-    def result(self, tick: Optional[int] = None):
+    def result(self, tick: Optional[int] = None, max_values: Optional[int] = None):
         """The :class:`TickResult` of ``tick`` (default: the execution point), from the host and
-        cached for the run: a tick's value never changes within one run. Blocks on the host:
+        cached for the run: a tick's value never changes within one run. ``max_values``: the
+        statistics alone when the value is bigger (the Variables pane). Blocks on the host:
         call it off the UI thread."""
         d = self.debugger
         if d is None:
             raise RuntimeError("no run")
         tick = d.tick if tick is None else tick
         r = self._stats.get(tick)
+        if r is None and max_values is not None:
+            r = self._summaries.get(tick)
         if r is None:
-            r = self._stats[tick] = d.result(tick)
+            r = d.result(tick, max_values)
+            (self._stats if r.tensor is not None or r.shape is None else self._summaries)[tick] = r
         return r
 
     def cached_result(self, tick: int):
-        return self._stats.get(tick)
+        """What :meth:`result` has for ``tick`` (its statistics at least), or None."""
+        r = self._stats.get(tick)
+        return r if r is not None else self._summaries.get(tick)
 
     def outputs(self) -> Optional[list]:
         """The finished run's outputs (blocks on the host: off the UI thread)."""

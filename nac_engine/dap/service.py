@@ -258,9 +258,16 @@ class DebugService:
             out.append(entry)
         return out
 
-    def result(self, tick: Optional[int] = None) -> dict:
-        """Result and statistics of ``tick`` (default: the execution point), with its array."""
-        return self._need().result(tick).summary()
+    def result(self, tick: Optional[int] = None, max_values: Optional[int] = None) -> dict:
+        """Result and statistics of ``tick`` (default: the execution point), with its array unless
+        it holds more than ``max_values`` values (statistics only: a pane that lists values need
+        not receive a 1B model's 256 MB embedding)."""
+        out = self._need().result(tick).summary()
+        t = out.get("tensor")
+        if max_values is not None and t is not None and getattr(t, "size", 0) > max_values:
+            out["tensor"] = None
+            out["text"] = f"{t.size:,} values (statistics only)"
+        return out
 
     def outputs(self) -> list:
         d = self._need()

@@ -290,7 +290,8 @@ def pause(ctx: Context, args: dict) -> Any:
 
 
 def result(ctx: Context, args: dict) -> Any:
-    return ctx.state.debug(args["path"]).result(args.get("tick"))
+    limit = args.get("maxValues")
+    return ctx.state.debug(args["path"]).result(args.get("tick"), limit if isinstance(limit, int) else None)
 
 
 def outputs(ctx: Context, args: dict) -> Any:

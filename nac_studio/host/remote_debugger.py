@@ -187,10 +187,14 @@ class RemoteDebugger:
         """Pause: the running action stops between two instructions."""
         self.connection.send("pause", {"path": self.path})
 
-    def result(self, tick: Optional[int] = None) -> TickResult:
-        """The tick's result and statistics (blocks: worker threads only)."""
+    def result(self, tick: Optional[int] = None, max_values: Optional[int] = None) -> TickResult:
+        """The tick's result and statistics (blocks: worker threads only); its array only when it
+        has at most ``max_values`` values (None: always)."""
         tick = self.tick if tick is None else tick
-        return TickResult.from_summary(self.connection.call("nac/result", {"path": self.path, "tick": tick}))
+        args = {"path": self.path, "tick": tick}
+        if max_values is not None:
+            args["maxValues"] = int(max_values)
+        return TickResult.from_summary(self.connection.call("nac/result", args))
 
     @property
     def outputs(self) -> Optional[list]:

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxL
                                QScrollArea, QSizePolicy, QSlider, QSpinBox, QSplitter, QTableView, QTabWidget, QToolButton,
                                QVBoxLayout, QWidget)
 
-from nac_engine.isa.optable import OP_OUTPUT
+from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 
 from ..debug_session import Subject
 from ..icons import icon
@@ -69,6 +69,17 @@ def load_subject(session, nac, subject: Subject, host=None, path: Optional[str] 
     """Background part: the array, its statistics and histogram (no Qt). Values come from the
     engine host (``host.call``: this runs on a worker thread), which reads and dequantises them."""
     from nac_engine.runtime.tick_result import TickResult
+    if subject.kind == "result" and session is not None and session.debugger is not None:
+        tick = session.tick if subject.follows else subject.key
+        ins = nac.instructions[tick] if tick is not None and 0 <= tick < len(nac.instructions) else None
+        if ins is not None and ins.a == OP_INPUT and ins.b == 1 and ins.c and len(ins.c) >= 2 \
+                and ins.c[1] in nac.params and tick <= session.tick:
+            # a weight's tick: its value is the parameter, read in windows when large (the run's
+            # copy would cross to this process whole: 256 MB for a 1B model's embedding)
+            loaded = load_subject(session, nac, Subject("param", ins.c[1]), host, path)
+            loaded.tick = tick
+            loaded.title = f"t{tick}  {loaded.title}"
+            return loaded
     if subject.kind == "param":
         p = nac.params.get(subject.key)
         if p is None:

@@ -20,6 +20,9 @@ from ..theme import mono_font
 from ..debug_session import Subject
 
 COLUMNS = ("Tick", "Name", "Shape", "min", "max", "mean", "NaN", "Inf", "dtype", "Where")
+#: The Variables pane asks for statistics only; a value of more than this many values is not sent
+#: with them (a weight's tick would bring a whole embedding into the window's process).
+VALUES_SENT_MAX = 1 << 16
 _STATS = {3: "min", 4: "max", 5: "mean", 6: "nan_count", 7: "inf_count"}
 
 
@@ -152,7 +155,7 @@ class VariablesView(QWidget):
                 for t in ticks:
                     if ctx.cancelled:
                         break
-                    out[t] = s.result(t)
+                    out[t] = s.result(t, VALUES_SENT_MAX)
                 return out
             self._task = self.qdoc.tasks.submit("Variable statistics", work,
                                                 on_done=lambda st, g=gen: self._stats_done(g, st))

@@ -90,3 +90,24 @@ def test_a_small_parameter_is_still_sent_whole(window, qtbot):
     qtbot.waitUntil(lambda: panel.loaded is not None and panel.array is not None, timeout=10000)
     assert panel.large is None and panel.table.model() is panel.values and not panel.heat_note.isVisible()
     np.testing.assert_array_equal(panel.array, p.array())
+
+
+def test_a_large_weights_tick_is_listed_and_inspected_without_its_values_crossing(window, qtbot, big_linear):
+    """Stopped where the weight is live: the Variables pane gets its statistics only, and an
+    inspector on the weight's tick reads it in windows, as on the parameter itself."""
+    from nac_engine.isa.optable import OP_INPUT
+    from nac_studio.debug_session import Subject
+    qdoc = window.open_and_wait(big_linear)
+    tick = next(i.index for i in qdoc.nac.instructions if i.a == OP_INPUT and i.b == 1)
+    s = qdoc.doc.debug
+    window.debug.run_to(tick)
+    qtbot.waitUntil(lambda: s.tick == tick and not s.running, timeout=60000)
+    variables = window.views["variables"]
+    qtbot.waitUntil(lambda: s.cached_result(tick) is not None, timeout=60000)
+    r = s.cached_result(tick)
+    want = qdoc.nac.params[qdoc.nac.instructions[tick].c[1]].array()
+    assert r.tensor is None and r.shape == want.shape and r.max == float(want.max())
+    assert variables.model.cell(next(i for i, v in enumerate(variables.model.rows) if v.tick == tick), 4) != ""
+    panel = window.views["tensor_inspector"].inspect(Subject("result", tick))
+    qtbot.waitUntil(lambda: panel.window is not None, timeout=30000)
+    assert panel.large is not None and panel.array is None and panel.loaded.tick == tick
