@@ -17,7 +17,7 @@ timed is what a program pays from "here is a file" to "here are the outputs"):
 
 Both sides use the same torch thread count (``NAC_NUM_THREADS`` and ``torch.set_num_threads``,
 the count ``nac_engine.threads`` chooses for this machine now). Each figure is the least of
-``--repeat`` fresh processes, contenders interleaved. Target (issue 25 §2b): cold ``run(path)``
+``--repeat`` fresh processes, contenders interleaved in a rotating order. Target (issue 25 §2b): cold ``run(path)``
 ≤ 1.3× eager on every model. The files' page cache is warm for both sides (each reads its own
 file once before timing starts).
 
@@ -213,8 +213,9 @@ def measure(name: str, files: dict, threads: int, repeat: int) -> dict:
             while fh.read(1 << 24):
                 pass
     best: dict = {}
-    for _ in range(repeat):
-        for which in ("eager", "path", "nacfile"):
+    kinds = ("eager", "path", "nacfile")
+    for r in range(repeat):
+        for which in kinds[r % 3:] + kinds[:r % 3]:     # rotated: no contender always runs first
             for key, v in child(which, name, files, threads).items():
                 k = f"{which}.{key}"
                 best[k] = min(best.get(k, v), v)

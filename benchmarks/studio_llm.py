@@ -102,7 +102,8 @@ def main() -> int:
         from studio_debugger import measure_debugger
         win.close()
         app.processEvents()
-        out["debugger"] = measure_debugger(path, app, steps=20, repeats=1)
+        out["debugger"] = measure_debugger(path, app, steps=20, repeats=2)
+        out["debugger"]["studio_rss_anon_gb"] = rss_anon_gb()   # with torch imported by the baseline here
     print(json.dumps(out, default=float))
     return 0
 

@@ -86,7 +86,12 @@ def mapped_tensor(p, mm: mmap.mmap, size_now: int, native) -> torch.Tensor:
             mm.madvise(mmap.MADV_WILLNEED, start, off + n - start)
         except (OSError, ValueError):
             pass
-    arr = np.ndarray(meta.shape, _NUMPY_DTYPES[meta.dtype], mm, off)
+    # frombuffer, not ndarray(buffer=mm): it keeps an export of the mapping for as long as the
+    # tensor lives, so closing the file (a reload, a session's end) cannot unmap pages a kernel
+    # or a kept result still reads (mmap.close() raises BufferError instead, which NacFile.close
+    # takes as "freed with the last view")
+    dt = _NUMPY_DTYPES[meta.dtype]
+    arr = np.frombuffer(mm, dt, n // dt.itemsize, off).reshape(meta.shape)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)     # read-only: the caller checked nothing writes
         t = torch.from_numpy(arr)

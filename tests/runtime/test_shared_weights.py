@@ -116,3 +116,18 @@ def test_files_of_functional_ops_share_and_in_place_ones_do_not():
     assert k.writes_an_argument("aten.add_.Tensor")
     assert k.writes_an_argument("aten.relu_.default")
     assert k.writes_an_argument("aten.add.out")
+
+
+def test_closing_the_file_never_unmaps_weights_a_session_still_holds(tmp_path, monkeypatch):
+    """The mapping outlives NacFile.close() while a tensor over it lives (an export is held):
+    a session run again after its file was closed reads its weights, no SIGSEGV."""
+    path = tmp_path / "m.nac"
+    path.write_bytes(write(linear_file()))
+    nac = mapped(monkeypatch, path)
+    s = Session(nac, inputs={"x": X})
+    (first,) = s.run()
+    nac.close()
+    s.reset()
+    (again,) = s.run()
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_array_equal(s.weight(nac.params[1]).numpy(), W)
