@@ -31,8 +31,9 @@ inspect and simulate it within a workstation's memory.
 inspector figures. Before it writes L7 it
 deletes L1's files from the cache (the exercise stays under 35 GB of disk).
 
-Times here: L1 about 8 minutes the first time (checkpoint 40 s, compiles 55 s and 105 s), 4 minutes
-cached; L7 about 10 minutes the first time. Peak RSS comes from ``wait4``'s rusage of each child.
+Times here (2 cores): L1 about 12 minutes the first time (checkpoint 35 s, compiles 50 s, 67 s and
+2 × 40 s for the KV-cache pair, the Studio's figures about 2 minutes), about 9 cached; L7 about 12
+minutes the first time. Peak RSS comes from ``wait4``'s rusage of each child.
 """
 from __future__ import annotations
 
