@@ -116,7 +116,10 @@ class GenerationController(QObject):
             return
 
         def done(qdoc, st=stepper):
-            if qdoc is not self.qdoc or st is not self.stepper:
+            if st is not self.stepper:              # a new generation (or none) since: not ours to finish
+                self.window.debug.actionDone.disconnect(done)
+                return
+            if qdoc is not self.qdoc:               # another document's action
                 return
             self.window.debug.actionDone.disconnect(done)
             if self.qdoc.doc.debug.state == FINISHED:

@@ -430,7 +430,7 @@ class InspectorPanel(QWidget):
     def _stats_progress(self, tensor: LargeTensor, frac: float) -> None:
         if tensor is self.large and self.large_stats is None:
             head = self.stats.text().split("\n")[0]
-            self.stats.setText(f"{head}\nstatistics: reading… {frac:.0f}%")
+            self.stats.setText(f"{head}\nstatistics: reading… {100 * frac:.0f}%")     # frac: 0..1
 
     def _stats_failed(self, tensor: LargeTensor, exc) -> None:
         if tensor is self.large and type(exc).__name__ != "Cancelled":

@@ -111,3 +111,16 @@ def test_a_large_weights_tick_is_listed_and_inspected_without_its_values_crossin
     panel = window.views["tensor_inspector"].inspect(Subject("result", tick))
     qtbot.waitUntil(lambda: panel.window is not None, timeout=30000)
     assert panel.large is not None and panel.array is None and panel.loaded.tick == tick
+
+
+def test_statistics_progress_reads_as_a_percentage(qtbot):
+    """The host's progress arrives as a fraction (0..1); the panel says it in per cent."""
+    from nac_studio.debug_session import Subject
+    from nac_studio.views.large_tensor import LargeTensor
+    from nac_studio.views.tensor_inspector import InspectorPanel
+    panel = InspectorPanel(Subject("param", 1))
+    qtbot.addWidget(panel)
+    panel.large = LargeTensor("x.nac", 1, "w", (32000, 4096), np.dtype("<f2"))
+    panel.stats.setText("shape [32000, 4096]\nstatistics: reading…")
+    panel._stats_progress(panel.large, 0.42)
+    assert panel.stats.text().endswith("statistics: reading… 42%")
