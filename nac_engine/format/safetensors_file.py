@@ -134,15 +134,22 @@ class SafetensorsFile:
 
     def read(self, name: str) -> np.ndarray:
         """Tensor ``name``'s stored values in a fresh, writable, 64-byte-aligned array."""
+        e = self.entries[name]
+        return self.read_bytes(name, 0, e.nbytes).view(DTYPES[e.dtype]).reshape(e.shape)
+
+    def read_bytes(self, name: str, start: int, n: int) -> np.ndarray:
+        """Bytes ``[start, start + n)`` of tensor ``name``'s data (a fresh, aligned ``uint8`` array)."""
         from .mapped import FileChangedError, pread_aligned
         e = self.entries[name]
+        if not 0 <= start <= start + n <= e.nbytes:
+            raise ValueError(f"bytes {start}..{start + n} are outside tensor {name!r}'s {e.nbytes}")
         with open_regular(self.path, buffering=0, section="weights") as fh:
-            out = pread_aligned(fh.fileno(), e.begin, e.nbytes)
+            out = pread_aligned(fh.fileno(), e.begin + start, n)
             if out is None:
                 raise FileChangedError(f"weights/{name}", e.begin,
                                        f"{self.path} is now {os.fstat(fh.fileno()).st_size} bytes, too short "
                                        f"for bytes {e.begin}..{e.end}; it changed on disk after it was opened")
-        return out.view(DTYPES[e.dtype]).reshape(e.shape)
+        return out
 
 
 @dataclass

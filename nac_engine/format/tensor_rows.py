@@ -22,7 +22,7 @@ from . import layout as L
 from .mapped import is_mapped, read_at
 from .quant import dequantize
 from .tensor_rules import tensor_problems
-from .weights import _opened, dequantized_tensor, raw_tensor
+from .weights import _opened, dequantized_tensor, external_metas, raw_tensor
 
 #: A contiguous run of rows is read with one call when the rows in between cost at most this
 #: much more than the rows wanted (a stride of small rows reads the block and slices it).
@@ -53,19 +53,10 @@ def value_rows(p, start: int, stop: int, step: int = 1) -> np.ndarray:
 
 def _meta(p):
     if p.meta is None and p._file is not None and p._file.weights_path:
-        raw_tensor_meta(p)
+        external_metas(p._file)             # from the .safetensors header: no data read
     if p.meta is None:
         raise NacFormatError("DATA", 0, f"parameter {p.name!r} has no tensor metadata")
     return p.meta
-
-
-def raw_tensor_meta(p) -> None:
-    """Set an external parameter's metadata from the .safetensors header (no data read)."""
-    from .weights import _checked_meta
-    f, problem = _opened(p._file.weights_path)
-    if f is None or p.name not in f:
-        return
-    p.meta = _checked_meta(f, p.name)
 
 
 def _stored_rows(p, meta, rows: range) -> np.ndarray:
@@ -88,24 +79,12 @@ def _stored_rows(p, meta, rows: range) -> np.ndarray:
             off = p.data_offset + first_row * row_bytes
             return read_at(nac, off, count * row_bytes, "DATA/tensors", f"tensor {p.name!r}").view(dt)
     else:                             # external weights: the .safetensors
-        from .mapped import FileChangedError, pread_aligned
-        from ..files import open_regular
-        f, problem = _opened(nac.weights_path)
+        f, _problem = _opened(nac.weights_path)
         if f is None or p.name not in f:
             return raw_tensor(p)[rows.start:rows.stop:rows.step]    # raises the error a run would
-        e = f.entries[p.name]
-        fh = open_regular(f.path, buffering=0, section="weights")
 
         def read(first_row: int, count: int) -> np.ndarray:
-            off = e.begin + first_row * row_bytes
-            got = pread_aligned(fh.fileno(), off, count * row_bytes)
-            if got is None:
-                raise FileChangedError(f"weights/{p.name}", off, f"{f.path} changed on disk after it was opened")
-            return got.view(dt)
-        try:
-            return _gather(read, rows, row_items, dt, out_shape)
-        finally:
-            fh.close()
+            return f.read_bytes(p.name, first_row * row_bytes, count * row_bytes).view(dt)
     return _gather(read, rows, row_items, dt, out_shape)
 
 

@@ -41,27 +41,36 @@ def used_as_stored(meta, native) -> bool:
     return _LITTLE and meta.quant == 0 and (native is not None or meta.dtype in _AS_STORED)
 
 
+def _checked_record(p, size: int, why: str = "") -> tuple:
+    """(offset, length) of ``p``'s record after what tensor_rules checks of an unquantised one,
+    inline (it is per weight), and that its bytes lie within the ``size`` bytes the file has."""
+    meta = p.meta
+    off, n = p.data_offset, p.data_length
+    if len(meta.shape) > MAX_RANK or math.prod(meta.shape) * _ITEMSIZE[meta.dtype] != n:
+        problems = tensor_problems(meta, n)
+        raise NacFormatError("DATA/tensors", off, f"tensor {p.name!r}: {problems[0] if problems else 'unreadable'}")
+    if off + n > size:
+        raise NacFormatError("DATA/tensors", off, f"tensor {p.name!r}: bytes {off}..{off + n} lie past the end "
+                                                  f"of the {size}-byte file{why}")
+    return off, n
+
+
+def _as_tensor(arr: np.ndarray, meta) -> torch.Tensor:
+    t = torch.from_numpy(arr)
+    return t.view(torch.bfloat16) if meta.dtype == 3 else t
+
+
 def stored_tensor(p, buf, native) -> torch.Tensor:
     """Parameter ``p`` of an unquantised record as a tensor over ``buf`` (the file's bytes, which
     the caller owns, starting on a 64-byte boundary). ``native``: the float dtype an unquantised
     file keeps (None otherwise)."""
-    meta = p.meta
-    off, n = p.data_offset, p.data_length
-    shape = meta.shape
-    # what tensor_rules checks of an unquantised record, inline (it is per weight)
-    if len(shape) > MAX_RANK or math.prod(shape) * _ITEMSIZE[meta.dtype] != n:
-        problems = tensor_problems(meta, n)
-        raise NacFormatError("DATA/tensors", off, f"tensor {p.name!r}: {problems[0] if problems else 'unreadable'}")
-    if off + n > len(buf):
-        raise NacFormatError("DATA/tensors", off, f"tensor {p.name!r}: bytes {off}..{off + n} lie past the end "
-                                                  f"of the {len(buf)}-byte file")
+    off, _n = _checked_record(p, len(buf))
     # numpy makes the view and the copy (a torch.frombuffer + clone costs twice as much per
     # weight, and a small model is mostly per-weight overhead)
-    arr = np.ndarray(shape, _NUMPY_DTYPES[meta.dtype], buf, off)
+    arr = np.ndarray(p.meta.shape, _NUMPY_DTYPES[p.meta.dtype], buf, off)
     if off % _ALIGN:          # the buffer itself starts on a 64-byte boundary (reader.read)
         arr = arr.copy()
-    t = torch.from_numpy(arr)
-    return t.view(torch.bfloat16) if meta.dtype == 3 else t
+    return _as_tensor(arr, p.meta)
 
 
 def mapped_tensor(p, mm: mmap.mmap, size_now: int, native) -> torch.Tensor:
@@ -69,15 +78,7 @@ def mapped_tensor(p, mm: mmap.mmap, size_now: int, native) -> torch.Tensor:
     read-only tensor over the file's mapping ``mm`` (no copy: the pages are the page cache's,
     counted as file-backed memory, and shared by every process that maps the file).
     ``size_now``: the file's size now (a record past it was cut off by another program)."""
-    meta = p.meta
-    off, n = p.data_offset, p.data_length
-    if len(meta.shape) > MAX_RANK or math.prod(meta.shape) * _ITEMSIZE[meta.dtype] != n:
-        problems = tensor_problems(meta, n)
-        raise NacFormatError("DATA/tensors", off, f"tensor {p.name!r}: {problems[0] if problems else 'unreadable'}")
-    if off + n > size_now:
-        raise NacFormatError("DATA/tensors", off, f"tensor {p.name!r}: bytes {off}..{off + n} lie past the end "
-                                                  f"of the {size_now}-byte file (it changed on disk after it "
-                                                  f"was opened — reload it)")
+    off, n = _checked_record(p, size_now, " (it changed on disk after it was opened — reload it)")
     if n >= _WILLNEED_MIN and hasattr(mm, "madvise"):
         # the mapping is MADV_RANDOM (the reader's sparse look-ups); a weight is read whole, so
         # ask for its pages in one go instead of a 4 KB fault at a time from a cold disk
@@ -90,12 +91,11 @@ def mapped_tensor(p, mm: mmap.mmap, size_now: int, native) -> torch.Tensor:
     # tensor lives, so closing the file (a reload, a session's end) cannot unmap pages a kernel
     # or a kept result still reads (mmap.close() raises BufferError instead, which NacFile.close
     # takes as "freed with the last view")
-    dt = _NUMPY_DTYPES[meta.dtype]
-    arr = np.frombuffer(mm, dt, n // dt.itemsize, off).reshape(meta.shape)
+    dt = _NUMPY_DTYPES[p.meta.dtype]
+    arr = np.frombuffer(mm, dt, n // dt.itemsize, off).reshape(p.meta.shape)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)     # read-only: the caller checked nothing writes
-        t = torch.from_numpy(arr)
-    return t.view(torch.bfloat16) if meta.dtype == 3 else t
+        return _as_tensor(arr, p.meta)
 
 
 #: Records from this size are asked for with MADV_WILLNEED before use.
