@@ -277,6 +277,7 @@ class InspectorPanel(QWidget):
         hl.addWidget(self.slider_area)
         # a large parameter's heatmap says what it samples ("every 32nd row shown — zoom in ...")
         self.heat_note = QLabel("", self)
+        self.heat_note.setWordWrap(True)         # a narrow dock must not cut "zoom in for exact values" off
         self.heat_note.hide()
         hl.addWidget(self.heat_note)
         self.heat_holder = QVBoxLayout()
