@@ -60,7 +60,15 @@ class MindFile(PeerFile):
         parsed = self.parsed
         n = len(parsed.lines)
         first = next((k for k in range(n) if parsed.kind(k) == "instr"), n)
-        out = next((k for k in range(n - 1, -1, -1) if parsed.kind(k) == "outputs"), n)   # one at most: from the end
+        # the outputs section: from the first outputs line after the last instruction (the Rust
+        # printer writes one line per result; an outputs line between instructions stays there)
+        out = n
+        for k in range(n - 1, -1, -1):
+            kind = parsed.kind(k)
+            if kind == "instr":
+                break
+            if kind == "outputs":
+                out = k
         if out < first:
             first = out
         for name, lo, hi in (("header", 0, first), ("instructions", first, out), ("outputs", out, n)):

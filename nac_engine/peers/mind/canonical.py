@@ -38,6 +38,8 @@ def _const_value(ins: Instr, t: TensorType) -> Optional[np.ndarray]:
         return None
     if ins.opcode in ("ConstI64", "ConstF32", "ConstF64"):
         return np.array(ins.params["value"], dtype=dt)
+    if "fill" in ins.params:
+        return np.full(tuple(t.shape), ins.params["fill"], dtype=dt)
     vals = flat_data(ins.params["data"])
     with np.errstate(over="ignore", invalid="ignore"):
         return np.array(vals, dtype=np.float64 if np.issubdtype(dt, np.floating) else object).astype(dt).reshape(t.shape)
@@ -195,6 +197,12 @@ def instr_text(ins: Instr, type_: Optional[TensorType] = None) -> str:
         args = [str(p["value"])]
     elif op in ("ConstF32", "ConstF64"):
         args = [_float_text(p["value"], "f32" if op == "ConstF32" else "f64")]
+    elif op == "ConstTensor" and "fill" in p:
+        # not expanded (a short line may stand for millions of elements): the Rust printer's
+        # form, which this parser reads back in any dialect, with the result type after it
+        fill = literal_text(p["fill"]) if not isinstance(p["fill"], float) else _float_text(p["fill"], dtype)
+        return (f"%{ins.vid} = const.tensor {dtype} {literal_text(list(t.shape))} fill={fill}"
+                + (f" : {_type_text(t)}" if t is not None else ""))
     elif op == "ConstTensor":
         args = [_data_text(p["data"], dtype)]
     elif op == "BinOp":

@@ -34,6 +34,12 @@ class ConvertError(MindError):
     """A construct the converter refuses (or a module that does not verify), at its IR line."""
 
 
+#: NAC stores each dimension as a u32 (seed 000, DATA tensor metadata and the shape table)
+MAX_DIM = (1 << 32) - 1
+#: the largest constant the converter materialises (it is written whole into the file)
+MAX_CONSTANT_BYTES = 1 << 30
+
+
 @dataclass
 class ConvertResult:
     nac: Any                                   # NacFile
@@ -63,6 +69,7 @@ def convert_module(module: Module, *, version: str = "1.6", mmap: str = "min-pea
 
     from ...compiler.canonicalize import canonicalize as canonical_ops
     from ...compiler.emit import emit
+    from ...compiler.errors import CompileError
     from ...compiler.graph import Graph, TensorSpec
     from ...compiler.schedule import plan_mmap
     from ...runtime.mmap_check import check_schedule
@@ -86,14 +93,7 @@ def convert_module(module: Module, *, version: str = "1.6", mmap: str = "min-pea
             raise _refuse(ins, f"NAC has no {t.dtype} tensors")
         return getattr(torch, name)
 
-    for ins in module.instrs:
-        if ins.opcode == ALIAS:
-            node_of[ins.vid] = node_of[ins.operands[0]]
-            continue
-        t = ver.types[ins.vid]
-        if t is None or not t.static:
-            raise _refuse(ins, "its shape is not static")
-        dt = dtype_of(ins, t)
+    def _lower(ins: Instr, t: TensorType, dt) -> None:
         args = [node_of[v] for v in ins.operands]
         in_types = [ver.types[v] for v in ins.operands]
         p = ins.params
@@ -111,8 +111,11 @@ def convert_module(module: Module, *, version: str = "1.6", mmap: str = "min-pea
             n = g.append(g.new_node("input", str(ins.attrs["name"]), spec=TensorSpec(tuple(t.shape), dt)))
             made.append(n)
         elif ins.opcode in ("ConstI64", "ConstF32", "ConstF64", "ConstTensor"):
-            vals = [p["value"]] if "value" in p else flat_data(p["data"])
-            tensor = torch.tensor(vals, dtype=dt).reshape(t.shape)
+            if "fill" in p:
+                tensor = torch.full(tuple(t.shape), p["fill"], dtype=dt)
+            else:
+                vals = [p["value"]] if "value" in p else flat_data(p["data"])
+                tensor = torch.tensor(vals, dtype=dt).reshape(t.shape)
             n = g.append(g.new_node("param", f"const.v{ins.vid}", spec=TensorSpec(tuple(t.shape), dt),
                                     tensor=tensor, origin="constant"))
             made.append(n)
@@ -189,13 +192,37 @@ def convert_module(module: Module, *, version: str = "1.6", mmap: str = "min-pea
             line_of_node[n.id] = ins.line
         node_of[ins.vid] = made[-1]
         value_node[ins.vid] = made[-1].id
+    for ins in module.instrs:
+        if ins.opcode == ALIAS:
+            node_of[ins.vid] = node_of[ins.operands[0]]
+            continue
+        t = ver.types[ins.vid]
+        if t is None or not t.static:
+            raise _refuse(ins, "its shape is not static")
+        dt = dtype_of(ins, t)
+        if any(d > MAX_DIM for d in t.shape):
+            raise _refuse(ins, f"its shape {list(t.shape)} has a dimension above {MAX_DIM:,} (NAC stores dims as u32)")
+        if ins.opcode == "ConstTensor" and t.numel() * dt.itemsize > MAX_CONSTANT_BYTES:
+            raise _refuse(ins, f"a constant of {t.numel() * dt.itemsize:,} bytes is more than the "
+                               f"{MAX_CONSTANT_BYTES:,} this converter writes")
+        try:
+            _lower(ins, t, dt)
+        except ConvertError:
+            raise
+        except (OverflowError, MemoryError, ValueError, RuntimeError) as e:     # torch refusing a size
+            raise _refuse(ins, f"{type(e).__name__}: {e}") from None
+
     g.outputs = [node_of[v] for v in module.outputs]
     # a constant no op reads is placed by emit only when it is an output: keep the rest out
     used = {s.id for n in g.nodes if n.kind == "op" for s in n.inputs()} | {n.id for n in g.outputs}
     g.nodes = [n for n in g.nodes if n.kind != "param" or n.id in used]
-    emitted = emit(g, canonical_ops(g), version=version)
-    nac = emitted.nac
-    plan = plan_mmap(nac, emitted.value_nbytes, mode=mmap, preload_lookahead=preload_lookahead)
+    try:
+        emitted = emit(g, canonical_ops(g), version=version)
+        nac = emitted.nac
+        plan = plan_mmap(nac, emitted.value_nbytes, mode=mmap, preload_lookahead=preload_lookahead)
+    except CompileError as e:    # a limit of the NAC format (65,536 ticks, …): the module as a whole
+        raise ConvertError(module.outputs_line, module.outputs_column, module.outputs_offset,
+                           f"the module does not fit a NAC program: {e}") from None
     nac.mmap = plan.records
     lint = check_schedule(nac)
     if lint.violations:      # the planner's own invariant; never expected
@@ -219,7 +246,7 @@ def convert_module(module: Module, *, version: str = "1.6", mmap: str = "min-pea
 def _attach_debug_info(res: ConvertResult, module: Module, types: dict, source_name: Optional[str],
                        source_text: Optional[bytes]) -> None:
     """Input signature (names, shapes, dtypes, a value range for random runs) and the source map."""
-    from ...format.input_signature import InputSpec, set_input_signature
+    from ...format.input_signature import InputSpec, encode_input_signature, set_input_signature
     from ...format.source_map import SourceEntry, set_source_map
     from .evaluator import NP_DTYPES
     specs = []
@@ -228,6 +255,10 @@ def _attach_debug_info(res: ConvertResult, module: Module, types: dict, source_n
         dt = NP_DTYPES[t.dtype]().dtype
         lo, hi = (-2.0, 2.0) if dt.kind == "f" else (0.0, 1.0) if dt.kind == "b" else (0.0, 3.0)
         specs.append(InputSpec(str(ins.attrs["name"]), tuple(t.shape), dt.name, "input", lo, hi))
+        try:
+            encode_input_signature(specs[-1:])      # the signature's own bounds, at the Input's line
+        except ValueError as e:
+            raise _refuse(ins, f"its input signature cannot be recorded: {e}") from None
     set_input_signature(res.nac, specs)
     lines = source_text.split(b"\n") if source_text is not None else None
     by_line = {i.line: i for i in module.instrs}

@@ -97,6 +97,8 @@ def _op(ins, args, t, dt, inputs):
         return args[0]
     if op in ("ConstI64", "ConstF32", "ConstF64"):
         return np.array(p["value"], dtype=dt)
+    if op == "ConstTensor" and "fill" in p:
+        return np.full(tuple(t.shape), p["fill"], dtype=dt)
     if op == "ConstTensor":
         from .verifier import flat_data
         return np.array(flat_data(p["data"]), dtype=np.float64 if np.issubdtype(dt, np.floating) else object

@@ -439,6 +439,12 @@ def _bind_literals(ins: Instr, binop: Optional[str], literals: list, keyword: di
     if ins.opcode not in CORE_OPS:
         ins.params = {"args": literals, **keyword}
         return
+    if ins.opcode == "ConstTensor" and "fill" in keyword:
+        _bind_fill(ins, literals, keyword)
+        return
+    if "axis" in keyword and ins.opcode in ("ExpandDims", "Squeeze"):    # ``expand_dims %x axis=0``
+        axis = keyword.pop("axis")
+        keyword["axes"] = [axis] if isinstance(axis, int) and not isinstance(axis, bool) else axis
     names = list(CORE_OPS[ins.opcode])
     if binop is not None:
         ins.params["op"] = binop
@@ -471,8 +477,60 @@ def _bind_literals(ins: Instr, binop: Optional[str], literals: list, keyword: di
             return
 
 
+def _bind_fill(ins: Instr, literals: list, keyword: dict) -> None:
+    """The Rust printer's filled constant: ``const.tensor F32 ["2", "3"] fill=1.5`` (dtype and
+    shape as positional literals, dims quoted because they may be symbols). Kept as a fill value
+    and a type, never expanded here: a short line may stand for millions of elements."""
+    fill = keyword.pop("fill")
+    extra = [k for k in keyword if k not in ("dtype", "shape", "new_shape")]
+    dtype = keyword.get("dtype", literals[0] if literals and isinstance(literals[0], (Ident, str)) else None)
+    shape = keyword.get("shape", keyword.get("new_shape", literals[-1] if literals and isinstance(literals[-1], list) else None))
+    if extra or len(literals) > 2:
+        ins.arg_error = "const.tensor takes a dtype, a shape and fill=<value>"
+        return
+    if isinstance(fill, bool) or not isinstance(fill, (int, float)):
+        ins.arg_error = f"const.tensor fill must be a number, not {fill!r}"
+        return
+    t = ins.type
+    if dtype is not None or shape is not None:
+        if dtype is None or shape is None or str(dtype).lower() not in DTYPES:
+            ins.arg_error = f"const.tensor needs a dtype ({', '.join(DTYPES)}) and a shape"
+            return
+        dims = tuple(_dim(d) for d in shape)
+        if any(d is None for d in dims) or len(dims) > MAX_RANK:
+            ins.arg_error = f"const.tensor shape {shape!r} is not a list of at most {MAX_RANK} dimensions"
+            return
+        stated = TensorType(str(dtype).lower(), dims)
+        if t is not None and t != stated:
+            ins.arg_error = f"const.tensor says {stated.text()} and its type {t.text()}"
+            return
+        ins.type = stated
+    elif t is None:
+        ins.arg_error = "const.tensor needs a dtype and a shape"
+        return
+    ins.params["fill"] = fill
+
+
+def _dim(d: Any) -> Any:
+    """A dimension written as an int or a string (``"6"``, a symbol, ``"?"``); None if neither."""
+    if isinstance(d, int) and not isinstance(d, bool):
+        return d
+    if isinstance(d, str) and d:
+        return _str_int(d) if _str_int(d) is not None else d
+    return None
+
+
+def _str_int(v: str) -> Optional[int]:
+    """``"6"`` or ``"-1"`` as an int (the Rust printer quotes dims); None for anything else."""
+    body = v[1:] if v[:1] == "-" else v
+    return int(v) if body.isdigit() and body.isascii() and len(body) <= MAX_INT_DIGITS else None
+
+
 def _check_param(ins: Instr, name: str, v: Any) -> Optional[str]:
     op = ins.opcode
+    if name in _LIST_PARAMS and isinstance(v, (list, tuple)) and any(isinstance(x, str) for x in v):
+        # quoted dims (``reshape %x ["6"]``): the Rust printer's spelling of static dims
+        v = [_str_int(x) if isinstance(x, str) and _str_int(x) is not None else x for x in v]
     if name in _LIST_PARAMS:
         if not isinstance(v, (list, tuple)) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
             return f"{op} parameter {name!r} must be a list of integers"
@@ -531,9 +589,10 @@ def _padding(v: Any):
 
 
 def _outputs(line: _Line, first: Token, mod: Module) -> None:
-    mod.outputs_line = line.number
-    mod.outputs_column = first.offset - line.start + 1
-    mod.outputs_offset = first.offset
+    if not mod.outputs_line:         # where the outputs start (the first of several lines)
+        mod.outputs_line = line.number
+        mod.outputs_column = first.offset - line.start + 1
+        mod.outputs_offset = first.offset
     line.accept(":")
     while not line.done:
         tok = line.next("an output value")
@@ -605,7 +664,6 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
     records: list = []
     lim = ProblemLimit()         # syntax errors past its limit are counted (their lines' records keep them)
     dialect = "spec"
-    saw_outputs = False
     general: list = []           # instructions read by the general path (only they can name ``%x``)
     n = len(data)
     fast, rest, past_limit, fast_columns = _read_fast_lines(data)
@@ -635,10 +693,10 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
                 general.append(ins)
                 records.append(("instr", number, start, end, ins))
             elif head.kind == "ident" and head.text in ("outputs", "output"):
+                # the Rust printer writes one ``output %N`` line per function result: every
+                # outputs line adds its values, in file order (the reference verifier asks for
+                # at least one output, not for one line)
                 line.pos = 1
-                if saw_outputs:
-                    raise line.err(head, "a second outputs line (a module has one)")
-                saw_outputs = True
                 _outputs(line, head, mod)
                 records.append(("outputs", number, start, end, line))
             elif head.kind == "ident" and head.text == "module" and len(tokens) == 2 and tokens[1].text == "{":

@@ -168,6 +168,17 @@ def conv_out(size: int, k: int, stride: int, padding, axis: int) -> int:
     return (size + lo + hi - k) // stride + 1
 
 
+def _check_const_element(v, t: TensorType) -> None:
+    if t.dtype in INT_DTYPES:
+        lo, hi = _INT_RANGE[t.dtype]
+        if isinstance(v, float) or isinstance(v, bool) or not lo <= v <= hi:
+            raise _Fail("const-dtype", f"ConstTensor element {v!r} is not a valid {t.dtype}")
+    elif t.dtype == "bool" and not (isinstance(v, bool) or v in (0, 1)):
+        raise _Fail("const-dtype", f"ConstTensor element {v!r} is not a valid bool")
+    elif t.dtype != "bool" and not _fits_float(v, t.dtype):
+        raise _Fail("const-dtype", f"ConstTensor element {v!r} is outside the {t.dtype} range")
+
+
 def infer(ins: Instr, ts: list) -> TensorType:
     """The result type of ``ins`` given its operand types (all known); raises _Fail(rule, message)."""
     op, p = ins.opcode, ins.params
@@ -193,6 +204,11 @@ def infer(ins: Instr, ts: list) -> TensorType:
             raise _Fail("missing-type", "ConstTensor states no dtype and shape")
         if not t.static:
             raise _Fail("dim-positive", f"ConstTensor shape {list(t.shape)} is not static")
+        if "fill" in p:         # a filled constant (the Rust printer's const.tensor … fill=)
+            if any(d < 0 for d in t.shape):
+                raise _Fail("dim-positive", f"ConstTensor shape {list(t.shape)} has a negative dimension")
+            _check_const_element(p["fill"], t)
+            return t
         vals = flat_data(p["data"])
         if len(vals) != t.numel():
             raise _Fail("const-count", f"ConstTensor has {len(vals)} element(s), its shape {list(t.shape)} "
@@ -202,14 +218,7 @@ def infer(ins: Instr, ts: list) -> TensorType:
             raise _Fail("const-shape", f"ConstTensor data nests as {list(nested) if nested is not None else 'ragged'}"
                                        f", its type says {list(t.shape)}")
         for v in vals:
-            if t.dtype in INT_DTYPES:
-                lo, hi = _INT_RANGE[t.dtype]
-                if isinstance(v, float) or isinstance(v, bool) or not lo <= v <= hi:
-                    raise _Fail("const-dtype", f"ConstTensor element {v!r} is not a valid {t.dtype}")
-            elif t.dtype == "bool" and not (isinstance(v, bool) or v in (0, 1)):
-                raise _Fail("const-dtype", f"ConstTensor element {v!r} is not a valid bool")
-            elif not _fits_float(v, t.dtype):
-                raise _Fail("const-dtype", f"ConstTensor element {v!r} is outside the {t.dtype} range")
+            _check_const_element(v, t)
         return t
     a = ts[0] if ts else None
     if op == "BinOp":
