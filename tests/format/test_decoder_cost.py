@@ -331,6 +331,7 @@ def _reference_ops(data: bytes):
             out.append((ins.a, ins.b, ins.c, ins.d, ins.offset))
     except NacFormatError as e:
         problems.items.append(e)
+    problems.finish()       # past PROBLEMS_PER_KIND of a kind, the count line the reader closes with
     return nac, out, [(p.section, p.offset, p.reason) for p in problems.items]
 
 

@@ -107,7 +107,9 @@ def test_a_large_weights_tick_is_listed_and_inspected_without_its_values_crossin
     r = s.cached_result(tick)
     want = qdoc.nac.params[qdoc.nac.instructions[tick].c[1]].array()
     assert r.tensor is None and r.shape == want.shape and r.max == float(want.max())
-    assert variables.model.cell(next(i for i, v in enumerate(variables.model.rows) if v.tick == tick), 4) != ""
+    # the pane shows the statistics when their answer reaches it (a queued signal after the cache fills)
+    qtbot.waitUntil(lambda: variables.model.cell(next(i for i, v in enumerate(variables.model.rows)
+                                                      if v.tick == tick), 4) != "", timeout=30000)
     panel = window.views["tensor_inspector"].inspect(Subject("result", tick))
     qtbot.waitUntil(lambda: panel.window is not None, timeout=30000)
     assert panel.large is not None and panel.array is None and panel.loaded.tick == tick
