@@ -135,7 +135,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     theme = args.theme or (settings.value("theme", "system", type=str) if not screenshot else "system")
     apply_theme(app, theme)
     # A screenshot is a reproducible picture of the default layout: no saved state in, none out.
-    win = MainWindow(settings, restore=not (screenshot or args.reset_layout), persist=not screenshot, theme=theme)
+    win = MainWindow(settings, restore=not (screenshot or args.reset_layout), persist=not screenshot, theme=theme,
+                     fit_screen=not screenshot)
     if args.size:
         try:
             w, h = (int(x) for x in args.size.lower().split("x"))

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, Signal
+from PySide6.QtCore import QByteArray, QEvent, QRect, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QPalette
 from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QDockWidget, QFileDialog, QHBoxLayout, QInputDialog,
                                QLabel, QListWidget, QListWidgetItem, QMainWindow, QMenu, QMessageBox,
@@ -66,6 +66,14 @@ PANEL_SHORTCUTS = {"structure": "Alt+1", "hex": "Alt+2", "disassembly": "Alt+3",
 _PANEL_ICONS = {"structure": "structure", "hex": "hex", "disassembly": "disassembly", "properties": "properties",
                 "problems": "problems", "graph": "graph", "variables": "variables", "watches": "watch",
                 "breakpoints": "breakpoint", "tensor_inspector": "tensor"}
+
+
+def fitted_geometry(window: QRect, available: QRect) -> QRect:
+    """``window`` shrunk to fit ``available`` and moved inside it (kept where it already fits)."""
+    w, h = min(window.width(), available.width()), min(window.height(), available.height())
+    x = min(max(window.x(), available.left()), available.left() + available.width() - w)
+    y = min(max(window.y(), available.top()), available.top() + available.height() - h)
+    return QRect(x, y, w, h)
 
 
 def open_document(ctx, path: str) -> Document:
@@ -135,7 +143,7 @@ class MainWindow(QMainWindow):
     openFailed = Signal(str, str)        # path, message
 
     def __init__(self, settings: Optional[QSettings] = None, *, restore: bool = True, persist: bool = True,
-                 theme: str = "system"):
+                 theme: str = "system", fit_screen: bool = False):
         guard_singleton_refcounts()
         ui_gc.collect_on_ui_thread()           # collections on the UI thread, never on a worker
         preload.start_background_imports()    # pyqtgraph off the UI thread, before the first plot
@@ -204,10 +212,17 @@ class MainWindow(QMainWindow):
         self._build_statusbar()
         self.tasks.started.connect(self._task_started)
         self.tasks.ended.connect(self._task_ended)
+        # ``fit_screen`` (the Studio's own window; not a screenshot, benchmark or test, which
+        # want the same 1600×1000 on any screen): a 1024×700 screen gets a window, and a dock
+        # layout, that fit it, and a geometry saved with a larger monitor is brought back onto it
         self.resize(DEFAULT_SIZE)
+        if fit_screen:
+            self.fit_to_screen()
         self.apply_default_layout()
         if restore:
             self._restore()
+            if fit_screen:
+                self.fit_to_screen()
         self._refresh_recent()
         self._update_title()
         self.commands.refresh()
@@ -256,6 +271,18 @@ class MainWindow(QMainWindow):
     @property
     def graph_view(self) -> GraphView:
         return self.graph
+
+    def fit_to_screen(self) -> None:
+        """Keep the window on its screen: no larger than the screen's available area, and moved
+        back onto it when it lies (partly) outside (a geometry saved with another monitor)."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            return
+        fitted = fitted_geometry(self.geometry(), screen.availableGeometry())
+        if fitted.size() != self.size():
+            self.resize(fitted.size())
+        if fitted.topLeft() != self.geometry().topLeft():
+            self.move(fitted.topLeft())
 
     def apply_default_layout(self, preset: Optional[str] = None) -> None:
         """The docks arranged for the window's size (see :mod:`dock_layout`): "wide" from
