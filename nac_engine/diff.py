@@ -28,6 +28,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from .format.build_recipe import build_seed
+from .format.input_signature import read_input_signature
 from .format.blocks import tick_blocks
 from .format.model import NacFile
 from .isa.optable import OP_INPUT, OP_OUTPUT
@@ -332,6 +334,14 @@ def diff_files(a, b, inputs: Optional[Mapping[str, Any]] = None, feeds: Optional
             x.close()
 
 
+def _signature_shapes(nac) -> Optional[list]:
+    """The file's recorded user inputs as ``SHAPE:DTYPE`` (what ``nac compile --input`` takes)."""
+    specs = read_input_signature(nac)
+    if not specs:
+        return None
+    return ["x".join(map(str, s.shape)) + ":" + s.dtype for s in specs if s.kind == "input"]
+
+
 def diff_eager(a, factory: str, inputs: Optional[Mapping[str, Any]] = None, *, tolerance: float = 1e-3,
                metric: str = "max_abs", seed: int = 0, cancel: Optional[Callable[[], bool]] = None,
                progress: Optional[Callable[[int, int], None]] = None) -> DiffResult:
@@ -348,7 +358,11 @@ def diff_eager(a, factory: str, inputs: Optional[Mapping[str, Any]] = None, *, t
             inputs = _default_inputs(na, seed)
             if inputs is None:
                 raise ValueError(f"{_name(na, a)} records no input signature: give the inputs")
-        model, args, kwargs = model_from_factory(factory, None)
+        # the model as nac compile built it: the same seed before the factory (its random
+        # initialisation), and for a factory returning a bare module the file's recorded inputs
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(build_seed(na))
+            model, args, kwargs = model_from_factory(factory, _signature_shapes(na))
         program = decompose_program(trace_program(model, args, kwargs), set())
         eager_values, eager_outputs = _run_program(program, inputs, cancel)
         keys = _source_keys(na) or {}

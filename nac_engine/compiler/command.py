@@ -262,6 +262,7 @@ def cmd_compile(args) -> int:
             torch.manual_seed(args.seed)
             model, margs, mkwargs = model_from_factory(args.model, args.input)
             checkpoint = None
+        from ..format.build_recipe import set_build_recipe
         from .external import write_compiled
         from .pipeline import compile_model
         from .report import format_report
@@ -269,6 +270,9 @@ def cmd_compile(args) -> int:
                             quantization=None if args.quant == "none" else args.quant, weights=args.weights,
                             version=args.version, mmap=args.mmap, preload_lookahead=args.lookahead,
                             tokenizer=tokenizer, debug_info=not args.no_debug_info, checkpoint=checkpoint)
+        # kept like the input signature (with --no-debug-info too): nac diff --eager needs it
+        # to build the same weights
+        set_build_recipe(res.nac, seed=args.seed)
         with weight_progress(res.nac) as progress:
             written = write_compiled(res.nac, args.output, progress)
     except CompileError as e:

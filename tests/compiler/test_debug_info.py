@@ -13,6 +13,7 @@ import pytest
 
 import nac_engine
 from nac_engine.cli import main
+from nac_engine.format.build_recipe import RESOURCE_NAME as BUILD
 from nac_engine.format.input_signature import RESOURCE_NAME as SIG, make_inputs, read_input_signature
 from nac_engine.format.source_map import RESOURCE_NAME as SMAP, locate_source, read_source_map
 from tests.corpus_paths import CORPUS
@@ -103,7 +104,7 @@ def test_no_debug_info_drops_only_the_source_map(tmp_path, capsys):
     assert _cli(capsys, "compile", src, "-o", with_map)[0] == 0
     assert _cli(capsys, "compile", src, "-o", without, "--no-debug-info")[0] == 0
     a, b = nac_engine.read(str(with_map)), nac_engine.read(str(without))
-    assert [r.name for r in a.rsrc] == [SIG, SMAP] and [r.name for r in b.rsrc] == [SIG]
+    assert [r.name for r in a.rsrc] == [SIG, SMAP, BUILD] and [r.name for r in b.rsrc] == [SIG, BUILD]
     assert read_source_map(b) is None and read_input_signature(b) == read_input_signature(a)
     assert [i.a for i in a.instructions] == [i.a for i in b.instructions]
 

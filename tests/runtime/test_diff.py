@@ -162,3 +162,33 @@ def test_compare_values():
     assert (m, r, c) == (2.0, 1.0, 0.0)
     assert "shapes differ" in compare_values(np.zeros(2), np.zeros(3))[3]
     assert compare_values(np.float32(3), np.float32(3))[0] == 0.0
+
+
+UNSEEDED = '''
+import torch
+
+
+def make_model():          # no seed of its own: nac compile --seed decides the weights
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                              torch.nn.Linear(8 * 6 * 6, 10))
+    return net, (torch.randn(1, 3, 8, 8),)
+
+
+def make_bare():
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Tanh())
+'''
+
+
+@pytest.mark.parametrize("factory,extra", [("make_model", ["--seed", "7"]), ("make_model", []),
+                                           ("make_bare", ["--input", "1x3x8x8"])])
+def test_eager_side_is_built_as_compile_built_it(tmp_path, capsys, factory, extra):
+    """A factory that does not seed itself: the eager model of nac diff gets the weights nac compile
+    gave the file (its seed, recorded in the file), so a correct compile does not diverge; and a
+    factory returning a bare module is traced with the file's recorded inputs."""
+    (tmp_path / "model.py").write_text(UNSEEDED)
+    ref = f"{tmp_path / 'model.py'}:{factory}"
+    assert main(["compile", ref, "-o", str(tmp_path / "m.nac")] + extra) == 0
+    capsys.readouterr()
+    for _ in range(2):          # the same answer every run
+        code, out, err = _cli(capsys, "diff", tmp_path / "m.nac", "--eager", ref)
+        assert code == 0 and "no divergence" in out, out + err
