@@ -49,6 +49,7 @@ from .views.sweep import SweepView
 from .diff_commands import register_diff_commands
 from .views.diff import DiffView
 from .views.source import SourceView
+from .focus_return import FocusReturn
 from .widgets.command_palette import CommandPalette
 from .widgets.task_indicator import TEXT_WIDTH as TASK_TEXT_WIDTH, TaskIndicator
 
@@ -205,6 +206,7 @@ class MainWindow(QMainWindow):
         if persist:   # bookmarks per file, next to the layout and recent files
             self.hex_view.set_settings(self.settings)
         self.palette_popup = CommandPalette(self.commands, self)
+        self.focus_return = FocusReturn(self)     # a closed dialog hands the keyboard back
 
         self._register_commands()
         self._build_menus()
