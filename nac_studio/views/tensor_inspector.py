@@ -354,6 +354,13 @@ class InspectorPanel(QWidget):
             return
         if session is not None and session.running and subject.kind == "result":
             return    # keep showing the last stop while it runs
+        target = (session.tick if subject.follows else subject.key) \
+            if session is not None and session.debugger is not None and subject.kind == "result" else None
+        if target is not None and self.loaded is not None and self.loaded.tick is not None \
+                and self.loaded.tick != target:
+            # what is on show belongs to another tick until the new one arrives: say so, and grey it
+            self._set_title(f"{self.loaded.title}  —  t{target} loading…")
+            self.stats.setEnabled(False)
         nac, host, path = qdoc.nac, qdoc.host, qdoc.doc.path
         self._task = qdoc.tasks.submit("Tensor statistics",
                                        lambda _ctx: load_subject(session, nac, subject, host, path),
@@ -371,6 +378,7 @@ class InspectorPanel(QWidget):
     def show_loaded(self, loaded: Loaded) -> None:
         self.loaded = loaded
         self._set_title(loaded.title)
+        self.stats.setEnabled(True)
         self.form.blockSignals(True)
         self.form.setCurrentIndex(0)
         self.form.blockSignals(False)

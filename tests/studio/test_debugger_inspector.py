@@ -14,6 +14,7 @@ from nac_studio.debug_session import InputChoice, Subject
 from nac_studio.document import Selection
 from nac_studio.views.tensor_inspector import InspectorPanel, Loaded, _histogram
 from tests.corpus_paths import CORPUS
+from tests.resources_path import DEMO
 from tests.studio.test_debugger_gui import MLP, MLP_FEED, needs_corpus, wait_stopped
 
 INT8 = CORPUS / "nac" / "mlp_int8t" / "mlp_int8t.nac"
@@ -125,3 +126,35 @@ def test_4096_square_heatmap_opens_and_reslices_fast(qtbot):
     np.testing.assert_array_equal(panel.current_slice(), big[1])
     # bounds that hold on a loaded 2-core machine: a 64 MiB slice drawn cell by cell takes minutes
     assert opened < 3.0 and resliced < 3.0, (opened, resliced)
+
+
+def test_a_result_still_loading_is_never_shown_as_the_current_one(window, qtbot, monkeypatch):
+    """Issue 22 §1.6: after a step, until the new tick's values arrive the panel still shows the
+    previous tick's, and says so (its title names both ticks, its statistics are greyed); the new
+    tick's values then replace them."""
+    import threading
+
+    from nac_studio.views import tensor_inspector
+    qdoc = window.open_and_wait(DEMO.with_name("demo_cnn.nac"))
+    window.disassembly_view.select_tick(2)
+    window.commands.run("debug.runToCursor")
+    wait_stopped(qtbot, window)
+    panel = window.views["tensor_inspector"].follower
+    qtbot.waitUntil(lambda: panel.loaded is not None and panel.loaded.tick == 2, timeout=20000)
+    gate = threading.Event()
+    real = tensor_inspector.load_subject
+
+    def slow(*a, **kw):                     # the engine host taking its time over the new tick
+        gate.wait(30)
+        return real(*a, **kw)
+    monkeypatch.setattr(tensor_inspector, "load_subject", slow)
+    monkeypatch.setattr(type(qdoc.doc.debug), "cached_result", lambda self, tick: None)
+    window.commands.run("debug.stepOver")
+    s = qdoc.doc.debug
+    qtbot.waitUntil(lambda: s.tick == 3 and not s.running, timeout=20000)
+    qtbot.waitUntil(lambda: "t3 loading" in panel.title.text(), timeout=10000)
+    assert panel.loaded.tick == 2 and panel.title.text().startswith("Current result: t2")
+    assert not panel.stats.isEnabled()
+    gate.set()
+    qtbot.waitUntil(lambda: panel.loaded.tick == 3, timeout=20000)
+    assert "loading" not in panel.title.text() and panel.stats.isEnabled()
