@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QByteArray, QEvent, QRect, QSettings, QSize, Qt, Signal
+from PySide6.QtCore import QByteArray, QEvent, QRect, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QPalette
 from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QDockWidget, QFileDialog, QHBoxLayout, QInputDialog,
                                QLabel, QListWidget, QListWidgetItem, QMainWindow, QMenu, QMessageBox,
@@ -248,7 +248,19 @@ class MainWindow(QMainWindow):
         if hasattr(view, "message"):
             view.message.connect(self.show_message)
         dock.visibilityChanged.connect(lambda _v: self.commands.refresh())
+        if getattr(view, "usable_height", 0):
+            dock.visibilityChanged.connect(lambda shown, d=dock, v=view: shown and QTimer.singleShot(
+                0, lambda: self._give_room(d, v.usable_height)))
         return view, dock
+
+    def _give_room(self, dock: QDockWidget, usable: int) -> None:
+        """A pane that is illegible below ``usable`` pixels (lanes over lanes: the timeline and the
+        hardware view) is given that height when it comes to the front, at most half the window."""
+        if dock.isFloating() or not dock.isVisible() or dock.height() >= usable \
+                or self.dockWidgetArea(dock) not in (Qt.DockWidgetArea.BottomDockWidgetArea,
+                                                     Qt.DockWidgetArea.TopDockWidgetArea):
+            return
+        self.resizeDocks([dock], [min(usable, self.height() // 2)], Qt.Orientation.Vertical)
 
     @property
     def structure_view(self) -> StructureView:

@@ -129,6 +129,7 @@ class HardwareView(QWidget):
     title = "Hardware"
     object_name = "hardware"
     dock_area = "bottom"
+    usable_height = 420    # px the main window gives the dock when it comes to the front: unit, stall and DMA lanes (twelve when comparing) and the SRAM plot need it
     message = Signal(str)
 
     def __init__(self, qdoc=None, parent: Optional[QWidget] = None):
@@ -480,7 +481,7 @@ class HardwareView(QWidget):
                             totals_side_by_side_html(Path(self.qdoc.doc.path or "this file").name, run, cmp))
         self.status.setText(f"{run.label}: {res.total_cycles:,} cycles = {res.time_s * 1e6:,.2f} µs at "
                             f"{res.clock_hz / 1e6:g} MHz · simulated in {run.seconds:.2f} s")
-        self._draw(res)
+        self._draw(res, other.result if other is not None else None, other.label if other is not None else "")
         self._draw_roofline(run)
         self._on_tick(None)
 
@@ -582,10 +583,15 @@ class HardwareView(QWidget):
         self.x_mode = mode
         self.axis.setCurrentText(mode)
         if self.state is not None and self.state.run is not None:
-            self._draw(self.state.run.result)
+            other = self.state.other
+            self._draw(self.state.run.result, other.result if other is not None else None,
+                       other.label if other is not None else "")
             self._on_tick(None)
 
-    def _draw(self, res) -> None:
+    def _draw(self, res, other=None, other_label: str = "") -> None:
+        """``res``'s lanes; with ``other`` (a run compared against, e.g. another preset) its unit
+        and stall lanes too, below a divider, on the same cycle axis: where each configuration
+        spends its time, side by side rather than as two totals."""
         import pyqtgraph as pg
 
         from ..widgets.lanes_plot import RectBatch
@@ -607,29 +613,30 @@ class HardwareView(QWidget):
                                                 pen=pg.mkPen("#d62728", style=Qt.PenStyle.DashLine),
                                                 labelOpts={"position": 0.05, "color": "#d62728"})
             sram.addItem(self.items["cap"], ignoreBounds=True)
+            self.items["units_b"] = RectBatch([_UNIT_COLOR[u] for u in UNIT_LANES], pad=0.15)
+            self.items["stalls_b"] = RectBatch([STALL_COLORS[k] for k in _STALLS], pad=0.15)
+            self.items["divider"] = pg.InfiniteLine(pos=len(UNIT_LANES) + 1, angle=0, movable=False,
+                                                    pen=pg.mkPen("#888888", width=1))
+            for key in ("units_b", "stalls_b"):
+                units.addItem(self.items[key])
+            units.addItem(self.items["divider"], ignoreBounds=True)
         self.items["map"] = self._ticks_of_cycles(res)
-        recs = [r for r in res.instructions if r.kind != "skipped"]
-        lane_of = {u: k for k, u in enumerate(UNIT_LANES)}
-        busy = [r for r in recs if r.end_cycle > r.start_cycle]
-        x0 = self._x([r.start_cycle for r in busy])
-        x1 = self._x([r.end_cycle for r in busy])
-        if self.x_mode == "ticks":      # each instruction fills its own tick
-            x0 = np.asarray([r.tick for r in busy], dtype=np.float64)
-            x1 = x0 + 1
-        self.items["units"].set_data(x0, x1, [lane_of.get(r.unit, 4) for r in busy],
-                                     [lane_of.get(r.unit, 4) for r in busy],
-                                     labels=lambda k, b=busy: f"v{b[k].tick} {b[k].op.split('.')[-2] if '.' in b[k].op else b[k].op}",
-                                     tooltip=lambda k, b=busy: self._instr_tip(b[k]))
-        stalled = [r for r in recs if r.stall_cycles > 0]
-        cause = [max(r.stall_breakdown, key=r.stall_breakdown.get) if r.stall_breakdown else "preload_late"
-                 for r in stalled]
-        s0 = self._x([r.issue_cycle for r in stalled])
-        s1 = self._x([r.issue_cycle + r.stall_cycles for r in stalled])
-        self.items["stalls"].set_data(s0, s1, [len(UNIT_LANES)] * len(stalled),
-                                      [_STALLS.index(c) if c in _STALLS else 0 for c in cause],
-                                      tooltip=lambda k, s=stalled: self._instr_tip(s[k]))
+        lanes = UNIT_LANES + ("stalls",)
+        self._unit_lanes(res, self.items["units"], self.items["stalls"], 0)
+        self.items["units_b"].set_data([], [], [], [])
+        self.items["stalls_b"].set_data([], [], [], [])
+        self.items["divider"].setVisible(other is not None)
+        if other is not None:
+            # the compared run's lanes, named "vs <lane>"; its own name is in the lane below them
+            self._unit_lanes(other, self.items["units_b"], self.items["stalls_b"], len(lanes))
+            lanes = lanes + tuple(f"vs {u}" for u in lanes)
+        plot.set_lanes(units, lanes)
+        # twelve lanes need the room of six: the unit plot's share of the height doubles
+        plot.ci.layout.setRowStretchFactor(0, 8 if other is not None else 4)
+        units.setTitle(f"lanes below the line: {other_label}" if other is not None else None, size="9pt")
         engines = sorted({t.engine for t in res.transfers})
         plot.set_lanes(dma, [f"DMA {e}" for e in engines] or ["DMA"])
+        plot.ci.layout.setRowStretchFactor(1, 2 if len(engines) <= 2 else 4)   # a server's 8 engines
         tr = res.transfers
         self.items["dma"].set_data(self._x([t.start_cycle for t in tr]), self._x([t.end_cycle for t in tr]),
                                    [engines.index(t.engine) for t in tr],
@@ -644,8 +651,39 @@ class HardwareView(QWidget):
         self.items["cap"].setValue(res.sram_capacity)
         sram.setYRange(0, max(res.sram_capacity, res.peak_sram_bytes) * 1.1, padding=0)
         hi = float(self._x([res.total_cycles])[0]) if self.x_mode == "cycles" else float(len(res.instructions))
+        if other is not None and self.x_mode == "cycles":
+            hi = max(hi, float(other.total_cycles))
         plot.set_x_limits(0, max(hi, 1))
         plot.show_all()
+
+    def _unit_lanes(self, res, units, stalls, first_lane: int) -> None:
+        """``res``'s busy instructions on their unit's lane and its stalls on the stall lane, from
+        lane ``first_lane`` down."""
+        recs = [r for r in res.instructions if r.kind != "skipped"]
+        lane_of = {u: k for k, u in enumerate(UNIT_LANES)}
+        busy = [r for r in recs if r.end_cycle > r.start_cycle]
+        # the compared run keeps its own cycles (the tick map is this run's, not its)
+        x = self._x if first_lane == 0 else (lambda c: np.asarray(c, dtype=np.float64))
+        x0 = x([r.start_cycle for r in busy])
+        x1 = x([r.end_cycle for r in busy])
+        if self.x_mode == "ticks":      # each instruction fills its own tick
+            x0 = np.asarray([r.tick for r in busy], dtype=np.float64)
+            x1 = x0 + 1
+        units.set_data(x0, x1, [first_lane + lane_of.get(r.unit, 4) for r in busy],
+                       [lane_of.get(r.unit, 4) for r in busy],
+                       labels=lambda k, b=busy: f"v{b[k].tick} {b[k].op.split('.')[-2] if '.' in b[k].op else b[k].op}",
+                       tooltip=lambda k, b=busy: self._instr_tip(b[k]))
+        stalled = [r for r in recs if r.stall_cycles > 0]
+        cause = [max(r.stall_breakdown, key=r.stall_breakdown.get) if r.stall_breakdown else "preload_late"
+                 for r in stalled]
+        s0 = x([r.issue_cycle for r in stalled])
+        s1 = x([r.issue_cycle + r.stall_cycles for r in stalled])
+        if self.x_mode == "ticks" and first_lane:      # (this run's map places its own stalls)
+            s0 = np.asarray([r.tick for r in stalled], dtype=np.float64)
+            s1 = s0 + 1
+        stalls.set_data(s0, s1, [first_lane + len(UNIT_LANES)] * len(stalled),
+                        [_STALLS.index(c) if c in _STALLS else 0 for c in cause],
+                        tooltip=lambda k, s=stalled: self._instr_tip(s[k]))
 
     def _instr_tip(self, r) -> str:
         lines = [f"t{r.tick}: {r.op} on {r.unit} ({r.op_class})",

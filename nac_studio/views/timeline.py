@@ -72,6 +72,7 @@ class TimelineView(QWidget):
     title = "MMAP Timeline"
     object_name = "timeline"
     dock_area = "bottom"
+    usable_height = 380    # px the main window gives the dock when it comes to the front: its four stacked plots (commands, buffers, live memory) need it
     message = Signal(str)
 
     def __init__(self, qdoc=None, parent: Optional[QWidget] = None):

@@ -15,6 +15,8 @@ pyqtgraph is imported with this module; views import it on first use (it costs ~
 """
 from __future__ import annotations
 
+import math
+
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -258,9 +260,22 @@ class LanesPlot(pg.GraphicsLayoutWidget):
         return plot
 
     def set_lanes(self, plot, names: Sequence[str]) -> None:
-        plot.getAxis("left").setTicks([[(i + 0.5, n) for i, n in enumerate(names)]])
+        plot.lane_names = list(names)
+        self._label_lanes(plot)
         plot.setYRange(0, max(len(names), 1), padding=0.02)
         plot.getViewBox().invertY(True)
+        if not getattr(plot, "lanes_follow_height", False):     # relabelled as its height changes
+            plot.getViewBox().sigResized.connect(lambda _vb, p=plot: self._label_lanes(p))
+            plot.lanes_follow_height = True
+
+    def _label_lanes(self, plot) -> None:
+        """Name every lane when the plot is tall enough for a line of text per lane; in a short
+        plot every k-th (labels drawn over each other are read as none; a bar's tooltip names its
+        lane either way)."""
+        names = getattr(plot, "lane_names", [])
+        per_lane = plot.getViewBox().height() / max(len(names), 1)
+        step = max(1, math.ceil(self.fontMetrics().height() / per_lane)) if per_lane > 0 else 1
+        plot.getAxis("left").setTicks([[(i + 0.5, n) for i, n in enumerate(names) if i % step == 0]])
 
     def key_of(self, vb) -> str:
         return next((k for k, p in self.plots.items() if p.getViewBox() is vb), "")

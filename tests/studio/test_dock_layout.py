@@ -102,3 +102,19 @@ def test_layout_commands(qtbot, make_window):
     assert win.layout_preset == "compact"
     win.commands.run("view.resetLayout")
     assert win.layout_preset == "wide"
+
+
+@pytest.mark.parametrize("size", [(1600, 1000), (1024, 700)])
+@pytest.mark.parametrize("name", ["timeline", "hardware"])
+def test_lane_panes_come_to_the_front_at_a_readable_height(qtbot, make_window, size, name):
+    """Issue 22 §1.7: the timeline and the hardware view stack lanes and plots that overlap below
+    a few hundred pixels; the bottom strip of the default layout is shorter. Brought to the front
+    (a click on their tab) they get a readable height, at most half the window."""
+    win = make_window()
+    _settle(qtbot, win, *size)
+    dock = win.docks[name]
+    assert dock.height() < win.views[name].usable_height - 40       # the default strip: too short
+    dock.raise_()
+    want = min(win.views[name].usable_height, size[1] // 2) - 40      # (the dock's title bar)
+    qtbot.waitUntil(lambda: dock.height() >= want, timeout=3000)
+    assert dock.height() <= size[1] // 2 + 1

@@ -173,6 +173,16 @@ def test_form_overrides_rows_and_axis_select_ticks(window, qtbot):
         assert m.value(r, len(COLUMNS)) == (r.end_cycle - r.issue_cycle) - (first[r.tick].end_cycle
                                                                              - first[r.tick].issue_cycle)
     assert "Compared with" in view.totals.toPlainText()
+    # ... and its lanes are drawn under this run's, on the same cycle axis (issue 22 §1.11)
+    ticks = [t for _v, t in view.plot.plots["units"].getAxis("left")._tickLevels[0]]
+    assert ticks[:6] == ["systolic", "vector", "sfu", "mover", "core", "stalls"]
+    assert ticks[6:] == ["vs systolic", "vs vector", "vs sfu", "vs mover", "vs core", "vs stalls"]
+    busy_b = [r for r in first if r.kind != "skipped" and r.end_cycle > r.start_cycle]
+    assert len(view.items["units_b"]) == len(busy_b) > 0 and view.items["divider"].isVisible()
+    assert st.runs[0].label in view.plot.plots["units"].titleLabel.text
+    st.set_current(st.current, None)                 # comparing nothing: the extra lanes go
+    ticks = [t for _v, t in view.plot.plots["units"].getAxis("left")._tickLevels[0]]
+    assert len(ticks) == 6 and len(view.items["units_b"]) == 0 and not view.items["divider"].isVisible()
 
 
 def test_exports(window, qtbot, tmp_path):
