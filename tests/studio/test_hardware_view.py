@@ -174,14 +174,14 @@ def test_form_overrides_rows_and_axis_select_ticks(window, qtbot):
                                                                              - first[r.tick].issue_cycle)
     assert "Compared with" in view.totals.toPlainText()
     # ... and its lanes are drawn under this run's, on the same cycle axis (issue 22 §1.11)
-    ticks = [t for _v, t in view.plot.plots["units"].getAxis("left")._tickLevels[0]]
+    ticks = view.plot.plots["units"].lane_names
     assert ticks[:6] == ["systolic", "vector", "sfu", "mover", "core", "stalls"]
     assert ticks[6:] == ["vs systolic", "vs vector", "vs sfu", "vs mover", "vs core", "vs stalls"]
     busy_b = [r for r in first if r.kind != "skipped" and r.end_cycle > r.start_cycle]
     assert len(view.items["units_b"]) == len(busy_b) > 0 and view.items["divider"].isVisible()
     assert st.runs[0].label in view.plot.plots["units"].titleLabel.text
     st.set_current(st.current, None)                 # comparing nothing: the extra lanes go
-    ticks = [t for _v, t in view.plot.plots["units"].getAxis("left")._tickLevels[0]]
+    ticks = view.plot.plots["units"].lane_names
     assert len(ticks) == 6 and len(view.items["units_b"]) == 0 and not view.items["divider"].isVisible()
 
 
@@ -198,3 +198,21 @@ def test_exports(window, qtbot, tmp_path):
     assert (tmp_path / "t.csv").read_text().splitlines()[0].startswith("tick,op")
     assert (tmp_path / "l.png").read_bytes()[:4] == b"\x89PNG"
     assert b"<svg" in (tmp_path / "l.svg").read_bytes()[:400]
+
+
+def test_lane_names_thin_out_in_a_short_plot(qtbot):
+    """Twelve lane names in a plot with room for six would be drawn over each other: every k-th
+    is shown; with room for all, all are."""
+    from nac_studio.widgets.lanes_plot import LanesPlot
+    plot = LanesPlot()
+    qtbot.addWidget(plot)
+    units = plot.add_plot("units", lanes=[f"lane {i}" for i in range(12)])
+    plot.resize(400, 90)
+    plot.show()
+
+    def shown():
+        return [t for _v, t in units.getAxis("left")._tickLevels[0]]
+    qtbot.waitUntil(lambda: 0 < len(shown()) < 12, timeout=3000)
+    assert shown()[0] == "lane 0"
+    plot.resize(400, 600)
+    qtbot.waitUntil(lambda: len(shown()) == 12, timeout=3000)
