@@ -511,6 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .compiler.command import add_parser as _add_compile; _add_compile(sub)  # noqa: E702
     from .peers.convert_command import add_parser as _add_convert; _add_convert(sub)  # noqa: E702
     from .diff_command import add_parser as _add_diff; _add_diff(sub)  # noqa: E702
+    from .profile_command import add_parser as _add_profile; _add_profile(sub)  # noqa: E702
     from .generate import add_parser as _add_generate; _add_generate(sub)  # noqa: E702
     return p
 

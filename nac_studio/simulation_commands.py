@@ -47,7 +47,7 @@ class SimulationController(QObject):
     def _on_simulation(self, what: str, _source) -> None:
         if what == "config":
             self.raise_dock("hardware")
-        if what in ("run", "overlay"):
+        if what in ("run", "overlay", "profile"):
             self.update_overlay()
         self.window.commands.refresh()
 
@@ -75,8 +75,11 @@ class SimulationController(QObject):
     def set_overlay(self, metric: Optional[str]) -> None:
         if self.qdoc is None:
             return
-        self.qdoc.doc.simulation.set_overlay(metric, self)
-        if metric is not None and self.qdoc.doc.simulation.run is None:
+        st = self.qdoc.doc.simulation
+        st.set_overlay(metric, self)
+        if metric == "measured time" and st.profile is None:
+            self.window.show_message("Profile the file first (Simulate ▸ Profile on This CPU); the overlay follows it")
+        elif metric not in (None, "measured time") and st.run is None:
             self.window.show_message("Simulate the file in the Hardware pane first; the overlay follows its run")
 
 
@@ -104,6 +107,9 @@ def register_simulation_commands(window) -> SimulationController:
     c.add("sim.simulate", "Simulate on Hardware", lambda: (show("hardware"), views["hardware"].simulate()),
           shortcut="Ctrl+Alt+R", menu="Simulate", group="a", enabled=has_doc,
           tip="Simulate the file on the Hardware pane's configuration")
+    c.add("sim.profile", "Profile on This CPU", lambda: (show("hardware"), views["hardware"].profile()),
+          menu="Simulate", group="a", order=2, enabled=has_doc,
+          tip="Time every instruction on this CPU and show the measured time beside the simulated cycles")
     c.add("sim.cancel", "Cancel Simulation", lambda: views["hardware"].cancel(), menu="Simulate", group="a",
           order=1, enabled=lambda: views["hardware"].task is not None)
     c.add("sim.exportTrace", "Export Perfetto Trace…", lambda: views["hardware"]._export_dialog("trace"),

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-#: Graph overlay metrics the hardware run can colour nodes by.
-OVERLAY_METRICS = ("cycles", "utilisation", "stall share")
+#: Graph overlay metrics: the hardware run's three, and the Profile run's measured time.
+OVERLAY_METRICS = ("cycles", "utilisation", "stall share", "measured time")
 
 
 class InputsUnknown(ValueError):
@@ -62,6 +62,7 @@ class SimulationState:
     requested: Optional[tuple] = None              # (hardware, overrides) a sweep point asked to open
     overlay: Optional[str] = None                  # graph overlay metric (OVERLAY_METRICS) or None
     file_comparison: Any = None                    # file_comparison.FileComparison the Hardware pane shows
+    profile: Any = None                            # nac_engine.runtime.profile.Profile: measured time per tick
 
     def _changed(self, what: str, source: Any = None) -> None:
         if self.doc is not None:
@@ -141,8 +142,24 @@ class SimulationState:
         self.overlay = metric
         self._changed("overlay", source)
 
+    def set_profile(self, profile: Any, source: Any = None) -> None:
+        """A Profile run's measured time per tick (shown beside the simulated cycles)."""
+        self.profile = profile
+        self._changed("profile", source)
+
+    def measured(self) -> dict[int, float]:
+        """Tick -> measured seconds of the last Profile run (empty without one)."""
+        if self.profile is None:
+            return {}
+        return {t: float(v) for t, v in enumerate(self.profile.seconds.tolist()) if v == v}
+
     def overlay_values(self) -> dict[int, float]:
         """Tick -> value in 0..1 of the overlay metric for the current run (empty: nothing to show)."""
+        if self.overlay == "measured time":
+            ops = {t for t, ins in enumerate(self.doc.nac.instructions) if ins.a >= 10} if self.doc is not None else None
+            times = {t: v for t, v in self.measured().items() if ops is None or t in ops}
+            top = max(times.values(), default=0.0) or 1.0
+            return {t: v / top for t, v in times.items()}
         run = self.run
         if self.overlay is None or run is None:
             return {}

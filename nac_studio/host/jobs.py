@@ -1,6 +1,6 @@
 """The Studio's heavy jobs as engine host requests (Qt-free; they run in the host): simulation
 (of this file, or of another on the same hardware), sweeps, the values' sizes behind the MMAP
-timeline, and diffs. Each answers plain data the window turns back into the engine's objects
+timeline, diffs, and Profile runs (measured time per instruction). Each answers plain data the window turns back into the engine's objects
 (``SimResult.from_data``, ``DiffResult.from_data``, ``SweepRow``), so the views are unchanged."""
 from __future__ import annotations
 
@@ -113,5 +113,22 @@ def diff(ctx: Context, args: dict) -> Any:
     return result.to_data()
 
 
-HANDLERS = {"nac/simulate": simulate, "nac/simulateFile": simulate_file, "nac/sweep": sweep,
+def profile(ctx: Context, args: dict) -> Any:
+    """``{path, feeds, repeat}`` -> Profile data: measured seconds per tick on this CPU. Feeds that
+    are values are used; shapes only (the simulator's inputs) give way to the file's signature."""
+    import numpy as np
+
+    from nac_engine.runtime.profile import ProfileCancelled, profile as run_profile
+    feeds = decode_feeds(args.get("feeds"))
+    if feeds is not None and not all(isinstance(f, np.ndarray) for f in feeds):
+        feeds = None
+    try:
+        prof = run_profile(ctx.state.nac(args["path"]), None, feeds, repeat=int(args.get("repeat", 3)),
+                           cancel=lambda: ctx.cancelled, progress=lambda d, t: ctx.progress(d, max(t, 1)))
+    except ProfileCancelled:
+        raise Cancelled("cancelled") from None
+    return prof.to_data()
+
+
+HANDLERS = {"nac/profile": profile, "nac/simulate": simulate, "nac/simulateFile": simulate_file, "nac/sweep": sweep,
             "nac/valueSizes": value_sizes, "nac/diff": diff}

@@ -32,8 +32,9 @@ from ..document import Selection
 from ..graph_model import op_class
 from ..graph_problems import problem_ticks
 
-COL_TICK, COL_OP, COL_ARGS, COL_SIG, COL_OFFSET, COL_MMAP = range(6)
-HEADERS = ("Tick", "Op", "Arguments", "Signature", "Offset", "MMAP")
+COL_TICK, COL_OP, COL_ARGS, COL_SIG, COL_OFFSET, COL_MMAP, COL_TIME = range(7)
+#: "Measured": a Profile run's time per instruction on this CPU (the column shows once there is one)
+HEADERS = ("Tick", "Op", "Arguments", "Signature", "Offset", "MMAP", "Measured")
 ROW_CACHE = 4096
 #: Model role: the argument segments of a row, for the link-painting delegate.
 SegmentsRole = Qt.ItemDataRole.UserRole + 1
@@ -49,7 +50,7 @@ from ..widgets.item_roles import (  # noqa: E402
     BACKGROUND as _BACKGROUND, FOREGROUND as _FOREGROUND)
 _SEGMENTS = int(SegmentsRole)
 _TICK = int(TickRole)
-_ALIGN_OF_COL = tuple(_ALIGN_RIGHT if c in (COL_TICK, COL_OFFSET) else _ALIGN_LEFT for c in range(len(HEADERS)))
+_ALIGN_OF_COL = tuple(_ALIGN_RIGHT if c in (COL_TICK, COL_OFFSET, COL_TIME) else _ALIGN_LEFT for c in range(len(HEADERS)))
 
 
 class Segment(NamedTuple):
@@ -172,6 +173,7 @@ class DisassemblyModel(QAbstractTableModel):
         self.breakpoints: dict[int, bool] = {}      # tick -> enabled
         self.error_text = ""                        # why the run failed at error_tick
         self.problem_ticks: dict[int, str] = {}     # damaged tick -> reason (graph_problems, as the graph)
+        self.measured: dict[int, float] = {}        # tick -> seconds, from a Profile run
         self._cache: OrderedDict[int, Row] = OrderedDict()
         self._ops: Optional[np.ndarray] = None      # (a << 16 | b) per instruction, built on first filter
         self._mono = None
@@ -362,8 +364,17 @@ class DisassemblyModel(QAbstractTableModel):
 
     # one method per role (see _roles); row is valid here
     def _display(self, row: int, col: int) -> Any:
+        if col == COL_TIME:
+            seconds = self.measured.get(int(self.rows[row]))
+            return "" if seconds is None else f"{seconds * 1e6:,.1f} µs"
         r = self.row_data(row)
         return (r.tick, r.op, r.args, r.signature, r.offset, r.mmap)[col]
+
+    def set_measured(self, measured: dict) -> None:
+        """A Profile run's seconds per tick (empty: none)."""
+        self.measured = dict(measured)
+        if len(self.rows):
+            self.dataChanged.emit(self.index(0, COL_TIME), self.index(len(self.rows) - 1, COL_TIME))
 
     def _tick_role(self, row: int, col: int) -> int:
         return int(self.rows[row])
@@ -635,6 +646,7 @@ class DisassemblyView(QWidget):
         hh.setStretchLastSection(False)
         hh.setSectionResizeMode(COL_ARGS, QHeaderView.ResizeMode.Stretch)
         self.table.setColumnWidth(COL_MMAP, ch * 34)
+        self.table.setColumnWidth(COL_TIME, ch * 13)
         self.table.setIconSize(QSize(8, 8))
 
     def changeEvent(self, event) -> None:
@@ -646,7 +658,7 @@ class DisassemblyView(QWidget):
     # -- document -------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
         rebind(self.qdoc, qdoc, selection=self._on_selection, tick=self._on_tick, debug=self._on_debug,
-               problems=self._on_problems)
+               problems=self._on_problems, simulation=self._on_simulation)
         self.qdoc = qdoc
         self.model.set_dark(self.palette().color(QPalette.ColorRole.Base).lightness() < 128)
         self.filter.blockSignals(True)
@@ -654,12 +666,21 @@ class DisassemblyView(QWidget):
         self.filter.blockSignals(False)
         self.model.set_nac(qdoc.nac if qdoc is not None else None)
         self._update_count()
+        self._on_simulation("profile", None)
         if qdoc is None:
             return
         self._on_tick(None)
         self._on_selection(None)
         self._on_debug(None)
         self._on_problems(None)
+
+    def _on_simulation(self, what: str, _source) -> None:
+        if what != "profile":
+            return
+        st = getattr(self.qdoc.doc, "simulation", None) if self.qdoc is not None else None
+        measured = st.measured() if st is not None else {}
+        self.model.set_measured(measured)
+        self.table.setColumnHidden(COL_TIME, not measured)
 
     def _on_problems(self, _source) -> None:
         self.model.set_problem_ticks(problem_ticks(self.qdoc.doc) if self.qdoc is not None

@@ -56,6 +56,43 @@ def _dig(raw: dict, key: str) -> Any:
     return node
 
 
+_PROFILE_HINT = ("<p>Profile (in the toolbar, or Simulate ▸ Profile on This CPU) runs the file on this CPU and "
+                 "times every instruction; the slowest are listed here, beside the simulated cycles.</p>")
+
+
+def _profile_result(body: dict):
+    from nac_engine.runtime.profile import Profile
+    return Profile.from_data(body)
+
+
+def profile_html(prof, sim=None, sim_label: str = "", top: int = 15) -> str:
+    """The Profile tab: the run's measured time, the slowest instructions (with the simulated
+    cycles of the same instructions when a simulation ran) and the slowest ops."""
+    import html
+    measured = float(sum(v for v in prof.seconds.tolist() if v == v)) or 1e-12
+    cycles = {r.tick: r.end_cycle - r.issue_cycle for r in sim.instructions if r.kind != "skipped"} if sim else {}
+    head = (f"<p>Measured on this CPU: median run <b>{prof.total_seconds * 1e3:,.2f} ms</b> "
+            f"({prof.repeat} timed runs after a warm-up)"
+            + (f"; simulated on {html.escape(sim_label)}: <b>{sim.time_s * 1e6:,.1f} µs</b> "
+               f"({sim.total_cycles:,} cycles)" if sim else "; simulate the file to see its cycles beside")
+            + ".</p>")
+    cols = "<tr><th align=left>tick</th><th align=left>op</th><th align=right>measured µs</th><th align=right>share</th>" \
+           + ("<th align=right>cycles</th><th align=right>simulated µs</th>" if sim else "") + "</tr>"
+    rows = []
+    for t, sec in prof.slowest(top):
+        c = cycles.get(t)
+        sim_cells = (f"<td align=right>{c:,}</td><td align=right>{c / sim.clock_hz * 1e6:,.2f}</td>" if c is not None
+                     else "<td align=right>-</td><td align=right>-</td>") if sim else ""
+        rows.append(f"<tr><td><a href='tick:{t}'>t{t}</a></td><td>{html.escape(prof.ops[t])}</td>"
+                    f"<td align=right>{sec * 1e6:,.1f}</td><td align=right>{sec / measured:.1%}</td>{sim_cells}</tr>")
+    ops = "".join(f"<tr><td>{html.escape(op)}</td><td align=right>{n}</td><td align=right>{sec * 1e6:,.1f}</td>"
+                  f"<td align=right>{sec / measured:.1%}</td></tr>" for op, sec, n in prof.by_op()[:top])
+    return (head + "<p><b>Slowest instructions</b></p><table cellspacing=0 cellpadding=2>" + cols + "".join(rows)
+            + "</table><p><b>Slowest ops</b> (all their instructions)</p><table cellspacing=0 cellpadding=2>"
+            "<tr><th align=left>op</th><th align=right>count</th><th align=right>measured µs</th>"
+            "<th align=right>share</th></tr>" + ops + "</table>")
+
+
 class InstructionModel(QAbstractTableModel):
     """The per-instruction table (sorting by the numbers, not their text)."""
 
@@ -63,22 +100,28 @@ class InstructionModel(QAbstractTableModel):
         super().__init__(parent)
         self.rows: list = []
         self.other: dict = {}          # tick -> cycles in the run compared against
+        self.measured: dict = {}       # tick -> seconds measured by a Profile run on this CPU
 
-    def set_rows(self, records: list, other: Optional[dict] = None) -> None:
+    def set_rows(self, records: list, other: Optional[dict] = None, measured: Optional[dict] = None) -> None:
         self.beginResetModel()
         self.rows = [r for r in records if r.kind != "skipped"]
         self.other = other or {}
+        self.measured = measured or {}
         self.endResetModel()
+
+    def extra_columns(self) -> list[str]:
+        """After COLUMNS: Δ cycles when comparing, the measured time when profiled."""
+        return (["Δ cycles"] if self.other else []) + (["measured µs"] if self.measured else [])
 
     def rowCount(self, parent=QModelIndex()):
         return 0 if parent.isValid() else len(self.rows)
 
     def columnCount(self, parent=QModelIndex()):
-        return 0 if parent.isValid() else len(COLUMNS) + (1 if self.other else 0)
+        return 0 if parent.isValid() else len(COLUMNS) + len(self.extra_columns())
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section] if section < len(COLUMNS) else "Δ cycles"
+            return COLUMNS[section] if section < len(COLUMNS) else self.extra_columns()[section - len(COLUMNS)]
         return None
 
     def value(self, r, col: int):
@@ -106,6 +149,9 @@ class InstructionModel(QAbstractTableModel):
             return r.macs
         if col == 11:
             return r.out_bytes
+        if self.extra_columns()[col - len(COLUMNS)] == "measured µs":
+            seconds = self.measured.get(r.tick)
+            return seconds * 1e6 if seconds is not None else float("nan")
         other = self.other.get(r.tick)
         return (r.end_cycle - r.issue_cycle) - other if other is not None else 0
 
@@ -115,12 +161,14 @@ class InstructionModel(QAbstractTableModel):
         r = self.rows[index.row()]
         v = self.value(r, index.column())
         if role == Qt.ItemDataRole.DisplayRole:
+            if isinstance(v, float):
+                return "" if v != v else f"{v:,.1f}"
             if isinstance(v, int) and index.column() not in (0,):
                 return f"{v:+,}" if index.column() == len(COLUMNS) else f"{v:,}"
             return str(v)
         if role == Qt.ItemDataRole.UserRole:
             return v
-        if role == Qt.ItemDataRole.TextAlignmentRole and isinstance(v, int):
+        if role == Qt.ItemDataRole.TextAlignmentRole and isinstance(v, (int, float)):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
@@ -209,7 +257,13 @@ class HardwareView(QWidget):
         menu.addAction("Lanes as PNG/SVG…", lambda: self._export_dialog("lanes"))
         menu.addAction("Roofline as PNG/SVG…", lambda: self._export_dialog("roofline"))
         export.setMenu(menu)
-        for w in (self.simulate_button, self.cancel_button, self.axis, self.compare, self.compare_file_button, export):
+        self.profile_button = QToolButton(self)
+        self.profile_button.setText("Profile")
+        self.profile_button.setToolTip("Time every instruction on this CPU (a warm-up, then 3 runs; median), "
+                                       "shown beside the simulated cycles")
+        self.profile_button.clicked.connect(lambda _c=False: self.profile())
+        for w in (self.simulate_button, self.cancel_button, self.axis, self.compare, self.compare_file_button, export,
+                  self.profile_button):
             bar.addWidget(w)
         bar.addSeparator()
         for w in form:
@@ -250,11 +304,18 @@ class HardwareView(QWidget):
         self.table.clicked.connect(self._row_clicked)
         self.roof_host = QWidget(self.tabs)
         QVBoxLayout(self.roof_host).setContentsMargins(0, 0, 0, 0)
-        for w in (self.totals, self.table, self.roof_host):
+        # the Profile run: measured time per instruction on this CPU, the slowest listed
+        self.profile_view = QTextBrowser(self.tabs)
+        self.profile_view.setOpenLinks(False)
+        self.profile_view.anchorClicked.connect(self._profile_link)
+        self.profile_view.setHtml(_PROFILE_HINT)
+        self.profile_task = None
+        for w in (self.totals, self.table, self.roof_host, self.profile_view):
             w.setMinimumHeight(24)      # the dock may be short; the window must not grow for it
         self.tabs.addTab(self.totals, "Totals")
         self.tabs.addTab(self.table, "Instructions")
         self.tabs.addTab(self.roof_host, "Roofline")
+        self.tabs.addTab(self.profile_view, "Profile")
         self.split.setStretchFactor(0, 3)
         self.split.setStretchFactor(1, 2)
         lay = QVBoxLayout(self)
@@ -280,9 +341,12 @@ class HardwareView(QWidget):
         rebind(self.qdoc, qdoc, tick=self._on_tick, simulation=self._on_simulation)
         self.qdoc = qdoc
         self._show_run()
+        self._show_profile()
 
     def _on_simulation(self, what: str, _source) -> None:
-        if what == "run":
+        if what == "profile":
+            self._show_profile()
+        if what in ("run", "profile"):
             self._show_run()
         elif what == "config" and self.state is not None and self.state.requested is not None:
             hardware, overrides = self.state.requested
@@ -386,6 +450,69 @@ class HardwareView(QWidget):
         self.task = task
         return task
 
+    # -- the Profile run ----------------------------------------------------------------------
+    def profile(self, repeat: int = 3):
+        """Time every instruction on this CPU in the engine host; returns the task."""
+        st = self.state
+        if st is None or not self.qdoc.doc.path:
+            return None
+        from ..host.feeds import encode_feeds
+        from ..simulation_state import InputsUnknown
+        try:
+            feeds = st.sim_feeds()
+        except InputsUnknown as exc:
+            self.show_error(str(exc))
+            return None
+        if self.profile_task is not None:
+            self.profile_task.cancel()
+        self.show_error("")
+        qdoc = self.qdoc
+        self.profile_button.setEnabled(False)
+        self.profile_view.setHtml("<p>Timing every instruction on this CPU…</p>")
+        holder: list = []
+        task = qdoc.host.submit(f"Profiling {Path(qdoc.doc.path).name}", "nac/profile",
+                                {"path": qdoc.doc.path, "feeds": encode_feeds(feeds), "repeat": repeat},
+                                convert=_profile_result,
+                                on_done=lambda prof, d=qdoc: self._profiled(d, holder[0], prof),
+                                on_error=lambda e, d=qdoc: self._profile_failed(d, holder[0], e))
+        holder.append(task)
+        self.profile_task = task
+        return task
+
+    def _profile_idle(self, task) -> None:
+        if task is self.profile_task:
+            self.profile_task = None
+            self.profile_button.setEnabled(True)
+
+    def _profiled(self, qdoc, task, prof) -> None:
+        self._profile_idle(task)
+        qdoc.doc.simulation.set_profile(prof, self)
+        if qdoc is self.qdoc:
+            self._show_profile()
+            self.tabs.setCurrentWidget(self.profile_view)
+
+    def _profile_failed(self, qdoc, task, exc) -> None:
+        from ..tasks import Cancelled
+        self._profile_idle(task)
+        if qdoc is self.qdoc and not isinstance(exc, Cancelled):
+            self.show_error(f"Profile: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            self._show_profile()
+
+    def _show_profile(self) -> None:
+        st = self.state
+        prof = st.profile if st is not None else None
+        if prof is None:
+            self.profile_view.setHtml(_PROFILE_HINT)
+            return
+        self.profile_view.setHtml(profile_html(prof, st.run.result if st.run is not None else None,
+                                               st.run.label if st.run is not None else ""))
+
+    def _profile_link(self, url) -> None:
+        text = url.toString()
+        if text.startswith("tick:") and self.qdoc is not None:
+            from ..document import Selection
+            self.qdoc.select(Selection("instruction", int(text[5:])), source=self)
+
     def cancel(self) -> None:
         if self.task is not None:
             self.task.cancel()
@@ -476,7 +603,7 @@ class HardwareView(QWidget):
         if cmp is not None:
             from ..file_comparison import totals_side_by_side_html
             other_cycles = cmp.other_cycles()
-        self.table_model.set_rows(res.instructions, other_cycles)
+        self.table_model.set_rows(res.instructions, other_cycles, st.measured())
         self.totals.setHtml(self.totals_html(run, other) if cmp is None else
                             totals_side_by_side_html(Path(self.qdoc.doc.path or "this file").name, run, cmp))
         self.status.setText(f"{run.label}: {res.total_cycles:,} cycles = {res.time_s * 1e6:,.2f} µs at "
