@@ -46,8 +46,13 @@ def overlay_scale(state) -> Optional[OverlayScale]:
     """The scale of ``state``'s (a ``SimulationState``) overlay for its current run; ``None`` when
     no overlay is shown. Mirrors ``SimulationState.overlay_values``' normalisation."""
     if state is not None and state.overlay == "measured time":
-        vals = [v * 1e6 for t, v in state.measured().items() if t in state.overlay_values()]
-        return OverlayScale("measured time", "µs", 0.0, max(vals), min(vals), max(vals)) if vals else None
+        shown = state.overlay_values()
+        vals = [v for t, v in state.measured().items() if t in shown]
+        if not vals:
+            return None
+        unit, k = ("ms", 1e3) if max(vals) >= 1e-3 else ("µs", 1e6)
+        vals = [v * k for v in vals]
+        return OverlayScale("measured time", unit, 0.0, max(vals), min(vals), max(vals))
     run = getattr(state, "run", None)
     if state is None or state.overlay is None or run is None:
         return None

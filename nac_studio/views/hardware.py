@@ -76,17 +76,23 @@ def profile_html(prof, sim=None, sim_label: str = "", top: int = 15) -> str:
             + (f"; simulated on {html.escape(sim_label)}: <b>{sim.time_s * 1e6:,.1f} µs</b> "
                f"({sim.total_cycles:,} cycles)" if sim else "; simulate the file to see its cycles beside")
             + ".</p>")
+    def cell(text, right=False):
+        return f"<td nowrap{' align=right' if right else ''}>{text}</td>"
+
+    def short(op):          # aten.addmm.default -> addmm (the lanes' names; the full one is in Instructions)
+        parts = op.split(".")
+        return html.escape(parts[-2] if len(parts) >= 3 else op)
     cols = "<tr><th align=left>tick</th><th align=left>op</th><th align=right>measured µs</th><th align=right>share</th>" \
-           + ("<th align=right>cycles</th><th align=right>simulated µs</th>" if sim else "") + "</tr>"
+           + ("<th align=right>cycles</th><th align=right>sim. µs</th>" if sim else "") + "</tr>"
     rows = []
     for t, sec in prof.slowest(top):
         c = cycles.get(t)
-        sim_cells = (f"<td align=right>{c:,}</td><td align=right>{c / sim.clock_hz * 1e6:,.2f}</td>" if c is not None
-                     else "<td align=right>-</td><td align=right>-</td>") if sim else ""
-        rows.append(f"<tr><td><a href='tick:{t}'>t{t}</a></td><td>{html.escape(prof.ops[t])}</td>"
-                    f"<td align=right>{sec * 1e6:,.1f}</td><td align=right>{sec / measured:.1%}</td>{sim_cells}</tr>")
-    ops = "".join(f"<tr><td>{html.escape(op)}</td><td align=right>{n}</td><td align=right>{sec * 1e6:,.1f}</td>"
-                  f"<td align=right>{sec / measured:.1%}</td></tr>" for op, sec, n in prof.by_op()[:top])
+        sim_cells = (cell(f"{c:,}", True) + cell(f"{c / sim.clock_hz * 1e6:,.2f}", True) if c is not None
+                     else cell("-", True) * 2) if sim else ""
+        rows.append("<tr>" + cell(f"<a href='tick:{t}'>t{t}</a>") + cell(short(prof.ops[t]))
+                    + cell(f"{sec * 1e6:,.1f}", True) + cell(f"{sec / measured:.1%}", True) + sim_cells + "</tr>")
+    ops = "".join("<tr>" + cell(short(op)) + cell(n, True) + cell(f"{sec * 1e6:,.1f}", True)
+                  + cell(f"{sec / measured:.1%}", True) + "</tr>" for op, sec, n in prof.by_op()[:top])
     return (head + "<p><b>Slowest instructions</b></p><table cellspacing=0 cellpadding=2>" + cols + "".join(rows)
             + "</table><p><b>Slowest ops</b> (all their instructions)</p><table cellspacing=0 cellpadding=2>"
             "<tr><th align=left>op</th><th align=right>count</th><th align=right>measured µs</th>"
