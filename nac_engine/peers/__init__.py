@@ -13,6 +13,7 @@ import os
 from typing import Optional
 
 from ..errors import NacFormatError
+from ..format.mapped import FileBytes
 from ..files import open_regular
 from .base import DetailItem, PeerEdge, PeerFile, PeerGraph, PeerNode, PeerWarning, is_warning, mark_gaps
 
@@ -103,7 +104,26 @@ def open_peer(path: str, fmt: Optional[str] = None, strict: bool = False) -> Pee
     mod = _module(fmt)
     if mod is None:
         raise NacFormatError("file", 0, f"no decoder for format {fmt!r} in this build")
+    if getattr(mod, "READS_ON_DEMAND", False):      # a decoder that reads what it needs (NEFF: gigabytes)
+        return mod.decode(file_bytes(path), path=path, strict=strict)
     return mod.decode(read_bounded(path), path=path, strict=strict)
+
+
+class _OwnedFileBytes(FileBytes):
+    """FileBytes over a descriptor of its own, closed when nothing holds it any more."""
+    __slots__ = ("__weakref__",)
+
+
+def file_bytes(path: str) -> FileBytes:
+    """A regular file's bytes read with ``pread`` as they are asked for (never mapped, never read
+    whole): a file shrunk by another program meanwhile gives short reads, not SIGBUS."""
+    import weakref
+    with open_regular(path) as fh:
+        fd = os.dup(fh.fileno())
+        size = os.fstat(fd).st_size
+    out = _OwnedFileBytes(fd, size)
+    weakref.finalize(out, os.close, fd)
+    return out
 
 
 __all__ = ["FORMATS", "DetailItem", "PeerWarning", "is_warning", "PeerEdge", "PeerFile", "PeerGraph", "PeerNode", "available_formats", "detect",

@@ -1,15 +1,20 @@
-"""AWS Neuron NEFF (seed 003): the 1024-byte header, then a (gzip'ed) tar read in memory, safely.
+"""AWS Neuron NEFF (seed 003): the 1024-byte header, then a (gzip'ed) tar, read from disk as a stream.
 
 The header has no magic number; a NEFF is recognised structurally (``pkg_version`` 1 or 2 and
 ``header_size`` 1024). The payload is a GNU tar — raw for pkg_version 1, gzip'ed for 2, followed
-by zero padding — and is never extracted to disk: the gzip stream is inflated with a byte limit,
-the tar is walked header by header with ``tarfile`` over an in-memory buffer, and every member is
-checked before its data is touched (no absolute or ``..`` names, no links, devices or sparse
-members, sizes inside the archive, a member-count limit). What the archive holds is decoded where
-the format is documented: ``neff.json`` (a TVM graph: inputs, one ``__kelf`` op per kelf, heads),
-``kelf-*.json`` (subgraphs), each ``sgNN/def.json`` (variables and DMA queue sets), engine JSONs
-(DMA descriptors), ``.npy`` constants (header-checked, never unpickled) and the engine instruction
-streams (64-byte slots; no public ISA, so shown raw with an opcode histogram).
+by zero padding — and is never extracted to disk nor held whole: the file is read with ``pread`` as
+needed (never mapped: a file shrunk by another program gives short reads, not SIGBUS), the gzip
+stream is inflated as the tar is walked (under a ratio limit), and the tar is walked header
+by header with ``tarfile``; every member is checked before its data is touched (no absolute or
+``..`` names, no links, devices or sparse members, sizes inside the archive, a member-count
+limit). Members up to ``KEEP_MEMBER`` bytes are kept (the manifests, the engine streams of small
+models) within a ``KEEP_TOTAL`` budget; a larger one (a multi-GB model's weights) keeps its first
+bytes and its slot-opcode counts, and is read again from the file when asked for
+(:meth:`NeffFile.member_bytes`, at most ``MAX_MEMBER_READ``). What the archive holds is decoded
+where the format is documented: ``neff.json`` (a TVM graph: inputs, one ``__kelf`` op per kelf,
+heads), ``kelf-*.json`` (subgraphs), each ``sgNN/def.json`` (variables and DMA queue sets), engine
+JSONs (DMA descriptors), ``.npy`` constants (header-checked, never unpickled) and the engine
+instruction streams (64-byte slots; no public ISA, so shown raw with an opcode histogram).
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..errors import NacFormatError
+from ..format.mapped import FileBytes
 from ..spans import Span
 from .base import DetailItem, PeerEdge, PeerFile, PeerGraph, PeerNode, PeerWarning, decode_into
 from .safe_json import load_json
@@ -53,11 +59,15 @@ HEADER_FIELDS = (
     ("pad", 0x22C, 468, "bytes"),
 )
 
-#: Limits on what an archive may make us hold (the file alone cannot be trusted to say).
+#: Limits on what an archive may make us do or hold (the file alone cannot be trusted to say).
 MAX_MEMBERS = 10_000
-MAX_INFLATED = 1 << 30            # bytes of tar after inflating
-MAX_INFLATE_RATIO = 64            # inflated bytes per compressed byte, past a 64 MiB floor
-MAX_MEMBER_READ = 256 << 20       # one member's bytes read for decoding (JSON, .npy)
+MAX_INFLATE_RATIO = 64            # inflated bytes per compressed byte, past INFLATE_FLOOR (the work bound)
+INFLATE_FLOOR = 64 << 20
+MAX_MEMBER_READ = 256 << 20       # one member's bytes read whole on request (export, .npy, listing)
+KEEP_MEMBER = 4 << 20             # a member up to this size is kept from the walk ...
+KEEP_TOTAL = 64 << 20             # ... while all kept members stay within this
+HEAD_BYTES = 4096                 # what a member not kept keeps: its first bytes (a .npy header)
+STREAM_CHUNK = 1 << 20            # bytes inflated or read at a time
 SLOT = 64                         # engine instruction slot (bytes)
 ENGINE_KEYS = {"pe": "PE", "act": "Activation", "pool": "Pool", "dve": "DVE", "sp": "SP"}
 
@@ -71,12 +81,17 @@ def sniff(head: bytes) -> bool:
 
 @dataclass
 class Member:
-    """One tar member as listed (never extracted); ``data`` is filled for regular files."""
+    """One tar member as listed (never extracted). ``data``: its bytes when kept from the walk;
+    otherwise ``head`` (its first bytes) and ``opcodes`` (the first byte of each 64-byte slot,
+    counted) stand for it, and :meth:`NeffFile.member_bytes` reads it again from the file."""
     name: str
     size: int
     kind: str                      # "file", "dir", or why it was refused ("symlink", "device", …)
     data: Optional[bytes] = None
     refused: str = ""              # non-empty: the member was not read, and why
+    offset_data: int = -1          # where its bytes start in the (inflated) tar
+    head: bytes = b""
+    opcodes: Optional[dict] = None
 
 
 @dataclass
@@ -106,11 +121,17 @@ class NeffFile(PeerFile):
 
     # -- public accessors ------------------------------------------------------------------
     def member_bytes(self, name: str) -> bytes:
-        """The bytes of one archive member (for export/inspection); KeyError if absent or refused."""
+        """The bytes of one archive member (for export/inspection): kept from the walk, or read
+        again from the file (inflating the gzip stream up to it); KeyError if absent, refused or
+        larger than ``MAX_MEMBER_READ``."""
         m = self.members[name]
-        if m.data is None:
+        if m.data is not None:
+            return m.data
+        if m.refused or m.kind != "file" or m.offset_data < 0:
             raise KeyError(f"{name}: {m.refused or 'not a regular file'}")
-        return m.data
+        if m.size > MAX_MEMBER_READ:
+            raise KeyError(f"{name}: {m.size:,} bytes is more than the {MAX_MEMBER_READ:,} read at once")
+        return _read_member(self, m)
 
     def constant(self, name: str) -> np.ndarray:
         """A ``.npy`` member as an array (header-checked, ``allow_pickle=False``)."""
@@ -261,12 +282,13 @@ class NeffFile(PeerFile):
         lines = []
         for sg in self.subgraphs:
             for eng, info in sg.engines.items():
-                data = self.members.get(info["member"])
-                if data is None or data.data is None:
+                try:
+                    data = self.member_bytes(info["member"])
+                except KeyError:
                     continue
                 lines.append(f"; {info['member']}: {info['slots']} slots")
-                for k in range(0, len(data.data) // SLOT * SLOT, SLOT):
-                    slot = data.data[k:k + SLOT]
+                for k in range(0, len(data) // SLOT * SLOT, SLOT):
+                    slot = data[k:k + SLOT]
                     lines.append(f"{eng}[{k // SLOT:5d}]  op={slot[0]:#04x}  {slot.hex(' ')}")
         return "\n".join(lines) + "\n" if lines else None
 
@@ -287,8 +309,19 @@ def _attr_list(attrs: dict, key: str) -> list:
 def load_npy(data: bytes, section: str) -> np.ndarray:
     """A ``.npy`` payload as an array: header parsed by numpy without pickles, the payload size
     checked against shape × itemsize before anything is allocated."""
+    shape, fortran, dtype, start = npy_header(data, len(data), section)
+    count = 1
+    for d in shape:
+        count *= d
+    arr = np.frombuffer(data, dtype=dtype, count=count, offset=start)
+    return arr.reshape(shape, order="F" if fortran else "C")
+
+
+def npy_header(head: bytes, size: int, section: str) -> tuple:
+    """(shape, fortran, dtype, data start) of a ``.npy`` member of ``size`` bytes from its first
+    bytes ``head``: parsed by numpy without pickles, shape × itemsize checked against the size."""
     from numpy.lib import format as npf
-    buf = io.BytesIO(data)
+    buf = io.BytesIO(head)
     try:
         version = npf.read_magic(buf)
         if version == (1, 0):
@@ -307,16 +340,36 @@ def load_npy(data: bytes, section: str) -> np.ndarray:
     for d in shape:
         count *= d
     start = buf.tell()
-    if count * dtype.itemsize != len(data) - start:
+    if count * dtype.itemsize != size - start:
         raise NacFormatError(section, start, f".npy shape {tuple(shape)} × {dtype.itemsize} bytes does not match "
-                                             f"the {len(data) - start:,} bytes stored")
-    arr = np.frombuffer(data, dtype=dtype, count=count, offset=start)
-    return arr.reshape(shape, order="F" if fortran else "C")
+                                             f"the {size - start:,} bytes stored")
+    return shape, fortran, dtype, start
 
 
 # ------------------------------------------------------------------------------ decoding
-def decode(data: bytes, path: Optional[str] = None, strict: bool = False) -> NeffFile:
-    return decode_into(NeffFile(bytes(data), path), _decode, strict)
+#: open_peer hands a FileBytes (pread on demand) instead of the whole file: a real model's NEFF is gigabytes
+READS_ON_DEMAND = True
+
+
+def decode(data, path: Optional[str] = None, strict: bool = False) -> NeffFile:
+    """``data``: the file's bytes, or a :class:`FileBytes` that reads them with ``pread`` as they
+    are needed (kept, never read whole; a file shrunk meanwhile gives short reads, not SIGBUS)."""
+    return decode_into(NeffFile(data if isinstance(data, (bytes, FileBytes)) else bytes(data), path), _decode,
+                       strict)
+
+
+class _Window:
+    """Bytes ``[start, stop)`` of a file's data (bytes or FileBytes), sliced into bytes on demand."""
+
+    def __init__(self, data, start: int, stop: int):
+        self.data, self.start, self.stop = data, start, max(start, min(stop, len(data)))
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def __getitem__(self, key: slice) -> bytes:
+        a, b, _step = key.indices(len(self))
+        return bytes(self.data[self.start + a:self.start + max(a, b)])
 
 
 def _decode(f: NeffFile) -> None:
@@ -354,27 +407,42 @@ def _decode(f: NeffFile) -> None:
         f.problems.append(NacFormatError("header", 0x10, f"data_size {size:,} is past the end of the file "
                                                          f"({room:,} bytes follow the header)"))
         size = room
-    payload = d[HEADER_SIZE:HEADER_SIZE + size]
+    payload = _Window(d, HEADER_SIZE, HEADER_SIZE + size)       # (read a chunk at a time, never whole)
     _check_hash(f, payload)
     if payload[:2] == b"\x1f\x8b":
         f.compressed = True
-        tar, used = _inflate(payload, HEADER_SIZE)
-        f.root.add(HEADER_SIZE, used, "payload", "gzip member (tar inside)", f"{len(tar):,} bytes inflated")
-        rest = payload[used:]
-        if rest.strip(b"\0"):
-            first = used + next(i for i, b in enumerate(rest) if b)
+        stream = _Inflating(payload, HEADER_SIZE)
+        try:
+            _read_tar(f, stream, None)
+            used, inflated = stream.finish()
+        except NacFormatError as e:      # damaged, cut or past the inflate limit: what was read stays
+            f.problems.append(e)
+            used, inflated = len(payload), stream.total
+        f.root.add(HEADER_SIZE, used, "payload", "gzip member (tar inside)", f"{inflated:,} bytes inflated")
+        first = _first_nonzero(payload, used)
+        if first is not None:
             f.problems.append(NacFormatError("payload", HEADER_SIZE + first,
                                              "non-zero bytes after the gzip member"))
-        elif rest:
-            f.root.add(HEADER_SIZE + used, len(rest), "padding", "zero bytes")
-        _read_tar(f, tar, None)
+        elif used < len(payload):
+            f.root.add(HEADER_SIZE + used, len(payload) - used, "padding", "zero bytes")
     else:
-        _read_tar(f, payload, f.root.add(HEADER_SIZE, len(payload), "payload", "tar"))
+        _read_tar(f, _ViewReader(payload), f.root.add(HEADER_SIZE, len(payload), "payload", "tar"))
     if HEADER_SIZE + size < len(d):
-        tail = d[HEADER_SIZE + size:]
-        kind = "zero bytes" if not tail.strip(b"\0") else "bytes past data_size"
-        f.root.add(HEADER_SIZE + size, len(tail), "trailing", kind)
+        tail = len(d) - HEADER_SIZE - size
+        kind = "zero bytes" if _first_nonzero(_Window(d, 0, len(d)), HEADER_SIZE + size) is None \
+            else "bytes past data_size"
+        f.root.add(HEADER_SIZE + size, tail, "trailing", kind)
     _decode_manifests(f)
+
+
+def _first_nonzero(view: _Window, start: int) -> Optional[int]:
+    """Offset in ``view`` of the first non-zero byte from ``start`` on (None: all zero), a chunk at a time."""
+    for pos in range(start, len(view), STREAM_CHUNK):
+        chunk = np.frombuffer(view[pos:pos + STREAM_CHUNK], dtype=np.uint8)
+        hit = np.flatnonzero(chunk)
+        if hit.size:
+            return pos + int(hit[0])
+    return None
 
 
 def _head_name(nodes: list, head, k: int) -> str:
@@ -395,47 +463,112 @@ def _check_hash(f: NeffFile, payload: bytes) -> None:
     (their files match neither digest, research note §3.2), so a difference proves nothing,
     and the runtime verifies it only on request."""
     stored = f.data[0xAC:0xAC + 32]
-    if f.header["pkg_version"] == 1:
-        ok = hashlib.sha256(payload).digest() == stored
-    else:
-        ok = hashlib.md5(payload).digest() == stored[:16]
+    h = hashlib.sha256() if f.header["pkg_version"] == 1 else hashlib.md5()
+    for pos in range(0, len(payload), STREAM_CHUNK):      # a chunk at a time: a payload can be gigabytes
+        h.update(payload[pos:pos + STREAM_CHUNK])
+    ok = h.digest() == (stored if f.header["pkg_version"] == 1 else stored[:16])
     f.hash_ok = True if ok else None
 
 
-def _inflate(payload: bytes, base: int) -> tuple[bytes, int]:
-    """Inflate one gzip member under the byte limits; returns (tar bytes, compressed bytes used)."""
-    limit = min(MAX_INFLATED, max(64 << 20, len(payload) * MAX_INFLATE_RATIO))
-    z = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out = []
-    total = 0
-    pending = payload
-    try:
-        while True:
-            piece = z.decompress(pending, limit + 1 - total)   # never more than the limit allows
-            total += len(piece)
-            out.append(piece)
-            if total > limit:
-                raise NacFormatError("payload", base, f"gzip payload inflates past {limit:,} bytes; not read")
-            pending = z.unconsumed_tail
-            if z.eof or not pending:
-                break
-    except zlib.error as e:
-        raise NacFormatError("payload", base, f"gzip stream is damaged: {e}") from None
-    if not z.eof:
-        raise NacFormatError("payload", base + len(payload), "gzip stream ends early (truncated file?)")
-    used = len(payload) - len(z.unused_data)
-    return b"".join(out), used
+class _ViewReader(io.RawIOBase):
+    """A seekable file over a window of the file (an uncompressed payload): tarfile reads headers
+    and members from it without the payload ever being read whole."""
+
+    def __init__(self, view: _Window):
+        self.view, self.pos = view, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        chunk = self.view[self.pos:self.pos + len(b)]
+        b[:len(chunk)] = chunk
+        self.pos += len(chunk)
+        return len(chunk)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.pos = max(0, offset if whence == 0 else self.pos + offset if whence == 1 else len(self.view) + offset)
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
 
 
-def _read_tar(f: NeffFile, tar: bytes, span: Optional[Span]) -> None:
-    """List the archive's members in memory, checking each before its data is read."""
+class _Inflating(io.RawIOBase):
+    """The gzip member at the start of ``payload`` inflated as it is read, ``STREAM_CHUNK`` at a
+    time: never held whole, and never more than ``MAX_INFLATE_RATIO`` times the compressed bytes
+    (past ``INFLATE_FLOOR``), which bounds the work a small hostile file can cause."""
+
+    def __init__(self, payload: _Window, base: int):
+        self.payload, self.base = payload, base
+        self.limit = max(INFLATE_FLOOR, len(payload) * MAX_INFLATE_RATIO)
+        self.z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self.read_pos = 0              # compressed bytes handed to zlib
+        self.pending = b""             # compressed bytes zlib has not taken yet
+        self.buf = bytearray()
+        self.total = 0                 # bytes inflated so far
+
+    def readable(self) -> bool:
+        return True
+
+    def _more(self) -> bool:
+        if self.z.eof:
+            return False
+        if not self.pending:
+            if self.read_pos >= len(self.payload):
+                raise NacFormatError("payload", self.base + len(self.payload), "gzip stream ends early (truncated file?)")
+            self.pending = self.payload[self.read_pos:self.read_pos + STREAM_CHUNK]
+            if not self.pending:       # the file is shorter than when it was opened
+                raise NacFormatError("payload", self.base + self.read_pos, "the file ends before the gzip stream "
+                                                                           "does (changed on disk?)")
+            self.read_pos += len(self.pending)
+        try:
+            piece = self.z.decompress(self.pending, STREAM_CHUNK)
+        except zlib.error as e:
+            raise NacFormatError("payload", self.base, f"gzip stream is damaged: {e}") from None
+        self.pending = self.z.unconsumed_tail
+        self.total += len(piece)
+        if self.total > self.limit:
+            raise NacFormatError("payload", self.base, f"gzip payload inflates past {self.limit:,} bytes "
+                                                       f"({MAX_INFLATE_RATIO}x its size); not read")
+        self.buf += piece
+        return True
+
+    def readinto(self, b) -> int:
+        while len(self.buf) < len(b) and self._more():
+            pass
+        n = min(len(b), len(self.buf))
+        b[:n] = self.buf[:n]
+        del self.buf[:n]
+        return n
+
+    def finish(self) -> tuple[int, int]:
+        """Inflate to the end of the gzip member (the tar's end blocks and padding); returns
+        (compressed bytes it took, bytes it inflated to)."""
+        self.buf.clear()
+        while self._more():
+            self.buf.clear()
+        used = self.read_pos - len(self.pending) - len(self.z.unused_data)
+        return used, self.total
+
+
+def _read_tar(f: NeffFile, stream: io.RawIOBase, span: Optional[Span]) -> None:
+    """Walk the archive's members from ``stream`` (a seekable view of a raw tar, with its spans,
+    or the inflating stream of a gzip'ed one, sequentially), checking each before its data is
+    read; members up to ``KEEP_MEMBER`` are kept within ``KEEP_TOTAL``, the others leave their
+    first bytes and slot-opcode counts."""
     section = "payload"
     base = HEADER_SIZE if span is not None else 0     # offsets are file offsets only for a raw tar
+    tar_size = len(stream.view) if isinstance(stream, _ViewReader) else None
     try:
-        tf = tarfile.open(fileobj=io.BytesIO(tar), mode="r:")
+        tf = tarfile.open(fileobj=stream, mode="r:" if tar_size is not None else "r|")
     except (tarfile.TarError, EOFError, ValueError) as e:
         raise NacFormatError(section, HEADER_SIZE, f"payload is not a tar archive: {e}") from None
     count = 0
+    kept = 0
     while True:
         try:
             m = tf.next()
@@ -450,41 +583,103 @@ def _read_tar(f: NeffFile, tar: bytes, span: Optional[Span]) -> None:
             f.problems.append(NacFormatError(section, HEADER_SIZE, f"more than {MAX_MEMBERS:,} members; the rest "
                                                                    "were not read"))
             break
-        refused, kind = _refusal(m, len(tar))
+        refused, kind = _refusal(m, tar_size)
         name = m.name
         if name in f.members:
             refused = refused or "a second member with this name (the first one is kept)"
             name = f"{name} (#{count})"
-        data = None
-        if not refused and kind == "file" and m.size <= MAX_MEMBER_READ:
-            data = tar[m.offset_data:m.offset_data + m.size]
-        f.members[name] = Member(name, m.size, kind, data, refused)
+        member = Member(name, m.size, kind, None, refused, m.offset_data)
+        ended = False
+        if not refused and kind == "file":
+            keep = m.size <= KEEP_MEMBER and kept + m.size <= KEEP_TOTAL
+            try:
+                _walk_member(tf, m, member, keep)
+            except (tarfile.TarError, EOFError, OSError) as e:     # the stream ended inside the member
+                member.refused = f"the archive ends inside this member ({str(e)[:120]})"
+                ended = True            # nothing follows (and skipping its claimed size would only spin)
+            if member.data is not None:
+                kept += m.size
+        f.members[name] = member
         f.member_order.append(name)
-        if refused:
-            f.problems.append(NacFormatError(f"payload/{m.name[:200]}", base + m.offset, f"member refused: {refused}"))
+        if member.refused:
+            f.problems.append(NacFormatError(f"payload/{m.name[:200]}", base + m.offset,
+                                             f"member refused: {member.refused}"))
         if span is not None:
-            ms = span.add(base + m.offset, min(m.offset_data - m.offset + _padded(m.size), len(tar) - m.offset),
+            ms = span.add(base + m.offset, min(m.offset_data - m.offset + _padded(m.size), tar_size - m.offset),
                           f"member[{count - 1}]", "tar member", m.name[:200])
             ms.add(base + m.offset, m.offset_data - m.offset, "header", "tar header", m.name[:200])
-            inside = m.offset_data + m.size <= len(tar)
+            inside = m.offset_data + m.size <= tar_size
             if m.size and inside:
                 ms.add(base + m.offset_data, m.size, "data", kind if not refused else "refused member data",
                        f"{m.size:,} bytes")
-            pad = min(_padded(m.size), len(tar) - m.offset_data) - m.size
+            pad = min(_padded(m.size), tar_size - m.offset_data) - m.size
             if pad > 0 and inside:
                 ms.add(base + m.offset_data + m.size, pad, "padding", "zero padding to 512")
+        if ended:
+            break
     if span is not None:
         end = tf.offset
-        if end < len(tar):
-            span.add(base + end, len(tar) - end, "end", "tar end-of-archive blocks")
+        if end < tar_size:
+            span.add(base + end, tar_size - end, "end", "tar end-of-archive blocks")
+
+
+def _walk_member(tf: tarfile.TarFile, m: tarfile.TarInfo, member: Member, keep: bool) -> None:
+    """Read one member's bytes once, a chunk at a time: kept whole, or its head and the first
+    byte of every 64-byte slot counted (what the engine streams' opcode histogram needs)."""
+    fh = tf.extractfile(m)
+    if fh is None:
+        return
+    if keep:
+        data = fh.read(m.size)
+        if len(data) != m.size:
+            raise EOFError(f"{len(data):,} of {m.size:,} bytes")
+        member.data = data
+        return
+    counts = np.zeros(256, dtype=np.int64)
+    done = 0
+    while done < m.size:
+        chunk = fh.read(min(STREAM_CHUNK, m.size - done))      # a multiple of 64: slots stay aligned
+        if not chunk:
+            raise EOFError(f"{done:,} of {m.size:,} bytes")
+        if done < HEAD_BYTES:
+            member.head += chunk[:HEAD_BYTES - done]
+        counts += np.bincount(np.frombuffer(chunk, dtype=np.uint8)[::SLOT], minlength=256)
+        done += len(chunk)
+    member.opcodes = {int(op): int(n) for op, n in enumerate(counts.tolist()) if n}
+
+
+def _read_member(f: NeffFile, m: Member) -> bytes:
+    """A member not kept from the walk, read again: a slice of the mapped file for a raw tar, the
+    gzip stream inflated again up to it (and past it no further) for a compressed one."""
+    payload = _Window(f.data, HEADER_SIZE, HEADER_SIZE + f.header.get("data_size", 0))
+    if not f.compressed:
+        data = payload[m.offset_data:m.offset_data + m.size]
+        if len(data) != m.size:
+            raise KeyError(f"{m.name}: the file is shorter than when it was opened (changed on disk?)")
+        return data
+    stream = _Inflating(payload, HEADER_SIZE)
+    try:
+        skip = m.offset_data
+        while skip > 0:
+            got = stream.read(min(STREAM_CHUNK, skip))
+            if not got:
+                raise KeyError(f"{m.name}: the archive ends before it")
+            skip -= len(got)
+        data = stream.read(m.size)
+    except NacFormatError as e:      # the file changed on disk since it was opened (cut, rewritten)
+        raise KeyError(f"{m.name}: {e.reason} — the file changed on disk after it was opened?") from None
+    if len(data) != m.size:
+        raise KeyError(f"{m.name}: the archive ends inside it")
+    return data
 
 
 def _padded(n: int) -> int:
     return (n + 511) // 512 * 512
 
 
-def _refusal(m: tarfile.TarInfo, tar_size: int) -> tuple[str, str]:
-    """Why a member is not read ('' when it is fine) and its kind."""
+def _refusal(m: tarfile.TarInfo, tar_size: Optional[int]) -> tuple[str, str]:
+    """Why a member is not read ('' when it is fine) and its kind (``tar_size``: None for a
+    stream, whose end shows only when a member's bytes run out)."""
     if m.issym():
         return f"symbolic link to {m.linkname[:200]!r}", "symlink"
     if m.islnk():
@@ -507,7 +702,7 @@ def _refusal(m: tarfile.TarInfo, tar_size: int) -> tuple[str, str]:
         return "path leaves the archive ('..')", kind
     if posixpath.normpath(name).startswith(".."):
         return "path leaves the archive", kind
-    if m.size < 0 or m.offset_data + m.size > tar_size:
+    if m.size < 0 or (tar_size is not None and m.offset_data + m.size > tar_size):
         return f"size {m.size:,} runs past the end of the archive", kind
     return "", kind
 
@@ -562,12 +757,13 @@ def _decode_subgraph(f: NeffFile, sg: Subgraph) -> None:
         member = posixpath.join(folder, instr)
         m = f.members.get(member)
         info = {"member": member, "slots": 0, "opcodes": {}, "dma": []}
-        if m is not None and m.data is not None:
-            if len(m.data) % SLOT:
-                f.problems.append(PeerWarning(f"payload/{member}", 0, f"{len(m.data)} bytes is not a whole number "
+        if m is not None and (m.data is not None or m.opcodes is not None):
+            if m.size % SLOT:
+                f.problems.append(PeerWarning(f"payload/{member}", 0, f"{m.size} bytes is not a whole number "
                                                                       f"of {SLOT}-byte instruction slots"))
-            info["slots"] = len(m.data) // SLOT
-            info["opcodes"] = dict(Counter(m.data[i] for i in range(0, info["slots"] * SLOT, SLOT)))
+            info["slots"] = m.size // SLOT
+            info["opcodes"] = (dict(Counter(m.data[i] for i in range(0, info["slots"] * SLOT, SLOT)))
+                               if m.data is not None else _whole_slots(m))
         ej = d.get(key)
         if isinstance(ej, str):
             js = _json_member(f, posixpath.join(folder, ej))
@@ -578,13 +774,25 @@ def _decode_subgraph(f: NeffFile, sg: Subgraph) -> None:
         fn = v.get("file_name")
         if isinstance(fn, str) and fn.endswith(".npy"):
             member = posixpath.join(folder, fn)
-            if member in f.members:
-                try:
-                    arr = f.constant(member)
-                    v["_constant"] = f"{arr.dtype}{list(arr.shape)}"
-                except (NacFormatError, KeyError) as e:
-                    if isinstance(e, NacFormatError):
-                        f.problems.append(e)
+            m = f.members.get(member)
+            if m is not None and not m.refused and m.kind == "file":
+                try:      # the header alone (a weight not kept from the walk is not read again for it)
+                    shape, _fortran, dtype, _start = npy_header(m.data if m.data is not None else m.head, m.size,
+                                                                f"payload/{member}")
+                    v["_constant"] = f"{dtype}{list(shape)}"
+                except NacFormatError as e:
+                    f.problems.append(e)
+
+
+def _whole_slots(m: Member) -> dict:
+    """The walk counted the first byte of every 64-byte slot, a partial last one included."""
+    counts = dict(m.opcodes or {})
+    if m.size % SLOT and len(m.head) == m.size:      # (a short member: its partial slot is in its head)
+        op = m.head[m.size // SLOT * SLOT]
+        counts[op] -= 1
+        if not counts[op]:
+            del counts[op]
+    return counts
 
 
 def _dma_descriptor(x: dict) -> dict:

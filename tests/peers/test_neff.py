@@ -143,7 +143,7 @@ def test_hundred_thousand_members_stop_at_the_limit():
 
 
 def test_gzip_bomb_is_refused_at_the_inflate_limit(monkeypatch):
-    monkeypatch.setattr(neff, "MAX_INFLATED", 8 << 20)
+    monkeypatch.setattr(neff, "INFLATE_FLOOR", 8 << 20)
     payload = gzip.compress(b"\0" * (64 << 20), mtime=0)
     f = neff.decode(header(payload) + payload)
     assert any("inflates past" in p.reason for p in f.problems)
@@ -215,3 +215,102 @@ def test_outputs_keep_the_files_names_and_a_shared_name_says_which_subgraph(caps
     assert "output1" not in out and "not checked" in out and "warning" not in out
     g = neff.decode(path.read_bytes()).graph()
     assert [n.attrs["file_name"] for n in g.nodes if n.kind == "output"] == ["output0", "output0"]
+
+
+# -- read from disk as a stream (issue 22 §4.3) -------------------------------------------------
+def _with_big_members(weights: bytes, slots: bytes) -> list:
+    """small_model() plus a large weights member and an engine stream larger than KEEP_MEMBER."""
+    members = small_model()
+    definition = json.loads(members[2][1])
+    definition["act"], definition["act_instr"] = "Act.json", "Act.bin"
+    definition["var"]["w"] = {"type": "file", "var_id": 3, "size": len(weights) - 128, "file_name": "w.npy"}
+    members[2] = ("sg00/def.json", json.dumps(definition).encode())
+    return members + [("sg00/Act.json", b'{"dma": []}'), ("sg00/Act.bin", slots), ("sg00/w.npy", weights)]
+
+
+def _npy(arr) -> bytes:
+    import io
+    buf = io.BytesIO()
+    np.save(buf, arr)
+    return buf.getvalue()
+
+
+def test_a_gzip_neff_is_walked_in_bounded_memory_and_large_members_are_read_again(tmp_path, monkeypatch):
+    """At the allowed inflate ratio a small file holds a large tar: it is walked a chunk at a
+    time (the old reader held the whole tar and every member: 572 MB for a 4 MB file); members
+    larger than KEEP_MEMBER keep only their head and slot-opcode counts, and are read again,
+    byte for byte, when asked for."""
+    monkeypatch.setattr(neff, "KEEP_MEMBER", 1 << 20)
+    weights = _npy(np.zeros((48 << 20) // 4, dtype=np.float32))             # 48 MB, compresses ~1000x
+    rng = np.random.default_rng(3)
+    ops = rng.choice(np.array([0x01, 0x02, 0xA0], dtype=np.uint8), size=(3 << 20) // 64)
+    slots = np.zeros(((3 << 20) // 64, 64), dtype=np.uint8)
+    slots[:, 0] = ops
+    path = tmp_path / "big.neff"
+    path.write_bytes(build(_with_big_members(weights, slots.tobytes())))
+    assert path.stat().st_size < 2 << 20
+    tracemalloc.start()
+    f = open_peer(str(path))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [p for p in f.problems if not is_warning(p)] == []
+    assert peak < 24 << 20, f"{peak:,} bytes traced while walking a {len(weights) + len(slots):,}-byte archive"
+    w, act = f.members["sg00/w.npy"], f.members["sg00/Act.bin"]
+    assert w.data is None and act.data is None and len(w.head) == neff.HEAD_BYTES
+    eng = f.subgraphs[0].engines["Activation"]
+    assert eng["slots"] == len(ops) and eng["opcodes"] == {int(k): int(v) for k, v in
+                                                            zip(*np.unique(ops, return_counts=True))}
+    assert f.subgraphs[0].variables["w"]["_constant"] == f"float32[{(48 << 20) // 4}]"
+    assert f.member_bytes("sg00/Act.bin") == slots.tobytes()
+    assert f.member_bytes("sg00/w.npy") == weights
+    assert f.constant("sg00/c.npy").shape == (2, 3)           # a kept member as before
+
+
+def test_a_raw_tar_neff_reads_large_members_from_the_mapping(tmp_path, monkeypatch):
+    monkeypatch.setattr(neff, "KEEP_MEMBER", 1 << 16)
+    weights = _npy(np.arange(1 << 18, dtype=np.float32))
+    slots = bytes([0x01] + [0] * 63) * 2048
+    path = tmp_path / "raw.neff"
+    path.write_bytes(build(_with_big_members(weights, slots), pkg=1))
+    f = open_peer(str(path))
+    assert [p for p in f.problems if not is_warning(p)] == [] and not f.compressed
+    assert f.members["sg00/w.npy"].data is None
+    np.testing.assert_array_equal(f.constant("sg00/w.npy"), np.arange(1 << 18, dtype=np.float32))
+    assert f.subgraphs[0].engines["Activation"]["opcodes"] == {0x01: 2048}
+    leaves_cover(f)
+
+
+def test_a_neff_larger_than_the_whole_read_limit_is_mapped_not_refused(tmp_path, monkeypatch):
+    """open_peer maps a NEFF instead of reading it whole: the whole-file limit of the text formats
+    (MAX_PEER_BYTES; a real model's NEFF is gigabytes) does not apply."""
+    import nac_engine.peers as peers
+
+    def refuse(*_a, **_k):
+        raise AssertionError("a NEFF was read whole")
+    monkeypatch.setattr(peers, "read_bounded", refuse)
+    path = tmp_path / "m.neff"
+    path.write_bytes(build(small_model()))
+    f = open_peer(str(path))
+    assert f.subgraphs and not [p for p in f.problems if not is_warning(p)]
+
+
+def test_a_member_past_the_end_of_a_truncated_stream_is_refused_not_crashed(tmp_path):
+    data = build(_with_big_members(_npy(np.ones(1 << 16, np.float32)), bytes(64) * 4))
+    f = neff.decode(data[:len(data) * 2 // 3])
+    assert f.problems and all(isinstance(p, NacFormatError) for p in f.problems)
+
+
+@pytest.mark.parametrize("pkg", [1, 2])
+def test_a_neff_cut_on_disk_after_opening_is_a_refusal_not_a_crash(tmp_path, monkeypatch, pkg):
+    """The file is read with pread as needed, never through a mapping: cut by another program
+    after it was opened, a large member read again is refused (KeyError), and the process lives."""
+    monkeypatch.setattr(neff, "KEEP_MEMBER", 1 << 12)
+    path = tmp_path / "cut.neff"
+    path.write_bytes(build(_with_big_members(_npy(np.arange(1 << 16, dtype=np.float32)), bytes(64) * 256), pkg=pkg))
+    f = open_peer(str(path))
+    assert f.members["sg00/w.npy"].data is None
+    with open(path, "r+b") as fh:
+        fh.truncate(2048)
+    with pytest.raises(KeyError):
+        f.member_bytes("sg00/w.npy")
+    assert len(f.data[1000:4000]) == 1048          # what the hex view reads: shorter, not a crash
