@@ -136,14 +136,25 @@ class HwxFile(PeerFile):
         lines += [f"  problem: {p}" for p in self.problems]
         return "\n".join(lines)
 
+    def output_ports(self) -> set:
+        """The ports the program writes. The ``@output`` marker is on the port's own name in the
+        tinygrad-era files; compilers since write the bare name in the load command (cmd 0x40) and
+        keep the marker on the buffer's symbol or thread name (``probs@output``): a port is an
+        output when any of them marks it."""
+        marked = {p for p in self.ports if "@output" in p}
+        names = [str(s.get("name", "")) for s in self.symbols] + [str(t.get("name", "")) for t in self.threads]
+        bare = {n.split("@output", 1)[0] for n in names if "@output" in n}
+        return marked | {p for p in self.ports if p in bare}
+
     def graph(self) -> Optional[PeerGraph]:
         """Input ports -> one node per TD in chain order -> output ports."""
         if not self.tds:
             return None
         g = PeerGraph()
         nid = 0
-        ins = [p for p in self.ports if "@output" not in p]
-        outs = [p for p in self.ports if "@output" in p]
+        outputs = self.output_ports()
+        ins = [p for p in self.ports if p not in outputs]
+        outs = [p for p in self.ports if p in outputs]
         layouts = {s["layout"]["name"]: s["layout"] for s in self.symbols if s.get("layout")}
 
         def port_label(p: str, fallback: str) -> str:

@@ -114,3 +114,21 @@ def test_a_corrupt_first_packet_is_a_problem(path):
         f = hwx.decode(bytes(mutant))
         errors = [p for p in f.problems if not is_warning(p)]
         assert errors and all(p.section.startswith("td[0]/packet[") for p in errors), (hex(bad), f.problems)
+
+
+@needs_corpus
+def test_an_output_marked_only_on_its_symbol_is_drawn_as_an_output():
+    """Issue 22 §3.3: later compilers write the bare port name in the load command and keep the
+    ``@output`` marker on the buffer's symbol. Reproduced from relu.hwx: its port name loses the
+    marker (the bytes become NULs, sizes unchanged), its symbol keeps it — the port is still the
+    graph's output, not a second input."""
+    data = bytearray((ANE / "relu.hwx").read_bytes())
+    first = data.find(b"probs@output\0")          # the load command's name comes before the string table
+    assert first > 0 and data.find(b"probs@output\0", first + 1) > first
+    data[first + 5:first + 12] = bytes(7)
+    f = hwx.decode(bytes(data))
+    assert "probs" in f.ports and "probs@output" not in f.ports
+    assert any(s.get("name") == "probs@output" for s in f.symbols)
+    g = f.graph()
+    assert [n.label for n in g.nodes if n.kind == "output"] == ["probs"]
+    assert [n.label for n in g.nodes if n.kind == "input"] == ["image"]
