@@ -32,9 +32,10 @@ from ..document import Selection
 from ..graph_model import op_class
 from ..graph_problems import problem_ticks
 
-COL_TICK, COL_OP, COL_ARGS, COL_SIG, COL_OFFSET, COL_MMAP, COL_TIME = range(7)
-#: "Measured": a Profile run's time per instruction on this CPU (the column shows once there is one)
-HEADERS = ("Tick", "Op", "Arguments", "Signature", "Offset", "MMAP", "Measured")
+COL_TICK, COL_OP, COL_ARGS, COL_SIG, COL_OFFSET, COL_MMAP, COL_CYCLES, COL_TIME = range(8)
+#: "Cycles": the shown hardware run's cycles per instruction; "Measured": a Profile run's time on this
+#: CPU (each column shows once there is such a run)
+HEADERS = ("Tick", "Op", "Arguments", "Signature", "Offset", "MMAP", "Cycles", "Measured")
 ROW_CACHE = 4096
 #: Model role: the argument segments of a row, for the link-painting delegate.
 SegmentsRole = Qt.ItemDataRole.UserRole + 1
@@ -50,7 +51,8 @@ from ..widgets.item_roles import (  # noqa: E402
     BACKGROUND as _BACKGROUND, FOREGROUND as _FOREGROUND)
 _SEGMENTS = int(SegmentsRole)
 _TICK = int(TickRole)
-_ALIGN_OF_COL = tuple(_ALIGN_RIGHT if c in (COL_TICK, COL_OFFSET, COL_TIME) else _ALIGN_LEFT for c in range(len(HEADERS)))
+_ALIGN_OF_COL = tuple(_ALIGN_RIGHT if c in (COL_TICK, COL_OFFSET, COL_CYCLES, COL_TIME) else _ALIGN_LEFT
+                      for c in range(len(HEADERS)))
 
 
 class Segment(NamedTuple):
@@ -174,6 +176,7 @@ class DisassemblyModel(QAbstractTableModel):
         self.error_text = ""                        # why the run failed at error_tick
         self.problem_ticks: dict[int, str] = {}     # damaged tick -> reason (graph_problems, as the graph)
         self.measured: dict[int, float] = {}        # tick -> seconds, from a Profile run
+        self.cycles: dict[int, int] = {}            # tick -> cycles in the hardware run shown
         self._cache: OrderedDict[int, Row] = OrderedDict()
         self._ops: Optional[np.ndarray] = None      # (a << 16 | b) per instruction, built on first filter
         self._mono = None
@@ -367,14 +370,17 @@ class DisassemblyModel(QAbstractTableModel):
         if col == COL_TIME:
             seconds = self.measured.get(int(self.rows[row]))
             return "" if seconds is None else f"{seconds * 1e6:,.1f} µs"
+        if col == COL_CYCLES:
+            cycles = self.cycles.get(int(self.rows[row]))
+            return "" if cycles is None else f"{cycles:,}"
         r = self.row_data(row)
         return (r.tick, r.op, r.args, r.signature, r.offset, r.mmap)[col]
 
-    def set_measured(self, measured: dict) -> None:
-        """A Profile run's seconds per tick (empty: none)."""
-        self.measured = dict(measured)
+    def set_measured(self, measured: dict, cycles: dict) -> None:
+        """A Profile run's seconds and the shown hardware run's cycles per tick (empty: none)."""
+        self.measured, self.cycles = dict(measured), dict(cycles)
         if len(self.rows):
-            self.dataChanged.emit(self.index(0, COL_TIME), self.index(len(self.rows) - 1, COL_TIME))
+            self.dataChanged.emit(self.index(0, COL_CYCLES), self.index(len(self.rows) - 1, COL_TIME))
 
     def _tick_role(self, row: int, col: int) -> int:
         return int(self.rows[row])
@@ -647,6 +653,7 @@ class DisassemblyView(QWidget):
         hh.setSectionResizeMode(COL_ARGS, QHeaderView.ResizeMode.Stretch)
         self.table.setColumnWidth(COL_MMAP, ch * 34)
         self.table.setColumnWidth(COL_TIME, ch * 13)
+        self.table.setColumnWidth(COL_CYCLES, ch * 13)
         self.table.setIconSize(QSize(8, 8))
 
     def changeEvent(self, event) -> None:
@@ -675,12 +682,16 @@ class DisassemblyView(QWidget):
         self._on_problems(None)
 
     def _on_simulation(self, what: str, _source) -> None:
-        if what != "profile":
+        if what not in ("profile", "run"):
             return
         st = getattr(self.qdoc.doc, "simulation", None) if self.qdoc is not None else None
         measured = st.measured() if st is not None else {}
-        self.model.set_measured(measured)
+        run = st.run if st is not None else None
+        cycles = {r.tick: r.end_cycle - r.issue_cycle for r in run.result.instructions
+                  if r.kind != "skipped"} if run is not None else {}
+        self.model.set_measured(measured, cycles)
         self.table.setColumnHidden(COL_TIME, not measured)
+        self.table.setColumnHidden(COL_CYCLES, not cycles)
 
     def _on_problems(self, _source) -> None:
         self.model.set_problem_ticks(problem_ticks(self.qdoc.doc) if self.qdoc is not None

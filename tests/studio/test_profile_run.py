@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import Qt
 
-from nac_studio.views.disassembly import COL_TIME
+from nac_studio.views.disassembly import COL_CYCLES, COL_TIME
 from tests.resources_path import DEMO
 from tests.studio.conftest import wait_idle
 
@@ -28,7 +28,8 @@ def test_profile_beside_the_simulation(window, qtbot):
     qtbot.waitUntil(task.done, timeout=60000)
     st = qdoc.doc.simulation
     qtbot.waitUntil(lambda: st.run is not None, timeout=30000)
-    assert window.disassembly_view.table.isColumnHidden(COL_TIME)       # nothing measured yet
+    dis = window.disassembly_view
+    assert dis.table.isColumnHidden(COL_TIME) and not dis.table.isColumnHidden(COL_CYCLES)   # simulated only
     window.commands.run("sim.profile")
     qtbot.waitUntil(lambda: st.profile is not None, timeout=60000)
     wait_idle(qtbot, window)
@@ -51,11 +52,11 @@ def test_profile_beside_the_simulation(window, qtbot):
     assert m.headerData(m.columnCount() - 1, Qt.Orientation.Horizontal) == "measured µs"
     row = next(r for r in m.rows if r.tick == slow_tick)
     assert abs(m.value(row, m.columnCount() - 1) - slow_s * 1e6) < 1e-6
-    # the disassembly's measured column
-    dis = window.disassembly_view
+    # the disassembly: measured time beside the simulated cycles
     assert not dis.table.isColumnHidden(COL_TIME)
-    shown = dis.model.data(dis.model.index(dis.model.row_of_tick(slow_tick), COL_TIME))
-    assert shown == f"{slow_s * 1e6:,.1f} µs"
+    row = dis.model.row_of_tick(slow_tick)
+    assert dis.model.data(dis.model.index(row, COL_TIME)) == f"{slow_s * 1e6:,.1f} µs"
+    assert dis.model.data(dis.model.index(row, COL_CYCLES)) == f"{cycles[slow_tick]:,}"
     # a click on the tick in the list selects the instruction
     from PySide6.QtCore import QUrl
     view.profile_view.anchorClicked.emit(QUrl(f"tick:{slow_tick}"))
