@@ -24,7 +24,7 @@ EXIT_CODES_HELP = ("exit codes (every command): 0 ok; 1 the answer is no (verify
 
 from .cli_error import CliError  # noqa: E402  (one class whether cli.py runs as __main__ or not)
 from .cli_inputs import input_hint, load_npy as _load_npy, open_nac as _open, open_peer_file as _open_peer  # noqa: E402
-from .cli_inputs import shaped_inputs as _shaped_inputs, split_inputs  # noqa: E402
+from .cli_inputs import named_items, shaped_inputs as _shaped_inputs, split_inputs  # noqa: E402
 
 
 def cmd_info(args) -> int:
@@ -287,13 +287,7 @@ def cmd_run(args) -> int:
     peer = _open_peer(args.file)
     if peer is not None and peer.format == "tvmr":
         return _run_tvmr(args, peer)
-    items = []
-    for item in args.input or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise CliError(f"--input expects NAME=file.npy or NAME=SHAPE[:DTYPE] (x=1x8:int64), got {item!r}")
-        items.append((name, value))
-    inputs, shaped = split_inputs(items)
+    inputs, shaped = split_inputs(named_items(args.input))
     feeds = [_load_npy(p) for p in args.feed] if args.feed else None
     with (_converted(args.file, peer.format) if peer is not None else _open(args.file)) as nac:
         if shaped:

@@ -65,6 +65,17 @@ def load_npy(path: str):
         raise CliError(f"{path}: cannot load as .npy ({e})") from None
 
 
+def named_items(items, option: str = "--input") -> list[tuple[str, str]]:
+    """``NAME=VALUE`` options as ``(name, value)`` pairs; one line naming ``option`` for anything else."""
+    out = []
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise CliError(f"{option} expects NAME=file.npy or NAME=SHAPE[:DTYPE] (x=1x8:int64), got {item!r}")
+        out.append((name, value))
+    return out
+
+
 def split_inputs(items, base_dir: Optional[str] = None) -> tuple[dict, list]:
     """``(name, text)`` pairs as the user gave them (``x=x.npy``, ``x=1x8:int64``): the .npy files
     loaded (a relative path looked for under ``base_dir`` first, when given), and the

@@ -28,15 +28,11 @@ def add_parser(sub) -> None:
 
 
 def _inputs(args, nac_path: str):
-    from .cli_error import CliError
-    from .cli_inputs import load_npy as _load_npy, open_nac as _open, shaped_inputs as _shaped_inputs
+    from .cli_inputs import load_npy as _load_npy, named_items, open_nac as _open, shaped_inputs as _shaped_inputs
     if not args.inputs:
         return None
     inputs, shaped = {}, []
-    for item in args.inputs:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise CliError(f"--inputs expects NAME=file.npy or NAME=SHAPE[:DTYPE], got {item!r}")
+    for name, value in named_items(args.inputs, "--inputs"):
         if value.endswith(".npy"):
             inputs[name] = _load_npy(value)
         else:

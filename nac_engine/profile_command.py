@@ -27,16 +27,10 @@ def add_parser(sub) -> None:
 
 
 def _inputs(args, nac):
-    from .cli_error import CliError
-    from .cli_inputs import load_npy, shaped_inputs, split_inputs
+    from .cli_inputs import load_npy, named_items, shaped_inputs, split_inputs
     from .format.input_signature import signature_inputs
     feeds = [load_npy(p) for p in args.feed] if args.feed else None
-    items = []
-    for item in args.input or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise CliError(f"--input expects NAME=file.npy or NAME=SHAPE[:DTYPE] (x=1x8:int64), got {item!r}")
-        items.append((name, value))
+    items = named_items(args.input)
     inputs, shaped = split_inputs(items)
     if shaped:
         inputs.update(shaped_inputs(nac, shaped, args.seed))
@@ -69,7 +63,7 @@ def cmd_profile(args) -> int:
                 sim = simulate(nac, args.hw, inputs=inputs, feeds=feeds)
             except ValueError as e:          # (HardwareConfigError is one: an unknown preset, a bad TOML)
                 raise CliError(f"--hw {args.hw}: {e}") from None
-    cycles = {r.tick: r.end_cycle - r.issue_cycle for r in sim.instructions if r.kind != "skipped"} if sim else {}
+    cycles = sim.cycles_by_tick() if sim else {}
     clock = sim.clock_hz if sim else None
     if args.json:
         rows = [{"tick": t, "op": prof.ops[t],

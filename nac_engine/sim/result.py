@@ -99,6 +99,10 @@ class SimResult:
     def stall_cycles(self) -> int:
         return sum(r.stall_cycles for r in self.instructions)
 
+    def cycles_by_tick(self) -> dict[int, int]:
+        """tick -> cycles from issue to end, for every instruction that ran (not skipped)."""
+        return {r.tick: r.end_cycle - r.issue_cycle for r in self.instructions if r.kind != "skipped"}
+
     def to_json(self) -> dict:
         """The ``--json`` document: the issue's keys first, then everything else."""
         return {

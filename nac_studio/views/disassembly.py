@@ -687,8 +687,7 @@ class DisassemblyView(QWidget):
         st = getattr(self.qdoc.doc, "simulation", None) if self.qdoc is not None else None
         measured = st.measured() if st is not None else {}
         run = st.run if st is not None else None
-        cycles = {r.tick: r.end_cycle - r.issue_cycle for r in run.result.instructions
-                  if r.kind != "skipped"} if run is not None else {}
+        cycles = run.result.cycles_by_tick() if run is not None else {}
         self.model.set_measured(measured, cycles)
         self.table.setColumnHidden(COL_TIME, not measured)
         self.table.setColumnHidden(COL_CYCLES, not cycles)

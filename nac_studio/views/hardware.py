@@ -70,7 +70,7 @@ def profile_html(prof, sim=None, sim_label: str = "", top: int = 15) -> str:
     cycles of the same instructions when a simulation ran) and the slowest ops."""
     import html
     measured = float(sum(v for v in prof.seconds.tolist() if v == v)) or 1e-12
-    cycles = {r.tick: r.end_cycle - r.issue_cycle for r in sim.instructions if r.kind != "skipped"} if sim else {}
+    cycles = sim.cycles_by_tick() if sim else {}
     head = (f"<p>Measured on this CPU: median run <b>{prof.total_seconds * 1e3:,.2f} ms</b> "
             f"({prof.repeat} timed runs after a warm-up)"
             + (f"; simulated on {html.escape(sim_label)}: <b>{sim.time_s * 1e6:,.1f} µs</b> "
