@@ -24,7 +24,7 @@ EXIT_CODES_HELP = ("exit codes (every command): 0 ok; 1 the answer is no (verify
 
 from .cli_error import CliError  # noqa: E402  (one class whether cli.py runs as __main__ or not)
 from .cli_inputs import input_hint, load_npy as _load_npy, open_nac as _open, open_peer_file as _open_peer  # noqa: E402
-from .cli_inputs import named_items, shaped_inputs as _shaped_inputs, split_inputs  # noqa: E402
+from .cli_inputs import converted_peer, named_items, shaped_inputs as _shaped_inputs, split_inputs  # noqa: E402
 
 
 def cmd_info(args) -> int:
@@ -231,24 +231,6 @@ def _output_line(i: int, arr) -> str:
     return line
 
 
-def _converted(path: str, fmt: str):
-    """A peer-format program converted to NAC in memory (``nac run model.ir``), as ``nac convert``
-    would write it."""
-    import importlib
-    from .peers.convert_command import CONVERTERS
-    if fmt not in CONVERTERS:
-        raise CliError(f"{path}: `nac run` runs NAC, TVMR and convertible programs ({', '.join(CONVERTERS)}); "
-                       f"a {fmt} file has no converter")
-    mod_name, fn = CONVERTERS[fmt]
-    try:
-        res = getattr(importlib.import_module(mod_name), fn)(path)
-    except NacFormatError as e:
-        raise CliError(f"{path}: {e}") from None
-    print(f"{path}: converted from {fmt} to NAC in memory ({len(res.nac.instructions)} instructions)",
-          file=sys.stderr)
-    return res.nac
-
-
 def _run_tvmr(args, peer) -> int:
     """``nac run FILE.tvmr``: the TVMR interpreter to HALT; ``--feed x.npy`` is the program's input
     (default: seeded random values for its input register), ``--seed`` also seeds synthetic weights."""
@@ -289,7 +271,7 @@ def cmd_run(args) -> int:
         return _run_tvmr(args, peer)
     inputs, shaped = split_inputs(named_items(args.input))
     feeds = [_load_npy(p) for p in args.feed] if args.feed else None
-    with (_converted(args.file, peer.format) if peer is not None else _open(args.file)) as nac:
+    with (converted_peer(args.file, peer.format) if peer is not None else _open(args.file)) as nac:
         if shaped:
             inputs.update(_shaped_inputs(nac, shaped, args.seed))
         if not args.input and feeds is None:      # a freshly compiled file records its inputs

@@ -54,6 +54,25 @@ def open_peer_file(path: str):
 
 
 # --------------------------------------------------------------------------- commands
+def converted_peer(path: str, fmt: str, command: str = "nac run"):
+    """A peer-format program converted to NAC in memory (``nac run model.ir``), as ``nac convert``
+    would write it."""
+    import importlib
+    import sys
+    from .peers.convert_command import CONVERTERS
+    if fmt not in CONVERTERS:
+        raise CliError(f"{path}: `{command}` takes NAC and convertible programs ({', '.join(CONVERTERS)}); "
+                       f"a {fmt} file has no converter")
+    mod_name, fn = CONVERTERS[fmt]
+    try:
+        res = getattr(importlib.import_module(mod_name), fn)(path)
+    except NacFormatError as e:
+        raise CliError(f"{path}: {e}") from None
+    print(f"{path}: converted from {fmt} to NAC in memory ({len(res.nac.instructions)} instructions)",
+          file=sys.stderr)
+    return res.nac
+
+
 def load_npy(path: str):
     import numpy as np
     try:

@@ -45,12 +45,13 @@ def _us(seconds) -> str:
 
 def cmd_profile(args) -> int:
     from .cli_error import CliError
-    from .cli_inputs import open_nac
+    from .cli_inputs import converted_peer, open_nac, open_peer_file
     from .runtime.errors import NacRuntimeError
     from .runtime.profile import profile
     if args.repeat < 1 or args.top < 0:
         raise CliError("--repeat must be at least 1 and --top at least 0")
-    with open_nac(args.file) as nac:
+    peer = open_peer_file(args.file)          # a MIND .ir is converted in memory, as nac run does
+    with (converted_peer(args.file, peer.format, "nac profile") if peer is not None else open_nac(args.file)) as nac:
         inputs, feeds = _inputs(args, nac)
         try:
             prof = profile(nac, inputs, feeds, repeat=args.repeat)

@@ -59,3 +59,16 @@ def test_cli_refusals_are_one_line(capsys):
     assert main(["profile", str(CNN), "--hw", "no-such-preset"]) == 2
     assert "no-such-preset" in capsys.readouterr().err
     assert main(["profile", str(CNN), "--repeat", "0"]) == 2
+
+
+def test_a_mind_program_is_profiled_after_converting_it_in_memory(tmp_path, capsys):
+    ir = tmp_path / "m.ir"
+    ir.write_bytes(b'%0 = Input() {name: "x"} : Tensor<f32, [2, 3]>\n%1 = Relu(%0) : Tensor<f32, [2, 3]>\n'
+                   b'%2 = BinOp(Mul, %1, %1) : Tensor<f32, [2, 3]>\noutputs: %2\n')
+    assert main(["profile", str(ir), "--input", "x=2x3", "--top", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert "converted from mind to NAC in memory" in err and "slowest instructions" in out
+    tvmr = tmp_path / "p.tvmr"
+    tvmr.write_bytes(b"TVMR" + bytes(60))
+    assert main(["profile", str(tvmr)]) == 2
+    assert "nac profile" in capsys.readouterr().err
