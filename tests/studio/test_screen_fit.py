@@ -19,7 +19,8 @@ from nac_studio.main_window import fitted_geometry
 REPO = Path(__file__).resolve().parents[2]
 
 _CHILD = textwrap.dedent("""
-    import json, sys
+    import faulthandler, json, os, sys
+    faulthandler.enable()
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
     app = QApplication([])
@@ -42,8 +43,10 @@ _CHILD = textwrap.dedent("""
     assert shown
     print(json.dumps({"screen": [screen.x(), screen.y(), screen.width(), screen.height()],
                       "window": [geo.x(), geo.y(), geo.width(), geo.height()],
-                      "preset": win.layout_preset, "docks_outside": docks}))
-    win.close()
+                      "preset": win.layout_preset, "docks_outside": docks}), flush=True)
+    # the answer is out: leave without tearing the window and the application down (their order at
+    # interpreter exit is not this test's subject; the Studio itself deletes the window first)
+    os._exit(0)
 """)
 
 
