@@ -625,7 +625,7 @@ def _read_tar(f: NeffFile, stream: io.RawIOBase, span: Optional[Span]) -> None:
 
 def _walk_member(tf: tarfile.TarFile, m: tarfile.TarInfo, member: Member, keep: bool) -> None:
     """Read one member's bytes once, a chunk at a time: kept whole, or its head and the first
-    byte of every 64-byte slot counted (what the engine streams' opcode histogram needs)."""
+    byte of every whole 64-byte slot counted (what the engine streams' opcode histogram needs)."""
     fh = tf.extractfile(m)
     if fh is None:
         return
@@ -643,7 +643,8 @@ def _walk_member(tf: tarfile.TarFile, m: tarfile.TarInfo, member: Member, keep: 
             raise EOFError(f"{done:,} of {m.size:,} bytes")
         if done < HEAD_BYTES:
             member.head += chunk[:HEAD_BYTES - done]
-        counts += np.bincount(np.frombuffer(chunk, dtype=np.uint8)[::SLOT], minlength=256)
+        whole = len(chunk) // SLOT * SLOT          # a partial last slot is not an instruction
+        counts += np.bincount(np.frombuffer(chunk, dtype=np.uint8)[:whole:SLOT], minlength=256)
         done += len(chunk)
     member.opcodes = {int(op): int(n) for op, n in enumerate(counts.tolist()) if n}
 
@@ -763,7 +764,7 @@ def _decode_subgraph(f: NeffFile, sg: Subgraph) -> None:
                                                                       f"of {SLOT}-byte instruction slots"))
             info["slots"] = m.size // SLOT
             info["opcodes"] = (dict(Counter(m.data[i] for i in range(0, info["slots"] * SLOT, SLOT)))
-                               if m.data is not None else _whole_slots(m))
+                               if m.data is not None else dict(m.opcodes))
         ej = d.get(key)
         if isinstance(ej, str):
             js = _json_member(f, posixpath.join(folder, ej))
@@ -782,17 +783,6 @@ def _decode_subgraph(f: NeffFile, sg: Subgraph) -> None:
                     v["_constant"] = f"{dtype}{list(shape)}"
                 except NacFormatError as e:
                     f.problems.append(e)
-
-
-def _whole_slots(m: Member) -> dict:
-    """The walk counted the first byte of every 64-byte slot, a partial last one included."""
-    counts = dict(m.opcodes or {})
-    if m.size % SLOT and len(m.head) == m.size:      # (a short member: its partial slot is in its head)
-        op = m.head[m.size // SLOT * SLOT]
-        counts[op] -= 1
-        if not counts[op]:
-            del counts[op]
-    return counts
 
 
 def _dma_descriptor(x: dict) -> dict:
