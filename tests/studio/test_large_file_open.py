@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from PySide6.QtCore import QElapsedTimer, QTimer
@@ -20,6 +21,34 @@ from nac_studio.document import Selection
 ROOT = Path(__file__).resolve().parents[2]
 #: The longest the UI thread may go without serving its timer here (target 100 ms, quiet).
 STALL_BOUND_MS = 400
+
+class _Gap(NamedTuple):
+    """One heartbeat interval of the UI thread, from the kernel's scheduler statistics."""
+    wall: int        # ms between two timer ticks
+    running: int     # ms the UI thread was on a CPU in it
+    runnable: int    # ms it was ready to run but every core was busy with other work
+
+    def stall(self) -> int:
+        """The part of the gap the Studio answers for: its own work on the UI thread, or the
+        UI thread blocked (on the GIL, a lock, a page fault). The time it waited for a core
+        that other processes held is the machine's load: CI's slow tier shares its machine,
+        and a 1.2 s gap there could not be told from a hung UI without this split."""
+        return self.wall - self.runnable
+
+    def __str__(self) -> str:
+        return f"{self.wall} ms between ticks: {self.running} ms running, {self.runnable} ms waiting for a core"
+
+
+def _ui_thread_times() -> tuple[int, int]:
+    """(running, runnable) ms of the calling thread so far (Linux schedstat); zeros elsewhere,
+    where a gap is then counted whole."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            run_ns, wait_ns = f.read().split()[:2]
+        return int(run_ns) // 1_000_000, int(wait_ns) // 1_000_000
+    except (OSError, ValueError):
+        return 0, 0
+
 
 _MAKE = textwrap.dedent("""
     import sys, torch, nac_engine
@@ -55,9 +84,12 @@ def test_a_2_gb_file_opens_and_inspects_without_a_stall(window, qtbot, tmp_path)
     # a stall longer than the bound dumps every thread's stack (from faulthandler's own C thread,
     # which needs no GIL), so a failure says who held the UI thread or the lock
     stacks = open(tmp_path / "stall-stacks.txt", "w+")
+    clock = [_ui_thread_times()]
 
     def beat_once():
-        gaps.append(beat.restart())
+        now = _ui_thread_times()
+        gaps.append(_Gap(beat.restart(), now[0] - clock[0][0], now[1] - clock[0][1]))
+        clock[0] = now
         faulthandler.dump_traceback_later(STALL_BOUND_MS / 1000, file=stacks)
     heart.timeout.connect(beat_once)
     beat.start()
@@ -75,4 +107,6 @@ def test_a_2_gb_file_opens_and_inspects_without_a_stall(window, qtbot, tmp_path)
     faulthandler.cancel_dump_traceback_later()
     assert panel.large is not None and panel.array is None
     stacks.seek(0)
-    assert max(gaps) <= STALL_BOUND_MS, f"the UI thread stalled for {max(gaps)} ms; during it:\n{stacks.read()}"
+    worst = max(gaps, key=_Gap.stall)
+    assert worst.stall() <= STALL_BOUND_MS, (
+        f"the UI thread stalled for {worst.stall()} ms ({worst}); during it:\n{stacks.read()}")
