@@ -22,6 +22,7 @@ from nac_engine.dap.framing import ProtocolError, encode_message, read_message
 
 from . import PROTOCOL_VERSION
 from .arrays import ArrayError, ArrayWriter, decode, remove_directory, shared_directory
+from .zygote import ZYGOTE
 
 
 class EngineStopped(RuntimeError):
@@ -78,6 +79,10 @@ def describe_exit(returncode: Optional[int]) -> str:
     return f"engine stopped: exit status {returncode}"
 
 
+#: Hosts this process has started (a zygote is warmed from the second on).
+_HOSTS_STARTED = [0]
+
+
 class HostConnection:
     """``HostConnection(memory_cap=None, env=None)``; the process starts on the first request."""
 
@@ -102,6 +107,7 @@ class HostConnection:
         self._closing = False
         self._shut = False           # shut down on purpose: no request starts it again (start() does)
         self._log = None
+        self._env: dict = {}
 
     @property
     def alive(self) -> bool:
@@ -131,8 +137,10 @@ class HostConnection:
             env = dict(os.environ if self.env is None else self.env)
             env.pop("QT_QPA_PLATFORM", None)
             self._log = open(os.path.join(self.array_dir, "host.log"), "wb")
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-                                         env=env, close_fds=True)
+            self._env = env
+            _HOSTS_STARTED[0] += 1
+            self.proc = ZYGOTE.fork(cmd[4:], env, self._log.fileno()) or subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=env, close_fds=True)
             self._reader = threading.Thread(target=self._read_loop, args=(self.proc, self._generation),
                                             name="engine-host-reader", daemon=True)
             self._reader.start()
@@ -246,6 +254,11 @@ class HostConnection:
             except ArrayError as e:
                 msg = {**msg, "success": False, "message": f"bad array from the engine host: {e}", "body": None}
             if msg.get("type") == "response":
+                if msg.get("command") != "initialize" and _HOSTS_STARTED[0] >= 2:
+                    # a process that needed a second host (a restart, another window) will need
+                    # more: once this one has done its imports, warm a zygote to fork them from
+                    # (a one-window session never pays for one)
+                    ZYGOTE.warm(self._env)
                 req = self.pending.pop(msg.get("request_seq"), None)
                 if req is not None:
                     self._settle_from(req, msg)
