@@ -11,6 +11,11 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
+# minutes of CPU: the default tier skips them, .ci/run runs them (pytest -m heavy)
+pytestmark = pytest.mark.heavy
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -109,6 +109,7 @@ def test_no_debug_info_drops_only_the_source_map(tmp_path, capsys):
     assert [i.a for i in a.instructions] == [i.a for i in b.instructions]
 
 
+@pytest.mark.heavy
 def test_two_temp_directories_and_two_processes_write_identical_bytes(tmp_path):
     outs = []
     for k in range(2):

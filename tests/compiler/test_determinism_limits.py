@@ -48,6 +48,7 @@ _SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.heavy
 def test_two_processes_in_two_directories_write_identical_bytes(tmp_path):
     cfg = tmp_path / "config.json"
     cfg.write_text('{"model_type": "bert", "vocab_size": 64, "hidden_size": 16, "num_hidden_layers": 1, '

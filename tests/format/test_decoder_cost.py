@@ -24,6 +24,9 @@ from nac_engine.isa.mep import (MEP_OPCODES, MepStream, _decode_one, _Undecodabl
 from tests.format.test_regressions import small_file
 from tests.decoder_cost import best_cpu, ram_per_file_byte
 
+# minutes of CPU: the default tier skips them, .ci/run runs them (pytest -m heavy)
+pytestmark = pytest.mark.heavy
+
 # A real MEP program (load model, load array, run, argmax, print, return): 29 bytes.
 MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")
 

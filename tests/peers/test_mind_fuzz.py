@@ -117,6 +117,7 @@ def run_fuzz(n: int, seed: int) -> dict:
     return {"n": n + len(HOSTILE), "worst_s": worst}
 
 
+@pytest.mark.heavy
 def test_hostile_and_mutated_text_small_slice():
     stats = run_fuzz(2000, seed=13)
     assert stats["worst_s"] < 10, stats

@@ -30,6 +30,9 @@ from tests.decoder_cost import best_cpu, ram_per_file_byte
 from tests.corpus_paths import CORPUS
 from tests.peers.mind_strategies import valid_modules
 
+# minutes of CPU: the default tier skips them, .ci/run runs them (pytest -m heavy)
+pytestmark = pytest.mark.heavy
+
 
 def mind_text(scale: int) -> bytes:
     """The bench's MIND input (bench_hostile_cost.py mind_1m), about 250 KB per scale."""
