@@ -31,7 +31,6 @@ import weakref
 from typing import Optional
 
 
-
 # -- the Studio's side -----------------------------------------------------------------------------
 class ForkedProcess:
     """What :class:`~.connection.HostConnection` uses of a ``subprocess.Popen``, for a host forked

@@ -52,7 +52,13 @@ def serve(sock: socket.socket) -> None:
                     os.close(fd)
                 sock.sendall((-1).to_bytes(8, "little", signed=True))
                 continue
-            request = json.loads(msg[4:4 + int.from_bytes(msg[:4], "little")])
+            want = 4 + int.from_bytes(msg[:4].ljust(4, b"\0"), "little")
+            while len(msg) < want:        # a stream socket may hand a long environment over in parts
+                more = sock.recv(min(want - len(msg), _MAX_REQUEST))
+                if not more:
+                    return
+                msg += more
+            request = json.loads(msg[4:want])
             pid = os.fork()
             if pid == 0:
                 _become_host(sock, [wake_r, wake_w, fds[3], *children.values()], fds[:3], request, host_main)
