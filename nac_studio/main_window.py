@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QDockWidget, QF
                                QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
                                QToolBar, QToolButton, QVBoxLayout, QWidget)
 
-from . import dock_layout, icons, preload, schedule_problems, ui_gc
+from . import dock_layout, icons, schedule_problems, ui_gc
 from .commands import CommandRegistry
 from .debug_commands import register_debug_commands
 from .generation_commands import register_generation_commands
@@ -147,7 +147,6 @@ class MainWindow(QMainWindow):
                  theme: str = "system", fit_screen: bool = False):
         guard_singleton_refcounts()
         ui_gc.collect_on_ui_thread()           # collections on the UI thread, never on a worker
-        preload.start_background_imports()    # pyqtgraph off the UI thread, before the first plot
         super().__init__()
         self.setObjectName("nacStudioMain")
         self.setWindowTitle("NAC Studio")

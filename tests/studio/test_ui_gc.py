@@ -4,7 +4,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from nac_studio import preload, ui_gc
+from nac_studio import ui_gc
 
 
 class _Cycle:
@@ -20,7 +20,6 @@ class _Cycle:
 
 def test_the_window_turns_automatic_collection_off_and_keeps_it_off(window):
     assert ui_gc.collect_on_ui_thread() is not None
-    assert preload.wait(60)            # the background imports re-enable nothing
     assert not gc.isenabled()
 
 
