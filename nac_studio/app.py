@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import faulthandler
 import importlib.resources
-import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -176,9 +175,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             result["code"] = result["code"] or 1
     win.tasks.shutdown(wait=False)
     win.host.shutdown()
-    win.settings.sync()
     _destroy_before_app(win, app)
-    _end_process(result["code"])
+    return result["code"]
 
 
 def _destroy_before_app(win, app) -> None:
@@ -190,17 +188,6 @@ def _destroy_before_app(win, app) -> None:
     if shiboken6.isValid(win):
         shiboken6.delete(win)
     app.processEvents()
-
-
-def _end_process(code: int) -> None:
-    """Leave without the interpreter's teardown. Everything the user asked for is done by now
-    (screenshot saved, settings synced, the engine host shut down, the window destroyed); what
-    the teardown would still do is free Qt wrappers and join background threads in whatever order
-    the interpreter picks, and twice a Studio run from the command line ended in SIGSEGV there,
-    after its work, under load."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 if __name__ == "__main__":
