@@ -230,6 +230,7 @@ class MainWindow(QMainWindow):
         hints = QGuiApplication.styleHints()
         if hasattr(hints, "colorSchemeChanged"):
             hints.colorSchemeChanged.connect(self._on_scheme_changed)
+        ui_gc.freeze_start_up()
 
     # -- views ----------------------------------------------------------------------------
     def add_view(self, cls) -> tuple[QWidget, QDockWidget]:

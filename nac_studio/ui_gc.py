@@ -86,6 +86,22 @@ class UiThreadCollector(QObject):
             self._last_full = time.monotonic()
 
 
+_frozen = False
+
+
+def freeze_start_up() -> None:
+    """Once per process, when the first window is built: move everything alive then (the
+    modules PySide6, pyqtgraph and numpy imported, their types, the window) out of the
+    collector's reach. They live as long as the process, and a full collection that walks them
+    again every time took 0.8 s of UI thread in the 2 GB open test. Frozen objects are still
+    freed by reference counting; only a cycle among them that became garbage would stay."""
+    global _frozen
+    if not _frozen:
+        _frozen = True
+        gc.collect()
+        gc.freeze()
+
+
 def collect_on_ui_thread(skip_while: Optional[Callable[[], bool]] = None) -> Optional[UiThreadCollector]:
     """Install the collector once per process (needs a QCoreApplication; call it on the UI
     thread); ``skip_while``, when given, replaces the installed one's. Returns it, or None
