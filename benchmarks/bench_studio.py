@@ -206,7 +206,7 @@ def measure_once(path: Path, app) -> dict:
     out["search_s"], out["search_stall_ms"] = background(lambda: hexv.find(True))
     qdoc = win.active
     big = max(qdoc.nac.params.values(), key=lambda p: p.data_length)
-    from nac_studio.document import Selection
+    from nac_studio.model.document import Selection
     qdoc.select(Selection("param", big.id))
     props = win.properties_view
     out["stats_s"], out["stats_stall_ms"] = background(
@@ -237,8 +237,8 @@ def measure_once(path: Path, app) -> dict:
 
 def layout_without_qt(path: Path) -> dict:
     from nac_engine.format.reader import read
-    from nac_studio.graph_layout import layout_graph
-    from nac_studio.graph_model import build_graph
+    from nac_studio.model.graph_layout import layout_graph
+    from nac_studio.model.graph_model import build_graph
 
     nac = read(str(path), strict=False)
     out = {}

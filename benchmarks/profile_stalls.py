@@ -130,7 +130,7 @@ def main(argv=None) -> int:
     from PySide6.QtCore import QSettings, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from nac_studio.document import Selection
+    from nac_studio.model.document import Selection
     from nac_studio.main_window import MainWindow
     from nac_studio.theme import apply_theme
     from studio_stalls import _pump

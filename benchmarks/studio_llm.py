@@ -43,7 +43,7 @@ def main() -> int:
     from nac_studio.qt_compat import guard_singleton_refcounts
     guard_singleton_refcounts()
     app = QApplication.instance() or QApplication([])
-    from nac_studio.document import Selection
+    from nac_studio.model.document import Selection
     from nac_studio.main_window import MainWindow
 
     settings = QSettings(str(Path(tempfile.mkdtemp()) / "bench.ini"), QSettings.Format.IniFormat)

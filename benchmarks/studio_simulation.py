@@ -61,8 +61,8 @@ def empty_frame_ms(app, frames: int = 24) -> float:
 
 def measure_timeline(app, sizes=(1000, 10000, 100000), repeat: int = 3) -> list[dict]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from nac_studio.document import Document
-    from nac_studio.memory_timeline import build_timeline
+    from nac_studio.model.document import Document
+    from nac_studio.model.memory_timeline import build_timeline
     from nac_studio.qt_document import QtDocument
     from nac_studio.views.timeline import TimelineView
     from tests.studio.long_stream import long_stream, synthetic_sizes

@@ -83,7 +83,7 @@ def measure_stalls(path: Path, app) -> dict:
     """Action -> longest stall in ms (and a few seconds figures), for one file."""
     from PySide6.QtCore import QSettings
 
-    from nac_studio.document import Selection
+    from nac_studio.model.document import Selection
     from nac_studio.main_window import MainWindow
 
     settings = QSettings(str(Path(tempfile.mkdtemp()) / "stalls.ini"), QSettings.Format.IniFormat)
@@ -178,8 +178,8 @@ def layout_figures(path: Path) -> dict:
     """Seconds, without Qt: this file's graph with every block expanded, and a synthetic
     20,000-node graph (GPT-2-shaped blocks), both built and laid out."""
     from nac_engine.format.reader import read
-    from nac_studio.graph_layout import layout_graph
-    from nac_studio.graph_model import build_graph
+    from nac_studio.model.graph_layout import layout_graph
+    from nac_studio.model.graph_model import build_graph
 
     out = {}
     nac = read(str(path), strict=False)

@@ -69,7 +69,7 @@ async def _startup(win, args, app) -> int:
         return 0
     ok = await win.wait_idle(timeout=args.timeout)
     if args.select is not None and win.active is not None:
-        from .document import Selection
+        from .model.document import Selection
         n = len(win.active.nac.instructions)
         if 0 <= args.select < n:
             win.active.select(Selection("instruction", args.select))

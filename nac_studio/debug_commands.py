@@ -30,7 +30,7 @@ from PySide6.QtWidgets import QToolBar
 
 from . import debug_marks
 from .debug_session import ERROR, DebugSession
-from .document import Problem, Selection
+from .model.document import Problem, Selection
 from .widgets.task_indicator import ElidedText
 
 #: Problems-list check name for a run's kernel error.

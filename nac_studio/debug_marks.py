@@ -147,7 +147,7 @@ def hex_ranges(doc, marks: DebugMarks) -> list[tuple[int, int]]:
         return []
     out = []
     for sel_kind in ("instruction", "mmap"):
-        from .document import Selection
+        from .model.document import Selection
         span = doc.span_of(Selection(sel_kind, t))
         if span is not None:
             out.append((span.offset, span.length))

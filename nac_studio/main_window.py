@@ -21,17 +21,18 @@ from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QDockWidget, QF
                                QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
                                QToolBar, QToolButton, QVBoxLayout, QWidget)
 
-from . import dock_layout, icons, schedule_problems, ui_gc
+from . import dock_layout, icons, ui_gc
+from .model import schedule_problems
 from .commands import CommandRegistry
 from .debug_commands import register_debug_commands
 from .generation_commands import register_generation_commands
 from .simulation_commands import register_simulation_commands
-from .document import Document, Selection, severity_of
+from .model.document import Document, Selection, severity_of
 from .icons import icon
 from .qt_compat import guard_singleton_refcounts
 from .qt_document import QtDocument
 from .tasks import Cancelled, Task, TaskRunner
-from .tab_names import tab_titles
+from .model.tab_names import tab_titles
 from .theme import apply_theme
 from .views.disassembly import DisassemblyView
 from .views.graph import GraphView
@@ -80,14 +81,14 @@ def fitted_geometry(window: QRect, available: QRect) -> QRect:
 def open_document(ctx, path: str) -> Document:
     """Background part of opening: parse leniently, then build the lookups the views
     need first (span index, instruction spans) so the UI thread does not."""
-    from .peer_document import open_any      # a .nac, or a peer format (MIND Core IR, …)
+    from .model.peer_document import open_any      # a .nac, or a peer format (MIND Core IR, …)
     doc = open_any(path)
     ctx.check()
     doc.prepare()
     ctx.check()
     # the graph asks for the repeated blocks as it gets the document (decoding the source map:
     # 25 ms on 2,314 ticks); made here they are cached on the file
-    from .graph_model import detect_block_prefixes
+    from .model.graph_model import detect_block_prefixes
     detect_block_prefixes(doc.nac)
     return doc
 

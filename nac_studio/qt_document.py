@@ -1,4 +1,4 @@
-"""Qt face of a :class:`~nac_studio.document.Document`: the same events as signals.
+"""Qt face of a :class:`~nac_studio.model.document.Document`: the same events as signals.
 
 Views hold a :class:`QtDocument`, connect to its signals and call the plain document's
 ``select``/``set_tick`` through it. The ``source`` argument is the view that made the
@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional
 
 from PySide6.QtCore import QObject, Signal
 
-from .document import Document, Selection
+from .model.document import Document, Selection
 from .tasks import TaskRunner
 
 

@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject
 from PySide6.QtGui import QColor
 
 from .simulation_overlay_legend import SCALE, OverlayScaleLegend, overlay_scale
-from .simulation_state import OVERLAY_METRICS
+from .model.simulation_state import OVERLAY_METRICS
 
 LAYER = "hardware"
 

@@ -18,6 +18,21 @@ def test_engine_never_imports_qt():
     assert out.stdout.strip() == ""
 
 
+def test_the_studio_model_never_imports_qt():
+    """nac_studio/model/ is the Studio's Qt-free half (document, simulation state, graph model and
+    layout, MMAP timeline, ...): the folder says which code is Qt and which is not."""
+    import nac_studio.model
+    modules = [m.name for m in pkgutil.walk_packages(nac_studio.model.__path__, "nac_studio.model.")]
+    assert len(modules) >= 17
+    code = ("import importlib, sys\n"
+            f"for m in {modules!r}: importlib.import_module(m)\n"
+            "bad = sorted(k for k in sys.modules if k.split('.')[0] in ('PySide6', 'PyQt5', 'PyQt6', 'shiboken6'))\n"
+            "print(','.join(bad))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(nac_studio.model.__file__).resolve().parents[2])
+    assert out.stdout.strip() == ""
+
+
 def test_codec_import_does_not_load_torch():
     code = "import sys, nac_engine, nac_engine.cli; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -90,7 +90,7 @@ def statistics(ctx: Context, args: dict) -> Any:
 def shapes(ctx: Context, args: dict) -> Any:
     """``{path}`` -> {tick: "f32[1,16,768]"} from the meta-device shape pass (the graph's edges);
     empty when the file records no input signature or its shapes cannot be propagated."""
-    from ..graph_shapes import propagated_shapes
+    from ..model.graph_shapes import propagated_shapes
 
     def progress(tick: int, n: int) -> None:
         if tick % 64 == 0:
@@ -109,8 +109,8 @@ def layout(ctx: Context, args: dict) -> Any:
     """``{path, mode, show_params, show_consts, collapse_prefixes}`` -> the file's dataflow graph,
     built and laid out here (both are Python-heavy: in the window's process they held the GIL
     against its first frame), as ``graph_layout.layout_to_data``."""
-    from ..graph_layout import LayoutCancelled, layout_graph, layout_to_data
-    from ..graph_model import build_graph
+    from ..model.graph_layout import LayoutCancelled, layout_graph, layout_to_data
+    from ..model.graph_model import build_graph
     graph = build_graph(ctx.state.nac(args["path"]), show_params=bool(args.get("show_params", True)),
                         show_consts=bool(args.get("show_consts", False)),
                         collapse_prefixes=list(args.get("collapse_prefixes") or []))
@@ -127,7 +127,7 @@ def layout(ctx: Context, args: dict) -> Any:
 def sugiyama(ctx: Context, args: dict) -> Any:
     """``{n, edges (m×2), layers (n), maxiter}`` -> igraph's Sugiyama coordinates and edge bends."""
     import numpy as np
-    from ..graph_layout import sugiyama_coordinates
+    from ..model.graph_layout import sugiyama_coordinates
     n = int(args["n"])
     edges = np.asarray(args["edges"], np.int64).reshape(-1, 2)
     layers = np.asarray(args["layers"], np.int64)

@@ -25,7 +25,7 @@ def _sim_progress(ctx: Context):
 
 def simulate(ctx: Context, args: dict) -> Any:
     """``{path, hardware, overrides, feeds}`` -> ``{result: SimResult data, seconds}``."""
-    from ..simulation_state import run_simulation
+    from ..model.simulation_state import run_simulation
     res, seconds = run_simulation(ctx, ctx.state.nac(args["path"]), _hardware(args), args.get("overrides") or {},
                                   decode_feeds(args.get("feeds")))
     return {"result": res.to_data(), "seconds": seconds}
@@ -40,7 +40,7 @@ def simulate_file(ctx: Context, args: dict) -> Any:
     from nac_engine.sim.api import simulate as sim
 
     from ..model.input_slots import input_slots
-    from ..simulation_state import InputsUnknown
+    from ..model.simulation_state import InputsUnknown
     path = args["path"]
     nac = ctx.state.nac(path)
     this_feeds = decode_feeds(args.get("feeds")) or []
@@ -66,7 +66,7 @@ def simulate_file(ctx: Context, args: dict) -> Any:
 
 def sweep(ctx: Context, args: dict) -> Any:
     """``{path, hardware, axes, feeds, scheduler, workers}`` -> ``{rows, seconds}``."""
-    from ..simulation_state import run_sweep
+    from ..model.simulation_state import run_sweep
     rows, seconds = run_sweep(ctx, ctx.state.nac(args["path"]), _hardware(args), args.get("axes") or {},
                               decode_feeds(args.get("feeds")), args.get("scheduler"), args.get("workers"))
     return {"rows": [dataclasses.asdict(r) for r in rows], "seconds": seconds}

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
                                QTableWidgetItem, QToolButton, QVBoxLayout, QWidget)
 
 from ..debug_session import BREAKPOINT_KINDS
-from ..document import Selection
+from ..model.document import Selection
 from ..icons import icon
 from ..qt_document import rebind
 

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGridL
                                QLineEdit, QPushButton, QSplitter, QTableWidget, QTableWidgetItem, QToolButton,
                                QVBoxLayout, QWidget)
 
-from ..document import Selection
+from ..model.document import Selection
 from ..qt_document import rebind
 
 COLUMNS = ("Tick", "Tick B", "Value", "Op", "Max abs", "Relative", "Cosine")

@@ -28,9 +28,9 @@ from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 
 from .. import debug_marks
 from ..qt_document import rebind
-from ..document import Selection
-from ..graph_model import op_class
-from ..graph_problems import problem_ticks
+from ..model.document import Selection
+from ..model.graph_model import op_class
+from ..model.graph_problems import problem_ticks
 
 COL_TICK, COL_OP, COL_ARGS, COL_SIG, COL_OFFSET, COL_MMAP, COL_CYCLES, COL_TIME = range(8)
 #: "Cycles": the shown hardware run's cycles per instruction; "Measured": a Profile run's time on this

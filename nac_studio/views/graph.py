@@ -29,12 +29,12 @@ from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPalette
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QSizePolicy, QToolBar, QToolButton, QVBoxLayout, QWidget)
 
 from ..qt_document import rebind
-from ..document import Selection
-from ..graph_layout import GraphLayout, LayoutCancelled, layout_graph
-from ..graph_problems import problem_ticks
-from ..graph_shapes import file_shapes, node_shape_labels
-from ..graph_model import OP_CLASS_TITLES, OP_CLASSES, DataflowGraph, build_graph, detect_block_prefixes
-from ..peer_graph import dataflow_from_peer
+from ..model.document import Selection
+from ..model.graph_layout import GraphLayout, LayoutCancelled, layout_graph
+from ..model.graph_problems import problem_ticks
+from ..model.graph_shapes import file_shapes, node_shape_labels
+from ..model.graph_model import OP_CLASS_TITLES, OP_CLASSES, DataflowGraph, build_graph, detect_block_prefixes
+from ..model.peer_graph import dataflow_from_peer
 from ..widgets.graph_canvas import GraphCanvas, class_colors, edge_batches
 from ..widgets.task_indicator import ProgressStrip
 
@@ -855,7 +855,7 @@ def _esc(text: str) -> str:
 def host_sugiyama(host, n: int, edges, layers, maxiter: int):
     """igraph's Sugiyama in the engine host (it holds the GIL for its whole C call: in this
     process that froze the window); computed here only if the host cannot answer (it died)."""
-    from ..graph_layout import sugiyama_coordinates
+    from ..model.graph_layout import sugiyama_coordinates
     from ..host.connection import EngineStopped, HostError
     try:
         got = host.call("nac/sugiyama", {"n": int(n), "edges": np.asarray(edges, np.int64).reshape(-1, 2),
@@ -870,7 +870,7 @@ def host_layout(ctx, host, path: str, mode: str, build: dict):
     """The file's graph laid out by the engine host (``nac/layout``), waited for in this worker
     thread with its progress and cancel passed along; None when the host cannot answer (it died:
     the caller lays out here)."""
-    from ..graph_layout import layout_from_data
+    from ..model.graph_layout import layout_from_data
     from ..host.connection import EngineStopped, HostError, RequestCancelled
     req = host.connection.request("nac/layout", {"path": path, "mode": mode, **build}, convert=layout_from_data)
     req.on_progress = lambda frac, _text: ctx.progress(frac, 1.0)

@@ -3,7 +3,7 @@
 Pick a preset or a TOML file, adjust a few keys (array size, dataflow, SRAM, DMA engines, DRAM
 bandwidth) and **Simulate**: :func:`nac_engine.sim.simulate` runs in the background with
 progress and Cancel (checked between two instructions). Inputs come from the debugger's Inputs
-dialog when set, else the file's input signature (:class:`~nac_studio.simulation_state.SimulationState`).
+dialog when set, else the file's input signature (:class:`~nac_studio.model.simulation_state.SimulationState`).
 
 Shown: lanes per unit (systolic, vector, SFU, mover, core), the stalls coloured by cause, one
 lane per DMA engine, and SRAM occupancy against its capacity, on one x axis that toggles between
@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (QSizePolicy, QAbstractItemView, QComboBox, QDoubl
                                QMenu, QSpinBox, QSplitter, QTableView, QTabWidget, QTextBrowser, QToolBar, QToolButton,
                                QVBoxLayout, QWidget)
 
-from ..document import Selection
+from ..model.document import Selection
 from ..icons import icon
 from ..qt_document import rebind
 
@@ -426,7 +426,7 @@ class HardwareView(QWidget):
         from nac_engine.sim.config import HardwareConfigError, load_hardware
 
         from ..host.feeds import encode_feeds
-        from ..simulation_state import InputsUnknown, hardware_argument, simulation_result
+        from ..model.simulation_state import InputsUnknown, hardware_argument, simulation_result
         overrides = self.overrides()
         try:
             load_hardware(self.hardware, overrides or None)
@@ -463,7 +463,7 @@ class HardwareView(QWidget):
         if st is None or not self.qdoc.doc.path:
             return None
         from ..host.feeds import encode_feeds
-        from ..simulation_state import InputsUnknown
+        from ..model.simulation_state import InputsUnknown
         try:
             feeds = st.sim_feeds()
         except InputsUnknown as exc:
@@ -516,7 +516,7 @@ class HardwareView(QWidget):
     def _profile_link(self, url) -> None:
         text = url.toString()
         if text.startswith("tick:") and self.qdoc is not None:
-            from ..document import Selection
+            from ..model.document import Selection
             self.qdoc.select(Selection("instruction", int(text[5:])), source=self)
 
     def cancel(self) -> None:
@@ -531,7 +531,7 @@ class HardwareView(QWidget):
             self.simulate_button.setEnabled(True)
 
     def _done(self, qdoc, task, result, label, hardware, overrides) -> None:
-        from ..simulation_state import SimRun
+        from ..model.simulation_state import SimRun
         self._idle(task)
         res, seconds = result
         qdoc.doc.simulation.add_run(SimRun(label, hardware, dict(overrides), res, seconds), self)
@@ -607,7 +607,7 @@ class HardwareView(QWidget):
                         if other is not None else None)
         cmp = self._file_comparison()
         if cmp is not None:
-            from ..file_comparison import totals_side_by_side_html
+            from ..model.file_comparison import totals_side_by_side_html
             other_cycles = cmp.other_cycles()
         self.table_model.set_rows(res.instructions, other_cycles, st.measured())
         self.totals.setHtml(self.totals_html(run, other) if cmp is None else
@@ -637,10 +637,10 @@ class HardwareView(QWidget):
         if st is None or st.run is None:
             self.show_error("Simulate this file first; the other file runs on the same configuration")
             return None
-        from ..file_comparison import comparison_from_host
+        from ..model.file_comparison import comparison_from_host
         from ..host.feeds import encode_feeds
-        from ..simulation_state import hardware_argument
-        from ..simulation_state import InputsUnknown
+        from ..model.simulation_state import hardware_argument
+        from ..model.simulation_state import InputsUnknown
         run = st.run
         try:
             feeds = st.sim_feeds()

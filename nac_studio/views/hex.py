@@ -30,7 +30,7 @@ from nac_engine.spans import UNPARSED
 from .. import debug_marks
 from ..bookmark_store import BookmarkStore, file_identity
 from ..qt_document import rebind
-from ..document import Document, Selection
+from ..model.document import Document, Selection
 from ..icons import icon
 from ..theme import mono_font, section_color
 from ..widgets.hex_area import ROW, HexArea

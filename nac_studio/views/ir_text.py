@@ -18,7 +18,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
 
-from ..document import Selection
+from ..model.document import Selection
 from ..qt_document import rebind
 from ..theme import is_dark, mono_font
 from ..widgets.rule_highlighter import RuleHighlighter

@@ -18,7 +18,7 @@ from PySide6.QtGui import QFontMetrics, QGuiApplication, QPalette
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QSizePolicy,
                                QToolButton, QTreeView, QVBoxLayout, QWidget)
 
-from ..document import selection_for_problem, severity_of
+from ..model.document import selection_for_problem, severity_of
 from ..icons import icon
 from ..qt_document import rebind
 from ..theme import mono_font

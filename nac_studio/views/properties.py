@@ -23,7 +23,7 @@ from nac_engine.isa.coerce import use_note
 from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 
 from ..qt_document import rebind
-from ..document import Selection
+from ..model.document import Selection
 from ..model.tensor_stats import tensor_stats  # noqa: F401  (re-exported for the tests)
 from ..icons import icon
 from ..theme import is_dark, mono_font

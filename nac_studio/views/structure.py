@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLineEdit, QTreeVi
 from nac_engine.spans import UNPARSED, Span
 
 from ..qt_document import rebind
-from ..document import Selection, severity_of
+from ..model.document import Selection, severity_of
 from ..icons import icon
 
 COLUMNS = ("Name", "Offset", "Size", "Type", "Value")

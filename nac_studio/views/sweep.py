@@ -135,7 +135,7 @@ class SweepView(QWidget):
         from nac_engine.sim.config import HardwareConfigError, load_hardware
         from nac_engine.sim.sweep import grid, parse_scheduler
 
-        from ..simulation_state import InputsUnknown, SweepTable, hardware_argument, sweep_result
+        from ..model.simulation_state import InputsUnknown, SweepTable, hardware_argument, sweep_result
         hardware = self.preset.currentText()
         scheduler = self.scheduler.text().strip() or None
         try:
@@ -175,7 +175,7 @@ class SweepView(QWidget):
         return self.task
 
     def load_json(self, path: str) -> None:
-        from ..simulation_state import SweepTable, sweep_rows_from_json
+        from ..model.simulation_state import SweepTable, sweep_rows_from_json
         try:
             with open_regular(path) as fh:
                 raw = fh.read((64 << 20) + 1)
@@ -238,7 +238,7 @@ class SweepView(QWidget):
 
     def front(self) -> list[int]:
         """Row indices on the Pareto front of (x key, total cycles)."""
-        from ..simulation_state import pareto_front
+        from ..model.simulation_state import pareto_front
         table = self.state.sweep if self.state is not None else None
         key = self.x_key.currentText()
         if table is None or not key:

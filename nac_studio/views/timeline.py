@@ -3,7 +3,7 @@
 x is the tick (tick *t* spans ``[t, t+1)``). From top: the lint lane (violations red, hazards
 orange, on their ticks), one lane per MMAP command (PRELOAD, SAVE_RESULT, FORWARD, FREE), one
 lifetime bar per buffer (weights, inputs, computed values) coloured by its bytes and packed onto
-rows, and the live-bytes curve with its peak marked (:mod:`nac_studio.memory_timeline`, the
+rows, and the live-bytes curve with its peak marked (:mod:`nac_studio.model.memory_timeline`, the
 checker's model). With **Planners** on, a fourth plot shows the same program re-planned in
 memory by each planner (reference, reference-lookback, min-peak, lookahead N) with their peaks;
 **Save As with Schedule** writes a copy whose only change is the MMAP section and lints it.
@@ -26,7 +26,7 @@ from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QSizePolicy, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QLabel, QSpinBox, QToolBar,
                                QToolButton, QVBoxLayout, QWidget)
 
-from ..document import Selection
+from ..model.document import Selection
 from ..icons import icon
 from ..qt_document import rebind
 
@@ -177,7 +177,7 @@ class TimelineView(QWidget):
             return
         self._compute_on_paint = False
         from ..host.feeds import encode_feeds
-        from ..simulation_state import InputsUnknown, timeline_from_sizes
+        from ..model.simulation_state import InputsUnknown, timeline_from_sizes
         try:
             feeds = st.sim_feeds()
         except InputsUnknown as exc:
@@ -227,7 +227,7 @@ class TimelineView(QWidget):
     def markers(self) -> list:
         """The schedule lint's findings on their ticks: the document's ``mmap`` problems (the
         Problems pane's check, run once on open), else what the timeline computed itself."""
-        from ..memory_timeline import Marker
+        from ..model.memory_timeline import Marker
         found = self.qdoc.doc.problems_from("mmap") if self.qdoc is not None else []
         out = []
         for p in found:
@@ -287,7 +287,7 @@ class TimelineView(QWidget):
 
     def _add_next_plot(self) -> None:
         """One more of :data:`_PLOTS` (the widget itself first)."""
-        from ..memory_timeline import LANES
+        from ..model.memory_timeline import LANES
         from ..widgets.lanes_plot import LanesPlot
         if self.plot is None:
             plot = LanesPlot(self)
@@ -342,7 +342,7 @@ class TimelineView(QWidget):
     def _draw(self, tl) -> None:
         import pyqtgraph as pg
 
-        from ..memory_timeline import LANES
+        from ..model.memory_timeline import LANES
         from ..widgets.lanes_plot import RectBatch, ramp_index
         plot = self._ensure_plot()
         if not self.items:
@@ -389,7 +389,7 @@ class TimelineView(QWidget):
         self._refresh_planner_choice()
 
     def _buffer_tip(self, tl, k: int) -> str:
-        from ..memory_timeline import BUFFER_KINDS
+        from ..model.memory_timeline import BUFFER_KINDS
         b = tl.buffers
         v = int(b.value[k])
         doc = self.qdoc.doc
@@ -449,7 +449,7 @@ class TimelineView(QWidget):
             return
         if self.planner_task is not None:
             return
-        from ..simulation_state import compute_planners
+        from ..model.simulation_state import compute_planners
         qdoc = self.qdoc
         self.planner_task = qdoc.tasks.submit("Re-planning the MMAP schedule", compute_planners, qdoc.nac, st.sizes,
                                               self.lookahead.value(),

@@ -1,7 +1,7 @@
 """TVMR Machine pane: step a TVMR program in the engine's interpreter and see its registers.
 
 Step / Step Back / Run / Reset (buttons and Debug-menu commands, no shortcuts: F5/F10 belong to
-the NAC debugger) drive the document's :class:`~nac_studio.tvmr_session.TvmrSession`. Weights are
+the NAC debugger) drive the document's :class:`~nac_studio.model.tvmr_session.TvmrSession`. Weights are
 synthetic and seeded. After each action the instruction about to run becomes the document's
 selection and tick, so structure, hex, graph and the text form follow it; the table lists every
 register (name, type, shape, a summary of its values at that point; those the last step wrote in
@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSpinBox,
                                QToolBar, QVBoxLayout, QWidget)
 
 from ..qt_document import rebind
-from ..tvmr_session import INLINE_STEPS, TvmrSession, tvmr_session_of
+from ..model.tvmr_session import INLINE_STEPS, TvmrSession, tvmr_session_of
 
 COLUMNS = ("Register", "Type", "Shape", "Value")
 

@@ -43,9 +43,9 @@ from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QImage, QMouseEvent, QP
                            QPalette, QPen, QPixmap, QPolygonF, QRegion, QWheelEvent)
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from ..graph_labels import FRAME_TITLE, Frame, block_frames, fanout_bundles, spread_titles, visible_labels
-from ..graph_layout import GraphLayout
-from ..graph_model import OP_CLASSES
+from ..model.graph_labels import FRAME_TITLE, Frame, block_frames, fanout_bundles, spread_titles, visible_labels
+from ..model.graph_layout import GraphLayout
+from ..model.graph_model import OP_CLASSES
 
 #: Hue per op class (a qualitative palette; the same hue is tuned per light/dark scheme).
 CLASS_HUES = {"matmul": 212, "elementwise": 174, "normalisation": 280, "activation": 28, "data": 95,

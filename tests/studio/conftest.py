@@ -47,7 +47,7 @@ def studio_settings(tmp_path):
 @pytest.fixture
 def qdoc_for(qapp):
     """``qdoc_for(path)`` → a QtDocument (closed at teardown)."""
-    from nac_studio.document import Document
+    from nac_studio.model.document import Document
     from nac_studio.qt_document import QtDocument
     made = []
 

@@ -15,7 +15,7 @@ def main(path: str) -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from nac_studio.document import Selection
+    from nac_studio.model.document import Selection
     from nac_studio.main_window import MainWindow
     app = QApplication([])
     settings = QSettings(os.path.join(os.path.dirname(path), "studio.ini"), QSettings.Format.IniFormat)

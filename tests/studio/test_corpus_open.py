@@ -1,7 +1,7 @@
 """Every shared corpus file opens in the Studio, and every view shows it."""
 from __future__ import annotations
 
-from nac_studio.document import Selection
+from nac_studio.model.document import Selection
 
 
 def test_corpus_file_opens_in_every_view(window, corpus_file):

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from nac_studio.document import Selection, selection_for_problem
+from nac_studio.model.document import Selection, selection_for_problem
 
 from .conftest import wait_idle
 

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 
 from nac_engine.runtime.debugger import Debugger
-from nac_studio.document import Selection
+from nac_studio.model.document import Selection
 from tests.corpus_paths import CORPUS
 from tests.studio.conftest import wait_idle
 

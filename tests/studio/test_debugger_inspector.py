@@ -11,7 +11,7 @@ from PySide6.QtGui import QGuiApplication
 
 from nac_engine.runtime.debugger import TickResult
 from nac_studio.debug_session import InputChoice, Subject
-from nac_studio.document import Selection
+from nac_studio.model.document import Selection
 from nac_studio.views.tensor_inspector import InspectorPanel, Loaded, _histogram
 from tests.corpus_paths import CORPUS
 from tests.resources_path import DEMO

@@ -13,7 +13,7 @@ from nac_engine.format.model import Header, Instruction, NacFile  # noqa: E402
 from nac_engine.format.reader import read  # noqa: E402
 from nac_engine.isa.coerce import use_note  # noqa: E402
 from nac_engine.text.literals import format_literal  # noqa: E402
-from nac_studio.document import Document, Selection  # noqa: E402
+from nac_studio.model.document import Document, Selection  # noqa: E402
 from nac_studio.qt_document import QtDocument  # noqa: E402
 from nac_studio.views.disassembly import (COL_ARGS, COL_MMAP, COL_OP, COL_TICK, DisassemblyModel,  # noqa: E402
                                           DisassemblyView, SegmentsRole)

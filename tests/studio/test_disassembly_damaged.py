@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from nac_studio.graph_problems import problem_ticks
+from nac_studio.model.graph_problems import problem_ticks
 from nac_studio.views.disassembly import COL_ARGS, COL_OP, COL_TICK, HEADERS
 
 TIP, BG = Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.BackgroundRole

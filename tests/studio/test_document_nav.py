@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from nac_studio.document import Document, Selection
+from nac_studio.model.document import Document, Selection
 
 
 @pytest.fixture

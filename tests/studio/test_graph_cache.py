@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from nac_studio.document import Document
+from nac_studio.model.document import Document
 from nac_studio.qt_document import QtDocument
 from nac_studio.views import graph as graphmod
 from nac_studio.views.graph import GraphView

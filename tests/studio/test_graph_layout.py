@@ -10,9 +10,9 @@ import pytest  # noqa: E402
 
 from nac_engine.format.model import Header, NacFile  # noqa: E402
 from nac_engine.format.reader import read  # noqa: E402
-from nac_studio import graph_layout  # noqa: E402
-from nac_studio.graph_layout import GAP, LayoutCancelled, compute_layers, layout_graph  # noqa: E402
-from nac_studio.graph_model import build_graph, detect_block_prefixes  # noqa: E402
+from nac_studio.model import graph_layout  # noqa: E402
+from nac_studio.model.graph_layout import GAP, LayoutCancelled, compute_layers, layout_graph  # noqa: E402
+from nac_studio.model.graph_model import build_graph, detect_block_prefixes  # noqa: E402
 from tests.studio.gpt2_like import gpt2_like  # noqa: E402
 
 
@@ -133,7 +133,7 @@ def test_a_layout_crosses_from_the_engine_host_unchanged(collapse, tmp_path):
     layout (the engine host lays out a file's graph; the window draws what arrives)."""
     import json
 
-    from nac_studio.graph_layout import layout_from_data, layout_to_data
+    from nac_studio.model.graph_layout import layout_from_data, layout_to_data
     from nac_studio.host.arrays import ArrayWriter, decode
     nac = gpt2_like(6)
     opts = {"collapse_prefixes": detect_block_prefixes(nac)} if collapse else {}

@@ -12,8 +12,8 @@ from nac_engine.format.reader import read  # noqa: E402
 from nac_engine.text.asm import assemble  # noqa: E402
 from nac_engine.isa.coerce import use_note  # noqa: E402
 from nac_engine.text.literals import format_literal  # noqa: E402
-from nac_studio.document import Selection  # noqa: E402
-from nac_studio.graph_model import (block_intervals, block_prefix, build_graph, detect_block_prefixes,  # noqa: E402
+from nac_studio.model.document import Selection  # noqa: E402
+from nac_studio.model.graph_model import (block_intervals, block_prefix, build_graph, detect_block_prefixes,  # noqa: E402
                                     op_class)
 from tests.studio.gpt2_like import gpt2_like  # noqa: E402
 

@@ -10,9 +10,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import pytest  # noqa: E402
 from PySide6.QtCore import QRectF  # noqa: E402
 
-from nac_studio.document import Document, Selection  # noqa: E402
-from nac_studio.graph_labels import BUNDLE_SPAN  # noqa: E402
-from nac_studio.graph_model import OP_CLASSES  # noqa: E402
+from nac_studio.model.document import Document, Selection  # noqa: E402
+from nac_studio.model.graph_labels import BUNDLE_SPAN  # noqa: E402
+from nac_studio.model.graph_model import OP_CLASSES  # noqa: E402
 from nac_studio.qt_document import QtDocument  # noqa: E402
 from nac_studio.views.graph import GraphView  # noqa: E402
 from nac_studio.widgets.graph_canvas import FIT_MIN_SCALE, TEXT_PX_MIN  # noqa: E402

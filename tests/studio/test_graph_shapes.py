@@ -8,9 +8,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from nac_studio.graph_model import build_graph  # noqa: E402
+from nac_studio.model.graph_model import build_graph  # noqa: E402
 from tests.resources_path import DEMO  # noqa: E402
-from nac_studio.graph_shapes import file_shapes, node_shape_labels, propagated_shapes, shape_label  # noqa: E402
+from nac_studio.model.graph_shapes import file_shapes, node_shape_labels, propagated_shapes, shape_label  # noqa: E402
 
 TIMEOUT = 60000
 

@@ -13,7 +13,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt  # noqa: E402
 from PySide6.QtGui import QImage  # noqa: E402
 from PySide6.QtSvg import QSvgRenderer  # noqa: E402
 
-from nac_studio.document import Selection  # noqa: E402
+from nac_studio.model.document import Selection  # noqa: E402
 from nac_studio.views.graph import GraphView  # noqa: E402
 
 TIMEOUT = 20000

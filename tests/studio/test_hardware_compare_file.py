@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from nac_engine.sim.api import simulate
-from nac_studio.file_comparison import match_instructions
+from nac_studio.model.file_comparison import match_instructions
 from tests.studio.test_hardware_view import _corpus, _feeds, _simulate
 from tests.studio.conftest import wait_idle
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import nac_engine
-from nac_studio.document import Selection
+from nac_studio.model.document import Selection
 from tests.corpus_paths import NAC_FILES
 from tests.studio.conftest import wait_idle
 from tests.studio.long_stream import long_stream

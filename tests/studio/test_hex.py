@@ -6,7 +6,7 @@ import random
 import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 
-from nac_studio.document import Selection
+from nac_studio.model.document import Selection
 from nac_studio.views import hex as hexmod
 from nac_studio.views.hex import (FileChunks, HexView, find_in, format_c_array, format_hex, parse_goto,
                                   parse_hex_pattern)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 def test_hidden_source_pane_does_not_highlight_until_shown(window, qtbot, tmp_path):
     from nac_engine.cli import main
-    from nac_studio.document import Selection
+    from nac_studio.model.document import Selection
     from tests.studio.test_source_and_diff_views import FACTORY
     (tmp_path / "model.py").write_text(FACTORY)
     assert main(["compile", str(tmp_path / "model.py"), "-o", str(tmp_path / "f.nac")]) == 0

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import pytest
 from PySide6.QtCore import QElapsedTimer, QTimer
 
-from nac_studio.document import Selection
+from nac_studio.model.document import Selection
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The longest the UI thread may go without serving its timer here (target 100 ms, quiet).

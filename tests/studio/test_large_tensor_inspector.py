@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import nac_engine
-from nac_studio.document import Selection
+from nac_studio.model.document import Selection
 from nac_studio.host.handlers import INSPECT_WHOLE_MAX
 from nac_studio.views.large_tensor import heat_window, stride_for, stride_note
 from tests.studio.test_debugger_gui import MLP, needs_corpus

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nac_studio.document import Selection
+from nac_studio.model.document import Selection
 from nac_studio.peer_views import covered_text
 from tests.corpus_paths import CORPUS
 from tests.studio.conftest import wait_idle

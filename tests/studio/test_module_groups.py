@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from nac_engine.format.source_map import SourceEntry, set_source_map
-from nac_studio.graph_model import block_intervals, build_graph, detect_block_prefixes
-from nac_studio.module_groups import module_block_of, module_block_ticks
+from nac_studio.model.graph_model import block_intervals, build_graph, detect_block_prefixes
+from nac_studio.model.module_groups import module_block_of, module_block_ticks
 
 from .gpt2_like import gpt2_like
 

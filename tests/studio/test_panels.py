@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nac_studio.document import Selection
+from nac_studio.model.document import Selection
 from nac_studio.views.problems import ProblemsModel, ProblemsView
 from nac_studio.views.properties import PropertiesView, PropertyModel, inspect_bytes, tensor_stats
 from nac_studio.views.structure import SpanTreeModel, StructureView

@@ -18,8 +18,8 @@ import nac_engine
 from nac_engine.format.model import MmapCommand
 from nac_engine.format.reader import read
 from nac_engine.format import layout as L
-from nac_studio import schedule_problems
-from nac_studio.document import Document, Problem, Selection, severity_of
+from nac_studio.model import schedule_problems
+from nac_studio.model.document import Document, Problem, Selection, severity_of
 from nac_studio.views.problems import ROLE_SEVERITY
 
 from .conftest import wait_idle
@@ -241,8 +241,8 @@ def test_the_studio_problem_check_does_not_import_torch(bad_schedule):
     process without the long GIL holds of a torch import."""
     code = f"""if True:
         import sys
-        from nac_studio.document import Document
-        from nac_studio import schedule_problems
+        from nac_studio.model.document import Document
+        from nac_studio.model import schedule_problems
         doc = Document.open({str(bad_schedule)!r})
         found = schedule_problems.to_problems(doc, schedule_problems.check(None, doc.nac))
         print(sorted(p.kind for p in found))

@@ -6,7 +6,7 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from nac_studio.document import Selection  # noqa: E402
+from nac_studio.model.document import Selection  # noqa: E402
 from nac_studio.views.properties import PropertiesView  # noqa: E402
 
 
@@ -25,7 +25,7 @@ def test_properties_show_a_dim_stored_as_float_as_the_int_it_is(qdoc_for, corpus
 
 def test_graph_constant_nodes_show_the_used_value(corpus_case):
     from nac_engine import read
-    from nac_studio.graph_model import build_graph
+    from nac_studio.model.graph_model import build_graph
     with read(str(corpus_case("consts_mixed"))) as nac:
         g = build_graph(nac, show_consts=True)
         texts = [n.op for n in g.nodes if n.kind == "const" and n.tick == 8]
@@ -34,7 +34,7 @@ def test_graph_constant_nodes_show_the_used_value(corpus_case):
 
 def test_graph_node_attributes_use_the_coerced_values(corpus_case):
     from nac_engine import read
-    from nac_studio.graph_labels import node_attributes
+    from nac_studio.model.graph_labels import node_attributes
     with read(str(corpus_case("consts_mixed"))) as nac:
         assert node_attributes(nac, nac.instructions[9]) == "dim=[1] · keepdim=True"   # keepdim stored 1.0
     with read(str(corpus_case("transpose_kw__torch2.13"))) as nac:

@@ -10,7 +10,7 @@ from nac_engine.cli import main
 from nac_engine.format import read
 from nac_engine.format.source_map import read_source_map
 from nac_engine.diff import diff_files
-from nac_studio.document import Selection
+from nac_studio.model.document import Selection
 from tests.corpus_paths import CORPUS
 from tests.studio.conftest import wait_idle
 

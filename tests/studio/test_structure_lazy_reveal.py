@@ -3,7 +3,7 @@ screen. Revealing a record expands its section and lays out every row in it, so 
 pane tabbed behind another does that once, when it is shown, not on every selection."""
 from __future__ import annotations
 
-from nac_studio.document import Selection
+from nac_studio.model.document import Selection
 
 
 def test_hidden_structure_reveals_when_shown(qtbot, window, demo_path):

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from nac_studio.simulation_state import pareto_front, sweep_rows_from_json
+from nac_studio.model.simulation_state import pareto_front, sweep_rows_from_json
 from tests.corpus_paths import NAC_FILES
 
 

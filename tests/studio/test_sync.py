@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt
 
-from nac_studio.document import Selection
+from nac_studio.model.document import Selection
 from nac_studio.widgets.hex_area import ROW
 
 from .conftest import wait_idle

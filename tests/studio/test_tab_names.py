@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import shutil
 
-from nac_studio.tab_names import tab_titles
+from nac_studio.model.tab_names import tab_titles
 
 
 def test_tab_titles():

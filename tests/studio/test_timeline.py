@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import nac_engine
-from nac_studio.document import Selection
-from nac_studio.memory_timeline import LANES, build_timeline
-from nac_studio.simulation_state import timeline_from_sizes
+from nac_studio.model.document import Selection
+from nac_studio.model.memory_timeline import LANES, build_timeline
+from nac_studio.model.simulation_state import timeline_from_sizes
 from tests.corpus_paths import NAC_FILES
 from tests.studio.conftest import wait_idle
 from tests.studio.long_stream import long_stream, synthetic_sizes
@@ -202,7 +202,7 @@ def test_keys_and_range_summary(window, qtbot, mlp_path):
 
 def test_batched_drawing_and_level_of_detail(qapp, qtbot):
     """One item per lane; zoomed out on 20k ticks the buffer item paints far fewer cells than bars."""
-    from nac_studio.document import Document
+    from nac_studio.model.document import Document
     from nac_studio.qt_document import QtDocument
     from nac_studio.views.timeline import TimelineView
     nac = long_stream(20000, params_every=10)

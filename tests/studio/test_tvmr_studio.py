@@ -11,7 +11,7 @@ import pytest
 from nac_engine.peers import open_peer, tvmr
 from nac_engine.peers.tvmr.asm import assemble
 from nac_studio.peer_views import covered_text
-from nac_studio.tvmr_session import value_summary
+from nac_studio.model.tvmr_session import value_summary
 from tests.corpus_paths import CORPUS
 from tests.studio.conftest import wait_idle
 

@@ -7,7 +7,7 @@ import threading
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
-from nac_studio.document import Selection
+from nac_studio.model.document import Selection
 from nac_studio.main_window import MainWindow
 from nac_studio.tasks import Cancelled
 from nac_studio.theme import is_dark

@@ -1,4 +1,4 @@
-"""Layered (Sugiyama) layout of a :class:`~nac_studio.graph_model.DataflowGraph` (no Qt here).
+"""Layered (Sugiyama) layout of a :class:`~nac_studio.model.graph_model.DataflowGraph` (no Qt here).
 
 igraph's ``layout_sugiyama`` (C core) orders the vertices inside each layer and routes
 edges through dummy vertices; the layering is ours, because the instruction stream

@@ -78,7 +78,7 @@ class SimulationState:
             return dbg.feeds()
         from nac_engine.runtime.shapes import InputSpec
 
-        from .debug_session import input_slots
+        from .input_slots import input_slots
         out = []
         for s in input_slots(self.doc.nac):
             if s.has_stored:

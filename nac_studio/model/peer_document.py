@@ -1,6 +1,6 @@
 """A peer-format file (MIND Core IR, TVMR, NEFF, hwx…) as a Studio document (no Qt here).
 
-:class:`PeerDocument` is a :class:`~nac_studio.document.Document` whose ``peer`` is the decoded
+:class:`PeerDocument` is a :class:`~nac_studio.model.document.Document` whose ``peer`` is the decoded
 :class:`~nac_engine.peers.base.PeerFile`. Its ``nac`` is an empty :class:`NacFile` *shell* whose
 span tree and byte buffer are the peer file's, so every byte-level view (hex, structure,
 problems) shows the peer file unchanged, and a NAC-only view finds no instructions, parameters

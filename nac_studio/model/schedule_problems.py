@@ -2,7 +2,7 @@
 
 :func:`check` runs :func:`nac_engine.format.mmap_lint.check_schedule` — torch-free, so it
 neither loads torch nor holds the GIL for long — in a background task;
-:func:`to_problems` turns its report into :class:`~nac_studio.document.Problem` rows back
+:func:`to_problems` turns its report into :class:`~nac_studio.model.document.Problem` rows back
 on the UI thread. The split is deliberate: the check reads only decoded instructions and
 MMAP records (and the file's def-use index), while finding each row's byte offset walks
 the lazily built span tree, which only the UI thread may build.

@@ -110,7 +110,7 @@ class Document:
         #: sets a breakpoint; its execution tick is a second cursor, apart from ``tick``
         self.debug: Any = None
         #: memory timeline, planner comparison, hardware simulations and sweeps of this file
-        #: (``nac_studio.simulation_state.SimulationState``; Qt-free)
+        #: (``nac_studio.model.simulation_state.SimulationState``; Qt-free)
         from .simulation_state import SimulationState
         self.simulation = SimulationState(self)
 
