@@ -258,7 +258,7 @@ def test_no_child_process_path_left():
     import importlib.util
     assert importlib.util.find_spec("nac_studio.schedule_lint") is None
     src = (ROOT / "nac_studio" / "main_window.py").read_text()
-    assert "subprocess" not in (ROOT / "nac_studio" / "schedule_problems.py").read_text()
+    assert "subprocess" not in (ROOT / "nac_studio" / "model" / "schedule_problems.py").read_text()
     assert "schedule_lint" not in src
 
 
