@@ -79,10 +79,6 @@ def describe_exit(returncode: Optional[int]) -> str:
     return f"engine stopped: exit status {returncode}"
 
 
-#: Hosts this process has started (a zygote is warmed from the second on).
-_HOSTS_STARTED = [0]
-
-
 class HostConnection:
     """``HostConnection(memory_cap=None, env=None)``; the process starts on the first request."""
 
@@ -108,6 +104,7 @@ class HostConnection:
         self._shut = False           # shut down on purpose: no request starts it again (start() does)
         self._log = None
         self._env: dict = {}
+        self._warm_zygote = False     # on this host's first real answer (its imports are done)
 
     @property
     def alive(self) -> bool:
@@ -137,8 +134,7 @@ class HostConnection:
             env = dict(os.environ if self.env is None else self.env)
             env.pop("QT_QPA_PLATFORM", None)
             self._log = open(os.path.join(self.array_dir, "host.log"), "wb")
-            self._env = env
-            _HOSTS_STARTED[0] += 1
+            self._env, self._warm_zygote = env, True
             self.proc = ZYGOTE.fork(cmd[4:], env, self._log.fileno()) or subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=env, close_fds=True)
             self._reader = threading.Thread(target=self._read_loop, args=(self.proc, self._generation),
@@ -254,10 +250,8 @@ class HostConnection:
             except ArrayError as e:
                 msg = {**msg, "success": False, "message": f"bad array from the engine host: {e}", "body": None}
             if msg.get("type") == "response":
-                if msg.get("command") != "initialize" and _HOSTS_STARTED[0] >= 2:
-                    # a process that needed a second host (a restart, another window) will need
-                    # more: once this one has done its imports, warm a zygote to fork them from
-                    # (a one-window session never pays for one)
+                if self._warm_zygote and msg.get("command") != "initialize":
+                    self._warm_zygote = False
                     ZYGOTE.warm(self._env)
                 req = self.pending.pop(msg.get("request_seq"), None)
                 if req is not None:

@@ -85,11 +85,14 @@ class Zygote:
         self._proc: Optional[subprocess.Popen] = None
         self._sock: Optional[socket.socket] = None
         self._ready = False
+        self._hosts = 0         # hosts asked for (forked or not)
 
     def warm(self, env: dict) -> None:
-        """Start the zygote in the background (no-op when it runs)."""
+        """Start the zygote in the background, once a host has done its imports. A process
+        that needed a second host (a restart, another window) will need more; a one-window
+        session never pays for a zygote. No-op while one runs."""
         with self._lock:
-            if self._proc is not None and self._proc.poll() is None:
+            if self._hosts < 2 or (self._proc is not None and self._proc.poll() is None):
                 return
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             self._proc = subprocess.Popen([sys.executable, "-P", "-m", "nac_studio.host.zygote_main", str(theirs.fileno())],
@@ -102,6 +105,7 @@ class Zygote:
         """A host forked with ``argv`` (``python -m nac_studio.host``'s) and ``env``; None when no
         warm zygote answers at once (the caller then starts the host as a child)."""
         with self._lock:
+            self._hosts += 1
             if self._sock is None or not self._is_ready():
                 return None
             stdin_r, stdin_w = os.pipe()

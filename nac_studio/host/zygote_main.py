@@ -78,7 +78,7 @@ def _reap(children: dict) -> None:
             return
         fd = children.pop(pid, None)
         if fd is not None:
-            code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
+            code = os.waitstatus_to_exitcode(status)      # -N for a signal, as Popen reports it
             os.write(fd, code.to_bytes(8, "little", signed=True))
             os.close(fd)
 
