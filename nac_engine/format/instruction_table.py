@@ -9,6 +9,7 @@ need no objects (``verify``, ``dis``, the writer) use :meth:`InstructionTable.en
 """
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Sequence
 from typing import Callable, NamedTuple, Optional
@@ -43,6 +44,12 @@ class EncodedInstructions(NamedTuple):
 
 
 _I16 = struct.Struct("<h")
+
+
+@functools.lru_cache(maxsize=256)
+def _i16s(n: int) -> struct.Struct:
+    return struct.Struct(f"<{n}h")
+
 _MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
              "__setitem__", "__delitem__", "__iadd__")
 
@@ -85,6 +92,13 @@ class InstructionTable(Sequence):
         s = int(self._starts[i])
         return Instruction(i, *self._fields(s), self._base + s)
 
+    def decode_range(self, i0: int, i1: int) -> list:
+        """Instructions ``i0`` to ``i1 - 1``, as :meth:`decode` makes them."""
+        if self._items is not None:
+            return self._items[i0:i1]
+        fields, base = self._fields, self._base
+        return [Instruction(i, *fields(s), base + s) for i, s in enumerate(self._starts[i0:i1].tolist(), i0)]
+
     def _fields(self, s: int) -> tuple:
         code = self._code
         a, b = code[s], code[s + 1]
@@ -94,10 +108,10 @@ class InstructionTable(Sequence):
         if counted:
             c_len = _I16.unpack_from(code, p)[0] + 1
         if c_len:
-            c = struct.unpack_from(f"<{c_len}h", code, p)
+            c = _i16s(c_len).unpack_from(code, p)
             p += 2 * c_len
         if d_len:
-            d = struct.unpack_from(f"<{d_len}h", code, p)
+            d = _i16s(d_len).unpack_from(code, p)
         return a, b, c, d
 
     def _materialise(self) -> list:

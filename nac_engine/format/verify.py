@@ -17,7 +17,6 @@ from ..isa.optable import OP_INPUT, OP_OUTPUT
 from . import layout as L
 from .instruction_table import InstructionTable
 from .model import NacFile
-from .ops_suspects import suspect_instructions
 from .reader import read
 from .tensor_rules import MAX_RANK, tensor_problems
 from .weights import external_weight_problems
@@ -83,10 +82,16 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
         inputs_b0 = {i.index for i in instrs if i.a == OP_INPUT and i.b == 0}
         has_output = any(i.a == OP_OUTPUT and i.b == 0 for i in instrs)
     else:
-        # a read file's instructions are judged from their bytes: those that might refer to
-        # something missing are found in bulk (ops_suspects), and only they are made and judged
-        for j in suspect_instructions(nac, encoded, names).tolist():
-            _instruction_problems(nac, instrs.decode(j), names, out)
+        # a read file's problems of an instruction depend on its encoding alone: each distinct
+        # encoding is made and judged once (a program repeats a few hundred), and again only
+        # where it has a problem (whose message names the instruction)
+        fine: set = set()
+        for j, key in enumerate(encoded.keys()):
+            if key not in fine:
+                before = len(out)
+                _instruction_problems(nac, instrs.decode(j), names, out)
+                if len(out) == before and len(fine) < 65536:
+                    fine.add(key)
         a, b = encoded.column(0), encoded.column(1)
         inputs_b0 = set(np.flatnonzero((a == OP_INPUT) & (b == 0)).tolist()) if nac.input_names else set()
         has_output = bool(((a == OP_OUTPUT) & (b == 0)).any())

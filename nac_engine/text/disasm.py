@@ -26,7 +26,6 @@ from ..format.instruction_table import InstructionTable
 from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
 from ..isa.mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
-from .ops_bulk_lines import PlainOpsLines
 from ..isa.tisa import format_tisa
 from .textops import Tables, format_instruction, instruction_template
 
@@ -99,13 +98,11 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
 
 def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
     """One line per instruction. A read file's instructions are formatted from their bytes, in
-    blocks of ``_OPS_BLOCK`` ticks: plain regular lines (``ops_bulk_lines``: references and safe
-    constants, a text that is a function of the fields) are made column by column with numpy;
-    the others by encoding: each distinct encoding's line is made (and read back) once, as a
-    template over the tick (textops.instruction_template); a block's encodings are told apart
-    with numpy, and its lines are one %-format of the block's templates joined. Instructions are never made
-    as objects (a 1 MB OPS holds 100k); a line whose encoding has no template, or with notes of
-    its own tick, is made on its own."""
+    blocks of ``_OPS_BLOCK`` ticks. A block that repeats its encodings (any real program) goes
+    by encoding: each distinct encoding's line is made (and read back) once, as a template over
+    the tick (textops.instruction_template); the block's encodings are told apart with numpy,
+    and its lines are one %-format of its templates joined. A block of mostly distinct
+    encodings (only a crafted one) has each line made on its own: a template would be used once."""
     instrs = nac.instructions
     encoded = instrs.encoded() if isinstance(instrs, InstructionTable) else None
     if encoded is None:
@@ -115,7 +112,6 @@ def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
     words = _byte_words(encoded.code)
     templates: dict = {}       # encoding -> (%-template with its notes, deltas, min delta, template)
     n = len(encoded.starts)
-    plain = PlainOpsLines(t, encoded.code, n) if BULK_LINES and n >= PLAIN_MIN_LINES else None
     noted = np.zeros(n, dtype=bool)        # ticks with notes of their own: made line by line
     if tick_notes:
         ids = np.fromiter(tick_notes, dtype=np.int64, count=len(tick_notes))
@@ -123,28 +119,17 @@ def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
     block = min(_OPS_BLOCK, max(_OPS_BLOCK_MIN, n // 16))     # a block's text: a bounded part of the file's
     for b0 in range(0, n, block):
         b1 = min(n, b0 + block)
-        ticks = np.arange(b0, b1, dtype=np.int64)
-        if plain is not None and not _repetitive(words, encoded, b0, b1):
-            mask, text = plain.plain(ticks, encoded.starts[b0:b1], encoded.ends[b0:b1], noted[b0:b1])
-            if mask.all():
-                yield text[:-1]
-                continue
-            if mask.any():
-                others = _general_lines(nac, t, encoded, words, templates, ticks[~mask], input_names,
-                                        tick_notes, noted).split("\n")
-                if len(others) == b1 - b0 - int(mask.sum()):     # (a line with a newline: no split)
-                    lines = np.empty(b1 - b0, dtype=object)
-                    lines[mask] = text[:-1].split("\n")
-                    lines[~mask] = others
-                    yield "\n".join(lines.tolist())
-                    continue
-        yield _general_lines(nac, t, encoded, words, templates, ticks, input_names, tick_notes, noted)
+        if _repetitive(words, encoded, b0, b1):
+            ticks = np.arange(b0, b1, dtype=np.int64)
+            yield _general_lines(nac, t, encoded, words, templates, ticks, input_names, tick_notes, noted)
+        else:
+            yield "\n".join([_line(nac, t, ins, input_names, tick_notes) for ins in instrs.decode_range(b0, b1)])
 
 
 def _repetitive(words: np.ndarray, encoded, b0: int, b1: int) -> bool:
     """Does the block repeat its encodings (a program's few hundred, as a real file or a repeated
     crafted one)? Then its lines are cheaper by encoding (a template per encoding, rows gathered)
-    than in columns. Judged on the block's first ``_SAMPLE`` lines; either way the text is the same."""
+    than one by one. Judged on the block's first ``_SAMPLE`` lines; either way the text is the same."""
     s1 = min(b1, b0 + _SAMPLE)
     first, _ = _block_keys(words, encoded.starts[b0:s1], encoded.ends[b0:s1], np.arange(b0, s1, dtype=np.int64))
     return len(first) * TEMPLATE_REPEATS <= s1 - b0
@@ -186,7 +171,7 @@ def _general_lines(nac: NacFile, t: Tables, encoded, words, templates: dict, tic
         for i in np.flatnonzero(special).tolist():
             lines[i] = "%s"
             args[int(slot[i])] = _special_line(nac, t, instrs, int(ticks[i]), entries[inverse[i]],
-                                               input_names, tick_notes).replace("%", "%%")
+                                               input_names, tick_notes)
     return "\n".join(lines) % tuple(args)
 
 
@@ -226,14 +211,9 @@ def _block_keys(words: np.ndarray, starts: np.ndarray, ends: np.ndarray, ticks: 
     return first, inverse.ravel()
 
 
-#: Off: plain regular lines are made by encoding too, not in columns (tests compare the two).
-BULK_LINES = True
 #: A block whose sampled lines repeat each encoding this many times or more on average goes by
-#: encoding (tests set it out of reach to make every plain line in columns).
-TEMPLATE_REPEATS = 4
-#: A section of fewer instructions goes by encoding: the column path's per-file tables would
-#: cost more than they save (tests set it to 0)
-PLAIN_MIN_LINES = 256
+#: encoding (tests set it to 1 or out of reach to make every block go one way).
+TEMPLATE_REPEATS = 2
 _SAMPLE = 128
 _KEY_BYTES = 16        # instruction bytes compared by numpy; longer encodings are keyed one by one
 _OPS_BLOCK = 4096      # lines formatted at once
@@ -258,6 +238,18 @@ def _special_line(nac: NacFile, t: Tables, instrs, j: int, entry, input_names: d
         return _ops_line(nac, instrs.decode(j), t, input_names, tick_notes)
     tpl, notes = entry[3], list(entry[4]) + tick_notes.get(j, [])
     line = tpl.text % tuple(j + x for x in tpl.deltas)
+    return line + ("   ; " + "; ".join(notes) if notes else "")
+
+
+def _line(nac: NacFile, t: Tables, ins, input_names: dict, tick_notes: dict) -> str:
+    """_ops_line's text, from the instruction's template when it has one (see _ops_lines)."""
+    tpl = instruction_template(ins, t, input_names)
+    if tpl is None:
+        return _ops_line(nac, ins, t, input_names, tick_notes)
+    p = nac.param_for(ins)
+    notes = tpl.notes + ((f"{p.dtype}{list(p.shape)}",) if p is not None and p.meta is not None else ()) \
+        + tuple(tick_notes.get(ins.index, ()))
+    line = tpl.text % tuple(ins.index + x for x in tpl.deltas)
     return line + ("   ; " + "; ".join(notes) if notes else "")
 
 

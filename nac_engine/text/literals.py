@@ -92,6 +92,8 @@ def parse_name(text: str) -> str:
 
 def split_top(text: str, sep: str = ",") -> list[str]:
     """Split on ``sep`` outside brackets and JSON strings."""
+    if '"' not in text and "[" not in text and "(" not in text:     # nothing nests: a plain split
+        return [p.strip() for p in text.split(sep)] if text.strip() or sep in text else []
     parts, depth, cur, i, n = [], 0, [], 0, len(text)
     while i < n:
         ch = text[i]

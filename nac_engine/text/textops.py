@@ -67,6 +67,10 @@ class Tables:
             self.const_ids.setdefault(key, []).append(cid)
         self.param_ids = _reverse({pid: p.name for pid, p in nac.params.items()})
         self._used_ids: dict = {}
+        self.read_consts: dict = {}     # (text, code) -> constant id or TextError, for read-back checks
+        self.read_back: dict = {}       # an instruction's shape -> does its line read back (_checked)
+        self.const_args: dict = {}      # (constant id, code, coerced) -> _const_argument
+        self.templates: dict = {}       # an instruction's shape -> its template (instruction_template)
 
     def used_const_id(self, value, code: str) -> Optional[int]:
         """The one constant that the op uses as ``value`` under signature ``code`` though it is
@@ -151,23 +155,43 @@ def format_instruction(ins: Instruction, t: Tables, input_names: Optional[dict] 
     A constant stored in another type than its use (a reference file's shared ``1.0`` where a
     dim is meant, ``isa/coerce.py``) is shown as the op uses it, and the stored form goes to a
     comment: into ``notes_out`` when given, else appended as ``; ...``."""
-    for coerced in (True, False):
-        notes: list = []
-        line = _readable(ins, t, input_names or {}, notes if coerced else None)
-        if coerced and not notes:
-            continue
-        if line is not None:
-            try:
-                # read back as the assembler reads it: a ';' outside a string starts a comment
-                enc = parse_instruction(strip_comment(line) if ";" in line else line, ins.index, t, dry_run=True)
-            except (TextError, ValueError):
-                enc = None
-            if enc is not None and enc.same_encoding(ins):
-                if notes_out is not None:
-                    notes_out.extend(notes)
-                    return line
-                return line + ("   ; " + "; ".join(notes) if notes else "")
-    return raw_line(ins)
+    notes: list = []
+    line = _checked(ins, t, _readable(ins, t, input_names or {}, notes), bool(notes))
+    if line is None and notes:       # (without notes the plain text is the same one)
+        notes = []
+        line = _checked(ins, t, _readable(ins, t, input_names or {}, None), False)
+    if line is None:
+        return raw_line(ins)
+    if notes_out is not None:
+        notes_out.extend(notes)
+        return line
+    return line + ("   ; " + "; ".join(notes) if notes else "")
+
+
+def _checked(ins: Instruction, t: Tables, line: Optional[str], coerced: bool) -> Optional[str]:
+    """``line`` if it reads back (as the assembler reads it) to exactly ``ins``'s encoding;
+    ``coerced``: the line shows a constant as the op uses it (format_instruction's notes).
+
+    An op's or an output's line depends on its tick only through its ``vN`` references, which
+    read back to themselves whenever they name a tick; so its verdict is kept per (op, signature,
+    constants, which arguments are references) and each such shape is parsed once."""
+    if line is None:
+        return None
+    d = ins.d or ()
+    key = None
+    if (ins.a >= 10 or ins.a == OP_OUTPUT) and ins.index + min(d, default=0) >= 0:
+        key = (ins.a, ins.b, ins.c, tuple(map(bool, d)), coerced)
+        known = t.read_back.get(key)
+        if known is not None:
+            return line if known else None
+    try:       # a ';' outside a string starts a comment
+        enc = parse_instruction(strip_comment(line) if ";" in line else line, ins.index, t, dry_run=True)
+        ok = enc.same_encoding(ins)
+    except (TextError, ValueError):
+        ok = False
+    if key is not None and len(t.read_back) < 65536:
+        t.read_back[key] = ok
+    return line if ok else None
 
 
 class LineTemplate(NamedTuple):
@@ -193,27 +217,39 @@ def instruction_template(ins: Instruction, t: Tables, input_names: Optional[dict
     min_delta = min(ins.d) if ins.d else 0
     if ins.index + min_delta < 0 or (ins.a == OP_INPUT and ins.b == 0 and input_names):
         return None      # (an input's name is looked up by its tick)
-    notes: list = []
-    line = format_instruction(ins, t, input_names, notes_out=notes)
+    d = ins.d or ()
+    # an op's or an output's template depends on its references only through which arguments
+    # are references: kept per that shape (with where its reference slots come from in D), so
+    # a section of distinct encodings that repeat a few shapes makes and checks each one once
+    shape = (ins.a, ins.b, ins.c, tuple(map(bool, d))) if ins.a >= 10 or ins.a == OP_OUTPUT else None
+    known = t.templates.get(shape) if shape is not None else None
+    if known is not None:
+        text, notes, where = known
+        return LineTemplate(text, (0,) + tuple(d[k] for k in where), notes, min_delta)
     deltas: list = []
 
     def slot(delta):
         deltas.append(delta)
         return "v" + _SLOT
 
+    for notes in ([], None):      # as format_instruction: with the coerced constants first
+        deltas.clear()
+        text = _readable(ins, t, input_names or {}, notes, ref=slot)
+        parts = text.split(_SLOT) if text is not None else ()
+        if len(parts) == len(deltas) + 1:
+            template = LineTemplate("%d".join(p.replace("%", "%%") for p in parts), tuple(deltas),
+                                    tuple(notes or ()), min_delta)
+            if _checked(ins, t, template.text % tuple(ins.index + x for x in deltas), bool(notes)) is not None:
+                where = tuple(k for k, x in enumerate(d) if x or ins.a == OP_OUTPUT)
+                if shape is not None and deltas == [0] + [d[k] for k in where] and len(t.templates) < 65536:
+                    t.templates[shape] = (template.text, template.notes, where)
+                return template
+        if not notes:
+            break
+    line = format_instruction(ins, t, input_names)
     if line.startswith(f"v{ins.index} = raw "):
-        text = slot(0) + line[len(f"v{ins.index}"):]
-    else:
-        text = _readable(ins, t, input_names or {}, [] if notes else None, ref=slot)
-        if text is None:
-            return None
-    parts = text.split(_SLOT)
-    if len(parts) != len(deltas) + 1:
-        return None
-    template = LineTemplate("%d".join(p.replace("%", "%%") for p in parts), tuple(deltas), tuple(notes), min_delta)
-    if template.text % tuple(ins.index + x for x in deltas) != line:      # pragma: no cover - a slot missed
-        return None
-    return template
+        return LineTemplate("v%d" + line[len(f"v{ins.index}"):].replace("%", "%%"), (0,), (), min_delta)
+    return None
 
 
 def raw_line(ins: Instruction) -> str:
@@ -275,27 +311,43 @@ def _readable(ins: Instruction, t: Tables, input_names: dict,
             cid = next(cids, None)
             if cid is None:
                 return None
-            const = t.nac.constants.get(cid)
-            used = _used_literal(const, code) if coerced_notes is not None else None
-            if used is not None:
-                coerced_notes.append(f"argument {len(args) + 1} stored as {_const_arg(cid, t)}")
-                args.append(used)
-            else:
-                if coerced_notes is not None and const is not None and code in CODE_TYPES \
-                        and is_scalar(const.value):
-                    try:
-                        as_used(const.value, code)
-                    except InexactCoercion as e:
-                        coerced_notes.append(f"argument {len(args) + 1}: {const.value!r} is not usable as "
-                                             f"{e.wanted.__name__} (the interpreter refuses it)")
-                args.append(_const_arg(cid, t))
-            derived.append(_LITERAL_CODE.get(const.type, "c") if const else "c")
+            text, note, literal_code = _const_argument(cid, code, coerced_notes is not None, t)
+            if note is not None:
+                coerced_notes.append(f"argument {len(args) + 1}{note}")
+            args.append(text)
+            derived.append(literal_code)
     text = head + f"{op}(" + ", ".join(args) + ")"
     if t.sig_ids.get(sig) != [b]:
         text += f"<#{b}>"
     elif "".join(derived) != sig:
         text += f"<{sig}>"
     return text
+
+
+def _const_argument(cid: int, code: str, coerced: bool, t: Tables) -> tuple:
+    """(text, note after "argument N" or None, literal's signature code) of constant ``cid`` as
+    an argument under ``code``; ``coerced``: as the op uses it (see format_instruction). Kept
+    per constant and code: a program passes the same few constants thousands of times."""
+    key = (cid, code, coerced)
+    hit = t.const_args.get(key)
+    if hit is not None:
+        return hit
+    const = t.nac.constants.get(cid)
+    used = _used_literal(const, code) if coerced else None
+    note = None
+    if used is not None:
+        text, note = used, " stored as " + _const_arg(cid, t)
+    else:
+        text = _const_arg(cid, t)
+        if coerced and const is not None and code in CODE_TYPES and is_scalar(const.value):
+            try:
+                as_used(const.value, code)
+            except InexactCoercion as e:
+                note = f": {const.value!r} is not usable as {e.wanted.__name__} (the interpreter refuses it)"
+    hit = (text, note, _LITERAL_CODE.get(const.type, "c") if const else "c")
+    if len(t.const_args) < 65536:
+        t.const_args[key] = hit
+    return hit
 
 
 def _used_literal(const: Optional[Constant], code: str) -> Optional[str]:
@@ -326,6 +378,8 @@ def _const_arg(cid: int, t: Tables) -> str:
 # --------------------------------------------------------------------------- parsing
 _LINE = re.compile(r"^v(\d+)\s*=\s*(.*)$")
 _REGULAR = re.compile(r"^([^\s(<#]+)(?:#(\d+))?\((.*)\)\s*(?:<(#\d+|[^>]*)>)?$")
+_REF = re.compile(r"v\d+")
+_CONST_ID = re.compile(r"c\d+")
 _RAW_FIELD = re.compile(r"([ABCD])=(\[[^\]]*\]|-?\d+)")
 
 
@@ -390,7 +444,7 @@ def parse_instruction(line: str, expect_index: int, t: Tables, dry_run: bool = F
         early_sig = t.nac.perms.get(int(sigtext[1:])) if sigtext.startswith("#") else sigtext
     kinds, derived = [], []
     for pos, arg in enumerate(args):
-        if re.fullmatch(r"v\d+", arg):
+        if _REF.fullmatch(arg):
             kinds.append(("ref", int(arg[1:]) - idx))
             derived.append("T")
         else:
@@ -426,14 +480,31 @@ def parse_instruction(line: str, expect_index: int, t: Tables, dry_run: bool = F
 
 
 def _ref(text: str, lineno: int) -> int:
-    if not re.fullmatch(r"v\d+", text.strip()):
+    if not _REF.fullmatch(text.strip()):
         raise TextError(lineno, f"expected an instruction reference vN, got {text!r}")
     return int(text.strip()[1:])
 
 
 def _const_ref(text: str, t: Tables, dry_run: bool, lineno: int, code: Optional[str] = None) -> int:
+    if not dry_run:
+        return _read_const(text, t, False, lineno, code)
+    # a read-back check (which never grows the tables) reads each constant's text once
+    hit = t.read_consts.get((text, code))
+    if hit is None:
+        try:
+            hit = _read_const(text, t, True, lineno, code)
+        except TextError as e:
+            hit = e
+        if len(t.read_consts) < 65536:
+            t.read_consts[text, code] = hit
+    if isinstance(hit, TextError):
+        raise hit
+    return hit
+
+
+def _read_const(text: str, t: Tables, dry_run: bool, lineno: int, code: Optional[str] = None) -> int:
     text = text.strip()
-    if re.fullmatch(r"c\d+", text):
+    if _CONST_ID.fullmatch(text):
         return int(text[1:])
     try:
         typ, val = parse_literal(text)

@@ -121,20 +121,6 @@ def test_four_times_the_input_costs_about_four_times(files, kind, step):
     assert big <= 6 * small + 0.02, f"{kind} {step}: 1x {small:.3f} s, 4x {big:.3f} s"
 
 
-@pytest.mark.parametrize("step", ["verify", "dis"])
-def test_all_different_ops_cost_about_what_a_repeated_program_does(files, step):
-    """An OPS section whose encodings all differ (random references and constants) is verified
-    and listed from its bytes in bulk (format/ops_suspects.py, isa/ops_bulk_lines.py): cost per
-    byte about a repeated program's (it was 7x for verify and 90x for dis when each distinct
-    encoding was judged, and its line made and read back, on its own)."""
-    fn = STEPS[step]
-    per_byte = {}
-    for kind in ("ops", "ops_distinct"):
-        fn(files[kind, 4])
-        per_byte[kind] = best_cpu(fn, files[kind, 4]) / files[kind, 4].stat().st_size
-    assert per_byte["ops_distinct"] <= 3 * per_byte["ops"], per_byte
-
-
 # -- the compact ORCH stream against the instruction-at-a-time walk --------------------------------
 def _reference_walk(buf: bytes):
     """The decoder before MepStream: decode each instruction in turn, stop at the first bad one."""

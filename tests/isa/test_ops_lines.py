@@ -1,19 +1,18 @@
-"""Plain ``.ops`` lines made in columns (isa/ops_bulk_lines.py) against the general path (each
-encoding's line made by textops and read back): the same text on the corpus, crafted files,
-seeded mutants, random small files and ambiguous tables; the lines the column path must leave to
-the general path; and the listing re-assembling to the same bytes."""
+"""The .ops listing is the same whichever way its lines are made: by encoding (a template per
+distinct encoding, a block's lines one %-format), one by one (a block of distinct encodings),
+and without the per-shape memos (textops' read-back verdicts and templates kept per op,
+signature, constants and reference pattern): each line then made and read back on its own, as
+format_instruction always did. On the corpus, crafted files, seeded mutants, tables that make
+lines ambiguous, and random small files; and a listing reassembles to the same bytes."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from nac_engine import read, write
 from nac_engine.format.model import Constant, Instruction
-from nac_engine.text import disasm
+from nac_engine.text import disasm, textops
 from nac_engine.text.asm import assemble
-from nac_engine.text.ops_bulk_lines import PlainOpsLines
-from nac_engine.text.textops import Tables
 from tests.format.test_decoder_cost import _ops_cases, crafted
 from tests.format.test_regressions import small_file
 from tests.isa.ops_mutants import _ops_mutants
@@ -21,71 +20,52 @@ from tests.isa.ops_mutants import _ops_mutants
 LINEAR, SOFTMAX = 32, 33
 
 
-def _texts(data: bytes, bulk: bool, monkeypatch) -> tuple:
-    """(listings with and without MMAP comments, plain lines made in columns)."""
-    made = [0]
-    real = PlainOpsLines.plain
+class _Forgetful(dict):
+    """A memo that keeps nothing: every line is made and read back on its own."""
 
-    def counting(self, *args):
-        mask, text = real(self, *args)
-        made[0] += int(mask.sum())
-        return mask, text
+    def __setitem__(self, key, value):
+        pass
 
+
+def _listings(data: bytes, repeats: int, memo: bool, monkeypatch) -> list:
     with monkeypatch.context() as m:
-        m.setattr(disasm, "BULK_LINES", bulk)
-        m.setattr(disasm, "TEMPLATE_REPEATS", 10 ** 9)       # every block in columns, repeated or not,
-        m.setattr(disasm, "PLAIN_MIN_LINES", 0)               # ... and every section, however short
-        m.setattr(PlainOpsLines, "plain", counting)
+        m.setattr(disasm, "TEMPLATE_REPEATS", repeats)
+        if not memo:
+            refresh = textops.Tables.refresh
+
+            def forgetful(self):
+                refresh(self)
+                self.read_back, self.templates, self.read_consts, self.const_args = (
+                    _Forgetful(), _Forgetful(), _Forgetful(), _Forgetful())
+            m.setattr(textops.Tables, "refresh", forgetful)
         nac = read(data, strict=False)
-        texts = [disasm.disassemble(nac, mmap_comments=mc) for mc in (False, True)]
-    return texts, made[0]
+        return [disasm.disassemble(nac, mmap_comments=mc) for mc in (False, True)]
 
 
-def _same_both_ways(data: bytes, monkeypatch) -> int:
-    fast, made = _texts(data, True, monkeypatch)
-    slow, none = _texts(data, False, monkeypatch)
-    assert none == 0
-    assert fast == slow
-    return made
+def _same_every_way(data: bytes, monkeypatch) -> None:
+    plain = _listings(data, 10 ** 9, False, monkeypatch)        # one by one, nothing kept
+    assert _listings(data, 10 ** 9, True, monkeypatch) == plain  # one by one, per-shape memos
+    assert _listings(data, 1, True, monkeypatch) == plain        # every block by encoding
+    assert _listings(data, disasm.TEMPLATE_REPEATS, True, monkeypatch) == plain   # the default
 
 
-def _plain_mask(data: bytes) -> np.ndarray:
-    nac = read(data, strict=False)
-    enc = nac.instructions.encoded()
-    n = len(enc.starts)
-    plain = PlainOpsLines(Tables(nac), enc.code, n)
-    mask, _ = plain.plain(np.arange(n), enc.starts, enc.ends, np.zeros(n, dtype=bool))
-    return mask
-
-
-# -- the same text ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("name, data", _ops_cases() + [("ops_distinct", crafted("ops_distinct", 1))],
                          ids=lambda x: x if isinstance(x, str) else "")
-def test_plain_lines_equal_the_general_path(name, data, monkeypatch):
-    made = _same_both_ways(data, monkeypatch)
-    assert made > 0, f"{name}: no line was made in columns (the comparison would prove nothing)"
+def test_the_listing_is_the_same_every_way(name, data, monkeypatch):
+    _same_every_way(data, monkeypatch)
 
 
-def test_plain_lines_equal_the_general_path_on_mutants(monkeypatch):
+def test_the_listing_is_the_same_every_way_on_mutants(monkeypatch):
     datas = (_ops_mutants(crafted("ops_distinct", 1), 16, seed=7) + _ops_mutants(_ambiguous()[0], 16, seed=8)
              + _ops_mutants(dict(_ops_cases())["variety"], 8, seed=9))
     for data in datas:
-        _same_both_ways(data, monkeypatch)
+        _same_every_way(data, monkeypatch)
 
 
-def test_the_default_choice_per_block_gives_the_same_text(monkeypatch):
-    """Repeated blocks by template, the others in columns (the defaults) == all by template."""
-    for data in (crafted("ops", 4), crafted("ops_distinct", 1)):
-        nac = read(data, strict=False)
-        default = disasm.disassemble(nac)
-        with monkeypatch.context() as m:
-            m.setattr(disasm, "BULK_LINES", False)
-            assert disasm.disassemble(nac) == default
-
-
-# -- ambiguous tables: what the column path must leave alone ---------------------------------------
+# -- tables that make lines ambiguous ---------------------------------------------------------------
 def _ambiguous() -> tuple:
-    """A file whose instructions each try one rule; returns (bytes, {tick: made in columns})."""
+    """A file whose instructions each try one way a line can be ambiguous or not read back;
+    returns (bytes, {tick: whether the line could be made without reading it back})."""
     nac = small_file()
     nac.cmap.update({34: "dup.op", 35: "dup.op", 36: "raw", 37: "two words", 38: "na\u00efve", 39: "pct%op",
                      40: "semi;colon", 41: "input"})
@@ -153,16 +133,26 @@ def _ambiguous() -> tuple:
     return write(nac), {2 + i: made for i, (*_, made) in enumerate(cases)}
 
 
-def test_ambiguous_tables_are_left_to_the_general_path(monkeypatch):
-    data, expect = _ambiguous()
-    mask = _plain_mask(data)
-    assert {tick: bool(mask[tick]) for tick in expect} == expect
-    _same_both_ways(data, monkeypatch)
+def test_ambiguous_tables_list_the_same_every_way(monkeypatch):
+    data, _ = _ambiguous()
+    _same_every_way(data, monkeypatch)
 
 
-def test_a_string_that_is_not_utf8_is_left_to_the_general_path(monkeypatch):
-    """A name or literal read from bytes that are not UTF-8 (the reader keeps them as lone
-    surrogates) is not ASCII: the general path lists it (or raw)."""
+def test_a_shape_seen_first_on_a_reference_before_tick_0_does_not_decide_later_ones(monkeypatch):
+    """v2 refers before tick 0 (raw); the same op, signature and constants later refer back
+    properly and must be readable, and vice versa the readable verdict must not make v2's line."""
+    nac = small_file()
+    nac.perms[4] = "TT"
+    body = [Instruction(2, LINEAR, 4, None, (-1, -5)), Instruction(3, LINEAR, 4, None, (-1, -2)),
+            Instruction(4, LINEAR, 4, None, (-1, -9))]
+    nac.instructions = nac.instructions[:2] + body + [Instruction(5, 3, 0, (1, 0), (-1,))]
+    data = write(nac)
+    _same_every_way(data, monkeypatch)
+    text = disasm.disassemble(read(data, strict=False))
+    assert "v2 = raw" in text and "v4 = raw" in text and "v3 = raw" not in text
+
+
+def test_a_string_that_is_not_utf8_lists_the_same_every_way(monkeypatch):
     nac = small_file()
     nac.cmap[34] = "zzz.op"
     nac.perms[4] = "Ts"
@@ -171,9 +161,20 @@ def test_a_string_that_is_not_utf8_is_left_to_the_general_path(monkeypatch):
                                                Instruction(5, SOFTMAX, 4, (1, 20), (-1, 0)),
                                                Instruction(6, 3, 0, (1, 0), (-1,))]
     data = write(nac).replace(b"zzz", b"\xed\xa0\x80").replace(b"qqq", b"q\xffq")
-    mask = _plain_mask(data)
-    assert not mask[4] and not mask[5]
-    _same_both_ways(data, monkeypatch)
+    _same_every_way(data, monkeypatch)
+
+
+def test_a_percent_sign_in_a_line_with_notes_of_its_tick_is_shown_once():
+    """A line with notes of its own tick (an MMAP comment) was escaped twice by the template
+    path: "%" listed as "%%" (and read back as a different constant)."""
+    nac = small_file()
+    nac.perms[10] = "A"
+    nac.constants[12] = Constant(12, 4, "%")
+    nac.instructions = nac.instructions[:2] + [Instruction(2, LINEAR, 10, (1, 12), (0,)),
+                                               Instruction(3, 3, 0, (1, 0), (-1,))]
+    text = disasm.disassemble(read(write(nac)), mmap_comments=True)
+    assert [ln for ln in text.splitlines() if ln.startswith("v2 ")] == \
+        ['v2 = aten.linear.default("%")<A>   ; FORWARD v3']
 
 
 # -- random small files ---------------------------------------------------------------------------
@@ -192,7 +193,7 @@ _VALUES = st.one_of(
        picks=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1), st.lists(st.integers(-4, 9), max_size=4),
                                 st.lists(st.integers(0, 9), max_size=4)), min_size=1, max_size=30))
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_random_files_list_the_same_both_ways(consts, sigs, picks, monkeypatch):
+def test_random_files_list_the_same_every_way(consts, sigs, picks, monkeypatch):
     nac = small_file()
     for k, sig in enumerate(sigs):
         nac.perms[10 + k] = sig
@@ -211,36 +212,26 @@ def test_random_files_list_the_same_both_ways(consts, sigs, picks, monkeypatch):
         data = write(nac)
     except (ValueError, UnicodeEncodeError, OverflowError):
         return
-    _same_both_ways(data, monkeypatch)
+    _same_every_way(data, monkeypatch)
 
 
 # -- the listing assembles back to the same bytes --------------------------------------------------
+@pytest.mark.parametrize("repeats", [1, 10 ** 9])
 @pytest.mark.parametrize("name", ["ops_distinct", "ambiguous"])
-def test_listing_made_in_columns_reassembles_byte_identical(name, monkeypatch):
+def test_listing_reassembles_byte_identical(name, repeats, monkeypatch):
     data = crafted("ops_distinct", 1) if name == "ops_distinct" else _ambiguous()[0]
-    monkeypatch.setattr(disasm, "TEMPLATE_REPEATS", 10 ** 9)
-    monkeypatch.setattr(disasm, "PLAIN_MIN_LINES", 0)
+    monkeypatch.setattr(disasm, "TEMPLATE_REPEATS", repeats)
     nac = read(data, strict=False)
     text = disasm.disassemble(nac, mmap_comments=True)
     assert write(assemble(text, weights=nac)) == data
 
 
-def test_corpus_listings_made_in_columns_reassemble_byte_identical(monkeypatch):
+def test_corpus_listings_made_one_by_one_reassemble_byte_identical(monkeypatch):
     from tests.corpus_paths import NAC_FILES
     if not NAC_FILES:
         pytest.skip("../shared/corpus is absent")
     monkeypatch.setattr(disasm, "TEMPLATE_REPEATS", 10 ** 9)
-    monkeypatch.setattr(disasm, "PLAIN_MIN_LINES", 0)
     for path in NAC_FILES:
         with read(path) as nac:
             text = disasm.disassemble(nac, mmap_comments=True)
         assert write(assemble(text, weights=str(path))) == path.read_bytes(), path
-
-
-@pytest.mark.parametrize("count", [1, 2, 9, 10, 11, 99, 100, 101, 1_000, 12_345, 100_002])
-def test_number_table_by_digit_cycles_equals_the_digits_of_each_value(count):
-    plain = PlainOpsLines.__new__(PlainOpsLines)
-    for extra in (0, 32767):
-        plain.n_digits = len(str(count - 1 + extra))
-        fast = plain._counting_rows(count)
-        assert np.array_equal(fast, plain._number_rows(np.arange(count)))
