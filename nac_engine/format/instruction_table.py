@@ -43,6 +43,44 @@ class EncodedInstructions(NamedTuple):
         return np.frombuffer(self.code, dtype=np.uint8)[self.starts + field_offset]
 
 
+def byte_words(code: bytes) -> np.ndarray:
+    """``words[i]``: the 8 bytes of ``code`` from ``i`` as a little-endian uint64 (zeros past
+    the end), for every ``i <= len(code)``: a view of one padded copy, not 8 bytes per byte."""
+    padded = code + bytes(16)
+    return np.ndarray((len(code) + 9,), dtype="<u8", buffer=padded, strides=(1,))
+
+
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))   # odd multipliers
+_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
+
+
+def distinct_encodings(words: np.ndarray, starts: np.ndarray, ends: np.ndarray, ticks: np.ndarray):
+    """(first index, inverse) of the distinct encodings among instructions ``ticks`` (their
+    ``starts``/``ends``; ``words``: :func:`byte_words` of the code), as numpy's unique gives them.
+    An encoding is told by its first 16 bytes (two words, the bytes past its end masked off)
+    and its length; a longer one gets a key of its own (its tick), looked up by its bytes by
+    the caller. The three are hashed to one uint64 for the sort, and the groups checked
+    against the three (a collision: the block's keys are sorted as rows instead)."""
+    length = ends - starts
+    lo = words[starts] & _LOW_BYTES[np.minimum(length, 8)]
+    hi = words[starts + 8] & _LOW_BYTES[np.clip(length - 8, 0, 8)]
+    size = np.minimum(length, 255).astype(np.uint64)
+    long_ = np.flatnonzero(length > _KEY_BYTES)
+    if long_.size:
+        lo[long_] = ticks[long_]
+        hi[long_] = 0
+    mixed = (lo * _MIX[0]) ^ (hi * _MIX[1]) ^ size
+    _, first, inverse = np.unique(mixed, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    rep = first[inverse]
+    if (lo[rep] == lo).all() and (hi[rep] == hi).all() and (size[rep] == size).all():
+        return first, inverse
+    rows = np.column_stack((lo, hi, size)).astype("<u8")
+    _, first, inverse = np.unique(rows.view("V24").ravel(), return_index=True, return_inverse=True)
+    return first, inverse.ravel()
+
+
+_KEY_BYTES = 16        # instruction bytes compared by numpy; longer encodings are keyed one by one
 _I16 = struct.Struct("<h")
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import NacFormatError
 from ..isa.optable import OP_INPUT, OP_OUTPUT
 from . import layout as L
-from .instruction_table import InstructionTable
+from .instruction_table import InstructionTable, byte_words, distinct_encodings
 from .model import NacFile
 from .reader import read
 from .tensor_rules import MAX_RANK, tensor_problems
@@ -69,6 +69,12 @@ def _instruction_problems(nac: NacFile, ins, names: dict, out: list) -> None:
                     f"instruction {ins.index} ({names[ins.a]}): constant id {cid} is not in CNST")
 
 
+def _has_problem(nac: NacFile, ins, names: dict) -> bool:
+    found: list = []
+    _instruction_problems(nac, ins, names, found)
+    return bool(found)
+
+
 def _semantic(nac: NacFile) -> list[NacFormatError]:
     out: list[NacFormatError] = []
     add = lambda sec, off, why: out.append(NacFormatError(sec, off, why))  # noqa: E731
@@ -82,16 +88,17 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
         inputs_b0 = {i.index for i in instrs if i.a == OP_INPUT and i.b == 0}
         has_output = any(i.a == OP_OUTPUT and i.b == 0 for i in instrs)
     else:
-        # a read file's problems of an instruction depend on its encoding alone: each distinct
-        # encoding is made and judged once (a program repeats a few hundred), and again only
-        # where it has a problem (whose message names the instruction)
-        fine: set = set()
-        for j, key in enumerate(encoded.keys()):
-            if key not in fine:
-                before = len(out)
-                _instruction_problems(nac, instrs.decode(j), names, out)
-                if len(out) == before and len(fine) < 65536:
-                    fine.add(key)
+        # an instruction's problems depend on its encoding alone: one of each distinct encoding
+        # is judged (a program repeats a few hundred), and all of those that have a problem
+        # (each message names its instruction)
+        ticks = np.arange(len(encoded.starts), dtype=np.int64)
+        first, inverse = distinct_encodings(byte_words(encoded.code), encoded.starts, encoded.ends, ticks)
+        bad = []
+        for u, j in enumerate(first.tolist()):
+            if _has_problem(nac, instrs.decode(j), names):
+                bad.append(u)
+        for j in np.flatnonzero(np.isin(inverse, bad)).tolist() if bad else ():
+            _instruction_problems(nac, instrs.decode(j), names, out)
         a, b = encoded.column(0), encoded.column(1)
         inputs_b0 = set(np.flatnonzero((a == OP_INPUT) & (b == 0)).tolist()) if nac.input_names else set()
         has_output = bool(((a == OP_OUTPUT) & (b == 0)).any())

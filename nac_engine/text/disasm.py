@@ -22,7 +22,7 @@ from typing import Optional
 import numpy as np
 
 from ..format import layout as L
-from ..format.instruction_table import InstructionTable
+from ..format.instruction_table import InstructionTable, byte_words, distinct_encodings
 from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
 from ..isa.mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
@@ -109,7 +109,7 @@ def _ops_lines(nac: NacFile, t: Tables, input_names: dict, tick_notes: dict):
         for ins in instrs:
             yield _ops_line(nac, ins, t, input_names, tick_notes)
         return
-    words = _byte_words(encoded.code)
+    words = byte_words(encoded.code)
     templates: dict = {}       # encoding -> (%-template with its notes, deltas, min delta, template)
     n = len(encoded.starts)
     noted = np.zeros(n, dtype=bool)        # ticks with notes of their own: made line by line
@@ -131,7 +131,7 @@ def _repetitive(words: np.ndarray, encoded, b0: int, b1: int) -> bool:
     crafted one)? Then its lines are cheaper by encoding (a template per encoding, rows gathered)
     than one by one. Judged on the block's first ``_SAMPLE`` lines; either way the text is the same."""
     s1 = min(b1, b0 + _SAMPLE)
-    first, _ = _block_keys(words, encoded.starts[b0:s1], encoded.ends[b0:s1], np.arange(b0, s1, dtype=np.int64))
+    first, _ = distinct_encodings(words, encoded.starts[b0:s1], encoded.ends[b0:s1], np.arange(b0, s1, dtype=np.int64))
     return len(first) * TEMPLATE_REPEATS <= s1 - b0
 
 
@@ -141,7 +141,7 @@ def _general_lines(nac: NacFile, t: Tables, encoded, words, templates: dict, tic
     joined by newlines; ``noted``: per tick of the file, whether it has notes of its own."""
     instrs, code = nac.instructions, encoded.code
     starts, ends = encoded.starts[ticks], encoded.ends[ticks]
-    first, inverse = _block_keys(words, starts, ends, ticks)
+    first, inverse = distinct_encodings(words, starts, ends, ticks)
     entries = []
     for f in first.tolist():
         key = code[int(starts[f]):int(ends[f])]
@@ -175,47 +175,10 @@ def _general_lines(nac: NacFile, t: Tables, encoded, words, templates: dict, tic
     return "\n".join(lines) % tuple(args)
 
 
-def _byte_words(code: bytes) -> np.ndarray:
-    """``words[i]``: the 8 bytes of ``code`` from ``i`` as a little-endian uint64 (zeros past
-    the end), for every ``i <= len(code)``: a view of one padded copy, not 8 bytes per byte."""
-    padded = code + bytes(16)
-    return np.ndarray((len(code) + 9,), dtype="<u8", buffer=padded, strides=(1,))
-
-
-_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))   # odd multipliers
-_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
-
-
-def _block_keys(words: np.ndarray, starts: np.ndarray, ends: np.ndarray, ticks: np.ndarray):
-    """(first index, inverse) of a block's distinct encodings, as numpy's unique gives them.
-    An encoding is told by its first 16 bytes (two words, the bytes past its end masked off)
-    and its length; a longer one gets a key of its own (its tick), looked up by its bytes by
-    the caller. The three are hashed to one uint64 for the sort, and the groups checked
-    against the three (a collision: the block's keys are sorted as rows instead)."""
-    length = ends - starts
-    lo = words[starts] & _LOW_BYTES[np.minimum(length, 8)]
-    hi = words[starts + 8] & _LOW_BYTES[np.clip(length - 8, 0, 8)]
-    size = np.minimum(length, 255).astype(np.uint64)
-    long_ = np.flatnonzero(length > _KEY_BYTES)
-    if long_.size:
-        lo[long_] = ticks[long_]
-        hi[long_] = 0
-    mixed = (lo * _MIX[0]) ^ (hi * _MIX[1]) ^ size
-    _, first, inverse = np.unique(mixed, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
-    rep = first[inverse]
-    if (lo[rep] == lo).all() and (hi[rep] == hi).all() and (size[rep] == size).all():
-        return first, inverse
-    rows = np.column_stack((lo, hi, size)).astype("<u8")
-    _, first, inverse = np.unique(rows.view("V24").ravel(), return_index=True, return_inverse=True)
-    return first, inverse.ravel()
-
-
 #: A block whose sampled lines repeat each encoding this many times or more on average goes by
 #: encoding (tests set it to 1 or out of reach to make every block go one way).
 TEMPLATE_REPEATS = 2
 _SAMPLE = 128
-_KEY_BYTES = 16        # instruction bytes compared by numpy; longer encodings are keyed one by one
 _OPS_BLOCK = 4096      # lines formatted at once
 _OPS_BLOCK_MIN = 512   # ... and at least this many, for a small section
 _MISSING = object()
