@@ -441,7 +441,7 @@ def test_columns_describe_the_parsed_instructions(mod):
 
 # ----------------------------------------------------------------------------- TVMR
 def _reference_checks(f) -> list:
-    """semantic_checks as the plain per-instruction loop it was before the numpy version."""
+    """semantic_checks as a plain per-instruction loop (it judges each distinct record once)."""
     out = []
     ins = list(f.instructions)
     declared = {e.ext_id for e in f.extensions}

@@ -19,8 +19,6 @@ def semantic_checks(f) -> list[NacFormatError]:
     if ins and not (ins[-1].ext_id == 0 and ins[-1].opcode == 0x0001):
         out.append(PeerWarning("instructions", ins[-1].offset, "Program does not end with HALT"))
     if ins:
-        # Whole-program masks pick the instructions with something to say; only those are looked at
-        # one by one (a 120k-instruction program is checked in numpy, not in a Python loop).
         flagged, compute_warning_at = _flagged(f, declared)
         for k in flagged:
             _instruction_problems(f, ins[k], declared, k == compute_warning_at, out)
@@ -69,40 +67,28 @@ def _shape_mismatch(w, x) -> bool:
 
 def _flagged(f, declared: set):
     """Indices of the instructions :func:`_instruction_problems` reports on, in order, and the index of
-    the compute instruction that comes before any ``load_input`` (or -1). Each distinct (ext, opcode)
-    and each distinct matmul register pair is judged once."""
-    import numpy as np
-    ext, opc, b = f.instructions.columns()
-    key = (ext.astype(np.uint32) << 16) | opc
-    uniq, inverse = np.unique(key, return_inverse=True)
-    known, undeclared, compute, rrr, load_input = (np.zeros(len(uniq), bool) for _ in range(5))
-    for u, k in enumerate(uniq.tolist()):
-        e, o = k >> 16, k & 0xFFFF
-        op = isa.lookup(e, o)
-        known[u] = op is not None
-        if op is None:
-            continue
-        undeclared[u] = bool(e) and e not in declared
-        compute[u] = (e == 0 and 0x3000 <= o < 0x5000) or e in isa.COMPUTE_EXTENSIONS
-        rrr[u] = op.pattern == "RegRegReg"
-        load_input[u] = e == 0 and o == 0x1007
-    unknown = ~known[inverse]
-    flag = unknown | undeclared[inverse] | (rrr[inverse] & (b[:, 3] != 0))
-    branch = (ext == 0) & np.isin(opc, list(_BRANCHES))
-    target = (b[:, 2].astype(np.int64) << 8) | b[:, 3]
-    flag |= branch & (target >= len(key))
-    matmul = np.zeros(len(key), bool)
-    for e, o in _MATMULS:
-        matmul |= (ext == e) & (opc == o)
-    if matmul.any():
-        pairs = (b[:, 1].astype(np.int64) << 8) | b[:, 2]
-        bad = [p for p in np.unique(pairs[matmul]).tolist() if _shape_mismatch(f.register(p >> 8), f.register(p & 0xFF))]
-        flag |= matmul & np.isin(pairs, bad)
-    warn_at = -1
-    comp = np.flatnonzero(compute[inverse])
-    if comp.size:
-        loads = np.flatnonzero(load_input[inverse])
-        if not loads.size or comp[0] < loads[0]:
-            warn_at = int(comp[0])
-            flag[warn_at] = True
-    return np.flatnonzero(flag).tolist(), warn_at
+    the compute instruction that comes before any ``load_input`` (or -1). An instruction's problems
+    depend on its 8 bytes alone (a jump's target against the program's length, a matmul's registers
+    against their shapes), so each distinct record is judged once."""
+    ins = f.instructions
+    verdicts: dict = {}        # record -> (has a problem, is compute, is load_input)
+    flagged, warn_at, loaded = [], -1, False
+    for k, word in enumerate(ins.words()):
+        verdict = verdicts.get(word)
+        if verdict is None:
+            i = ins[k]
+            found: list = []
+            _instruction_problems(f, i, declared, False, found)
+            e, o = i.ext_id, i.opcode
+            compute = i.op is not None and ((e == 0 and 0x3000 <= o < 0x5000) or e in isa.COMPUTE_EXTENSIONS)
+            verdict = (bool(found), compute, i.op is not None and e == 0 and o == 0x1007)
+            if len(verdicts) < 65536:
+                verdicts[word] = verdict
+        bad, compute, load = verdict
+        loaded = loaded or load
+        if compute and not loaded and warn_at < 0:
+            warn_at = k
+            bad = True
+        if bad:
+            flagged.append(k)
+    return flagged, warn_at
