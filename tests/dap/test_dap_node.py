@@ -17,8 +17,10 @@ from tests.corpus_paths import CORPUS
 from tests.dap.fixture_models import NESTED, marker_line
 
 
-# scripts/install.sh may rebuild tests/dap/node_modules, which the DAP suites run from: one worker
-pytestmark = pytest.mark.xdist_group("node_modules")
+# scripts/install.sh may rebuild tests/dap/node_modules, which the DAP suites run from: one worker.
+# Heavy: 24 sessions of `nac dap` (each imports torch), ~35 s on one worker; the default tier's
+# tests/dap/test_adapter.py drives the same adapter over the same requests from Python.
+pytestmark = [pytest.mark.xdist_group("node_modules"), pytest.mark.heavy]
 
 HERE = Path(__file__).resolve().parent
 

@@ -104,8 +104,7 @@ def test_loads_nac_sim_sweep_json(window, qtbot, tmp_path):
     assert rows[0].ok and rows[0].values == {"sram.bytes": 4096}
 
 
-@pytest.mark.parametrize("dock", ["timeline", "hardware"])
-@pytest.mark.parametrize("size", ["1600x1000", "1024x700"])
+@pytest.mark.parametrize("dock, size", [("timeline", "1024x700"), ("hardware", "1600x1000")])
 def test_dock_screenshot(tmp_path, dock, size):
     from tests.resources_path import DEMO
     demo = DEMO.with_name("demo_bert_tiny.nac")       # compiled here: it records its input signature
