@@ -97,9 +97,6 @@ class DiffResult:
                 row[3] = m if row[3] is None else max(row[3], m)
         return [tuple(r) for r in out.values()]
 
-    def pair_at(self, tick_a: int) -> Optional[PairError]:
-        return next((p for p in self.pairs if p.tick_a == tick_a), None)
-
     def values_of(self, pair: PairError) -> Optional[tuple]:
         """(value in A, value in B) of ``pair`` as the runs produced them (tensors in their own dtype),
         kept for the first divergence only (``None`` for any other pair)."""

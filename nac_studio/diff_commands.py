@@ -72,9 +72,6 @@ class DiffController(QObject):
             self.window.show_message("Compare this file with another in the Diff pane first; the overlay follows "
                                      "its result")
 
-    def has_result(self) -> bool:
-        return self._active_result() is not None
-
     # -- first divergence ------------------------------------------------------------------
     def has_divergence(self) -> bool:
         r = self._active_result()

@@ -73,12 +73,6 @@ def dequantized_tensor(p: Parameter) -> np.ndarray:
     return dequantize(stored, p.meta)
 
 
-def external_problem(path: str) -> Optional[str]:
-    """Why ``path`` cannot be a .safetensors file (missing, unreadable, not a regular file, a header
-    that is truncated, oversized or malformed); ``None`` when its header reads."""
-    return _opened(path)[1]
-
-
 def _opened(path: str) -> tuple[Optional[SafetensorsFile], Optional[str]]:
     """(the parsed header, None), or (None, why it cannot be read): one stat and one cache lookup."""
     try:

@@ -72,11 +72,6 @@ class ResultHistory:
             self.total -= self._sizes.pop(tick)
             self._ticks.pop(bisect.bisect_left(self._ticks, tick))
 
-    def drop_from(self, tick: int) -> None:
-        """Forget ticks ≥ ``tick`` (they belong to a run that is being redone)."""
-        for t in [t for t in self._ticks if t >= tick]:
-            self.discard(t)
-
     def clear(self) -> None:
         self.__init__(self.budget)
 
@@ -116,10 +111,6 @@ class Checkpoints:
         """The latest checkpoint at or before ``tick``: (its tick, a copy of its live set)."""
         best = max(t for t in self._envs if t <= tick)
         return best, dict(self._envs[best])
-
-    def drop_after(self, tick: int) -> None:
-        for t in [t for t in self._envs if t > tick]:
-            self._remove(t)
 
     @property
     def ticks(self) -> list[int]:

@@ -220,11 +220,6 @@ class Document:
         self.tick = tick
         self._notify("tick", source)
 
-    def select_offset(self, offset: int, source: Any = None) -> Optional[Selection]:
-        sel = self.selection_at(offset)
-        self.select(sel, source)
-        return sel
-
     @property
     def can_go_back(self) -> bool:
         return bool(self._back)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -96,17 +96,6 @@ class MemoryTimeline:
     def readers(self, v: int) -> list[int]:
         return list(self._def_use.users(v)) if self._def_use is not None else []
 
-    def buffer_of(self, v: int) -> Optional[int]:
-        """Index into ``buffers`` of value ``v``'s bar (None: it has none)."""
-        k = int(np.searchsorted(self.buffers.value, v))     # bars are in value order
-        return k if k < len(self.buffers) and int(self.buffers.value[k]) == v else None
-
-    def buffer_at(self, tick: float, row: int) -> Optional[int]:
-        """The bar on ``row`` that covers ``tick`` (for hovering)."""
-        b = self.buffers
-        hit = np.nonzero((b.row == row) & (b.alloc <= tick) & (b.end > tick))[0]
-        return int(hit[0]) if hit.size else None
-
     def summary(self, first: int, last: int) -> RangeSummary:
         """Commands, bytes moved, peak and buffers alive over ticks ``first..last`` (inclusive)."""
         first, last = max(0, int(min(first, last))), min(self.n - 1, int(max(first, last)))
@@ -135,7 +124,7 @@ def _pack_rows(alloc: np.ndarray, end: np.ndarray) -> np.ndarray:
     a_l, e_l = alloc.tolist(), end.tolist()
     row = [0] * len(a_l)
     free: list[tuple[int, int]] = []          # (end of the row's last bar, row)
-    push, _pop, replace = heapq.heappush, heapq.heappop, heapq.heapreplace
+    push, replace = heapq.heappush, heapq.heapreplace
     rows = 0
     for k in order:
         e = e_l[k]

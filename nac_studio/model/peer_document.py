@@ -172,13 +172,6 @@ class PeerDocument(Document):
             return f"{self.describe_span(span)} @0x{span.offset:x}+{span.length}"
         return str(sel)
 
-    def line_of(self, sel: Optional[Selection]) -> Optional[int]:
-        """The 1-based text line a selection starts on (text formats)."""
-        span = self.span_of(sel)
-        if span is None:
-            return None
-        return self.peer.data.count(b"\n", 0, span.offset) + 1
-
 
 def record_of(span: Span) -> Span:
     """The record a byte belongs to: a child of a top-level ``section`` span (a MIND instruction

@@ -261,10 +261,6 @@ class SpanTreeModel(QAbstractItemModel):
             font = self._fixed = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         return font
 
-    def problem_of(self, span: Span) -> Optional[str]:
-        mark = self._marked.get(id(span))
-        return mark[1] if mark is not None else None
-
     def severity_at(self, span: Span) -> Optional[str]:
         """The worst severity of the problems inside ``span`` (``None``: none)."""
         mark = self._marked.get(id(span))

@@ -559,7 +559,6 @@ class InspectorPanel(QWidget):
 
     # -- heatmap ----------------------------------------------------------------------------
     def _rebuild_axes(self) -> None:
-        arr = self.array
         shape = self._shape()
         if shape == getattr(self, "_axes_shape", ()):
             return        # same shape (the next step's result): keep the axes and slider positions

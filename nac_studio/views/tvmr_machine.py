@@ -143,10 +143,6 @@ class TvmrMachineView(QWidget):
                                                on_error=lambda exc: ended())
         return self.run_task
 
-    def cancel_run(self) -> None:
-        if self.run_task is not None:
-            self.run_task.cancel()
-
     # -- after an action: the document follows the execution point ----------------------------------
     def _moved(self) -> None:
         s, qdoc = self.session, self.qdoc

@@ -132,10 +132,6 @@ class HexArea(QAbstractScrollArea):
     def selected_range(self) -> Optional[tuple[int, int]]:
         return self._range
 
-    def clear_range(self) -> None:
-        self._range = None
-        self.viewport().update()
-
     @property
     def cursor_offset(self) -> int:
         return self._cursor

@@ -107,12 +107,6 @@ class MindFile(PeerFile):
             span.add(pos, end - pos, f"text@{pos - start}", "text")
 
     # -- what the CLI and the Studio read ------------------------------------------------------
-    def instruction_at_line(self, line: int) -> Optional[Instr]:
-        for ins in self.module.instrs:
-            if ins.line == line:
-                return ins
-        return None
-
     def value_type(self, vid: int) -> Optional[TensorType]:
         return self.verified.types.get(vid)
 

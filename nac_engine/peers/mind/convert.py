@@ -51,9 +51,6 @@ class ConvertResult:
     def line_of_tick(self, tick: int) -> Optional[int]:
         return self.tick_lines.get(tick)
 
-    def ticks_of_line(self, line: int) -> list[int]:
-        return sorted(t for t, l in self.tick_lines.items() if l == line)
-
 
 def _refuse(ins: Instr, reason: str) -> ConvertError:
     return ConvertError(ins.line, ins.column, ins.offset, f"cannot convert {ins.label()}: {reason}", length=ins.length)

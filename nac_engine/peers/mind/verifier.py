@@ -92,10 +92,6 @@ def problem(rule: str, message: str, line: int, column: int, offset: int, length
     return MindError(line, column, offset, message, code=code, rule=rule, length=length)
 
 
-def _static(t: Optional[TensorType]) -> bool:
-    return t is not None and t.static
-
-
 def broadcast(a: tuple, b: tuple) -> tuple:
     out = []
     for i in range(max(len(a), len(b))):
