@@ -10,9 +10,13 @@ import signal
 import socket
 import sys
 
-#: What a host imports before it can answer a file's first request (forked hosts find them loaded).
-PRELOAD = ("torch", "nac_engine", "nac_engine.runtime", "nac_engine.runtime.debugger",
-           "nac_studio.host.handlers", "nac_studio.host.server")
+#: What a host imports before it can answer a file's first requests (forked hosts find them loaded):
+#: the engine, and what opening a file asks of it (the graph's layout: igraph and the graph model,
+#: ~150 ms that every window's first layout paid; edge shapes, statistics, the simulator).
+PRELOAD = ("torch", "nac_engine", "nac_engine.runtime", "nac_engine.runtime.debugger", "nac_engine.sim",
+           "nac_studio.host.handlers", "nac_studio.host.jobs", "nac_studio.host.server", "igraph",
+           "nac_studio.model.graph_layout", "nac_studio.model.graph_model", "nac_studio.model.graph_shapes",
+           "nac_studio.model.tensor_stats")
 _MAX_REQUEST = 1 << 20
 
 

@@ -39,7 +39,10 @@ _PLAIN_CHILD: dict = {}     # what the last plain child host answered
 @pytest.fixture
 def warm_zygote():
     """A zygote that has finished its imports, started the way the Studio starts one: after a
-    second host (both plain children here) answered a request."""
+    second host (both plain children here) answered a request. Once this module has started one,
+    later tests reuse it while it lives (each start costs a few seconds of imports)."""
+    if _PLAIN_CHILD and ZYGOTE._proc is not None and ZYGOTE._proc.poll() is None and ZYGOTE._is_ready():
+        return ZYGOTE
     ZYGOTE.stop()              # an earlier test's zygote: the hosts here must be plain children
     for _ in range(2):
         plain = HostConnection()
