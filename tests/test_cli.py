@@ -7,6 +7,7 @@ import pytest
 
 from nac_engine.cli import main
 from tests.corpus_paths import NAC_FILES
+from tests.cli_fork import run_cli
 
 corpus = pytest.mark.skipif(not NAC_FILES, reason="../shared/corpus is absent")
 
@@ -84,8 +85,7 @@ def test_errors_are_one_line_without_traceback(tmp_path):
     missing = tmp_path / "nope.nac"
     for argv in (["info", missing], ["span", missing, "1"], ["asm", missing, "-o", tmp_path / "x.nac"],
                  ["rewrite", missing, "-o", tmp_path / "y.nac"]):
-        proc = subprocess.run([sys.executable, "-m", "nac_engine.cli", *map(str, argv)],
-                              capture_output=True, text=True)
+        proc = run_cli(argv)
         assert proc.returncode == 2
         assert "Traceback" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("nac: error:")

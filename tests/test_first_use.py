@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.cli_fork import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = REPO / "nac_studio" / "demos" / "demo_mlp.nac"
@@ -29,8 +29,7 @@ FACTORY = textwrap.dedent("""
 
 
 def nac(*argv, cwd=None):
-    r = subprocess.run([sys.executable, "-m", "nac_engine.cli", *map(str, argv)], capture_output=True, text=True,
-                       cwd=cwd or REPO, timeout=300)
+    r = run_cli(argv, cwd=cwd or REPO)
     return r.returncode, r.stdout, r.stderr
 
 

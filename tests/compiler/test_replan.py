@@ -1,8 +1,6 @@
 """Re-planning a file's MMAP in memory, and saving a copy whose only change is its schedule."""
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,6 +13,7 @@ from nac_engine.compiler.pipeline import compile_model
 from nac_engine.compiler.schedule import resident_bytes
 from nac_engine.runtime.mmap_check import check_schedule, trace_memory
 from tests.corpus_paths import NAC_FILES
+from tests.cli_fork import run_cli
 
 
 class _Block(nn.Module):
@@ -85,7 +84,7 @@ def test_save_with_schedule_changes_only_mmap_and_lints(tmp_path, compiled, mode
     assert [(r.tick, [(c.action, c.target) for c in r.commands]) for r in again.mmap] == \
         [(r.tick, [(c.action, c.target) for c in r.commands]) for r in plan.records]
     assert nac_engine.verify(str(out)) == []
-    lint = subprocess.run([sys.executable, "-m", "nac_engine.cli", "lint", str(out)], capture_output=True, text=True)
+    lint = run_cli(["lint", out])
     if mode == "min-peak":
         assert lint.returncode == 0, lint.stdout + lint.stderr
         assert check_schedule(again).violations == [] and check_schedule(again).hazards == []

@@ -4,8 +4,6 @@ FIFO and nothing reads /dev/zero."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,6 +12,7 @@ from nac_engine import NacFormatError, read, write
 from nac_engine.files import open_regular
 from nac_engine.peers import read_bounded
 from tests.format.test_whole_read import runnable_file
+from tests.cli_fork import run_cli
 
 CLI_TIMEOUT = 60         # a FIFO that blocked would hang the command far past this
 
@@ -33,8 +32,7 @@ def zero_neff(tmp_path):
 
 
 def nac_cli(*args):
-    return subprocess.run([sys.executable, "-m", "nac_engine.cli", *map(str, args)], capture_output=True,
-                          text=True, timeout=CLI_TIMEOUT)
+    return run_cli(args, timeout=CLI_TIMEOUT)
 
 
 def test_open_regular_names_what_the_path_is(fifo, zero_neff, tmp_path):

@@ -3,8 +3,6 @@ to the numpy evaluator; the conformance YAML's expected code; and the CLI on .ir
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,6 +15,7 @@ from nac_engine.peers.mind.convert import convert_file
 from nac_engine.peers.mind.evaluator import evaluate, random_inputs
 from nac_engine.peers.mind.parser import parse
 from tests.corpus_paths import CORPUS
+from tests.cli_fork import run_cli
 
 MIND = CORPUS / "peers" / "mind"
 IR_FILES = sorted(MIND.glob("*.ir")) if MIND.is_dir() else []
@@ -108,8 +107,7 @@ def test_conformance_yaml_expected_error(path):
 
 
 def _nac(*args):
-    return subprocess.run([sys.executable, "-m", "nac_engine.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=120)
+    return run_cli(args, timeout=120)
 
 
 def test_cli_info_verify_dis_convert(tmp_path):

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import struct
-import subprocess
-import sys
 
 import pytest
 
@@ -14,6 +12,7 @@ from nac_engine.errors import NacFormatError
 from nac_engine.peers import detect, open_peer, tvmr
 from nac_engine.peers.tvmr.format import tvmr_hash, xxh64
 from tests.corpus_paths import CORPUS
+from tests.cli_fork import run_cli
 
 TVMR_DIR = CORPUS / "peers" / "tvmr"
 SAMPLES = sorted((TVMR_DIR / "synthesized").glob("*.tvmr")) if TVMR_DIR.is_dir() else []
@@ -67,12 +66,14 @@ def test_classifier_fields():
 @needs_corpus
 def test_cli_info_json_and_span():
     path = SAMPLES[0]
-    out = subprocess.run([sys.executable, "-m", "nac_engine.cli", "info", "--json", str(path)],
-                         capture_output=True, text=True, check=True).stdout
+    r = run_cli(["info", "--json", path])
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
     js = json.loads(out)
     assert js["format"] == "tvmr" and js["checksum_matched"] == "tvmr-binary.rs"
-    out = subprocess.run([sys.executable, "-m", "nac_engine.cli", "span", str(path), "32"],
-                         capture_output=True, text=True, check=True).stdout
+    r = run_cli(["span", path, "32"])
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
     assert "checksum" in out
 
 

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import struct
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,6 +13,7 @@ from nac_engine.peers.tvmr import isa
 from nac_engine.peers.tvmr.asm import TvmrAsmError, assemble
 from nac_engine.peers.tvmr.format import tvmr_hash, xxh64
 from tests.peers.test_tvmr import SAMPLES, TVMR_DIR, needs_corpus
+from tests.cli_fork import run_cli
 
 
 @needs_corpus
@@ -33,14 +32,12 @@ def test_nac_asm_cli_writes_the_synthesized_binary(tmp_path):
     for path in SAMPLES[:2]:     # the CLI path; every sample goes through assemble() above
         out = tmp_path / (path.stem + ".tvmr")
         src = TVMR_DIR / "ternsig_src" / (path.stem + ".ternsig")
-        subprocess.run([sys.executable, "-m", "nac_engine.cli", "asm", str(src), "-o", str(out)], check=True,
-                       capture_output=True)
+        assert run_cli(["asm", src, "-o", out]).returncode == 0
         assert out.read_bytes() == path.read_bytes()
         dis = tmp_path / (path.stem + ".ternsig")
-        subprocess.run([sys.executable, "-m", "nac_engine.cli", "dis", str(out), "-o", str(dis)], check=True)
+        assert run_cli(["dis", out, "-o", dis]).returncode == 0
         again = tmp_path / (path.stem + "2.tvmr")
-        subprocess.run([sys.executable, "-m", "nac_engine.cli", "asm", str(dis), "-o", str(again)], check=True,
-                       capture_output=True)
+        assert run_cli(["asm", dis, "-o", again]).returncode == 0
         assert again.read_bytes() == path.read_bytes()
 
 

@@ -12,6 +12,7 @@ from nac_engine.sim.config import HardwareConfigError
 from tests.corpus_paths import NAC_FILES
 
 import distributed  # a declared test dependency: failing to import is a failure, not a skip
+from tests.cli_fork import run_cli
 
 AXES = {"array.rows": [8, 16, 32], "dram.bytes_per_cycle": [4, 8, 16, 32]}     # 12 points
 
@@ -111,12 +112,10 @@ def test_scheduler_addresses():
 
 
 def test_cli_scheduler_errors_are_one_line(model):
-    r = subprocess.run([sys.executable, "-m", "nac_engine.cli", "sim", str(model), "--sweep", "array.rows=8,16",
-                        "--scheduler", "nowhere"], capture_output=True, text=True)
+    r = run_cli(["sim", model, "--sweep", "array.rows=8,16", "--scheduler", "nowhere"])
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "--scheduler 'nowhere'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
-    r = subprocess.run([sys.executable, "-m", "nac_engine.cli", "sim", str(model), "--scheduler", "local:1"],
-                       capture_output=True, text=True)
+    r = run_cli(["sim", model, "--scheduler", "local:1"])
     assert r.returncode != 0 and "--sweep" in r.stderr and "Traceback" not in r.stderr
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -15,6 +13,7 @@ from nac_studio.model.document import Selection
 from tests.corpus_paths import NAC_FILES
 from tests.studio.conftest import wait_idle
 from tests.studio.long_stream import long_stream
+from tests.cli_fork import run_cli
 
 MODELS = ("mlp", "cnn__v1.6", "bert_tiny")
 
@@ -52,8 +51,7 @@ def test_totals_and_cycles_equal_nac_sim_json(window, qtbot, name):
     qdoc, view = _simulate(window, qtbot, path, _feeds(path))
     res = qdoc.doc.simulation.run.result
     feeds = [a for f in sorted(path.parent.glob("feed_*.npy")) for a in ("--feed", str(f))]
-    cli = subprocess.run([sys.executable, "-m", "nac_engine.cli", "sim", str(path), "--hw", "edge-32x32", *feeds,
-                          "--json"], capture_output=True, text=True, timeout=300)
+    cli = run_cli(["sim", path, "--hw", "edge-32x32", *feeds, "--json"])
     assert cli.returncode == 0, cli.stderr
     ref = json.loads(cli.stdout)
     mine = res.to_json()

@@ -12,6 +12,7 @@ import pytest
 
 from nac_studio.model.simulation_state import pareto_front, sweep_rows_from_json
 from tests.corpus_paths import NAC_FILES
+from tests.cli_fork import run_cli
 
 
 def _mlp():
@@ -87,9 +88,7 @@ def test_bad_axes_and_json_are_one_line(window, qtbot, tmp_path):
 
 def test_loads_nac_sim_sweep_json(window, qtbot, tmp_path):
     path = _mlp()
-    out = subprocess.run([sys.executable, "-m", "nac_engine.cli", "sim", str(path), "--feed",
-                          str(path.parent / "feed_0.npy"), "--sweep", "sram.bytes=4096,65536", "--json"],
-                         capture_output=True, text=True, timeout=300)
+    out = run_cli(["sim", path, "--feed", path.parent / "feed_0.npy", "--sweep", "sram.bytes=4096,65536", "--json"])
     assert out.returncode == 0, out.stderr
     j = tmp_path / "sweep.json"
     j.write_text(out.stdout)

@@ -2,8 +2,6 @@
 planners against the compiler's report, Save As with Schedule through nac lint, keys, LOD."""
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,6 +13,7 @@ from nac_studio.model.simulation_state import timeline_from_sizes
 from tests.corpus_paths import NAC_FILES
 from tests.studio.conftest import wait_idle
 from tests.studio.long_stream import long_stream, synthetic_sizes
+from tests.cli_fork import run_cli
 
 
 def _feeds(path):
@@ -170,8 +169,7 @@ def test_planner_peaks_equal_the_compiler_report_and_save_as_lints_clean(window,
         pass
     size, lint_report = task.result()
     assert out.stat().st_size == size and lint_report.violations == [] and lint_report.hazards == []
-    r = subprocess.run([sys.executable, "-m", "nac_engine.cli", "lint", str(out), "--hazards"],
-                       capture_output=True, text=True)
+    r = run_cli(["lint", out, "--hazards"])
     assert r.returncode == 0, r.stdout + r.stderr
     saved, original = nac_engine.read(str(out)), nac_engine.read(str(path))
     assert [i.a for i in saved.instructions] == [i.a for i in original.instructions]
