@@ -356,7 +356,7 @@ def handlers() -> dict[str, Handler]:
            "reverseContinue": Handler(_action("reverseContinue"), "debug"), "nac/runTo": Handler(_action("runTo"), "debug"),
            "restart": Handler(_action("restart"), "debug"), "nac/result": Handler(result, "debug"),
            "nac/outputs": Handler(outputs, "debug"), "terminate": Handler(terminate, "debug"),
-           "nac/closeDebug": Handler(close_debug, "debug"), "nac/warmUp": Handler(warm_up)}
+           "nac/closeDebug": Handler(close_debug, "debug"), "nac/warmUp": Handler(warm_up, "debug")}
     from .jobs import HANDLERS as jobs
     out.update({name: Handler(fn) for name, fn in jobs.items()})
     if os.environ.get("NAC_HOST_TEST_HOOKS") == "1":
