@@ -35,7 +35,10 @@ def serve(sock: socket.socket) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    sock.sendall(b"\x01")
+    try:
+        sock.sendall(b"\x01")
+    except OSError:             # the Studio ended while the imports ran
+        return
     while True:
         try:
             ready, _, _ = select.select([sock, wake_r], [], [])
