@@ -119,6 +119,7 @@ def test_cli_scheduler_errors_are_one_line(model):
     assert r.returncode != 0 and "--sweep" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.heavy       # a real LocalCluster and two CLI processes: ~15 s on one worker
 def test_cli_local_cluster_matches_the_process_pool(model, feed):
     """``--scheduler local:1`` starts a real LocalCluster (one worker process)."""
     base = [sys.executable, "-m", "nac_engine.cli", "sim", str(model), "--sweep", "array.rows=8,32",

@@ -103,6 +103,7 @@ def test_loads_nac_sim_sweep_json(window, qtbot, tmp_path):
     assert rows[0].ok and rows[0].values == {"sram.bytes": 4096}
 
 
+@pytest.mark.heavy       # a Studio process each, simulating in its own host: ~8 s apiece
 @pytest.mark.parametrize("dock, size", [("timeline", "1024x700"), ("hardware", "1600x1000")])
 def test_dock_screenshot(tmp_path, dock, size):
     from tests.resources_path import DEMO
