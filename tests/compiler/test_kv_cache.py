@@ -10,6 +10,8 @@ from nac_engine.cli import main as nac
 from nac_engine.generate import GenerationError, generate
 
 VOCAB = 120
+# one worker builds the module's checkpoint once (8 s) instead of each worker its own
+pytestmark = pytest.mark.xdist_group("kv_cache")
 
 
 @pytest.fixture(scope="module")

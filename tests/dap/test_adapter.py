@@ -16,6 +16,9 @@ from nac_engine.dap.framing import MAX_CONTENT, ProtocolError, encode_message, r
 from tests.dap.dap_client import DapClient
 from tests.dap.fixture_models import NESTED, marker_line
 
+# the session's DAP models (three compiles, ~6 s) are built on one worker, not on each
+pytestmark = pytest.mark.xdist_group("node_modules")
+
 
 @pytest.fixture
 def models(dap_models):

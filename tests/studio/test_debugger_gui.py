@@ -178,6 +178,7 @@ def test_run_to_cursor_and_stop(window, qtbot):
     assert not s.active and window.disassembly_view.model.exec_tick is None
 
 
+@pytest.mark.heavy       # a Studio process running the model in its own host: ~9 s
 def test_cli_run_to_inspect_screenshot(tmp_path):
     """``nac-studio FILE --run-to TICK --inspect vN --input x=FEED --screenshot``: the debugger
     state rendered and the process exits cleanly; bad arguments are one-line errors."""
