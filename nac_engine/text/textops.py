@@ -67,10 +67,10 @@ class Tables:
             self.const_ids.setdefault(key, []).append(cid)
         self.param_ids = _reverse({pid: p.name for pid, p in nac.params.items()})
         self._used_ids: dict = {}
-        self.read_consts: dict = {}     # (text, code) -> constant id or TextError, for read-back checks
-        self.read_back: dict = {}       # an instruction's shape -> does its line read back (_checked)
-        self.const_args: dict = {}      # (constant id, code, coerced) -> _const_argument
         self.templates: dict = {}       # an instruction's shape -> its template (instruction_template)
+        # at most one kept per 8 instructions (a real program has a few hundred shapes; a crafted
+        # file of distinct ones must not hold more than its own size in templates)
+        self.templates_max = max(1024, len(nac.instructions) // 8)
 
     def used_const_id(self, value, code: str) -> Optional[int]:
         """The one constant that the op uses as ``value`` under signature ``code`` though it is
@@ -155,11 +155,13 @@ def format_instruction(ins: Instruction, t: Tables, input_names: Optional[dict] 
     A constant stored in another type than its use (a reference file's shared ``1.0`` where a
     dim is meant, ``isa/coerce.py``) is shown as the op uses it, and the stored form goes to a
     comment: into ``notes_out`` when given, else appended as ``; ...``."""
+    if ins.d and ins.index + min(ins.d) < 0:
+        return raw_line(ins)         # a reference before tick 0 has no readable form (v-3)
     notes: list = []
-    line = _checked(ins, t, _readable(ins, t, input_names or {}, notes), bool(notes))
+    line = _checked(ins, t, _readable(ins, t, input_names or {}, notes))
     if line is None and notes:       # (without notes the plain text is the same one)
         notes = []
-        line = _checked(ins, t, _readable(ins, t, input_names or {}, None), False)
+        line = _checked(ins, t, _readable(ins, t, input_names or {}, None))
     if line is None:
         return raw_line(ins)
     if notes_out is not None:
@@ -168,30 +170,15 @@ def format_instruction(ins: Instruction, t: Tables, input_names: Optional[dict] 
     return line + ("   ; " + "; ".join(notes) if notes else "")
 
 
-def _checked(ins: Instruction, t: Tables, line: Optional[str], coerced: bool) -> Optional[str]:
-    """``line`` if it reads back (as the assembler reads it) to exactly ``ins``'s encoding;
-    ``coerced``: the line shows a constant as the op uses it (format_instruction's notes).
-
-    An op's or an output's line depends on its tick only through its ``vN`` references, which
-    read back to themselves whenever they name a tick; so its verdict is kept per (op, signature,
-    constants, which arguments are references) and each such shape is parsed once."""
+def _checked(ins: Instruction, t: Tables, line: Optional[str]) -> Optional[str]:
+    """``line`` if it reads back (as the assembler reads it) to exactly ``ins``'s encoding."""
     if line is None:
         return None
-    d = ins.d or ()
-    key = None
-    if (ins.a >= 10 or ins.a == OP_OUTPUT) and ins.index + min(d, default=0) >= 0:
-        key = (ins.a, ins.b, ins.c, tuple(map(bool, d)), coerced)
-        known = t.read_back.get(key)
-        if known is not None:
-            return line if known else None
     try:       # a ';' outside a string starts a comment
         enc = parse_instruction(strip_comment(line) if ";" in line else line, ins.index, t, dry_run=True)
-        ok = enc.same_encoding(ins)
     except (TextError, ValueError):
-        ok = False
-    if key is not None and len(t.read_back) < 65536:
-        t.read_back[key] = ok
-    return line if ok else None
+        return None
+    return line if enc.same_encoding(ins) else None
 
 
 class LineTemplate(NamedTuple):
@@ -219,19 +206,31 @@ def instruction_template(ins: Instruction, t: Tables, input_names: Optional[dict
         return None      # (an input's name is looked up by its tick)
     d = ins.d or ()
     # an op's or an output's template depends on its references only through which arguments
-    # are references: kept per that shape (with where its reference slots come from in D), so
-    # a section of distinct encodings that repeat a few shapes makes and checks each one once
-    shape = (ins.a, ins.b, ins.c, tuple(map(bool, d))) if ins.a >= 10 or ins.a == OP_OUTPUT else None
+    # are references: kept per that shape (with where its reference slots come from in D; False:
+    # its lines are raw), so a section of distinct encodings that repeat a few shapes makes and
+    # reads back each one once
+    output = ins.a == OP_OUTPUT
+    shape = None
+    if ins.a >= 10 or output:
+        mask = 0          # which arguments are references (all of an output's)
+        for k, x in enumerate(d):
+            if x or output:
+                mask |= 1 << k
+        shape = (ins.a, ins.b, ins.c, mask)
     known = t.templates.get(shape) if shape is not None else None
+    if known is False:
+        return _raw_template(ins, min_delta)
     if known is not None:
-        text, notes, where = known
-        return LineTemplate(text, (0,) + tuple(d[k] for k in where), notes, min_delta)
+        text, notes = (known, ()) if type(known) is str else known
+        refs = tuple(x for k, x in enumerate(d) if mask >> k & 1)
+        return LineTemplate(text, (0,) + refs, notes, min_delta)
     deltas: list = []
 
     def slot(delta):
         deltas.append(delta)
         return "v" + _SLOT
 
+    judged = True            # both forms were read back (else: format_instruction decides)
     for notes in ([], None):      # as format_instruction: with the coerced constants first
         deltas.clear()
         text = _readable(ins, t, input_names or {}, notes, ref=slot)
@@ -239,17 +238,34 @@ def instruction_template(ins: Instruction, t: Tables, input_names: Optional[dict
         if len(parts) == len(deltas) + 1:
             template = LineTemplate("%d".join(p.replace("%", "%%") for p in parts), tuple(deltas),
                                     tuple(notes or ()), min_delta)
-            if _checked(ins, t, template.text % tuple(ins.index + x for x in deltas), bool(notes)) is not None:
-                where = tuple(k for k, x in enumerate(d) if x or ins.a == OP_OUTPUT)
-                if shape is not None and deltas == [0] + [d[k] for k in where] and len(t.templates) < 65536:
-                    t.templates[shape] = (template.text, template.notes, where)
+            if _checked(ins, t, template.text % tuple(ins.index + x for x in deltas)) is not None:
+                if shape is not None and deltas == [0] + [x for k, x in enumerate(d) if mask >> k & 1]:
+                    _keep(t, shape, (template.text, template.notes) if notes else template.text)
                 return template
+        elif text is not None:
+            judged = False
         if not notes:
             break
+    if judged:
+        if shape is not None:
+            _keep(t, shape, False)
+        return _raw_template(ins, min_delta)
     line = format_instruction(ins, t, input_names)
     if line.startswith(f"v{ins.index} = raw "):
-        return LineTemplate("v%d" + line[len(f"v{ins.index}"):].replace("%", "%%"), (0,), (), min_delta)
+        return _raw_template(ins, min_delta)
     return None
+
+
+def _raw_template(ins: Instruction, min_delta: int) -> LineTemplate:
+    line = raw_line(ins)
+    return LineTemplate("v%d" + line[len(f"v{ins.index}"):].replace("%", "%%"), (0,), (), min_delta)
+
+
+def _keep(t: Tables, key, value) -> None:
+    """Into the bounded template memo: emptied when full (only a crafted file has that many shapes)."""
+    if len(t.templates) >= t.templates_max:
+        t.templates.clear()
+    t.templates[key] = value
 
 
 def raw_line(ins: Instruction) -> str:
@@ -326,12 +342,7 @@ def _readable(ins: Instruction, t: Tables, input_names: dict,
 
 def _const_argument(cid: int, code: str, coerced: bool, t: Tables) -> tuple:
     """(text, note after "argument N" or None, literal's signature code) of constant ``cid`` as
-    an argument under ``code``; ``coerced``: as the op uses it (see format_instruction). Kept
-    per constant and code: a program passes the same few constants thousands of times."""
-    key = (cid, code, coerced)
-    hit = t.const_args.get(key)
-    if hit is not None:
-        return hit
+    an argument under ``code``; ``coerced``: as the op uses it (see format_instruction)."""
     const = t.nac.constants.get(cid)
     used = _used_literal(const, code) if coerced else None
     note = None
@@ -344,10 +355,7 @@ def _const_argument(cid: int, code: str, coerced: bool, t: Tables) -> tuple:
                 as_used(const.value, code)
             except InexactCoercion as e:
                 note = f": {const.value!r} is not usable as {e.wanted.__name__} (the interpreter refuses it)"
-    hit = (text, note, _LITERAL_CODE.get(const.type, "c") if const else "c")
-    if len(t.const_args) < 65536:
-        t.const_args[key] = hit
-    return hit
+    return text, note, (_LITERAL_CODE.get(const.type, "c") if const else "c")
 
 
 def _used_literal(const: Optional[Constant], code: str) -> Optional[str]:
@@ -486,23 +494,6 @@ def _ref(text: str, lineno: int) -> int:
 
 
 def _const_ref(text: str, t: Tables, dry_run: bool, lineno: int, code: Optional[str] = None) -> int:
-    if not dry_run:
-        return _read_const(text, t, False, lineno, code)
-    # a read-back check (which never grows the tables) reads each constant's text once
-    hit = t.read_consts.get((text, code))
-    if hit is None:
-        try:
-            hit = _read_const(text, t, True, lineno, code)
-        except TextError as e:
-            hit = e
-        if len(t.read_consts) < 65536:
-            t.read_consts[text, code] = hit
-    if isinstance(hit, TextError):
-        raise hit
-    return hit
-
-
-def _read_const(text: str, t: Tables, dry_run: bool, lineno: int, code: Optional[str] = None) -> int:
     text = text.strip()
     if _CONST_ID.fullmatch(text):
         return int(text[1:])

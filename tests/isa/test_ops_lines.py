@@ -1,7 +1,7 @@
 """The .ops listing is the same whichever way its lines are made: by encoding (a template per
 distinct encoding, a block's lines one %-format), one by one (a block of distinct encodings),
-and without the per-shape memos (textops' read-back verdicts and templates kept per op,
-signature, constants and reference pattern): each line then made and read back on its own, as
+and without the per-shape memo (textops' templates kept per op, signature, constants and
+reference pattern, or that its lines are raw): each line then made and read back on its own, as
 format_instruction always did. On the corpus, crafted files, seeded mutants, tables that make
 lines ambiguous, and random small files; and a listing reassembles to the same bytes."""
 from __future__ import annotations
@@ -35,8 +35,7 @@ def _listings(data: bytes, repeats: int, memo: bool, monkeypatch) -> list:
 
             def forgetful(self):
                 refresh(self)
-                self.read_back, self.templates, self.read_consts, self.const_args = (
-                    _Forgetful(), _Forgetful(), _Forgetful(), _Forgetful())
+                self.templates = _Forgetful()
             m.setattr(textops.Tables, "refresh", forgetful)
         nac = read(data, strict=False)
         return [disasm.disassemble(nac, mmap_comments=mc) for mc in (False, True)]
