@@ -206,9 +206,8 @@ def instruction_template(ins: Instruction, t: Tables, input_names: Optional[dict
         return None      # (an input's name is looked up by its tick)
     d = ins.d or ()
     # an op's or an output's template depends on its references only through which arguments
-    # are references: kept per that shape (with where its reference slots come from in D; False:
-    # its lines are raw), so a section of distinct encodings that repeat a few shapes makes and
-    # reads back each one once
+    # are references: kept per that shape (False: its lines are raw), so a section of distinct
+    # encodings that repeat a few shapes makes and reads back each one once
     output = ins.a == OP_OUTPUT
     shape = None
     if ins.a >= 10 or output:
