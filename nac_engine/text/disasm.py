@@ -212,7 +212,7 @@ def _line(nac: NacFile, t: Tables, ins, input_names: dict, tick_notes: dict) -> 
     p = nac.param_for(ins)
     notes = tpl.notes + ((f"{p.dtype}{list(p.shape)}",) if p is not None and p.meta is not None else ()) \
         + tuple(tick_notes.get(ins.index, ()))
-    line = tpl.text % tuple(ins.index + x for x in tpl.deltas)
+    line = tpl.text % tuple(map(ins.index.__add__, tpl.deltas))
     return line + ("   ; " + "; ".join(notes) if notes else "")
 
 

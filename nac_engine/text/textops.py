@@ -68,9 +68,9 @@ class Tables:
         self.param_ids = _reverse({pid: p.name for pid, p in nac.params.items()})
         self._used_ids: dict = {}
         self.templates: dict = {}       # an instruction's shape -> its template (instruction_template)
-        # at most one kept per 8 instructions (a real program has a few hundred shapes; a crafted
+        # at most one kept per 16 instructions (a real program has a few hundred shapes; a crafted
         # file of distinct ones must not hold more than its own size in templates)
-        self.templates_max = max(1024, len(nac.instructions) // 8)
+        self.templates_max = max(512, len(nac.instructions) // 16)
 
     def used_const_id(self, value, code: str) -> Optional[int]:
         """The one constant that the op uses as ``value`` under signature ``code`` though it is
@@ -210,18 +210,16 @@ def instruction_template(ins: Instruction, t: Tables, input_names: Optional[dict
     # encodings that repeat a few shapes makes and reads back each one once
     output = ins.a == OP_OUTPUT
     shape = None
-    if ins.a >= 10 or output:
-        mask = 0          # which arguments are references (all of an output's)
-        for k, x in enumerate(d):
-            if x or output:
-                mask |= 1 << k
-        shape = (ins.a, ins.b, ins.c, mask)
+    if output:                # every argument of an output is a reference
+        shape = (ins.a, ins.b, ins.c, len(d))
+    elif ins.a >= 10:         # an op's arguments are references where D is not 0
+        shape = (ins.a, ins.b, ins.c, bytes(map(bool, d)))
     known = t.templates.get(shape) if shape is not None else None
     if known is False:
         return _raw_template(ins, min_delta)
+    refs = d if output else tuple(filter(None, d))
     if known is not None:
         text, notes = (known, ()) if type(known) is str else known
-        refs = tuple(x for k, x in enumerate(d) if mask >> k & 1)
         return LineTemplate(text, (0,) + refs, notes, min_delta)
     deltas: list = []
 
@@ -238,7 +236,7 @@ def instruction_template(ins: Instruction, t: Tables, input_names: Optional[dict
             template = LineTemplate("%d".join(p.replace("%", "%%") for p in parts), tuple(deltas),
                                     tuple(notes or ()), min_delta)
             if _checked(ins, t, template.text % tuple(ins.index + x for x in deltas)) is not None:
-                if shape is not None and deltas == [0] + [x for k, x in enumerate(d) if mask >> k & 1]:
+                if shape is not None and deltas == [0, *refs]:
                     _keep(t, shape, (template.text, template.notes) if notes else template.text)
                 return template
         elif text is not None:
