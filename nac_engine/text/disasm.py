@@ -189,8 +189,7 @@ def _template_entry(nac: NacFile, t: Tables, ins, input_names: dict):
     tpl = instruction_template(ins, t, input_names)
     if tpl is None:
         return None
-    p = nac.param_for(ins)
-    notes = tpl.notes + ((f"{p.dtype}{list(p.shape)}",) if p is not None and p.meta is not None else ())
+    notes = tpl.notes + _param_note(nac, ins)
     suffix = ("   ; " + "; ".join(notes)).replace("%", "%%") if notes else ""
     fmt = tpl.text + suffix
     return (fmt, tpl.deltas, tpl.min_delta, tpl, notes)
@@ -209,9 +208,7 @@ def _line(nac: NacFile, t: Tables, ins, input_names: dict, tick_notes: dict) -> 
     tpl = instruction_template(ins, t, input_names)
     if tpl is None:
         return _ops_line(nac, ins, t, input_names, tick_notes)
-    p = nac.param_for(ins)
-    notes = tpl.notes + ((f"{p.dtype}{list(p.shape)}",) if p is not None and p.meta is not None else ()) \
-        + tuple(tick_notes.get(ins.index, ()))
+    notes = tpl.notes + _param_note(nac, ins) + tuple(tick_notes.get(ins.index, ()))
     line = tpl.text % tuple(map(ins.index.__add__, tpl.deltas))
     return line + ("   ; " + "; ".join(notes) if notes else "")
 
@@ -219,11 +216,15 @@ def _line(nac: NacFile, t: Tables, ins, input_names: dict, tick_notes: dict) -> 
 def _ops_line(nac: NacFile, ins, t: Tables, input_names: dict, tick_notes: dict) -> str:
     note: list = []
     line = format_instruction(ins, t, input_names, notes_out=note)
-    p = nac.param_for(ins)
-    if p is not None and p.meta is not None:
-        note.append(f"{p.dtype}{list(p.shape)}")
+    note.extend(_param_note(nac, ins))
     note.extend(tick_notes.get(ins.index, ()))
     return line + ("   ; " + "; ".join(note) if note else "")
+
+
+def _param_note(nac: NacFile, ins) -> tuple:
+    """A parameter load's note: its tensor's dtype and shape."""
+    p = nac.param_for(ins)
+    return (f"{p.dtype}{list(p.shape)}",) if p is not None and p.meta is not None else ()
 
 
 def _mmap_lines(records: list):

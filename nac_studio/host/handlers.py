@@ -308,12 +308,19 @@ def close_debug(ctx: Context, args: dict) -> Any:
     return {}
 
 
+#: What runs, steps, lays out and simulates files (torch above all: seconds). A plain host imports
+#: it on ``nac/warmUp``; the zygote imports it before it forks hosts (zygote_main).
+WARM_IMPORTS = ("torch", "nac_engine.runtime.session", "nac_engine.runtime.debugger",
+                "nac_engine.runtime._shape_session", "nac_engine.sim", "igraph", "nac_studio.host.jobs",
+                "nac_studio.model.graph_layout", "nac_studio.model.graph_model", "nac_studio.model.graph_shapes",
+                "nac_studio.model.tensor_stats")
+
+
 def warm_up(ctx: Context, args: dict) -> Any:
-    """Import what runs, steps and lays out files (torch above all: seconds), so that the first F5,
-    graph or simulation does not wait for it. The Studio asks right after its window shows."""
+    """Import :data:`WARM_IMPORTS`, so that the first F5, graph or simulation does not wait for
+    them. The Studio asks right after its window shows."""
     import importlib
-    for name in ("torch", "nac_engine.runtime.session", "nac_engine.runtime.debugger",
-                 "nac_engine.runtime._shape_session", "igraph"):
+    for name in WARM_IMPORTS:
         ctx.check()
         importlib.import_module(name)
     return {}

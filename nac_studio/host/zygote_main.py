@@ -10,13 +10,6 @@ import signal
 import socket
 import sys
 
-#: What a host imports before it can answer a file's first requests (forked hosts find them loaded):
-#: the engine, and what opening a file asks of it (the graph's layout: igraph and the graph model,
-#: ~150 ms that every window's first layout paid; edge shapes, statistics, the simulator).
-PRELOAD = ("torch", "nac_engine", "nac_engine.runtime", "nac_engine.runtime.debugger", "nac_engine.sim",
-           "nac_studio.host.handlers", "nac_studio.host.jobs", "nac_studio.host.server", "igraph",
-           "nac_studio.model.graph_layout", "nac_studio.model.graph_model", "nac_studio.model.graph_shapes",
-           "nac_studio.model.tensor_stats")
 _MAX_REQUEST = 1 << 20
 
 
@@ -27,7 +20,10 @@ def serve(sock: socket.socket) -> None:
     # idle workers, which its library re-creates in the child (pthread_atfork), as for every
     # fork-based worker pool (torch's DataLoader, multiprocessing's "fork")
     warnings.filterwarnings("ignore", message=r".*fork\(\) may lead to deadlocks", category=DeprecationWarning)
-    for name in PRELOAD:
+    # what a host imports before it can answer a file's first requests (forked hosts find it
+    # loaded: without the graph's layout modules a fork's first layout took 240 ms, not 17)
+    from .handlers import WARM_IMPORTS
+    for name in ("nac_studio.host.server", *WARM_IMPORTS):
         importlib.import_module(name)
     from .__main__ import main as host_main
     children: dict[int, int] = {}         # pid -> the status pipe's write end
