@@ -123,7 +123,8 @@ def apply(n: Optional[int] = None) -> int:
         if n is None and _pinned is None:
             if _applied is not None and have != _applied:
                 _pinned = have    # torch.set_num_threads was called since we last chose: theirs wins
-            elif _applied is None and _from_environment() is None and have not in (physical_cores(), usable_cpus()):
+            elif (_applied is None and _from_environment() is None and have != usable_cpus()
+                  and have != physical_cores()):      # (the topology's files last: 0.2 ms to read)
                 _pinned = have    # set before our first run (torch starts at one per physical core)
         if n is None:
             n = _pinned or _from_environment() or choose()

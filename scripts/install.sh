@@ -113,6 +113,11 @@ else
     "$VENV/bin/python" -m pip install --disable-pip-version-check -q -e ".[test]"
     echo "$want" > "$stamp"
 fi
+# An editable install leaves the project's own modules without bytecode; where PYTHONDONTWRITEBYTECODE
+# is set (it is on our CI machines) every process then compiles them again: 0.3 s more for every
+# `nac`, Studio and engine-host start. Compile them once, as pip does for a regular install (a
+# module edited later is compiled in memory until this runs again: slower, never stale).
+"$VENV/bin/python" -m compileall -q -j 0 nac_engine nac_studio >/dev/null
 # Node.js runs the DAP acceptance suite (tests/dap: VS Code's DebugClient under mocha) and packages
 # the VS Code extension (@vscode/vsce); Debian's nodejs (18) is enough. The Studio and `nac` do not
 # need it: where apt cannot install it, say so and go on (those tests then fail, saying why). The

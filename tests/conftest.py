@@ -11,9 +11,15 @@ Every test that needs it skips cleanly when it is absent.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
+
+# Keep bytecode caches for the test modules (pytest's rewritten ones) and the package even where
+# PYTHONDONTWRITEBYTECODE is set, as on our CI machines: otherwise every xdist worker compiles all
+# ~190 test modules again (collection 4.5 s -> 9.7 s) and every subprocess the package again.
+sys.dont_write_bytecode = False
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 NAC_CORPUS = CORPUS / "nac"

@@ -16,6 +16,7 @@ from ..isa.optable import (OP_INPUT, OP_OUTPUT, SYSTEM_OPS, INPUT_VARIANTS,
                            OUTPUT_VARIANTS, standard_ops)
 from ..errors import NacFormatError
 from . import layout as L
+from .defuse import DefUse
 from ..spans import Span
 from .tensor_meta import TensorMeta   # re-exported: the record type every reader of NacFile names
 
@@ -401,7 +402,6 @@ class NacFile:
         key = (id(self.instructions), len(self.instructions))
         cached = self._def_use
         if cached is None or cached[0] != key:
-            from .defuse import DefUse
             cached = self._def_use = (key, DefUse.of(self))
         return cached[1]
 
