@@ -157,12 +157,20 @@ def user_frame(stack_trace: Optional[str]) -> tuple[Optional[str], Optional[int]
     return stable_path(fname), lineno, code
 
 
+# a line that only hands its arguments on: a decorator's wrapper
+_PASS_THROUGH = re.compile(r"(?:return\s+|[\w\s,]+=\s*)?[\w.]+\((?:self,\s*)?\*args,\s*\*\*kwargs\)$")
+
+
 def call_stack(stack: Optional[dict], stack_trace: Optional[str]) -> tuple:
     """The user's frames of a node's stack trace, outermost first, each ``(name, file, line,
     code)``. A ``forward`` frame is the next module of ``nn_module_stack`` (modules are entered
     outermost first, each through its ``forward``), so it is named ``path (Class.forward)``
     (``Class.forward`` for the model itself); another function is named after the module it
-    runs in: ``path (helper)``. Frames inside torch and this package are left out."""
+    runs in: ``path (helper)``. Frames inside torch and this package are left out, and so are
+    decorators' wrappers that only pass their arguments on (``return func(self, *args, **kwargs)``):
+    transformers 5.24 wraps every ``forward`` in one, which doubled a stack's length with frames
+    that say nothing. A module's ``forward`` and the innermost frame (the op's own line) are
+    always kept."""
     from .fx_source import is_internal as _is_internal
     modules = []
     for value in (stack or {}).values():
@@ -170,10 +178,12 @@ def call_stack(stack: Optional[dict], stack_trace: Optional[str]) -> tuple:
         modules.append((module_path({"m": (path,)}), str(kind).rpartition(".")[2]))
     out = []
     k = -1
-    for fname, lineno, function, code in _trace_frames(stack_trace):
+    frames = _trace_frames(stack_trace)
+    for i, (fname, lineno, function, code) in enumerate(frames):
         if function == "forward" and k + 1 < len(modules):
             k += 1
-        if _is_internal(fname):
+        if _is_internal(fname) or (function != "forward" and i + 1 < len(frames)
+                                       and _PASS_THROUGH.match(code.strip())):
             continue
         path, kind = modules[k] if k >= 0 else ("", "")
         what = f"{kind}.{function}" if function == "forward" and kind else function

@@ -162,11 +162,14 @@ def test_bert_first_softmax_maps_to_transformers_softmax_line(tmp_path, capsys):
     assert path is not None and Path(path).resolve().is_relative_to(Path(transformers.__file__).resolve().parent)
     line = Path(path).read_text().splitlines()[e.line - 1]
     assert "softmax" in line and line.strip() == e.code.strip()
-    # its stack: BertModel.forward (under transformers' decorators' wrappers) outward, each
-    # module's forward in between, the softmax's helper function innermost (named with its module)
+    # its stack: BertModel.forward outward, each module's forward in between, the softmax's helper
+    # function innermost (named with its module); transformers' decorators' pass-through wrappers
+    # (one around every forward since 5.24) are left out
     names = [f[0] for f in e.stack]
-    assert "BertModel.forward" in names[:3] and names[-1] == "encoder.layer.0.attention.self (eager_attention_forward)"
-    assert "encoder (BertEncoder.forward)" in names and "encoder.layer.0 (BertLayer.forward)" in names
+    assert names == ["BertModel.forward", "encoder (BertEncoder.forward)", "encoder.layer.0 (BertLayer.forward)",
+                     "encoder.layer.0.attention (BertAttention.forward)",
+                     "encoder.layer.0.attention.self (BertSelfAttention.forward)",
+                     "encoder.layer.0.attention.self (eager_attention_forward)"]
     assert (e.stack[-1][1], e.stack[-1][2]) == (e.file, e.line)
     # the layer-1 softmax is the same line of code in the next layer
     second = next(i for i in nac.instructions[first.index + 1:] if "softmax" in nac.instruction_name(i))
@@ -181,3 +184,24 @@ def test_bert_first_softmax_maps_to_transformers_softmax_line(tmp_path, capsys):
     assert 0 <= sig[0].low <= sig[0].high < 100
     outs = nac_engine.run(nac, inputs=make_inputs(sig))
     assert outs[0].shape == (1, 8, 32) and np.isfinite(outs[0]).all()
+
+
+def test_call_stack_leaves_out_pass_through_wrappers_but_never_the_op_line():
+    """A decorator's wrapper that only hands its arguments on says nothing about the model; the
+    innermost frame and a module's forward stay even when their lines look like one."""
+    from nac_engine.compiler.debug_info import call_stack
+    trace = "\n".join([
+        'File "/site-packages/lib/generic.py", line 10, in wrapper',
+        '    output = func(self, *args, **kwargs)',
+        'File "/project/model.py", line 20, in forward',
+        '    y = self.block(x)',
+        'File "/site-packages/lib/deprecation.py", line 30, in wrapped_func',
+        '    return func(*args, **kwargs)',
+        'File "/project/model.py", line 40, in forward',
+        '    return self.helper(*args, **kwargs)',
+        'File "/project/model.py", line 50, in helper',
+        '    return torch.relu(*args, **kwargs)',
+    ])
+    stack = {"a": ("", "model.Net"), "b": ("block", "model.Block")}
+    names = [(f[0], f[2]) for f in call_stack(stack, trace)]
+    assert names == [("Net.forward", 20), ("block (Block.forward)", 40), ("block (helper)", 50)]
