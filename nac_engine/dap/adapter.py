@@ -31,6 +31,8 @@ from typing import Any, Callable, Optional
 
 from ..cli_error import CliError
 from ..errors import NacFormatError
+from ..files import open_regular
+from ..format.source_map import MAX_SOURCE_BYTES, find_recorded_line, locate_source
 from . import values as V
 from .service import DebugService
 
@@ -69,6 +71,8 @@ class Adapter:
         self._smap = None
         self._lines: Optional[list[str]] = None     # disassembly, one line per tick
         self._located: dict[str, Optional[str]] = {}
+        self._local_lines: dict[str, Optional[list]] = {}       # a located source file's lines
+        self._relocated: dict[tuple, int] = {}                  # (file, recorded line, code) -> line now
         self._source_refs: dict[int, str] = {}      # sourceReference -> recorded file (no local copy)
         self._handles: dict[int, Callable[[Optional[str], int, int], list]] = {}
         self._frames: list[dict] = []
@@ -184,6 +188,8 @@ class Adapter:
             self.output(f"{program}: the source map is unreadable ({e}); showing the disassembly", "important")
         self._lines = None
         self._located.clear()
+        self._local_lines.clear()
+        self._relocated.clear()
         self._terminated = False
         self._start_service()
         try:
@@ -627,12 +633,13 @@ class Adapter:
         recorded = self._recorded_file(source)
         if recorded is None or self._smap is None:
             return []
-        direct = [e.tick for e in self._smap.entries if e.file == recorded and e.line == line]
+        now = self._line_now
+        direct = [e.tick for e in self._smap.entries if e.file == recorded and now(recorded, e.line, e.code) == line]
         if direct:
             return direct
         out, last = [], -2
         for e in self._smap.entries:
-            if any(f[1] == recorded and f[2] == line for f in e.stack):
+            if any(f[1] == recorded and now(recorded, f[2], f[3]) == line for f in e.stack):
                 if e.tick != last + 1:
                     out.append(e.tick)
                 last = e.tick
@@ -664,9 +671,32 @@ class Adapter:
                 seen.setdefault(f[1])
         return list(seen)
 
+    def _line_now(self, recorded: str, line: Optional[int], code: Optional[str]) -> Optional[int]:
+        """A recorded line's number in the local copy of its file as it is now: the file may have
+        changed since the compile (another release of a library, the user's edits), and the editor
+        shows the file as it is. The recorded number where there is no local copy or the recorded
+        text is not found near it."""
+        key = (recorded, line, code)
+        got = self._relocated.get(key)
+        if got is None:
+            got = line
+            local = self._locate(recorded) if line else None
+            if local is not None:
+                if local not in self._local_lines:
+                    try:
+                        with open_regular(local) as fh:
+                            text = fh.read(MAX_SOURCE_BYTES).decode("utf-8", "replace")
+                        self._local_lines[local] = text.splitlines()
+                    except (OSError, ValueError):
+                        self._local_lines[local] = None
+                lines = self._local_lines[local]
+                if lines is not None:
+                    got = find_recorded_line(lines, line, code) or line
+            self._relocated[key] = got
+        return got
+
     def _locate(self, recorded: str) -> Optional[str]:
         if recorded not in self._located:
-            from ..format.source_map import locate_source
             self._located[recorded] = locate_source(recorded, near=self.program)
         return self._located[recorded]
 
@@ -689,9 +719,9 @@ class Adapter:
         where = f"{e.module_path} ({op})" if e is not None and e.module_path else op
         out = []
         if e is not None and e.file and e.line:
-            out.append((where, e.file, e.line))
+            out.append((where, e.file, self._line_now(e.file, e.line, e.code)))
             outer = list(reversed(e.stack))[1:] if e.stack else []
-            out += [(name, file, line) for name, file, line, _ in outer]
+            out += [(name, file, self._line_now(file, line, code)) for name, file, line, code in outer]
         frames = [{"id": k, "name": name, "source": self._source(file), "line": line, "column": 1,
                    "instructionPointerReference": str(t)} for k, (name, file, line) in enumerate(out)]
         if not frames:

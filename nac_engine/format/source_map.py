@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
 from ..errors import NacFormatError
 from .input_signature import resource_json
@@ -190,6 +190,31 @@ def _decode_stacks(value: dict, files: list, n_rows: int, fail) -> Optional[list
             raise fail("the stacks hold too many frames")
         out.append(tuple(frames[k] for k in s))
     return out
+
+
+#: a source file larger than this is not read for its lines (a viewer shows the recorded line only)
+MAX_SOURCE_BYTES = 4 << 20
+#: how far from its recorded number a recorded line is looked for in a file that changed
+RELOCATE_WINDOW = 400
+
+
+def find_recorded_line(lines: Sequence[str], line: int, code: Optional[str]) -> Optional[int]:
+    """Where the line recorded at compile time stands in ``lines`` (a source file as it is now,
+    1-based ``line``): ``line`` itself when it still reads ``code`` (or nothing was recorded to
+    compare), else the nearest line within :data:`RELOCATE_WINDOW` that reads it (the file changed
+    since the compile: another release of a library, or the user's own edits), else ``None``.
+    Lines compare without their indentation and trailing blanks."""
+    want = (code or "").strip()
+    if not want:
+        return line
+    n = len(lines)
+    if 1 <= line <= n and lines[line - 1].strip() == want:
+        return line
+    for d in range(1, RELOCATE_WINDOW + 1):
+        for k in (line - d, line + d):
+            if 1 <= k <= n and lines[k - 1].strip() == want:
+                return k
+    return None
 
 
 def locate_source(file: Optional[str], near: Optional[str] = None) -> Optional[str]:

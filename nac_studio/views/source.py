@@ -5,7 +5,9 @@ way, else the selected tick (``doc.tick``). The header names the module path and
 node; below, the whole source file scrolled to the recorded line, which is highlighted — or,
 when the file cannot be found on this machine, the line text recorded at compile time. Paths
 are resolved by :func:`nac_engine.format.source_map.locate_source` (next to the .nac, the
-working directory, the interpreter's libraries).
+working directory, the interpreter's libraries). A file that changed since the compile (the
+user's edits, another library release) is read again when its mtime or size changes, and the
+recorded line is looked for by its text (:func:`~nac_engine.format.source_map.find_recorded_line`).
 
 A debugger step must not cost work proportional to the source file: each file is loaded and
 highlighted once into its own text document (kept per path; the editor switches documents
@@ -27,11 +29,11 @@ from PySide6.QtWidgets import QLabel, QPlainTextDocumentLayout, QPlainTextEdit, 
 
 from nac_engine.errors import NacFormatError
 from nac_engine.files import open_regular
-from nac_engine.format.source_map import SourceEntry, locate_source, read_source_map
+from nac_engine.format.source_map import (MAX_SOURCE_BYTES, SourceEntry, find_recorded_line, locate_source,
+                                          read_source_map)
 
 from ..qt_document import rebind
 
-MAX_SOURCE_BYTES = 4 << 20          # a source file larger than this is shown as its recorded line only
 
 
 def current_tick(doc) -> Optional[int]:
@@ -85,7 +87,9 @@ class SourceView(QWidget):
         self.setObjectName(self.object_name)
         self.qdoc = None
         self._maps = weakref.WeakKeyDictionary()  # document -> SourceMap | None | str (error)
-        self._texts: dict[str, Optional[str]] = {}
+        self._texts: dict[str, tuple] = {}          # path -> ((mtime, size) when read, text or None)
+        self._lines: dict[str, list] = {}           # a file's lines, for finding recorded lines in it
+        self._relocations: dict[tuple, Optional[int]] = {}
         self._documents: dict[str, tuple[QTextDocument, PythonHighlighter]] = {}   # path -> loaded, highlighted
         self._shown_key: Optional[tuple] = None   # what is on screen: (entry, path, header), to skip repeats
         self._located: dict[tuple, Optional[str]] = {}      # (recorded file, .nac path) -> local path
@@ -205,8 +209,21 @@ class SourceView(QWidget):
         path = self._located[key]
         text = self._read(path) if path else None
         location = f"{entry.file}:{entry.line}" if entry.line else entry.file
+        line = entry.line
         if text is None:
             parts.append(f"{_esc(location)} — file not found here; the line as recorded at compile time:")
+        elif line:
+            # the file may have changed since the compile (another release of a library, the
+            # user's edits): the recorded line's text says where it is now
+            line = self._relocated(path, text, entry)
+            if line is None:
+                parts.append(f"{_esc(location)} — <b>this file has changed since the compile</b>: line {entry.line} "
+                             f"no longer reads <code>{_esc((entry.code or '').strip())}</code>")
+            elif line != entry.line:
+                parts.append(f"{_esc(entry.file)}:{line} (line {entry.line} at compile time; the file has "
+                             f"changed since)")
+            else:
+                parts.append(_esc(location))
         else:
             parts.append(_esc(location))
         if len(entry.stack) > 1:        # how the code got here: the calls that led to this line
@@ -224,10 +241,11 @@ class SourceView(QWidget):
         else:
             self.shown_path = path
             self._show_text(path, text)
-            line = entry.line
         self.header.setText(header)
         self.header.setToolTip(path or entry.file)
         self._highlight(line)
+        if line is None and text is not None and entry.line:
+            self._scroll_to(entry.line)   # not highlighted: that line no longer reads the recorded code
 
     def _show_text(self, path: Optional[str], text: str) -> None:
         """Put a file's text in the editor: its own document, loaded and highlighted on first use
@@ -264,7 +282,13 @@ class SourceView(QWidget):
         sel.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
         sel.cursor = cursor
         self.editor.setExtraSelections([sel])
-        self.editor.setTextCursor(cursor)
+        self._scroll_to(line)
+
+    def _scroll_to(self, line: int) -> None:
+        doc = self.editor.document()
+        if not 1 <= line <= doc.blockCount():
+            return
+        self.editor.setTextCursor(QTextCursor(doc.findBlockByNumber(line - 1)))
         self.editor.centerCursor()
         QTimer.singleShot(0, self.editor.centerCursor)    # again once laid out (a dock just raised)
 
@@ -273,17 +297,41 @@ class SourceView(QWidget):
         if self.editor.extraSelections():
             QTimer.singleShot(0, self.editor.centerCursor)
 
+    def _relocated(self, path: str, text: str, entry: SourceEntry) -> Optional[int]:
+        """The entry's line in the file as it is now (see :func:`find_recorded_line`), or None."""
+        key = (path, entry.line, entry.code)
+        if key not in self._relocations:
+            if path not in self._lines:
+                self._lines[path] = text.splitlines()
+            self._relocations[key] = find_recorded_line(self._lines[path], entry.line, entry.code)
+        return self._relocations[key]
+
     def _read(self, path: str) -> Optional[str]:
-        if path not in self._texts:
-            try:
-                if os.path.getsize(path) > MAX_SOURCE_BYTES:
-                    self._texts[path] = None
-                else:
+        """The file's text, read again when it changed on disk (the user edits their model while
+        the Studio is open): one stat per refresh."""
+        try:
+            st = os.stat(path)
+            stamp = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        cached = self._texts.get(path)
+        if cached is None or cached[0] != stamp:
+            text = None
+            if stamp is not None and stamp[1] <= MAX_SOURCE_BYTES:
+                try:
                     with open_regular(path) as fh:
-                        self._texts[path] = fh.read(MAX_SOURCE_BYTES).decode("utf-8", "replace")
-            except (OSError, ValueError):
-                self._texts[path] = None
-        return self._texts[path]
+                        text = fh.read(MAX_SOURCE_BYTES).decode("utf-8", "replace")
+                except (OSError, ValueError):
+                    text = None
+            if cached is not None:           # what was made from the old text goes with it
+                old = self._documents.pop(path, None)
+                if old is not None:
+                    old[0].deleteLater()     # after this refresh has given the editor the new one
+                self._lines.pop(path, None)
+                self._relocations = {k: v for k, v in self._relocations.items() if k[0] != path}
+                self._shown_key = None
+            cached = self._texts[path] = (stamp, text)
+        return cached[1]
 
 
 def _esc(text: str) -> str:

@@ -171,3 +171,20 @@ def test_sources_not_on_disk_come_from_the_recorded_lines(client, models, tmp_pa
     # a breakpoint set on that source (by its reference) maps to its ticks
     bp = client.request("setBreakpoints", {"source": frame["source"], "breakpoints": [{"line": line}]})
     assert bp["body"]["breakpoints"][0]["verified"]
+
+
+def test_a_source_edited_since_the_compile_shows_and_breaks_at_its_lines_now(client, tmp_path):
+    """The editor shows the file as it is now: frames name the recorded lines where they stand
+    now, and a breakpoint on such a line (as the editor numbers it) is verified and hit."""
+    src = tmp_path / "edited.py"
+    src.write_text(NESTED)
+    assert main(["compile", str(src), "-o", str(tmp_path / "m.nac")]) == 0
+    edited = "# two lines the user added\n\n" + NESTED
+    src.write_text(edited)
+    softmax, head_call = marker_line(edited, "softmax"), marker_line(edited, "head-call")
+    assert softmax == marker_line(NESTED, "softmax") + 2
+    client.start({"program": str(tmp_path / "m.nac")}, breakpoints={str(src): [softmax]})
+    client.stopped()
+    frames = client.request("stackTrace", {"threadId": 1})["body"]["stackFrames"]
+    assert frames[0]["line"] == softmax and frames[0]["source"]["path"] == str(src)
+    assert any(f["line"] == head_call for f in frames[1:])

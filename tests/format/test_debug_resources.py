@@ -12,7 +12,8 @@ from nac_engine.format import read, write
 from nac_engine.format.input_signature import (RESOURCE_NAME as SIG, InputSpec, encode_input_signature, make_inputs,
                                                read_input_signature, set_input_signature)
 from nac_engine.format.model import NacFile, Resource
-from nac_engine.format.source_map import (RESOURCE_NAME as SMAP, SourceEntry, locate_source, read_source_map,
+from nac_engine.format.source_map import (RESOURCE_NAME as SMAP, RELOCATE_WINDOW, SourceEntry,
+                                          find_recorded_line, locate_source, read_source_map,
                                           set_source_map)
 
 SPECS = [InputSpec("input_ids", (1, 16), "int64", "input", 0.0, 99.0),
@@ -187,3 +188,18 @@ def test_locate_source_only_finds_python_files_without_parent_steps(tmp_path):
     assert locate_source("etc/passwd", str(near)) is None
     assert locate_source(None, str(near)) is None
     assert locate_source("json/decoder.py").endswith("decoder.py")       # the standard library
+
+
+def test_a_recorded_line_is_found_where_it_stands_in_a_changed_file():
+    lines = ["import torch", "", "def f(x):", "    y = torch.relu(x)", "    return y * 2"]
+    assert find_recorded_line(lines, 4, "y = torch.relu(x)") == 4            # unchanged (indentation aside)
+    assert find_recorded_line(lines, 4, None) == 4                            # nothing recorded to compare
+    moved = ["# new"] * 7 + lines
+    assert find_recorded_line(moved, 4, "    y = torch.relu(x)") == 11
+    assert find_recorded_line(lines[2:], 4, "y = torch.relu(x)") == 2        # lines removed above it
+    # the nearest of two copies; a rewritten line is not found; nor one past the window
+    twice = lines + ["", "def g(x):", "    y = torch.relu(x)"]
+    assert find_recorded_line(twice, 7, "y = torch.relu(x)") == 8
+    assert find_recorded_line(lines, 4, "y = torch.sigmoid(x)") is None
+    far = ["#"] * (RELOCATE_WINDOW + 5) + lines
+    assert find_recorded_line(far, 4, "y = torch.relu(x)") is None

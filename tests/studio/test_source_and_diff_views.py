@@ -90,6 +90,36 @@ def test_source_pane_falls_back_to_the_recorded_line(window, qtbot, compiled):
     assert view.highlighted_line() == 1
 
 
+def test_source_pane_finds_the_line_in_a_file_edited_since_the_compile(window, qtbot, compiled):
+    """The user edits model.py after compiling (or a library is another release than the compile's):
+    the recorded line is found where it is now and said to have moved; a line whose text changed is
+    not highlighted, and the header says so with the text recorded at compile time."""
+    edited = "# a comment the user added\n\n\n" + FACTORY
+    (compiled / "model.py").write_text(edited)
+    window.open_and_wait(compiled / "f.nac")
+    view = window.views["source"]
+    tick = _tick_of(compiled / "f.nac", "softmax")
+    entry = read_source_map(read(str(compiled / "f.nac"))).entry(tick)
+    window.active.select(Selection("instruction", tick))
+    qtbot.waitUntil(lambda: view.shown_entry == entry, timeout=3000)
+    assert view.highlighted_line() == entry.line + 3
+    assert "torch.softmax" in edited.splitlines()[view.highlighted_line() - 1]
+    assert f"model.py:{entry.line + 3} (line {entry.line} at compile time; the file has changed since)" \
+        in view.header.text()
+    # the line itself rewritten while the Studio is open: the file is read again, nothing is
+    # highlighted, the recorded text is named
+    (compiled / "model.py").write_text(FACTORY.replace("torch.softmax(self.proj(h) * 2.0, -1)",
+                                                       "torch.softmax(self.proj(h) * 3.0, -1)"))
+    window.active.select(Selection("instruction", 0))
+    qtbot.waitUntil(lambda: view.shown_entry is not None and view.shown_entry.tick == 0, timeout=3000)
+    window.active.select(Selection("instruction", tick))
+    qtbot.waitUntil(lambda: view.shown_entry == entry and "changed since the compile" in view.header.text(),
+                    timeout=3000)
+    assert view.highlighted_line() is None
+    assert "return torch.softmax(self.proj(h) * 2.0, -1)" in view.header.text()
+    assert view.editor.textCursor().blockNumber() + 1 == entry.line      # scrolled there all the same
+
+
 def test_source_pane_follows_the_execution_point(window, qtbot, compiled):
     window.open_and_wait(compiled / "f.nac")
     view = window.views["source"]
