@@ -116,11 +116,18 @@ class SourceView(QWidget):
         lay.addWidget(self.header)
         lay.addWidget(self.editor, 1)
         self.editor.viewport().installEventFilter(self)
+        self._follow = False       # the view is centred on the highlighted line, and the user has not scrolled
+        self.editor.verticalScrollBar().actionTriggered.connect(self._user_scrolled)
         self.set_document(qdoc)
 
     def eventFilter(self, obj, event) -> bool:
-        if event.type() == QEvent.Type.Paint and obj is self.editor.viewport():
-            self._highlight_when_painted()
+        if obj is self.editor.viewport():
+            if event.type() == QEvent.Type.Paint:
+                self._highlight_when_painted()
+            elif event.type() == QEvent.Type.Resize and self._follow and self.editor.extraSelections():
+                # centred for the size the pane had (none while it was a hidden tab): again for
+                # this one, unless the user has scrolled away since
+                QTimer.singleShot(0, self.editor.centerCursor)
         return False
 
     def _highlight_when_painted(self) -> None:
@@ -227,7 +234,8 @@ class SourceView(QWidget):
         else:
             parts.append(_esc(location))
         if len(entry.stack) > 1:        # how the code got here: the calls that led to this line
-            calls = [f"{_esc(name)} :{line}" for name, _, line, _ in entry.stack[:-1]]
+            calls = [f"{_esc(name)} :{self._line_now(file, line, code)}"
+                     for name, file, line, code in entry.stack[:-1]]
             parts.append("<small>called from " + " › ".join(calls) + "</small>")
         header = "<br>".join(parts)
         key = (entry, path if text is not None else None, header)
@@ -291,6 +299,10 @@ class SourceView(QWidget):
         self.editor.setTextCursor(QTextCursor(doc.findBlockByNumber(line - 1)))
         self.editor.centerCursor()
         QTimer.singleShot(0, self.editor.centerCursor)    # again once laid out (a dock just raised)
+        self._follow = True
+
+    def _user_scrolled(self, _action) -> None:
+        self._follow = False
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -299,12 +311,24 @@ class SourceView(QWidget):
 
     def _relocated(self, path: str, text: str, entry: SourceEntry) -> Optional[int]:
         """The entry's line in the file as it is now (see :func:`find_recorded_line`), or None."""
-        key = (path, entry.line, entry.code)
+        return self._find(path, text, entry.line, entry.code)
+
+    def _find(self, path: str, text: str, line: int, code: Optional[str]) -> Optional[int]:
+        key = (path, line, code)
         if key not in self._relocations:
             if path not in self._lines:
                 self._lines[path] = text.splitlines()
-            self._relocations[key] = find_recorded_line(self._lines[path], entry.line, entry.code)
+            self._relocations[key] = find_recorded_line(self._lines[path], line, code)
         return self._relocations[key]
+
+    def _line_now(self, recorded: str, line: Optional[int], code: Optional[str]):
+        """A caller's line as the file reads now (the recorded number where it cannot be found)."""
+        key = (recorded, getattr(self.qdoc.doc, "path", None))
+        if key not in self._located:
+            self._located[key] = locate_source(*key)
+        path = self._located[key]
+        text = self._read(path) if path and line else None
+        return (self._find(path, text, line, code) or line) if text is not None else line
 
     def _read(self, path: str) -> Optional[str]:
         """The file's text, read again when it changed on disk (the user edits their model while

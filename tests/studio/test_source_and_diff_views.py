@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QAbstractSlider
 
 from nac_engine.cli import main
 from nac_engine.format import read
@@ -106,6 +108,8 @@ def test_source_pane_finds_the_line_in_a_file_edited_since_the_compile(window, q
     assert "torch.softmax" in edited.splitlines()[view.highlighted_line() - 1]
     assert f"model.py:{entry.line + 3} (line {entry.line} at compile time; the file has changed since)" \
         in view.header.text()
+    call_line = edited.splitlines().index("        return self.head(h)") + 1      # the callers' lines too
+    assert f"called from Net.forward :{call_line}" in view.header.text()
     # the line itself rewritten while the Studio is open: the file is read again, nothing is
     # highlighted, the recorded text is named
     (compiled / "model.py").write_text(FACTORY.replace("torch.softmax(self.proj(h) * 2.0, -1)",
@@ -118,6 +122,34 @@ def test_source_pane_finds_the_line_in_a_file_edited_since_the_compile(window, q
     assert view.highlighted_line() is None
     assert "return torch.softmax(self.proj(h) * 2.0, -1)" in view.header.text()
     assert view.editor.textCursor().blockNumber() + 1 == entry.line      # scrolled there all the same
+
+
+def test_source_pane_centres_the_line_when_it_is_raised_and_resized(window, qtbot, compiled):
+    """The tick is chosen while the pane is a hidden tab; raising it and giving it room (as the user
+    does) shows the line in the middle, with the code above it, until the user scrolls away."""
+    padded = "#\n" * 150 + FACTORY + "#\n" * 150
+    (compiled / "model.py").write_text(padded)
+    window.open_and_wait(compiled / "f.nac")
+    view, dock = window.views["source"], window.docks["source"]
+    tick = _tick_of(compiled / "f.nac", "softmax")
+    window.active.select(Selection("instruction", tick))
+    qtbot.waitUntil(lambda: view.shown_entry is not None and view.shown_entry.tick == tick, timeout=3000)
+    dock.show()
+    dock.raise_()
+    for height in (120, int(window.height() * 0.5)):
+        window.resizeDocks([dock], [height], Qt.Orientation.Vertical)
+        qtbot.wait(100)
+
+    def centred() -> bool:
+        rect, h = view.editor.cursorRect(), view.editor.viewport().height()
+        return h > 100 and 0.25 * h < rect.center().y() < 0.75 * h
+    qtbot.waitUntil(centred, timeout=3000)
+    assert "torch.softmax" in padded.splitlines()[view.highlighted_line() - 1]
+    # scrolled away by the user: a resize leaves the view where the user put it
+    view.editor.verticalScrollBar().triggerAction(QAbstractSlider.SliderAction.SliderToMinimum)
+    window.resizeDocks([dock], [int(window.height() * 0.4)], Qt.Orientation.Vertical)
+    qtbot.wait(100)
+    assert view.editor.verticalScrollBar().value() == 0
 
 
 def test_source_pane_follows_the_execution_point(window, qtbot, compiled):
