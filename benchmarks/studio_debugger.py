@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 TARGET_STEP_MS = 30.0
-TARGET_CONTINUE_RATIO = 1.3
+TARGET_CONTINUE_RATIO = 1.2      # F5 to the end against the run alone (issues 21 §5 and 25 §2)
 TARGET_STALL_MS = 100.0
 TARGET_STEP_BACK_MS = 50.0
 #: Continue/Session.run pairs per kind (weights loaded: twice this many).
@@ -241,8 +241,8 @@ def measure_heatmap(app) -> dict:
             "heatmap_stats_bg_ms": 1000 * bg}
 
 
-def report(d: dict) -> bool:
-    """Print the figures; True when every target is met."""
+def report(d: dict) -> list[str]:
+    """Print the figures; the targets missed (empty when every one is met)."""
     med = statistics.median(d["step_ms"])
     base = statistics.median(d["engine_step_ms"])
     ratio = d["continue_s"] / d["run_s"] if d["run_s"] > 0 else float("nan")
@@ -272,6 +272,9 @@ def report(d: dict) -> bool:
           f"{statistics.median(d['step_back_cpu_ms']):.1f} ms)")
     print(f"  4096x4096 float32 heatmap       open {d['heatmap_open_ms']:7.1f} ms   re-slice "
           f"{d['heatmap_reslice_ms']:6.1f} ms   (statistics off the UI thread: {d['heatmap_stats_bg_ms']:.0f} ms)")
-    return (med <= TARGET_STEP_MS and ratio <= TARGET_CONTINUE_RATIO and cold_ratio <= TARGET_CONTINUE_RATIO
-            and d["stall_ms"] <= TARGET_STALL_MS
-            and back <= TARGET_STEP_BACK_MS and d["finished"] and d["outputs_equal"])
+    checks = {"F10 median": med <= TARGET_STEP_MS,
+              f"Continue (weights loaded) {ratio:.2f}x Session.run": ratio <= TARGET_CONTINUE_RATIO,
+              f"first Continue {cold_ratio:.2f}x Session.run": cold_ratio <= TARGET_CONTINUE_RATIO,
+              "stall during Continue": d["stall_ms"] <= TARGET_STALL_MS, "step back": back <= TARGET_STEP_BACK_MS,
+              "Continue reached the end with Session.run's outputs": d["finished"] and d["outputs_equal"]}
+    return [name for name, ok in checks.items() if not ok]
