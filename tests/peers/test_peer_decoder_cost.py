@@ -1,8 +1,8 @@
 """Peer decoders stay linear in the file (issue 15 §5) — MIND Core IR text and TVMR binaries:
-bytes of RAM per file byte (tracemalloc), CPU time of 4x the input against 1x, and the fast paths
-checked against the general code they short-cut (MIND's one-regex line form against the tokenizer
-and parser, the canonical printer's shortcut against canonicalize, TVMR's numpy checks against the
-plain per-instruction loop)."""
+bytes of RAM per file byte (tracemalloc), CPU time of 4x the input against 1x, and what keeps them
+quick checked against reading without it (MIND's remembered line shapes against reading every line
+token by token, the canonical printer's shortcut against canonicalize, TVMR's one judgement per
+distinct record against the plain per-instruction loop)."""
 from __future__ import annotations
 
 import os
@@ -16,11 +16,8 @@ from nac_engine.errors import NacFormatError
 from nac_engine.peers import open_peer
 from nac_engine.peers.base import PeerWarning
 from nac_engine.peers.mind import decode as decode_mind
-from nac_engine.peers.mind import canonical as mind_canonical
 from nac_engine.peers.mind import parser as mind_parser
-from nac_engine.peers.mind import verifier as mind_verifier
 from nac_engine.peers.mind.canonical import canonical_text, canonicalize, print_module
-from nac_engine.peers.mind.verifier import verify_module
 from nac_engine.peers.tvmr import decode as decode_tvmr
 from nac_engine.peers.tvmr import isa
 from nac_engine.peers.tvmr.asm import assemble
@@ -47,7 +44,7 @@ def tvmr_program(scale: int, pairs: int = 15_000) -> bytes:
 
 
 def mind_const_text(scale: int) -> bytes:
-    """The bench's mind_const_1m: ``ConstF32`` lines (literals on the fast path), about 250 KB per scale."""
+    """The bench's mind_const_1m: ``ConstF32`` lines (literals in remembered shapes), about 250 KB per scale."""
     return bench_mind_text("mind_const_1m", 250_000 * scale)
 
 
@@ -98,7 +95,7 @@ def test_four_times_the_input_costs_about_four_times(files, kind, step):
     assert big <= 6 * small + 0.02, f"{kind} {step}: 1x {small:.3f} s, 4x {big:.3f} s"
 
 
-# ----------------------------------------------------------------------------- MIND fast path
+# ----------------------------------------------------------------------------- MIND remembered lines
 _FIELDS = ("vid", "opcode", "operands", "params", "attrs", "type", "line", "column", "offset", "length", "name",
            "arg_error", "dialect_op", "tokens", "operand_cols")
 
@@ -114,12 +111,22 @@ def _mind_snapshot(data: bytes) -> str:
 
 
 def _general_only(data: bytes) -> str:
-    saved = mind_parser._FAST_LINE
-    mind_parser._FAST_LINE = re.compile(rb"(?!)" + rb"()" * saved.groups)     # same groups, never matches
+    """The snapshot with every line read token by token (no shape remembered)."""
+    saved = mind_parser.MEMO_MAX
+    mind_parser.MEMO_MAX = 0
     try:
         return _mind_snapshot(data)
     finally:
-        mind_parser._FAST_LINE = saved
+        mind_parser.MEMO_MAX = saved
+
+
+def _made(instrs) -> int:
+    """Instructions made from a remembered line (their tokens are read on first use)."""
+    return sum(i._source is not None for i in instrs)
+
+
+def _renumbered(line: str, by: int) -> str:
+    return re.sub(r"%([0-9]+)", lambda m: f"%{int(m.group(1)) + by}", line)
 
 
 VARIANTS = [
@@ -200,10 +207,14 @@ VARIANTS = [
 
 
 @pytest.mark.parametrize("line", VARIANTS)
-def test_fast_line_reads_as_the_general_parser_does(line):
+def test_a_line_made_from_a_remembered_one_reads_as_reading_it_does(line):
+    """Each variant, then the same line with other ids (more digits too): the second is made from the
+    first where it may be, and everything about both reads as token by token."""
     for tail in ("\noutputs: %1\n", "\noutputs: %1", "\r\noutputs: %1\r\n"):
-        data = ('%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>\n' + line + tail).encode()
-        assert _mind_snapshot(data) == _general_only(data)
+        for by in (1, 9, 99999):
+            data = ('%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>\n' + line + "\n" + _renumbered(line, by)
+                    + tail).encode()
+            assert _mind_snapshot(data) == _general_only(data)
 
 
 @pytest.mark.parametrize("instructions", [1, 3, 4, 5, 9, 64, 401])
@@ -213,58 +224,66 @@ def test_interleaved_spellings_and_commutative_swaps_print_as_canonicalize_does(
     and a module of dead constants (canonicalize prunes them before copying): dis == canonicalize."""
     from benchmarks.bench_mind import make_module
     f = decode_mind(make_module(instructions)[0])
-    assert not f.problems and len(f.parsed.fast.at) == len(f.module.instrs) - 1
+    assert not f.problems and (instructions < 64 or _made(f.module.instrs) > len(f.module.instrs) // 2)
     assert f.disassemble() == print_module(canonicalize(f.module))
     consts = "".join(f"%{k} = ConstF32({k % 7}.5) : Tensor<f32, []>  # c\n" for k in range(instructions))
     f = decode_mind((consts + f"%{instructions} = BinOp(Add, %0, %{instructions - 1}) : Tensor<f32, []>\n"
                      f"outputs: %{instructions}\n").encode())
-    assert not f.problems and len(f.parsed.fast.at) == instructions + 1
+    assert not f.problems and _made(f.module.instrs) == max(0, instructions - 7)    # 7 constants read
     assert f.disassemble() == print_module(canonicalize(f.module))
     kept = canonicalize(f.module).instrs            # the two constants the Add reads fold into one
     assert [i.opcode for i in kept] == ["ConstF32"] and len(canonicalize(f.module, prune=False).instrs) == \
         instructions + 1
 
 
-def test_fast_path_operand_columns_read_first_match_the_general_parser():
-    """``operand_cols`` asked before ``tokens`` (the verifier does, for each undefined operand) come from
-    the bulk reading's reference positions, not a second tokenizing: the same as the general path's."""
+def test_a_bare_percent_sign_is_not_a_remembered_reference():
+    """``%2 = add %0 %1`` then ``%3 = add % %2``: the text around the references is alike once the
+    digits are out, but the second line's first ``%`` is no reference: it is read (and refused) as such."""
+    data = b"module {\n  %0 = const.i64 7\n  %1 = const.i64 5\n  %2 = add %0 %1\n  %3 = add % %2\n  output %2\n}\n"
+    assert _mind_snapshot(data) == _general_only(data)
+    assert any("unexpected character" in p.reason for p in decode_mind(data).problems)
+
+
+def test_operand_columns_read_first_match_reading_the_line():
+    """``operand_cols`` asked before ``tokens`` (the verifier does, for each undefined operand) of a line
+    made from a remembered one: the same as reading it token by token."""
     body = "".join(f"%{k} = BinOp(Add,  %{k + 500}, %{k - 1}) : Tensor<f32, [2, 3]>  # x %y\n"
                    f"%{k + 1000} = Transpose(%{k},[1, 0]) : Tensor<f32, [3, 2]>\n" for k in range(1, 40))
     data = ('%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>\n' + body + "outputs: %39\n").encode()
 
     def columns() -> list:
         return [i.operand_cols for i in mind_parser.parse(data).module.instrs]
-    fast = columns()
-    saved = mind_parser._FAST_LINE
-    mind_parser._FAST_LINE = re.compile(rb"(?!)" + rb"()" * saved.groups)
+    made = columns()
+    saved = mind_parser.MEMO_MAX
+    mind_parser.MEMO_MAX = 0
     try:
-        assert fast == columns()
+        assert made == columns()
     finally:
-        mind_parser._FAST_LINE = saved
-    assert len(mind_parser.parse(data).fast.at) == 78
+        mind_parser.MEMO_MAX = saved
+    assert _made(mind_parser.parse(data).module.instrs) == 76       # all but the first of each shape
     assert _mind_snapshot(data) == _general_only(data)
 
 
-def test_control_bytes_elsewhere_leave_the_other_lines_on_the_fast_path():
-    """A comment holding every control byte (NUL, which marks references in bulk, included) is read by
-    the general path; the instruction lines around it still go the fast way, reading as the general does."""
+def test_control_bytes_elsewhere_leave_the_other_lines_remembered():
+    """A comment holding every control byte is read token by token; the instruction lines around it are
+    still made from their remembered shape, reading as token by token."""
     body = "".join(f"%{k} = BinOp(Add, %0, %{k - 1}) : Tensor<f32, [2, 3]>\n" for k in range(1, 200))
     controls = "".join(chr(c) for c in range(32) if c != 10) + "\x7f"
     data = ('%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>\n# ' + controls + "\n" + body + "outputs: %199\n").encode()
     assert _mind_snapshot(data) == _general_only(data)
-    assert len(mind_parser.parse(data).fast.at) == 199
+    assert _made(mind_parser.parse(data).module.instrs) == 198
 
 
-def test_lines_differing_in_spaces_share_one_spelling():
-    """One spelling per (opcode, kind, type), however each line is spaced: one judgement and one template
-    for all of them (a file of differently spaced lines costs what an evenly spaced one does)."""
+def test_lines_differing_in_spaces_are_one_shape_per_spacing():
+    """Each spacing is a shape of its own (21 here), read once; the rest are made from them, and the
+    text prints as canonicalize prints it."""
     body = "".join(" " * (k % 7) + f"%{k} = BinOp(Add, %0, %{k - 1})" + " " * (k % 3) + " : Tensor<f32, [2, 3]>\n"
                    for k in range(1, 300))
     data = ('%0 = Input() {name: "a"} : Tensor<f32, [2, 3]>\n' + body + "outputs: %299\n").encode()
-    fast = mind_parser.parse(data).fast
-    assert len(fast.shapes) == 1 and len(fast.at) == 299
+    assert _made(mind_parser.parse(data).module.instrs) == 299 - 21
     f = decode_mind(data)
     assert not f.problems and f.disassemble() == print_module(canonicalize(f.module))
+    assert _mind_snapshot(data) == _general_only(data)
 
 
 def _mind_corpus() -> list[bytes]:
@@ -272,9 +291,9 @@ def _mind_corpus() -> list[bytes]:
     return [p.read_bytes() for p in found]
 
 
-def test_fast_path_matches_the_general_parser_on_mutants():
+def test_remembered_lines_read_as_reading_them_on_mutants():
     """Seeded byte mutations of the corpus and of the bench's text: every field, token, problem, span and the
-    dis text are the same with the fast path as without it."""
+    dis text are the same with remembered shapes as with every line read token by token."""
     seeds = _mind_corpus() + [mind_text(1)[:6000]]
     rnd = random.Random(15)
     for _ in range(min(int(os.environ.get("NAC_FUZZ_MUTANTS", "300")), 2000) // 2):
@@ -300,7 +319,7 @@ def _mutant(rnd: random.Random, seeds: list) -> bytes:
     return bytes(d)
 
 
-def test_fast_path_tokens_are_derived_on_first_use():
+def test_a_made_line_reads_its_tokens_on_first_use():
     f = decode_mind(mind_text(1)[:2000])
     ins = f.module.instrs[3]
     assert ins._tokens is None                    # nothing per token held until asked for
@@ -380,63 +399,25 @@ def _verdict(ver) -> tuple:
             list(ver.types.items()))
 
 
-def test_bulk_verifier_finds_what_the_in_order_loop_finds():
-    """verify_module with the parser's columns (fast-path lines checked in bulk where the module is clean)
-    names the same problems, and gives the same type objects in the same order, as the in-order loop; the
-    bulk road is taken, with and without problems on the other lines."""
-    taken = {"clean": 0, "problems": 0}
-    for data in _mind_mutants(min(int(os.environ.get("NAC_FUZZ_MUTANTS", "300")), 2000), 21):
-        parsed = mind_parser.parse(data)
-        if parsed.fast is None:
-            continue
-        reference = _verdict(verify_module(mind_parser.parse(data).module))      # no columns: in order
-        bulk = mind_verifier._verify_in_bulk(parsed.module, parsed.fast)
-        got = verify_module(parsed.module, parsed.fast)
-        assert _verdict(got) == reference
-        if bulk is not None:
-            taken["problems" if bulk[0] else "clean"] += 1
-            # a fast-path line's value has the very type object written on it, as the in-order loop gives
-            in_order = verify_module(parsed.module).types
-            for at in parsed.fast.at.tolist():
-                ins = parsed.module.instrs[at]
-                assert got.types[ins.vid] is ins.type and in_order[ins.vid] is ins.type
-    assert taken["clean"] and taken["problems"], taken         # the unmutated seeds give both at least
-
-
-def test_bulk_printer_prints_what_the_general_printer_prints():
-    """A verified module's dis text from the parser's columns equals the text the general road gives
-    (instruction by instruction, or canonicalize where the module is not canonical as it is)."""
-    bulk = 0
-    for data in _mind_mutants(min(int(os.environ.get("NAC_FUZZ_MUTANTS", "300")), 2000), 22) + [_chain_text(5000)]:
+def test_made_lines_verify_and_print_as_read_ones():
+    """Modules of several spellings, aliases, comments, unused values and the verifier's own problems,
+    and their mutants: the same problems, types and dis text whether lines are made from remembered
+    shapes or each read token by token; a clean module's text is canonicalize's."""
+    made = 0
+    for data in _mind_mutants(min(int(os.environ.get("NAC_FUZZ_MUTANTS", "300")), 2000), 21) + [_chain_text(5000)]:
         f = decode_mind(data)
-        if f.problems:
-            continue
-        assert canonical_text(f.module, f.verified, f.parsed.fast) == canonical_text(f.module, f.verified)
-        assert f.disassemble() == print_module(canonicalize(f.module))
-        bulk += f.parsed.fast is not None and mind_canonical._text_in_bulk(f.module, f.verified.types,
-                                                                            f.parsed.fast) is not None
-    assert bulk >= 2             # the canonical seeds at least
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(valid_modules(dtypes=("f32", "i64")))
-def test_columns_describe_the_parsed_instructions(mod):
-    """The parser's columns say what its fast-path Instr objects hold (value ids, operands, spelling)."""
-    parsed = mind_parser.parse(print_module(canonicalize(mod)).encode())
-    fast = parsed.fast
-    if fast is None:
-        return
-    instrs = parsed.module.instrs
-    assert fast.count == len(instrs)
-    for k, at in enumerate(fast.at.tolist()):
-        ins = instrs[at]
-        op, ttype, params, arg_error = fast.shapes[int(fast.shape[k])]
-        assert ins._source is not None           # a fast-path line
-        assert (ins.vid, ins.opcode, ins.type, ins.params, ins.arg_error) == (int(fast.vids[k]), op, ttype, params,
-                                                                             arg_error)
-        assert ins.operands[:2] == [v for v in (int(fast.op0[k]), int(fast.op1[k])) if v >= 0]
-        assert len(ins.operands) == int(fast.nops[k])
-    assert sum(ins._source is not None for ins in instrs) == len(fast.at)
+        saved = mind_parser.MEMO_MAX
+        mind_parser.MEMO_MAX = 0
+        try:
+            read = decode_mind(data)
+        finally:
+            mind_parser.MEMO_MAX = saved
+        assert _verdict(f.verified) == _verdict(read.verified)
+        assert f.disassemble() == read.disassemble()
+        if not f.problems:
+            assert f.disassemble() == print_module(canonicalize(f.module))
+        made += _made(f.module.instrs)
+    assert made > 1000
 
 
 # ----------------------------------------------------------------------------- TVMR

@@ -45,7 +45,7 @@ class MindFile(PeerFile):
         self.parsed = parsed
         self.module: Module = parsed.module
         self.syntax_problems: list[MindError] = list(parsed.problems)
-        self.verified = verify_module(self.module, parsed.fast)
+        self.verified = verify_module(self.module)
         # in file order, at most MAX_PROBLEMS of them, then one summary problem for the rest (see .limit)
         self.problems = merge(self.syntax_problems, parsed.limit, self.verified.problems, self.verified.limit)
         self._build_spans()
@@ -145,7 +145,7 @@ class MindFile(PeerFile):
         from .canonical import _template, canonical_text, instr_text
         if not self.problems:
             with collector_paused():
-                return canonical_text(self.module, self.verified, self.parsed.fast)
+                return canonical_text(self.module, self.verified)
         lines = []
         memo: dict = {}     # lines differing only in their ids (one params dict, opcode, type): one %-template
         for ins in self.module.instrs:

@@ -15,7 +15,6 @@ module, so canonicalising twice changes nothing (property-tested).
 """
 from __future__ import annotations
 
-import copy
 import functools
 from typing import Optional
 
@@ -23,8 +22,8 @@ import numpy as np
 
 from .errors import MindError
 from .ir import ALIAS, COMMUTATIVE, CONST_OPS, Instr, Module, TensorType, literal_text
-from .parser import Ident, escape
-from .verifier import _VID, _fits_float, flat_data, verify_module
+from .parser import escape
+from .verifier import _fits_float, flat_data, verify_module
 
 FOLD_LIMIT = 4096
 _SCALAR_CONST = {"i64": "ConstI64", "f32": "ConstF32", "f64": "ConstF64"}
@@ -84,15 +83,11 @@ def _to_nested(arr: np.ndarray):
     return arr.astype(np.float64).tolist() if arr.ndim else float(arr)
 
 
-_IMMUTABLE = frozenset({str, Ident, int, float, bool, type(None)})
-
-
 def _own_copy(ins: Instr, type_: TensorType) -> Instr:
-    """``copy.copy`` of an instruction (attrs shared, as copy.copy shares them) with its own params (a
-    shallow copy where every value is immutable, the common case, else a deep copy) and type ``type_``."""
-    p = ins.params
-    params = p.copy() if all(map(_IMMUTABLE.__contains__, map(type, p.values()))) else copy.deepcopy(p)
-    return Instr(ins.vid, ins.opcode, ins.operands, params, ins.attrs, type_, ins.line, ins.column, ins.offset,
+    """``copy.copy`` of an instruction with type ``type_``: params and attrs shared (read-only once
+    parsed, and nothing here changes them; a folded constant is a new instruction), so a module of
+    many lines of one shape costs an Instr per line, not a dict more."""
+    return Instr(ins.vid, ins.opcode, ins.operands, ins.params, ins.attrs, type_, ins.line, ins.column, ins.offset,
                  ins.length, ins.name, ins.arg_error, ins.dialect_op)
 
 
@@ -110,6 +105,7 @@ def canonicalize(module: Module, *, fold: bool = True, prune: bool = True, verif
     # what the outputs reach before folding: folding only cuts edges, so nothing outside it can be live
     # after; the rest is neither copied nor valued (1 MB of dead constants costs a walk, not a copy each)
     reach = _reachable(module) if prune else None
+    cut = False                  # a fold cut an edge: what is live is found again
     for ins in module.instrs:
         if ins.opcode == ALIAS:
             src = ins.operands[0]
@@ -124,13 +120,14 @@ def canonicalize(module: Module, *, fold: bool = True, prune: bool = True, verif
             folded = _fold(ins, consts[ins.operands[0]], consts[ins.operands[1]], ins.type)
             if folded is not None:
                 ins = folded
+                cut = True
         if ins.opcode in CONST_OPS:
             v = _const_value(ins, ins.type)
             if v is not None:
                 consts[ins.vid] = v
         body.append(ins)
     outputs = [alias.get(v, v) for v in module.outputs]
-    if prune:
+    if prune and cut:
         live = _live(outputs, {i.vid: i.operands for i in body})
         body = [i for i in body if i.vid in live or i.opcode == "Input"]
     order = [i for i in body if i.opcode == "Input"] + [i for i in body if i.opcode != "Input"]
@@ -249,16 +246,11 @@ def print_module(module: Module) -> str:
     return "\n".join(lines) + "\n"
 
 
-def canonical_text(module: Module, verified=None, fast=None) -> str:
-    """``fast``: the parser's :class:`~.parser.FastColumns` of ``module``, straight from parsing it (its
-    fast-path lines are then checked and printed from the columns)."""
-    ver = verified if verified is not None else verify_module(module, fast)
-    if not ver.problems and fast is not None and fast.count == len(module.instrs):
-        text = _text_in_bulk(module, ver.types, fast)
-        if text is not None:
-            return text + "outputs: " + ", ".join(f"%{v}" for v in module.outputs) + "\n"
+def canonical_text(module: Module, verified=None) -> str:
+    ver = verified if verified is not None else verify_module(module)
     if not ver.problems and _is_canonical(module):
-        # canonicalize() would copy every instruction and change nothing but the written types
+        # canonicalize() would copy every instruction and change nothing but the written types and
+        # the order of commutative operands, which the lines put ascending themselves
         lines = _instr_lines(module.instrs, ver.types)
         lines.append("outputs: " + ", ".join(f"%{v}" for v in module.outputs))
         return "\n".join(lines) + "\n"
@@ -270,13 +262,17 @@ _OPERAND_MARK = -1_000_001        # operand k prints as %-10000(01+k): same widt
 
 
 def _instr_lines(instrs: list, types: dict) -> list[str]:
-    """``instr_text(i, types[i.vid])`` per instruction; lines differing only in their ids (same params
-    dict, opcode, type: the parser shares them per spelling) are printed through one %-template."""
+    """``instr_text(i, types[i.vid])`` per instruction, a commutative BinOp's operands ascending (as
+    canonicalize sorts them); lines differing only in their ids (same params dict, opcode, type: the
+    parser shares them per spelling) are printed through one %-template."""
     memo: dict = {}
     lines = []
     add = lines.append
     for i in instrs:
         t = types[i.vid]
+        ops = i.operands
+        if i.opcode == "BinOp" and len(ops) == 2 and ops[0] > ops[1] and i.params.get("op") in COMMUTATIVE:
+            i = Instr(i.vid, i.opcode, [ops[1], ops[0]], i.params, i.attrs, i.type)
         if i.attrs:
             add(instr_text(i, t))
             continue
@@ -309,9 +305,9 @@ def _template(ins: Instr, t: TensorType) -> Optional[str]:
 
 
 def _is_canonical(module: Module) -> bool:
-    """Whether :func:`canonicalize` leaves a verified module's instructions as they are: no aliases, no
-    BinOp of two constants (a possible fold), every instruction live, inputs first, ids 0..n-1 in order,
-    commutative operands ascending."""
+    """Whether :func:`canonicalize` leaves a verified module's instructions as they are but for the
+    order of commutative operands: no aliases, no BinOp of two constants (a possible fold), every
+    instruction live, inputs first, ids 0..n-1 in order."""
     used = set(module.outputs)
     consts: set = set()
     seen_other = False
@@ -329,130 +325,7 @@ def _is_canonical(module: Module) -> bool:
         if op == "BinOp":
             if ops[0] in consts and ops[1] in consts:
                 return False
-            if ins.params["op"] in COMMUTATIVE and ops[0] > ops[1]:
-                return False
         elif op in CONST_OPS:
             consts.add(k)
     # every non-Input used or an output means none is dead: a dead one without a user would exist
     return all(ins.opcode == "Input" or ins.vid in used for ins in module.instrs)
-
-
-def _text_in_bulk(module: Module, types: dict, fast) -> Optional[str]:
-    """The instruction lines (each ending in a newline) :func:`_instr_lines` gives for a verified module
-    that :func:`_is_canonical` accepts, both done from the parser's columns for the fast-path lines
-    (each run of one spelling printed through one %-template) and one by one for the rest; None where
-    the module is not canonical as it is, or a fast-path line's type is not the one written (the
-    caller then takes the general road)."""
-    instrs = module.instrs
-    n = len(instrs)
-    at, shape, nops = fast.at, fast.shape, fast.nops
-    if (nops > 2).any():
-        return None
-    is_fast = np.zeros(n, bool)
-    is_fast[at] = True
-    rest = np.flatnonzero(~is_fast).tolist()
-    others = [instrs[k] for k in rest]
-    if any(i.opcode == ALIAS or len(i.operands) > 2 or not isinstance(i.vid, int) for i in others):
-        return None
-    vids = np.zeros(n, np.int64)
-    vids[at] = fast.vids
-    vids[rest] = [i.vid if 0 <= i.vid < n else -1 for i in others]
-    if (vids != np.arange(n)).any():
-        return None
-    spellings = fast.shapes
-
-    def flags(of_spelling, of_instr) -> np.ndarray:
-        out = np.zeros(n, bool)
-        out[at] = np.array([of_spelling(*sp) for sp in spellings], bool)[shape]
-        out[rest] = [of_instr(i) for i in others]
-        return out
-    is_input = flags(lambda op, t, p, e: op == "Input", lambda i: i.opcode == "Input")
-    is_const = flags(lambda op, t, p, e: op in CONST_OPS, lambda i: i.opcode in CONST_OPS)
-    is_binop = flags(lambda op, t, p, e: op == "BinOp", lambda i: i.opcode == "BinOp")
-    commutative = flags(lambda op, t, p, e: op == "BinOp" and p.get("op") in COMMUTATIVE,
-                        lambda i: i.opcode == "BinOp" and i.params.get("op") in COMMUTATIVE)
-    first = np.full(n, -1, np.int64)
-    second = np.full(n, -1, np.int64)
-    first[at], second[at] = fast.op0, fast.op1
-    first[rest] = [i.operands[0] if i.operands else -1 for i in others]
-    second[rest] = [i.operands[1] if len(i.operands) > 1 else -1 for i in others]
-    if not is_input.all() and is_input[int(np.argmin(is_input)):].any():
-        return None                                 # an Input after another instruction
-    a, b = first[is_binop], second[is_binop]
-    if (a < 0).any() or (b < 0).any() or (a >= n).any() or (b >= n).any():
-        return None
-    if (is_const[a] & is_const[b]).any():
-        return None                                 # a BinOp of two constants: canonicalize may fold it
-    swapped = commutative & (first > second)        # canonicalize sorts them: printed swapped
-    if swapped[rest].any():
-        return None                                 # not a fast-path line: printed as it is, so not here
-    used = np.zeros(n, bool)
-    for values in (first, second):
-        used[values[(values >= 0) & (values < n)]] = True
-    used[[v for v in module.outputs if isinstance(v, int) and 0 <= v < n]] = True
-    if not (used | is_input).all():
-        return None                                 # a dead instruction: canonicalize prunes it
-    # the text: each run of lines of one spelling through its template (one %-format per chunk of the
-    # run: C does the per-line work, no str per line), when they all have the type written
-    written = np.array([id(sp[1]) for sp in spellings], np.int64)
-    if (np.fromiter(map(id, map(types.__getitem__, map(_VID, instrs))), np.int64, n)[at] != written[shape]).any():
-        return None
-    op0, op1 = fast.op0, fast.op1
-    if swapped.any():
-        flip = swapped[at]
-        op0, op1 = np.where(flip, op1, op0), np.where(flip, op0, op1)
-    kind = np.full(n, -1, np.int64)
-    kind[at] = shape
-    row = np.zeros(n, np.int64)
-    row[at] = np.arange(len(at))
-    bounds = np.flatnonzero(kind[1:] != kind[:-1]) + 1
-    if len(bounds) > n // 16:
-        return _interleaved_text(instrs, types, fast, kind, row, op0, op1)
-    templates: dict = {}
-    pieces = []
-    for lo, hi in zip([0] + bounds.tolist(), bounds.tolist() + [n]):
-        s = int(kind[lo])
-        if s >= 0 and s not in templates:
-            tmpl = _template(instrs[int(at[row[lo]])], spellings[s][1])
-            templates[s] = None if tmpl is None or "\n" in tmpl else tmpl + "\n"
-        tmpl = templates.get(s)
-        if tmpl is None:
-            pieces += [instr_text(ins, types[ins.vid]) + "\n" for ins in instrs[lo:hi]]
-            continue
-        rows = row[lo:hi]
-        values = np.stack([fast.vids[rows], op0[rows], op1[rows]][:int(nops[rows[0]]) + 1], axis=1)
-        for c in range(0, hi - lo, _CHUNK):
-            part = values[c:c + _CHUNK]
-            pieces.append(tmpl * len(part) % tuple(part.ravel().tolist()))
-    return "".join(pieces)
-
-
-def _interleaved_text(instrs: list, types: dict, fast, kind: np.ndarray, row: np.ndarray, op0: np.ndarray,
-                      op1: np.ndarray) -> str:
-    """:func:`_text_in_bulk`'s text where spellings alternate (runs of a line or two): each spelling's
-    lines made by one %-format over all of them, split, and put in place (a str per line, but no
-    per-line Python work)."""
-    n = len(instrs)
-    out = np.empty(n, dtype=object)
-    spellings = fast.shapes
-    for s in np.unique(kind).tolist():
-        where = np.flatnonzero(kind == s)
-        tmpl = None
-        if s >= 0:
-            tmpl = _template(instrs[int(where[0])], spellings[s][1])
-            if tmpl is not None and "\n" in tmpl:
-                tmpl = None
-        if tmpl is None:
-            out[where] = [instr_text(instrs[k], types[instrs[k].vid]) for k in where.tolist()]
-            continue
-        rows = row[where]
-        values = np.stack([fast.vids[rows], op0[rows], op1[rows]][:int(fast.nops[rows[0]]) + 1], axis=1)
-        lines = []
-        for c in range(0, len(rows), _CHUNK):
-            part = values[c:c + _CHUNK]
-            lines += ((tmpl + "\n") * len(part) % tuple(part.ravel().tolist())).split("\n")[:-1]
-        out[where] = lines
-    return "\n".join(out.tolist()) + "\n"
-
-
-_CHUNK = 2048

@@ -88,8 +88,8 @@ class Instr:
     vid: int                        # the ValueId this instruction defines (``%vid``)
     opcode: str                     # Core name (``BinOp``…), ``Alias``, or the unknown name as written
     operands: list                  # value ids read, in order
-    # literal fields by name (see CORE_OPS); read-only once parsed: the parser's fast path gives every
-    # line of one spelling the same dict (canonicalize copies before it changes anything)
+    # literal fields by name (see CORE_OPS); read-only once parsed: the lines the parser makes from one
+    # remembered line share its dict (canonicalize copies before it changes anything)
     params: dict = field(default_factory=dict)
     attrs: dict = field(default_factory=dict)      # ``{name: "x"}`` and any other braces content
     type: Optional[TensorType] = None              # the declared result type (None: not written)
@@ -100,11 +100,11 @@ class Instr:
     name: str = ""                  # ``%vid`` as written (``%x`` allowed by the EBNF)
     arg_error: Optional[str] = None                    # literals that do not fit the op (verifier reports it)
     dialect_op: str = ""            # the opcode as spelled in the file (``add``, ``+``, ``BinOp``)
-    # ``tokens`` / ``operand_cols`` (properties below); the parser's fast path leaves them None and
-    # ``_source`` (the file's bytes, and the parser's functions that re-derive the two from this
-    # instruction's line, one tuple for the whole file): read when first used, so a big file holds no
-    # Token per token (<= 20 B of RAM per file byte). The functions come with the data, not by import:
-    # the parser imports this module.
+    # ``tokens`` / ``operand_cols`` (properties below); an instruction the parser made from a remembered
+    # line leaves them None and holds ``_source`` (the file's bytes and the parser's function that reads
+    # the two from this instruction's line, one tuple for the whole file): read when first used, so a big
+    # file holds no Token per token (<= 20 B of RAM per file byte). The function comes with the data, not
+    # by import: the parser imports this module.
     _tokens: Optional[list] = field(default=None, repr=False, compare=False)
     _cols: Optional[list] = field(default=None, repr=False, compare=False)
     _source: Optional[tuple] = field(default=None, repr=False, compare=False)
@@ -124,11 +124,7 @@ class Instr:
     def operand_cols(self) -> list:
         """(line, column, offset) of each operand."""
         if self._cols is None:
-            if self._source is not None:       # a fast-path line: found from where its references are
-                data, _, operand_cols = self._source
-                self._cols = operand_cols(data, self)
-            else:
-                self._fill_positions()
+            self._fill_positions()
         return self._cols
 
     @operand_cols.setter
@@ -140,7 +136,7 @@ class Instr:
             self._tokens = [] if self._tokens is None else self._tokens
             self._cols = [] if self._cols is None else self._cols
             return
-        data, reparse, _ = self._source
+        data, reparse = self._source
         tokens, cols = reparse(data, self)
         if self._tokens is None:
             self._tokens = tokens

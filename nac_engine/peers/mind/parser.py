@@ -17,11 +17,8 @@ lenient parsing skips the bad line and goes on, strict parsing raises the first.
 """
 from __future__ import annotations
 
-import itertools
 import re
-from typing import Any, NamedTuple, Optional
-
-import numpy as np
+from typing import Any, Optional
 
 from .errors import MindError
 from .limit import ProblemLimit
@@ -604,28 +601,15 @@ def _outputs(line: _Line, first: Token, mod: Module) -> None:
 
 
 # ----------------------------------------------------------------------------- module
-class FastColumns(NamedTuple):
-    """The instructions the fast path read, as columns, straight from :func:`parse` (the verifier and
-    the printer read these instead of one attribute at a time per instruction)."""
-    count: int               # len(module.instrs) when parsed
-    at: np.ndarray           # index in module.instrs of each fast-path instruction
-    vids: np.ndarray         # int64, its value id
-    nops: np.ndarray         # its operand count
-    op0: np.ndarray          # its first and second operands (-1: none)
-    op1: np.ndarray
-    shape: np.ndarray        # index in ``shapes``
-    shapes: list             # (opcode, TensorType, params, arg_error): shared by the lines of one spelling
-
-
 class Parsed:
     """What :func:`parse` returns: the module, the per-line records for the span tree, problems."""
 
     def __init__(self, module: Module, lines: list, problems: list, data: bytes = b"",
-                 fast: Optional["FastColumns"] = None, limit: Optional[ProblemLimit] = None):
+                 limit: Optional[ProblemLimit] = None):
         self.module = module
-        self.fast = fast         # the fast-path instructions as columns (verifier and printer read them)
-        # (kind, number, start, end, payload) per line; a fast-path instruction line is its Instr alone
-        # (a tuple per line is 5% of a big file's RAM): read them through record()/records()
+        # (kind, number, start, end, payload) per line; a line made from a remembered one (see
+        # _LineMemo) is its Instr alone (a tuple per line is 5% of a big file's RAM): read them
+        # through record()/records()
         self.lines = lines
         self.problems = problems
         self.limit = limit       # what kept ``problems`` (it counts the syntax errors left out of them)
@@ -664,22 +648,15 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
     records: list = []
     lim = ProblemLimit()         # syntax errors past its limit are counted (their lines' records keep them)
     dialect = "spec"
-    general: list = []           # instructions read by the general path (only they can name ``%x``)
-    n = len(data)
-    fast, rest, past_limit, fast_columns = _read_fast_lines(data)
+    general: list = []           # instructions read token by token (only they can name ``%x``)
     instrs = mod.instrs
-    taken = 0                    # fast-path instructions placed so far (they sit between the general lines)
-    prev = -1
-    for k, start, size in rest:
-        if k > prev + 1:         # the lines in between are all fast-path instructions
-            chunk = fast[taken:taken + k - prev - 1]
-            taken += len(chunk)
-            instrs += chunk
-            records += chunk
-        prev = k
-        number = k + 1
-        stop = start + size
-        end = stop + 1 if stop < n else n
+    memo = _LineMemo(data)
+    for number, start, end, stop in split_lines(data):
+        ins = memo.instruction(number, start, stop, dialect)
+        if ins is not None:
+            instrs.append(ins)
+            records.append(ins)
+            continue
         try:
             tokens, comment = tokenize_line(data, number, start, stop)
             line = _Line(number, start, end, tokens, comment)
@@ -688,7 +665,9 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
                 continue
             head = tokens[0]
             if head.kind == "value":
-                ins, dialect = _instruction(line, head, dialect)
+                ins, after = _instruction(line, head, dialect)
+                memo.learn(ins, start, stop, dialect, after)
+                dialect = after
                 instrs.append(ins)
                 general.append(ins)
                 records.append(("instr", number, start, end, ins))
@@ -711,258 +690,78 @@ def parse(data: bytes, strict: bool = False) -> Parsed:
                 raise
             lim.add(e)
             records.append(("error", number, start, end, e))
-    if taken < len(fast):
-        chunk = fast[taken:]
-        instrs += chunk
-        records += chunk
-    if past_limit is not None:
-        raise MindError(MAX_LINES + 1, 1, past_limit, f"more than {MAX_LINES:,} lines")
     mod.dialect = dialect
     _number_values(mod, general)
-    columns = None
-    if fast:
-        lines, vids, nops, op0, op1, shape, shapes = fast_columns
-        before = np.searchsorted(np.array([i.line for i in general], np.int64), lines)   # general ones above
-        columns = FastColumns(len(instrs), np.arange(len(fast)) + before, vids, nops, op0, op1, shape, shapes)
-    return Parsed(mod, records, lim.problems(), data, columns, lim)
+    return Parsed(mod, records, lim.problems(), data, lim)
 
 
-# ----------------------------------------------------------------------------- the fast path
-# The common line ``%7 = BinOp(Add, %0, %6) : Tensor<f32, [2, 3]>`` read in bulk, no Token per token
-# and no regex per line (issue 15 §5: >= 10 MB/s, <= 20 B per file byte). numpy finds every value
-# reference ``%<digits>`` of the text, its value, and a copy of the text with each written as one
-# ``_MARK`` byte, so lines that differ only in their ids become one text: each distinct text is
-# matched once against ``_FAST_LINE`` (the mark in place of each reference), and the instructions are
-# built column-wise. ``_FAST_LINE`` takes only lines whose every token the general path reads the
-# same way (numbers short enough for every bound, plain words, value refs); anything else, and every
-# line with a problem, goes through the general path, which gives the diagnostics. Token positions are
-# re-derived from the line on first use (Instr.tokens). The columns (FastColumns) go on to the
-# verifier and the printer.
-_WS = " \t\r\f\v"
-_S = rb"[ \t\r\f\v]*"
-_FAST_LINE = re.compile(
-    _S + rb"(%[0-9]{1,18})" + _S + rb"=" + _S + rb"([A-Z][A-Za-z0-9]*)\("
-    + rb"((?:%[0-9]{1,18}|[-+.A-Za-z0-9_\[\], \t\r\f\v])*)\)"     # references and plain literals
-    + _S + rb":" + _S + rb"Tensor<" + _S + rb"([a-z0-9]+)" + _S + rb"," + _S + rb"\[([0-9, \t\r\f\v]*)\]"
-    + _S + rb"(>)" + _S + rb"(?:(?:\#|//)[\x01-\x7f]*)?")     # a comment: ASCII, no reference (no mark)
-#: the byte that stands for a reference in the marked text (a NUL of the text itself reads as \x01 there:
-#: a line holding either control byte is never a fast-path line, so nothing else is taken for one)
-_MARK = b"\x00"
-_IS_DIGIT = np.zeros(256, bool)
-_IS_DIGIT[48:58] = True
-_MARKED = None
+# ----------------------------------------------------------------------------- remembered lines
+#: a value reference written with digits; ``split`` gives the text around them and the digits
+_NUMBERED_REF = re.compile(rb"%([0-9]+)")
+#: distinct line shapes remembered per file (a hostile file of all-different lines stays bounded)
+MEMO_MAX = 4096
 
 
-def _marked_line():
-    """``_FAST_LINE`` (as it is now: tests swap it out to compare with the general path) over the marked
-    text: the same groups, a reference group holding the mark."""
-    global _MARKED
-    if _MARKED is None or _MARKED[0] is not _FAST_LINE:
-        pattern = _FAST_LINE.pattern.replace(rb"%[0-9]{1,18}", re.escape(_MARK))
-        _MARKED = (_FAST_LINE, re.compile(pattern))
-    return _MARKED[1]
+class _LineMemo:
+    """Lines that differ only in their numbered value ids (``%7 = BinOp(Add, %0, %6) : …`` and
+    ``%8 = BinOp(Add, %0, %7) : …``) read the same way: each such shape is read token by token
+    once, and its other lines are made from it with their own ids, numbers and offsets; their
+    tokens and operand positions are found from the line when first asked for (``Instr._source``);
+    they share its ``params`` and ``attrs`` (read-only once parsed).
+    A shape is remembered only when reading it was clean and every ``%<digits>`` of the line is
+    the result or a top-level operand, in that order (not one inside a literal, a string or a
+    comment), so what is made is what reading the line would give. This is what keeps a big file
+    linear and quick: the token-by-token reading costs about 60 µs a line."""
 
+    def __init__(self, data: bytes):
+        self.data = data
+        self.shapes: dict = {}
+        self.source = (data, reparse_positions)
 
-def _references(text: np.ndarray, has_mark: bool) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
-    """``(marked, ids, starts, lengths)``: the text with every value reference ``%<digits>`` (as
-    ``_FAST_LINE`` reads one: 1 to 18 digits, not followed by another) written as the one byte ``_MARK``,
-    and each reference's value, first digit and digit count, in order. ``has_mark``: the text holds that
-    byte itself (it then reads as \x01 in the copy)."""
-    digit = _IS_DIGIT[text]
-    edges = np.flatnonzero(np.diff(digit.view(np.int8))) + 1     # where a run of digits starts or ends
-    if len(text) and digit[0]:
-        edges = np.concatenate([[0], edges])
-    if len(text) and digit[-1]:
-        edges = np.append(edges, len(text))
-    del digit
-    starts, ends = edges[0::2], edges[1::2]                 # runs of digits: they alternate
-    lengths = ends - starts
-    is_ref = (starts > 0) & (lengths <= 18)
-    is_ref &= text[np.maximum(starts - 1, 0)] == 37                            # after a "%"
-    starts, ends, lengths = starts[is_ref], ends[is_ref], lengths[is_ref]
-    ids = np.zeros(len(starts), np.int64)
-    for j in range(int(lengths.max()) if len(lengths) else 0):   # Horner, one digit place at a time
-        live = np.flatnonzero(lengths > j)
-        ids[live] = ids[live] * 10 + (text[starts[live] + j] - np.uint8(48))
-    # the copy without the references' digits: a running count over +1 at each start, -1 at each end
-    inside = np.zeros(len(text) + 1, np.int8)
-    inside[starts] = 1
-    inside[ends] -= 1
-    np.cumsum(inside, dtype=np.int8, out=inside)
-    marked = text[inside[:-1] == 0]
-    del inside
-    if has_mark:
-        marked[marked == _MARK[0]] = 1
-    first = np.cumsum(lengths) - lengths                    # digits of the references before each
-    marked[starts - 1 - first] = _MARK[0]                   # the "%" of each, where it sits once digits are out
-    return marked.tobytes(), ids, starts, lengths
+    def instruction(self, number: int, start: int, stop: int, dialect: str) -> Optional[Instr]:
+        """The line's instruction made from its remembered shape, or None (read it token by token)."""
+        if not self.shapes:
+            return None
+        parts = _NUMBERED_REF.split(self.data[start:stop])
+        if len(parts) < 3:
+            return None
+        digits = parts[1::2]
+        shape = self.shapes.get((dialect, *parts[0::2]))
+        if shape is None or max(map(len, digits)) > MAX_INT_DIGITS:
+            return None
+        t, written, after = shape
+        if after != dialect:
+            return None          # (the dialect a line switches to is decided by its first reading)
+        name = "%" + digits[0].decode("ascii")
+        return Instr(int(digits[0]), t.opcode, list(map(int, digits[1:])), t.params, t.attrs, t.type,
+                     number, t.column, start + t.column - 1, t.length + sum(map(len, digits)) - written, name,
+                     t.arg_error, t.dialect_op, None, None, self.source)
 
-
-def _line_table(which: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> list:
-    """``(index, start, length)`` of the lines ``which``."""
-    return list(zip(which.tolist(), starts[which].tolist(), lens[which].tolist()))
-
-
-def _read_fast_lines(data: bytes) -> tuple[list, list, Optional[int], Optional[tuple]]:
-    """``(instructions, rest, past, columns)``: an :class:`Instr` for each line the fast form reads, in
-    file order; ``(index, start, length)`` of every other line, for the general path (``MAX_LINES`` lines
-    at most); the offset of the line past that limit (None when there is none); and the instructions'
-    line numbers, value ids, operand counts, first two operands, spelling indices and spellings."""
-    past = None
-    size = len(data)
-    if data.count(b"\n") >= MAX_LINES:
-        tail = data.split(b"\n", MAX_LINES)[-1]
-        past = size - len(tail) if tail else None
-        size -= len(tail)
-    text = np.frombuffer(data, np.uint8, size)
-    newlines = np.flatnonzero(text == 10)
-    count = len(newlines) + (1 if size and (not len(newlines) or newlines[-1] != size - 1) else 0)
-    starts = np.zeros(count, np.int64)
-    starts[1:] = newlines[:count - 1] + 1
-    lens = np.append(newlines, size)[:count] - starts
-    del newlines
-    if not count:
-        return [], [], past, None
-    marked, ids, ref_at, ref_len = _references(text, _MARK in data)
-    keys = marked.split(b"\n", count)
-    del marked, keys[count:]
-    seen: dict = {}
-    same = np.fromiter(map(seen.setdefault, keys, range(count)), np.int64, count)   # first line of its text
-    del keys
-    # per distinct text, at the index of its first line: fast form or not, references, where it starts/ends
-    fast_at = np.zeros(count, bool)
-    refs_at = np.zeros(count, np.int64)
-    lead_at = np.zeros(count, np.int64)
-    trail_at = np.zeros(count, np.int64)
-    shape_at = np.zeros(count, np.int64)
-    shapes: list = []
-    spelling_of: dict = {}       # id of a cached spelling -> its index in shapes (shapes holds them alive)
-    cache = _FAST_SHAPES
-    marked_line, mark = _marked_line(), _MARK
-    for line, k in seen.items():
-        refs_at[k] = line.count(mark)
-        m = marked_line.fullmatch(line)
-        if m is None:
-            continue
-        key = m.group(2, 3, 4, 5)
-        shape = cache.get(key, False)
-        if shape is False:
-            shape = _fast_shape(*key)
-            if len(cache) < 4096 and len(key[1]) <= 256:
-                cache[key] = shape
-        if shape is None:
-            continue
-        fast_at[k] = True
-        shape_at[k] = index = spelling_of.setdefault(id(shape), len(shapes))    # texts differing in spaces: one
-        if index == len(shapes):
-            shapes.append(shape)
-        lead_at[k] = m.start(1)
-        trail_at[k] = len(line) - m.end(6)
-    del seen
-    is_fast = fast_at[same]
-    if not shapes or not is_fast.any():
-        return [], _line_table(np.arange(count), starts, lens), past, None
-    nrefs = refs_at[same]
-    which = np.flatnonzero(is_fast)
-    kinds = same[which]
-    rest_lines = _line_table(np.flatnonzero(~is_fast), starts, lens)
-    del same, is_fast, refs_at, fast_at
-    first_ref = (np.cumsum(nrefs) - nrefs)[which]
-    nops = nrefs[which] - 1
-    del nrefs
-    id_list = ids.tolist()
-    vid_at = first_ref.tolist()
-    vids = list(map(id_list.__getitem__, vid_at))
-    names = ("%" + "\n%".join(map(str, vids))).split("\n")
-    at, digits = ref_at[first_ref], ref_len[first_ref]
-    del ref_at, ref_len
-    for j in np.flatnonzero((text[at] == 48) & (digits > 1)).tolist():      # leading zeros: as written
-        names[j] = "%" + data[at[j]:at[j] + digits[j]].decode("ascii")
-    del at, digits
-    spelling = shape_at[kinds]
-    columns = [np.empty(len(shapes), dtype=object) for _ in range(4)]     # opcode, type, params, arg_error
-    for j, shape in enumerate(shapes):
-        for column, value in zip(columns, shape):
-            column[j] = value
-    lead = lead_at[kinds]
-    offset, length = starts[which] + lead, lens[which] - lead - trail_at[kinds]
-    del starts, lens, lead_at, trail_at, shape_at, kinds
-    # one object shared by every fast-path Instr: where and how to re-derive its positions
-    source = (data, reparse_positions, fast_operand_cols)
-    instrs: list = []
-    for lo in range(0, len(which), _CHUNK):      # a chunk at a time: the per-field lists stay small
-        hi = min(lo + _CHUNK, len(which))
-        n = hi - lo
-        op, ttype, params, arg_error = (column[spelling[lo:hi]].tolist() for column in columns)
-        operands = map(id_list.__getitem__, map(slice, (first_ref[lo:hi] + 1).tolist(),
-                                                (first_ref[lo:hi] + 1 + nops[lo:hi]).tolist()))
-        instrs += map(Instr, vids[lo:hi], op, operands, params, [{} for _ in range(n)], ttype,
-                      (which[lo:hi] + 1).tolist(), (lead[lo:hi] + 1).tolist(), offset[lo:hi].tolist(),
-                      length[lo:hi].tolist(), names[lo:hi], arg_error, op, itertools.repeat(None, n),
-                      itertools.repeat(None, n), itertools.repeat(source, n))
-    del names, vids, id_list
-    last = len(ids) - 1
-    op0 = np.where(nops > 0, ids[np.minimum(first_ref + 1, last)], -1)
-    op1 = np.where(nops > 1, ids[np.minimum(first_ref + 2, last)], -1)
-    return instrs, rest_lines, past, (which + 1, ids[first_ref], nops, op0, op1, spelling, shapes)
-
-
-_CHUNK = 4096
-#: (opcode, arguments as marked, dtype, dims) -> (opcode, TensorType, params, arg_error), or None where the
-#: general path must read the line: lines differing only in their value ids share one entry
-_FAST_SHAPES: dict = {}
-#: (opcode, argument token texts, dtype, dims) -> that entry: lines differing only in spaces share one too
-_FAST_SPELLINGS: dict = {}
-
-
-def _fast_shape(op_b: bytes, args_b: bytes, dtype_b: bytes, dims_b: bytes):
-    """One spelling's opcode, type, params and arg_error, its arguments read by the general path's own
-    tokenizer and literal reader (each mark standing for ``%0``); None where that reading is not the fast
-    path's: an error, or a reference that is not one top-level operand."""
-    op = op_b.decode("ascii")
-    if op not in CORE_OPS:
-        return None
-    dtype = dtype_b.decode("ascii")
-    dims_text = dims_b.decode("ascii").strip(_WS)
-    dims = [d.strip(_WS) for d in dims_text.split(",")] if dims_text else []
-    if dtype not in DTYPES or len(dims) > MAX_RANK or not all(d.isdigit() and len(d) <= 18 for d in dims):
-        return None
-    args = b"(" + args_b.replace(_MARK, b"%0") + b")"
-    try:
-        tokens, _ = tokenize_line(args, 1, 0, len(args))
-        line = _Line(1, 0, len(args), tokens, None)
-        line.pos = 1
-        values = _items(line, ")", 1)
-    except MindError:
-        return None
-    if not line.done:
-        return None
-    refs = [v for v in values if isinstance(v, Ref)]
-    if len(refs) != args_b.count(_MARK) or any(r.name != "%0" for r in refs):
-        return None                     # a reference inside a literal, or one glued to a word
-    probe = Instr(vid=0, opcode=op, operands=[])
-    _bind_literals(probe, None, [v for v in values if not isinstance(v, Ref)], {})
-    ttype = TensorType(dtype, tuple(int(d) for d in dims))
-    shape = (op, ttype, probe.params, probe.arg_error)
-    if len(_FAST_SPELLINGS) >= 4096:
-        return shape
-    return _FAST_SPELLINGS.setdefault((op, tuple(t.text for t in tokens), dtype, ttype.shape), shape)
-
-
-def fast_operand_cols(data: bytes, ins: Instr) -> list:
-    """``operand_cols`` of a fast-path instruction without reading its line again: on such a line a
-    ``%`` starts a reference and nothing else before any comment, the result's first."""
-    start = ins.offset - ins.column + 1
-    cols = []
-    at = ins.offset
-    for _ in range(len(ins.operands)):
-        at = data.find(b"%", at + 1)
-        cols.append((ins.line, at - start + 1, at))
-    return cols
+    def learn(self, ins: Instr, start: int, stop: int, dialect: str, after: str) -> None:
+        """Remember the shape of a line just read token by token, when it may stand for others."""
+        if len(self.shapes) >= MEMO_MAX or after != dialect:
+            return
+        parts = _NUMBERED_REF.split(self.data[start:stop])
+        texts, digits = parts[0::2], parts[1::2]
+        if len(digits) != 1 + len(ins.operands) or ins.name != "%" + digits[0].decode("ascii"):
+            return
+        if any(o != "%" + d.decode("ascii") for o, d in zip(ins.operands, digits[1:])):
+            return
+        # every reference is a value token of the instruction, in order: not one in a comment,
+        # a string or a literal (those are not operands), nor one glued to a word (``%7abc``)
+        values = [tok for role, tok in ins.tokens if role == "result" or role.startswith("operand[")]
+        at, where = start, []
+        for text, d in zip(texts, digits):
+            at += len(text)
+            where.append((at, len(d) + 1))
+            at += len(d) + 1
+        if [(tok.offset, tok.length) for tok in values] != where:
+            return
+        self.shapes.setdefault((dialect, *texts), (ins, sum(map(len, digits)), after))
 
 
 def reparse_positions(data: bytes, ins: Instr) -> tuple[list, list]:
-    """``(tokens, operand_cols)`` of a fast-path instruction, from its line through the general path."""
+    """``(tokens, operand_cols)`` of an instruction made from a remembered line, from its line."""
     start = ins.offset - ins.column + 1
     nl = data.find(b"\n", start)
     stop = len(data) if nl < 0 else nl
@@ -974,7 +773,7 @@ def reparse_positions(data: bytes, ins: Instr) -> tuple[list, list]:
 
 def _number_values(mod: Module, general: list) -> None:
     """Value names -> integer ids: ``%12`` keeps 12, a named ``%x`` gets the next id past the largest.
-    ``general``: the instructions the general path read; the fast path's hold numbered ids only."""
+    ``general``: the instructions read token by token; those made from remembered lines hold numbered ids only."""
     top = None
     names: dict[str, int] = {}
 

@@ -14,11 +14,7 @@ gets no type, so one mistake is reported once, not again at every consumer.
 """
 from __future__ import annotations
 
-import itertools
-import operator
 from typing import Optional
-
-import numpy as np
 
 from .errors import MindError
 from .limit import ProblemLimit
@@ -396,11 +392,8 @@ class Verified:
         self.limit = limit
 
 
-def verify_module(mod: Module, fast=None) -> Verified:
-    """``fast``: the parser's :class:`~.parser.FastColumns` of ``mod``, straight from parsing it (its
-    fast-path lines are then checked in bulk where the module is clean; else every line in order)."""
-    found = _verify_in_bulk(mod, fast) if fast is not None and fast.count == len(mod.instrs) else None
-    _, types, lim = found if found is not None else _verify_in_order(mod)
+def verify_module(mod: Module) -> Verified:
+    _, types, lim = _verify_in_order(mod)
     undefined: dict[int, list] = {}            # one problem per undefined value, at its first mention
     for k, v in enumerate(mod.outputs):
         if v not in types:
@@ -419,120 +412,9 @@ def verify_module(mod: Module, fast=None) -> Verified:
     return Verified(lim.problems(), types, lim)
 
 
-_VID = operator.attrgetter("vid")
-
-
 def _unknown_op(ins: Instr) -> str:
     name = ins.dialect_op or ins.opcode
     return f"{name if len(name) <= 40 else name[:37] + '...'!r} is not a Core v1 instruction"
-
-
-def _distinct_rows(columns: list) -> Optional[np.ndarray]:
-    """Index of the first row of each distinct row of a table of int64 columns; None in the unlikely case
-    that two different rows hash alike (the caller then takes the slow road)."""
-    h = columns[0].copy()
-    for c in columns[1:]:
-        h *= np.int64(1_000_003)
-        h ^= c
-    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
-    del h
-    same_as = first[inverse]
-    if not all((c == c[same_as]).all() for c in columns):
-        return None
-    return first
-
-
-def _verify_in_bulk(mod: Module, fast) -> Optional[tuple[list, dict, ProblemLimit]]:
-    """``(problems, types, limit)`` as :func:`_verify_in_order` finds them, for a module where every value is
-    defined once, before its uses, and every fast-path line (two operands at most) produces the type
-    written on it without a problem: those lines are checked from the parser's columns, one
-    :func:`_judge` per distinct (spelling, operand types); the other instructions in order. None for
-    any other module (the in-order loop then finds and words its problems)."""
-    instrs = mod.instrs
-    n = len(instrs)
-    small = fast.nops <= 2
-    at, shape = fast.at[small], fast.shape[small]
-    nops, op0, op1 = fast.nops[small], fast.op0[small], fast.op1[small]
-    in_bulk = np.zeros(n, bool)
-    in_bulk[at] = True
-    rest = np.flatnonzero(~in_bulk).tolist()
-    others = [instrs[k] for k in rest]
-    defined = np.zeros(n, np.int64)
-    defined[at] = fast.vids[small]
-    if others:
-        vids = np.array([i.vid for i in others])
-        if vids.dtype != np.int64:
-            return None                                  # ids past 64 bits: the in-order loop
-        defined[rest] = vids
-    lists = [i.operands for i in others]
-    used = np.array(list(itertools.chain.from_iterable(lists)))
-    if len(used) and used.dtype != np.int64:
-        return None
-    user = np.repeat(np.array(rest, np.int64), [len(ops) for ops in lists])
-    k0 = len(used)                                       # the fast-path lines' uses follow the others'
-    used = np.concatenate([used.astype(np.int64), op0[nops > 0], op1[nops > 1]])
-    user = np.concatenate([user, at[nops > 0], at[nops > 1]])
-    order = np.argsort(defined, kind="stable")
-    ordered = defined[order]
-    if (ordered[1:] == ordered[:-1]).any():
-        return None                                      # a value defined twice
-    definer = np.zeros(0, np.int64)
-    if len(used):
-        where = np.minimum(np.searchsorted(ordered, used), n - 1)
-        if (ordered[where] != used).any():
-            return None                                  # a value never defined
-        definer = order[where]
-        del where
-        if (definer >= user).any():
-            return None                                  # a value used before (or by) its definition
-    definer = definer[k0:]                               # of the fast-path lines' operands
-    del used, user, order, ordered
-    # every value typed as written (checked below for the fast-path lines), the rest judged in order
-    shape_types = np.empty(len(fast.shapes), dtype=object)
-    for k, spelling in enumerate(fast.shapes):
-        shape_types[k] = spelling[1]
-    declared = np.empty(n, dtype=object)
-    declared[at] = shape_types[shape]
-    for k, ins in zip(rest, others):
-        declared[k] = ins.type
-    del defined
-    types: dict = dict(zip(map(_VID, instrs), declared.tolist()))     # keys: the instructions' own ints
-    lim = ProblemLimit()
-    for ins in others:
-        operand_types = [types[v] for v in ins.operands]
-        if ins.opcode == ALIAS:
-            types[ins.vid] = operand_types[0]
-            continue
-        if ins.opcode not in CORE_OPS:
-            if lim.wants(ins.line, ins.column, ins.offset):
-                lim.keep(problem("unknown-op", _unknown_op(ins), ins.line, ins.column, ins.offset, ins.length))
-            types[ins.vid] = None
-            continue
-        found, types[ins.vid] = _judge(ins, True, operand_types)
-        for rule, message in found:
-            if lim.wants(ins.line, ins.column, ins.offset):
-                lim.keep(problem(rule, message, ins.line, ins.column, ins.offset, ins.length))
-    if len(at):
-        # what _judge depends on: the spelling (one params dict, opcode and type per spelling), the
-        # operand count and the operands' types (by identity)
-        type_id = np.zeros(n, np.int64)
-        type_id[at] = np.array([id(t) for t in shape_types.tolist()], np.int64)[shape]
-        type_id[rest] = [id(types[i.vid]) for i in others]
-        value_type = type_id[definer]
-        has0, has1 = nops > 0, nops > 1
-        first_type = np.zeros(len(at), np.int64)
-        second_type = np.zeros(len(at), np.int64)
-        first_type[has0] = value_type[:int(has0.sum())]
-        second_type[has1] = value_type[int(has0.sum()):]
-        firsts = _distinct_rows([shape, nops, first_type, second_type])
-        if firsts is None:
-            return None
-        for k in at[firsts].tolist():
-            ins = instrs[k]
-            found, result = _judge(ins, True, [types[v] for v in ins.operands])
-            if found or result is not ins.type:
-                return None                              # a problem, or a type other than written: in order
-    return lim.problems(), types, lim
 
 
 def _verify_in_order(mod: Module) -> tuple[list, dict, ProblemLimit]:
