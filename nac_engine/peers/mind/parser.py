@@ -729,16 +729,15 @@ class _LineMemo:
         shape = self.shapes.get((dialect, *parts[0::2]))
         if shape is None or max(map(len, digits)) > MAX_INT_DIGITS:
             return None
-        t, written, after = shape
-        if after != dialect:
-            return None          # (the dialect a line switches to is decided by its first reading)
+        t, written = shape
         name = "%" + digits[0].decode("ascii")
         return Instr(int(digits[0]), t.opcode, list(map(int, digits[1:])), t.params, t.attrs, t.type,
                      number, t.column, start + t.column - 1, t.length + sum(map(len, digits)) - written, name,
                      t.arg_error, t.dialect_op, None, None, self.source)
 
     def learn(self, ins: Instr, start: int, stop: int, dialect: str, after: str) -> None:
-        """Remember the shape of a line just read token by token, when it may stand for others."""
+        """Remember the shape of a line just read token by token, when it may stand for others (not
+        one that switched the dialect: what its first reading decided is not the line's own)."""
         if len(self.shapes) >= MEMO_MAX or after != dialect:
             return
         parts = _NUMBERED_REF.split(self.data[start:stop])
@@ -757,7 +756,7 @@ class _LineMemo:
             at += len(d) + 1
         if [(tok.offset, tok.length) for tok in values] != where:
             return
-        self.shapes.setdefault((dialect, *texts), (ins, sum(map(len, digits)), after))
+        self.shapes.setdefault((dialect, *texts), (ins, sum(map(len, digits))))
 
 
 def reparse_positions(data: bytes, ins: Instr) -> tuple[list, list]:
