@@ -35,11 +35,6 @@ class Header:
     padding: bytes = b"\0\0\0\0"   # v1.6 bytes 84-87
 
     @property
-    def flags_byte(self) -> int:
-        return ((0x80 if self.weights_internal else 0) | (0x40 if self.trng_flag else 0)
-                | (self.quant_method & 0x7F))
-
-    @property
     def quant_name(self) -> str:
         return L.QUANT_NAMES.get(self.quant_method, f"unknown({self.quant_method})")
 
@@ -106,10 +101,6 @@ class Instruction:
         if not self.c:
             return ()
         return tuple(self.c[1:])
-
-    @property
-    def is_system(self) -> bool:
-        return self.a < 10
 
     def producers(self) -> list[int]:
         """Absolute indices this instruction reads (non-zero D entries)."""

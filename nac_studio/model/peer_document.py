@@ -59,10 +59,6 @@ class PeerDocument(Document):
         return self.peer.format
 
     @property
-    def format_title(self) -> str:
-        return getattr(self.peer, "title", self.peer.format)
-
-    @property
     def size(self) -> int:
         return self.peer.size
 
