@@ -73,6 +73,7 @@ class Adapter:
         self._located: dict[str, Optional[str]] = {}
         self._local_lines: dict[str, Optional[list]] = {}       # a located source file's lines
         self._relocated: dict[tuple, int] = {}                  # (file, recorded line, code) -> line now
+        self._told_changed: set[str] = set()                   # changed source files the console was told of
         self._source_refs: dict[int, str] = {}      # sourceReference -> recorded file (no local copy)
         self._handles: dict[int, Callable[[Optional[str], int, int], list]] = {}
         self._frames: list[dict] = []
@@ -190,6 +191,7 @@ class Adapter:
         self._located.clear()
         self._local_lines.clear()
         self._relocated.clear()
+        self._told_changed.clear()
         self._terminated = False
         self._start_service()
         try:
@@ -691,7 +693,16 @@ class Adapter:
                         self._local_lines[local] = None
                 lines = self._local_lines[local]
                 if lines is not None:
-                    got = find_recorded_line(lines, line, code) or line
+                    found = find_recorded_line(lines, line, code)
+                    got = found or line
+                    if found != line and local not in self._told_changed:
+                        # the editor shows the file as it is: say once why its lines are not the
+                        # recorded ones (the Studio's Source pane says it in its header)
+                        self._told_changed.add(local)
+                        self.output(f"{local} has changed since {os.path.basename(self.program)} was compiled: "
+                                    "its lines are matched by their recorded text"
+                                    + ("" if found else f" (line {line} no longer reads {(code or '').strip()!r})"),
+                                    "console")
             self._relocated[key] = got
         return got
 
