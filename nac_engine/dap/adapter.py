@@ -685,12 +685,14 @@ class Adapter:
             local = self._locate(recorded) if line else None
             if local is not None:
                 if local not in self._local_lines:
+                    self._local_lines[local] = None          # unreadable, or too big to read: as recorded
                     try:
                         with open_regular(local) as fh:
-                            text = fh.read(MAX_SOURCE_BYTES).decode("utf-8", "replace")
-                        self._local_lines[local] = text.splitlines()
+                            if os.fstat(fh.fileno()).st_size <= MAX_SOURCE_BYTES:
+                                text = fh.read(MAX_SOURCE_BYTES).decode("utf-8", "replace")
+                                self._local_lines[local] = text.splitlines()
                     except (OSError, ValueError):
-                        self._local_lines[local] = None
+                        pass
                 lines = self._local_lines[local]
                 if lines is not None:
                     found = find_recorded_line(lines, line, code)
