@@ -31,8 +31,7 @@ from typing import Any, Callable, Optional
 
 from ..cli_error import CliError
 from ..errors import NacFormatError
-from ..files import open_regular
-from ..format.source_map import MAX_SOURCE_BYTES, find_recorded_line, locate_source
+from ..format.source_map import SourceFiles
 from . import values as V
 from .service import DebugService
 
@@ -70,9 +69,7 @@ class Adapter:
         self._slots: list = []          # (tick, name) of each input the run is fed, in feed order
         self._smap = None
         self._lines: Optional[list[str]] = None     # disassembly, one line per tick
-        self._located: dict[str, Optional[str]] = {}
-        self._local_lines: dict[str, Optional[list]] = {}       # a located source file's lines
-        self._relocated: dict[tuple, int] = {}                  # (file, recorded line, code) -> line now
+        self._sources = SourceFiles()                           # the user's files as they are now
         self._told_changed: set[str] = set()                   # changed source files the console was told of
         self._source_refs: dict[int, str] = {}      # sourceReference -> recorded file (no local copy)
         self._handles: dict[int, Callable[[Optional[str], int, int], list]] = {}
@@ -188,9 +185,7 @@ class Adapter:
             self._smap = None
             self.output(f"{program}: the source map is unreadable ({e}); showing the disassembly", "important")
         self._lines = None
-        self._located.clear()
-        self._local_lines.clear()
-        self._relocated.clear()
+        self._sources = SourceFiles()
         self._told_changed.clear()
         self._terminated = False
         self._start_service()
@@ -676,42 +671,23 @@ class Adapter:
     def _line_now(self, recorded: str, line: Optional[int], code: Optional[str]) -> Optional[int]:
         """A recorded line's number in the local copy of its file as it is now: the file may have
         changed since the compile (another release of a library, the user's edits), and the editor
-        shows the file as it is. The recorded number where there is no local copy or the recorded
-        text is not found near it."""
-        key = (recorded, line, code)
-        got = self._relocated.get(key)
-        if got is None:
-            got = line
-            local = self._locate(recorded) if line else None
-            if local is not None:
-                if local not in self._local_lines:
-                    self._local_lines[local] = None          # unreadable, or too big to read: as recorded
-                    try:
-                        with open_regular(local) as fh:
-                            if os.fstat(fh.fileno()).st_size <= MAX_SOURCE_BYTES:
-                                text = fh.read(MAX_SOURCE_BYTES).decode("utf-8", "replace")
-                                self._local_lines[local] = text.splitlines()
-                    except (OSError, ValueError):
-                        pass
-                lines = self._local_lines[local]
-                if lines is not None:
-                    found = find_recorded_line(lines, line, code)
-                    got = found or line
-                    if found != line and local not in self._told_changed:
-                        # the editor shows the file as it is: say once why its lines are not the
-                        # recorded ones (the Studio's Source pane says it in its header)
-                        self._told_changed.add(local)
-                        self.output(f"{local} has changed since {os.path.basename(self.program)} was compiled: "
-                                    "its lines are matched by their recorded text"
-                                    + ("" if found else f" (line {line} no longer reads {(code or '').strip()!r})"),
-                                    "console")
-            self._relocated[key] = got
-        return got
+        shows the file as it is. The recorded number where there is no readable local copy or the
+        recorded text is not found near it."""
+        local = self._locate(recorded) if line else None
+        if local is None or not self._sources.readable(local):
+            return line
+        found = self._sources.line_now(local, line, code)
+        if found != line and local not in self._told_changed:
+            # say once why the editor's lines are not the recorded ones (the Studio's Source pane
+            # says it in its header)
+            self._told_changed.add(local)
+            self.output(f"{local} has changed since {os.path.basename(self.program)} was compiled: "
+                        "its lines are matched by their recorded text"
+                        + ("" if found else f" (line {line} no longer reads {(code or '').strip()!r})"), "console")
+        return found or line
 
     def _locate(self, recorded: str) -> Optional[str]:
-        if recorded not in self._located:
-            self._located[recorded] = locate_source(recorded, near=self.program)
-        return self._located[recorded]
+        return self._sources.locate(recorded, near=self.program)
 
     # -- where the run stands ---------------------------------------------------------------------
     def _req_threads(self, args, request):

@@ -217,6 +217,63 @@ def find_recorded_line(lines: Sequence[str], line: int, code: Optional[str]) -> 
     return None
 
 
+class SourceFiles:
+    """The recorded source files as this machine has them now, for a viewer of recorded lines (the
+    Studio's Source pane, ``nac dap``): each recorded path located once (:func:`locate_source`); a
+    file read when first asked for and again when its size or mtime changes (the user edits their
+    model while it is open), one stat per ask; a recorded line found by its text
+    (:func:`find_recorded_line`), once per line and version of the file."""
+
+    def __init__(self):
+        self._located: dict[tuple, Optional[str]] = {}     # (recorded file, near) -> local path
+        self._read: dict[str, tuple] = {}                  # path -> (stamp, text, lines) as last read
+        self._found: dict[tuple, Optional[int]] = {}       # (path, stamp, line, code) -> line now
+
+    def locate(self, recorded: Optional[str], near: Optional[str] = None) -> Optional[str]:
+        key = (recorded, near)
+        if key not in self._located:
+            self._located[key] = locate_source(recorded, near)
+        return self._located[key]
+
+    def _entry(self, path: str) -> tuple:
+        import os
+        from ..files import open_regular
+        try:
+            st = os.stat(path)
+            stamp = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        cached = self._read.get(path)
+        if cached is None or cached[0] != stamp:
+            text = None          # gone, unreadable, or too big: shown as recorded
+            if stamp is not None and stamp[1] <= MAX_SOURCE_BYTES:
+                try:
+                    with open_regular(path) as fh:
+                        text = fh.read(MAX_SOURCE_BYTES).decode("utf-8", "replace")
+                except (OSError, ValueError):
+                    text = None
+            cached = self._read[path] = (stamp, text, None if text is None else text.splitlines())
+        return cached
+
+    def text(self, path: str) -> Optional[str]:
+        """The file's text as it is now (a new object when it changed since the last ask)."""
+        return self._entry(path)[1]
+
+    def readable(self, path: str) -> bool:
+        return self._entry(path)[2] is not None
+
+    def line_now(self, path: str, line: int, code: Optional[str]) -> Optional[int]:
+        """Where recorded ``line`` (reading ``code``) stands in the file now; None where the file
+        cannot be read or no line near it reads so."""
+        stamp, _, lines = self._entry(path)
+        if lines is None:
+            return None
+        key = (path, stamp, line, code)
+        if key not in self._found:
+            self._found[key] = find_recorded_line(lines, line, code)
+        return self._found[key]
+
+
 def locate_source(file: Optional[str], near: Optional[str] = None) -> Optional[str]:
     """A readable local copy of a recorded source ``file``, or ``None``.
 

@@ -4,10 +4,9 @@ The tick is the execution point of the debug session (``doc.debug.tick``) while 
 way, else the selected tick (``doc.tick``). The header names the module path and the exported
 node; below, the whole source file scrolled to the recorded line, which is highlighted — or,
 when the file cannot be found on this machine, the line text recorded at compile time. Paths
-are resolved by :func:`nac_engine.format.source_map.locate_source` (next to the .nac, the
-working directory, the interpreter's libraries). A file that changed since the compile (the
-user's edits, another library release) is read again when its mtime or size changes, and the
-recorded line is looked for by its text (:func:`~nac_engine.format.source_map.find_recorded_line`).
+are resolved, files read (again when they change on disk) and recorded lines found by their text
+in a file changed since the compile (the user's edits, another library release) by
+:class:`nac_engine.format.source_map.SourceFiles`, which ``nac dap`` uses too.
 
 A debugger step must not cost work proportional to the source file: each file is loaded and
 highlighted once into its own text document (kept per path; the editor switches documents
@@ -17,7 +16,6 @@ nothing; one whose line changed only moves the highlight and the cursor.
 from __future__ import annotations
 
 import keyword
-import os
 import re
 import weakref
 from typing import Optional
@@ -28,9 +26,7 @@ from PySide6.QtGui import (QColor, QFont, QFontDatabase, QSyntaxHighlighter, QTe
 from PySide6.QtWidgets import QLabel, QPlainTextDocumentLayout, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
 
 from nac_engine.errors import NacFormatError
-from nac_engine.files import open_regular
-from nac_engine.format.source_map import (MAX_SOURCE_BYTES, SourceEntry, find_recorded_line, locate_source,
-                                          read_source_map)
+from nac_engine.format.source_map import SourceEntry, SourceFiles, read_source_map
 
 from ..qt_document import rebind
 
@@ -87,12 +83,10 @@ class SourceView(QWidget):
         self.setObjectName(self.object_name)
         self.qdoc = None
         self._maps = weakref.WeakKeyDictionary()  # document -> SourceMap | None | str (error)
-        self._texts: dict[str, tuple] = {}          # path -> ((mtime, size) when read, text or None)
-        self._lines: dict[str, list] = {}           # a file's lines, for finding recorded lines in it
-        self._relocations: dict[tuple, Optional[int]] = {}
-        self._documents: dict[str, tuple[QTextDocument, PythonHighlighter]] = {}   # path -> loaded, highlighted
+        self._sources = SourceFiles()             # located, read (again when changed), lines found
+        # path -> (document, its highlighter once painted, the text it holds)
+        self._documents: dict[str, tuple] = {}
         self._shown_key: Optional[tuple] = None   # what is on screen: (entry, path, header), to skip repeats
-        self._located: dict[tuple, Optional[str]] = {}      # (recorded file, .nac path) -> local path
         self.shown_path: Optional[str] = None    # the file on screen (None: recorded line only)
         self.shown_entry: Optional[SourceEntry] = None
         self.header = QLabel(self)
@@ -135,7 +129,7 @@ class SourceView(QWidget):
         path = self.editor.property("path")
         cached = self._documents.get(path) if path else None
         if cached is not None and cached[1] is None:
-            self._documents[path] = (cached[0], PythonHighlighter(cached[0]))
+            self._documents[path] = (cached[0], PythonHighlighter(cached[0]), cached[2])
 
     # -- document ---------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
@@ -210,11 +204,8 @@ class SourceView(QWidget):
             self._show_text(None, "")
             self._highlight(None)
             return
-        key = (entry.file, getattr(self.qdoc.doc, "path", None))
-        if key not in self._located:          # a few dozen stats: once per file, not per F10
-            self._located[key] = locate_source(*key)
-        path = self._located[key]
-        text = self._read(path) if path else None
+        path = self._sources.locate(entry.file, getattr(self.qdoc.doc, "path", None))
+        text = self._sources.text(path) if path else None
         location = f"{entry.file}:{entry.line}" if entry.line else entry.file
         line = entry.line
         if text is None:
@@ -222,7 +213,7 @@ class SourceView(QWidget):
         elif line:
             # the file may have changed since the compile (another release of a library, the
             # user's edits): the recorded line's text says where it is now
-            line = self._relocated(path, text, entry)
+            line = self._sources.line_now(path, entry.line, entry.code)
             if line is None:
                 parts.append(f"{_esc(location)} — <b>this file has changed since the compile</b>: line {entry.line} "
                              f"no longer reads <code>{_esc((entry.code or '').strip())}</code>")
@@ -238,7 +229,7 @@ class SourceView(QWidget):
                      for name, file, line, code in entry.stack[:-1]]
             parts.append("<small>called from " + " › ".join(calls) + "</small>")
         header = "<br>".join(parts)
-        key = (entry, path if text is not None else None, header)
+        key = (entry, path if text is not None else None, header, text)    # (the text: a file edited since)
         if self._shown_key == key:           # the same stop shown again (a second event of one step)
             return
         self._shown_key = key
@@ -264,6 +255,9 @@ class SourceView(QWidget):
                 doc.setPlainText(text)
         else:
             cached = self._documents.get(path)
+            if cached is not None and cached[2] is not text:      # the file changed on disk
+                cached[0].deleteLater()       # after the editor has the new one (below)
+                cached = None
             if cached is None:
                 doc = QTextDocument(self)
                 doc.setDocumentLayout(QPlainTextDocumentLayout(doc))
@@ -271,7 +265,7 @@ class SourceView(QWidget):
                 doc.setPlainText(text)
                 # highlighted when first painted (_highlight_when_painted): a model's source is
                 # ~2,000 lines, ~50 ms of highlighting, wasted while this pane is a hidden tab
-                cached = self._documents[path] = (doc, None)
+                cached = self._documents[path] = (doc, None, text)
             doc = cached[0]
         if self.editor.document() is not doc:
             self.editor.setExtraSelections([])
@@ -309,53 +303,10 @@ class SourceView(QWidget):
         if self.editor.extraSelections():
             QTimer.singleShot(0, self.editor.centerCursor)
 
-    def _relocated(self, path: str, text: str, entry: SourceEntry) -> Optional[int]:
-        """The entry's line in the file as it is now (see :func:`find_recorded_line`), or None."""
-        return self._find(path, text, entry.line, entry.code)
-
-    def _find(self, path: str, text: str, line: int, code: Optional[str]) -> Optional[int]:
-        key = (path, line, code)
-        if key not in self._relocations:
-            if path not in self._lines:
-                self._lines[path] = text.splitlines()
-            self._relocations[key] = find_recorded_line(self._lines[path], line, code)
-        return self._relocations[key]
-
     def _line_now(self, recorded: str, line: Optional[int], code: Optional[str]):
         """A caller's line as the file reads now (the recorded number where it cannot be found)."""
-        key = (recorded, getattr(self.qdoc.doc, "path", None))
-        if key not in self._located:
-            self._located[key] = locate_source(*key)
-        path = self._located[key]
-        text = self._read(path) if path and line else None
-        return (self._find(path, text, line, code) or line) if text is not None else line
-
-    def _read(self, path: str) -> Optional[str]:
-        """The file's text, read again when it changed on disk (the user edits their model while
-        the Studio is open): one stat per refresh."""
-        try:
-            st = os.stat(path)
-            stamp = (st.st_mtime_ns, st.st_size)
-        except OSError:
-            stamp = None
-        cached = self._texts.get(path)
-        if cached is None or cached[0] != stamp:
-            text = None
-            if stamp is not None and stamp[1] <= MAX_SOURCE_BYTES:
-                try:
-                    with open_regular(path) as fh:
-                        text = fh.read(MAX_SOURCE_BYTES).decode("utf-8", "replace")
-                except (OSError, ValueError):
-                    text = None
-            if cached is not None:           # what was made from the old text goes with it
-                old = self._documents.pop(path, None)
-                if old is not None:
-                    old[0].deleteLater()     # after this refresh has given the editor the new one
-                self._lines.pop(path, None)
-                self._relocations = {k: v for k, v in self._relocations.items() if k[0] != path}
-                self._shown_key = None
-            cached = self._texts[path] = (stamp, text)
-        return cached[1]
+        path = self._sources.locate(recorded, getattr(self.qdoc.doc, "path", None)) if line else None
+        return (self._sources.line_now(path, line, code) or line) if path else line
 
 
 def _esc(text: str) -> str:
