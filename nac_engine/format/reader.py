@@ -16,6 +16,7 @@ import math
 import mmap
 import os
 import struct
+import sys
 from array import array
 from typing import Optional
 
@@ -23,7 +24,6 @@ import numpy as np
 
 from ..errors import NacFormatError, problem_kind
 from ..files import open_regular
-from ..isa.hop_walk import hop_chain
 from ..isa.mep import decode_mep
 from ..isa.tisa import decode_tisa
 from ..isa.optable import (CONST_CODES, OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT,
@@ -51,15 +51,34 @@ class _InternedCommands(dict):
 
 
 _I16 = struct.Struct("<h")
-_OPS_WINDOW = 1 << 15          # bytes whose next-instruction offsets are computed at once (walked 16 a hop)
+_BIG_ENDIAN = sys.byteorder == "big"
 _OPS_CHECK_CHUNK = 1 << 12     # instructions checked at once (bounds the checks' arrays)
+
+
+def _system_tables() -> tuple:
+    """The length tables' rows for system ops (A < 10), which no file changes but for
+    ``<OUTPUT>``'s output count: C length, D length, C counted, and which op ids are known."""
+    c_len = np.zeros((11, 256), dtype=np.int32)
+    d_len = np.zeros((11, 256), dtype=np.int32)
+    counted = np.zeros((11, 256), dtype=bool)
+    c_len[OP_INPUT, 1:6] = 2
+    c_len[OP_OUTPUT, 3], d_len[OP_OUTPUT, 3] = 2, 2
+    d_len[OP_OUTPUT, 4] = 1
+    c_len[OP_CONTROL_FLOW, :], d_len[OP_CONTROL_FLOW, :] = 3, 1
+    counted[OP_CONVERGENCE, :], d_len[OP_CONVERGENCE, :] = True, 1
+    known = np.zeros(256, dtype=bool)
+    known[list(_KNOWN_SYSTEM)] = True
+    return c_len, d_len, counted, known
+
+
+_SYSTEM_C, _SYSTEM_D, _SYSTEM_COUNTED, _SYSTEM_KNOWN = _system_tables()
 
 
 class _OpsLayout:
     """How long an OPS/TRNG instruction is, from its A and B bytes (and C's count when C is
-    counted): small numpy tables indexed by ``min(A, 10) * 256 + B`` (system ops by A and B,
-    regular ops by their signature B), so that lengths and checks for a whole window of bytes
-    are computed at once."""
+    counted): small tables indexed by ``min(A, 10) * 256 + B`` (system ops by A and B, regular
+    ops by their signature B). The start walk reads them as Python lists, the bulk checks as
+    numpy arrays."""
 
     def __init__(self, nac: NacFile, count: int, trng: bool):
         self.count, self.trng = count, trng
@@ -67,42 +86,32 @@ class _OpsLayout:
         # Per signature ID: (len, has constants) — instruction lengths depend only on these.
         self.sig_info = {b: (len(s), any(ch in CONST_CODES for ch in s)) for b, s in nac.perms.items()}
         n_out = nac.header.num_outputs
-        c_len = np.zeros((11, 256), dtype=np.int32)
-        d_len = np.zeros((11, 256), dtype=np.int32)
-        counted = np.zeros((11, 256), dtype=bool)
-        sig_known = np.zeros(256, dtype=bool)
-        for b, (ln, has_const) in self.sig_info.items():
-            if 0 <= b < 256:
-                d_len[10, b], counted[10, b], sig_known[b] = ln, has_const and ln > 0, True
-        c_len[OP_INPUT, 1:6] = 2
+        c_len, d_len, counted = _SYSTEM_C.copy(), _SYSTEM_D.copy(), _SYSTEM_COUNTED.copy()
         c_len[OP_OUTPUT, 0:2], d_len[OP_OUTPUT, 0:2] = n_out + 1, n_out
-        c_len[OP_OUTPUT, 3], d_len[OP_OUTPUT, 3] = 2, 2
-        d_len[OP_OUTPUT, 4] = 1
-        c_len[OP_CONTROL_FLOW, :], d_len[OP_CONTROL_FLOW, :] = 3, 1
-        counted[OP_CONVERGENCE, :], d_len[OP_CONVERGENCE, :] = True, 1
-        known_op = np.zeros(256, dtype=bool)
+        sig_known = np.zeros(256, dtype=bool)
+        sigs = [(b, ln, has_const and ln > 0) for b, (ln, has_const) in self.sig_info.items() if 0 <= b < 256]
+        if sigs:
+            at, ln, cnt = zip(*sigs)
+            d_len[10, at], counted[10, at], sig_known[list(at)] = ln, cnt, True
+        ops = [a for a in names if 10 <= a < 256]
+        # regular ops whose signature may be missing: then one counted constant and one D
+        self.getitem_ops = frozenset(a for a in ops if names[a] in _GETITEM_LIKE)
+        known_op = _SYSTEM_KNOWN.copy()
+        known_op[ops] = True
         getitem = np.zeros(256, dtype=bool)
-        for a, name in names.items():
-            if 0 <= a < 256:
-                known_op[a] = True
-                getitem[a] = a >= 10 and name in _GETITEM_LIKE
-        known_op[[a for a in range(10) if a not in _KNOWN_SYSTEM]] = False
-        known_op[list(_KNOWN_SYSTEM)] = True
+        getitem[list(self.getitem_ops)] = True
         # a regular op's B without a signature is a problem unless it is 0 (no arguments)
         no_sig = (d_len[10] == 0) & ~sig_known
         no_sig[0] = False
         self.c_len, self.d_len, self.counted = c_len.ravel(), d_len.ravel(), counted.ravel()
-        self.length = 2 + 2 * self.c_len + 2 * self.d_len
         self.known_op, self.getitem, self.no_sig = known_op, getitem, no_sig
-        self.any_getitem = bool(getitem.any())
+        self.any_getitem = bool(self.getitem_ops)
+        self._walk_info: dict = {}      # A | B << 8 -> :meth:`_walk_length`
         self._cache: dict = {}
-
-    def keys(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.minimum(a, 10).astype(np.int32) * 256 + b
 
     def fields(self, a: np.ndarray, b: np.ndarray) -> tuple:
         """Per instruction: fixed C length, D length, C counted (arrays)."""
-        key = self.keys(a, b)
+        key = np.minimum(a, 10).astype(np.int32) * 256 + b
         c_fix, d, counted = self.c_len[key], self.d_len[key], self.counted[key]
         if self.any_getitem:        # getitem-like ops without a signature: one constant, one D
             gi = self.getitem[a] & (d == 0) & (a >= 10)
@@ -125,59 +134,53 @@ class _OpsLayout:
             got = self._cache[key] = (int(c[0]), int(d[0]), bool(k[0]))
         return got
 
-    def next_starts(self, code: bytes, w0: int, w1: int) -> np.ndarray:
-        """For each even offset p in [w0, w1) of ``code`` (``w0`` even: an instruction is a whole
-        number of i16 values, so every start is even): where the next instruction starts if one
-        starts at p, or 0 where the field-by-field decoder must look (cut off by the end, or a
-        negative C count)."""
+    def walk(self, code: bytes, p: int, n: int, starts: array) -> int:
+        """Append to ``starts`` the starts of up to ``n`` instructions from offset ``p`` of
+        ``code``; return where the walk stopped: after the ``n``-th, or at an instruction the
+        field-by-field decoder must look at (cut off by the end, or a negative C count).
+        Lengths only: the fields are checked in bulk afterwards. Every start is even (an
+        instruction is a whole number of i16 values), so the walk reads (A, B) as one u16."""
         size = len(code)
-        n = (w1 - w0 + 1) // 2
-        u8 = np.frombuffer(code, dtype=np.uint8)
-        padded = np.zeros(2 * n + 4, dtype=np.uint8)      # bytes past the end read as 0
-        got = u8[w0:w0 + 2 * n + 4]
-        padded[:got.size] = got
-        pairs = padded.reshape(-1, 2)
-        a, b = pairs[:n, 0], pairs[:n, 1]
-        c_fix, d_len, counted = self.fields(a, b)
-        step = 2 + 2 * c_fix + 2 * d_len
-        pos = np.arange(w0, w0 + 2 * n, 2, dtype=np.int64)
-        ok = pos + 2 <= size
-        if counted.any():
-            k = padded.view("<i2")[1:n + 1].astype(np.int32)       # the i16 after A and B
-            step += np.where(counted, 2 + 2 * k, 0)
-            ok &= ~counted | ((pos + 4 <= size) & (k >= 0))
-        nxt = pos + step
-        ok &= nxt <= size
-        nxt[~ok] = 0
-        return nxt
+        even = code[:size & ~1]
+        words = array("H", even)          # A | B << 8 at each even offset
+        counts = array("h", even)         # the same bytes as i16 (C's count)
+        if _BIG_ENDIAN:
+            words.byteswap()
+            counts.byteswap()
+        end = len(words)
+        info = self._walk_info
+        append = starts.append
+        w = p >> 1                        # in i16 words from here on
+        try:
+            for _ in range(n):
+                ab = words[w]                 # IndexError past the end: the walk stops there
+                try:
+                    length = info[ab]
+                except KeyError:
+                    length = info[ab] = self._walk_length(ab & 0xFF, ab >> 8)
+                if length > 0:
+                    q = w + length
+                else:                         # C counted: -length words besides C's values
+                    k = counts[w + 1]
+                    if k < 0:
+                        break
+                    q = w - length + k
+                if q > end:
+                    break
+                append(w << 1)
+                w = q
+        except IndexError:
+            pass
+        return w << 1
 
-
-def _walk_window(nxt: np.ndarray, w0: int, w1: int, starts: array) -> int:
-    """Append to ``starts`` the instructions that begin in [w0, w1), walking from the one at
-    ``w0`` (``nxt``: :meth:`_OpsLayout.next_starts` of the window, one per even offset); return
-    where the walk stopped: the first start at or past ``w1``, or a start in the window whose
-    next is 0 (the field-by-field decoder looks there).
-
-    As isa/mep.py's walk: numpy squares the "next start" map four times (slots of even offsets,
-    ``size`` standing for "stopped": left the window or next unknown, and mapping to itself), the
-    hops of 16 instructions are walked in Python, the 15 starts between each two hops gathered
-    back with numpy, and the last few instructions taken one at a time."""
-    size = len(nxt)
-    loc = np.empty(size + 1, dtype=np.int32)
-    loc[:size] = np.where((nxt == 0) | (nxt >= w1), w0 + 2 * size, nxt) - w0 >> 1
-    loc[size] = size
-    between, i = hop_chain(loc, size)
-    if between is not None:
-        starts.frombytes((2 * between + w0).astype(np.uint32).tobytes())
-    p = w0 + 2 * i
-    append = starts.append
-    while w0 <= p < w1:
-        q = int(nxt[(p - w0) >> 1])
-        if q == 0:
-            break
-        append(p)
-        p = q
-    return p
+    def _walk_length(self, a: int, b: int) -> int:
+        """An instruction's length in i16 words when C is not counted; when it is, minus the
+        length without C's values (count included)."""
+        key = (a if a < 10 else 10) << 8 | b
+        c_fix, d, counted = int(self.c_len[key]), int(self.d_len[key]), bool(self.counted[key])
+        if not d and a in self.getitem_ops:      # no signature: one counted constant, one D
+            d, counted = 1, True
+        return -(2 + d) if counted else 1 + c_fix + d
 
 
 class _Problems:
@@ -489,8 +492,8 @@ class _Reader:
         self._instructions(cur, sp, True, store)
 
     def _instructions(self, cur: Cursor, sp: Span, trng: bool, store) -> None:
-        """Instruction starts found by a length-only walk over numpy next-start windows, every
-        field checked in bulk; only an instruction the bulk checks flag (or the one where the
+        """Instruction starts found by a length-only walk (:meth:`_OpsLayout.walk`), every
+        field checked in bulk with numpy; only an instruction the bulk checks flag (or the one where the
         walk stops) goes through :meth:`_decode_instruction`, which names the problem exactly
         as it always did. ``store`` receives the :class:`InstructionTable` (also when a fault
         ends the section early: what decoded is kept)."""
@@ -500,33 +503,21 @@ class _Reader:
         code = bytes(self.buf[first:cur.limit])
         lay = _OpsLayout(self.nac, n, trng)
         starts = array("I")
-        append = starts.append
-        p = count = checked = 0
+        p = checked = 0
         size = len(code)
         end = first
         try:
-            while count < n:
-                if p < size:
-                    w0 = p
-                    w1 = min(size, p + _OPS_WINDOW)
-                    # (the walk may pass the declared count: cut below)
-                    p = _walk_window(lay.next_starts(code, w0, w1), w0, w1, starts)
-                    count = len(starts)
-                    if count >= n:
-                        if count > n:
-                            p = starts[n]
-                            del starts[n:]
-                            count = n
-                        break
-                    if p >= w1:
-                        continue
+            while True:
+                p = lay.walk(code, p, n - len(starts), starts)
+                if len(starts) >= n:
+                    break
                 # the walk stopped at p: the instructions before it are checked in bulk, then
                 # this one is decoded field by field (raising what is wrong with it)
                 self._check_instructions(code, first, starts[checked:], lay, checked)
-                _ins, q = self._decode_instruction(count, first + p, first + size, lay)
-                append(p)      # pragma: no cover - the length tables and the decoder disagree
+                _ins, q = self._decode_instruction(len(starts), first + p, first + size, lay)
+                starts.append(p)      # pragma: no cover - the length tables and the decoder disagree
                 p = q - first
-                count = checked = count + 1
+                checked = len(starts)
             self._check_instructions(code, first, starts[checked:] if checked else starts, lay, checked)
             end = first + p
         except NacFormatError:

@@ -1,5 +1,5 @@
-"""Following a chain of variable-length records 16 at a time, for the start walks of NAC's
-OPS section (``format/reader.py``) and of ORCH bytecode (``isa/mep.py``).
+"""Following a chain of variable-length records 16 at a time, for the start walk of ORCH
+bytecode (``isa/mep.py``).
 
 Each record's start depends on the one before, so the chain cannot be vectorised directly. Its
 "next start" map can: squaring it four times with numpy gives, per slot, the slot 16 records

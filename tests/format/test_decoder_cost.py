@@ -324,13 +324,15 @@ def _reference_ops(data: bytes):
     return nac, out, [(p.section, p.offset, p.reason) for p in problems.items]
 
 
-@given(st.lists(st.tuples(st.integers(0, 4999), st.integers(0, 255)), min_size=1, max_size=6),
+@given(st.sampled_from(["ops", "ops_distinct"]),
+       st.lists(st.tuples(st.integers(0, 30_000), st.integers(0, 255)), min_size=1, max_size=6),
        st.integers(0, 60))
 @settings(max_examples=150, deadline=None)
-def test_ops_bulk_walk_decodes_like_the_field_by_field_decoder(edits, cut):
+def test_ops_walk_decodes_like_the_field_by_field_decoder(name, edits, cut):
     """Mutated OPS bytes (unknown ops and signatures, out-of-range D, negative C counts, cut
-    short): the bulk walk keeps the same instructions and names the same problems, in order."""
-    data = bytearray(crafted("ops", 1))
+    short): the length-only walk and the bulk checks keep the same instructions and name the
+    same problems, in order, as decoding one instruction at a time."""
+    data = bytearray(crafted(name, 1))
     nac = read(bytes(data))
     ops = nac.spans.find("OPS")
     for at, value in edits:
