@@ -114,6 +114,13 @@ class Document:
         from .simulation_state import SimulationState
         self.simulation = SimulationState(self)
 
+    @property
+    def execution_tick(self) -> Optional[int]:
+        """The debug session's execution point (the instruction executed last): the second
+        cursor the timeline and hardware lanes draw; None with no run or before the first step."""
+        t = getattr(self.debug, "tick", None)
+        return t if isinstance(t, int) and t >= 0 else None
+
     # -- opening ---------------------------------------------------------------------------
     @classmethod
     def open(cls, path: str) -> "Document":

@@ -344,7 +344,7 @@ class HardwareView(QWidget):
         return self.qdoc.doc.simulation if self.qdoc is not None else None
 
     def set_document(self, qdoc) -> None:
-        rebind(self.qdoc, qdoc, tick=self._on_tick, simulation=self._on_simulation)
+        rebind(self.qdoc, qdoc, tick=self._on_tick, debug=self._on_debug, simulation=self._on_simulation)
         self.qdoc = qdoc
         self._show_run()
         self._show_profile()
@@ -364,6 +364,15 @@ class HardwareView(QWidget):
             return
         t = self.qdoc.tick
         self.plot.set_cursor(None if t is None else self._tick_x(t))
+
+    def _on_debug(self, _source) -> None:
+        """The execution point's instruction, a dashed line on the lanes (as on the timeline)."""
+        if self.plot is None or self.qdoc is None or self.state is None or self.state.run is None:
+            return
+        t = self.qdoc.doc.execution_tick
+        self.plot.set_exec_cursor(None if t is None else self._tick_x(t))
+        if t is not None:
+            self.plot.ensure_visible(self._tick_x(t))
 
     # -- configuration ----------------------------------------------------------------------
     def load_hardware(self, hardware: Any, overrides: Optional[dict] = None) -> bool:
@@ -617,6 +626,7 @@ class HardwareView(QWidget):
         self._draw(res, other.result if other is not None else None, other.label if other is not None else "")
         self._draw_roofline(run)
         self._on_tick(None)
+        self._on_debug(None)
 
     # -- comparing with another file -----------------------------------------------------------
     def _file_comparison(self):
@@ -720,6 +730,7 @@ class HardwareView(QWidget):
             self._draw(self.state.run.result, other.result if other is not None else None,
                        other.label if other is not None else "")
             self._on_tick(None)
+            self._on_debug(None)
 
     def _draw(self, res, other=None, other_label: str = "") -> None:
         """``res``'s lanes; with ``other`` (a run compared against, e.g. another preset) its unit

@@ -264,10 +264,9 @@ class TimelineView(QWidget):
     def _on_debug(self, _source) -> None:
         if self.plot is None or self.qdoc is None:
             return
-        dbg = self.qdoc.doc.debug
-        t = getattr(dbg, "tick", None) if dbg is not None else None
-        self.plot.set_exec_cursor(t + 0.5 if isinstance(t, int) and t >= 0 else None)
-        if isinstance(t, int) and t >= 0:
+        t = self.qdoc.doc.execution_tick
+        self.plot.set_exec_cursor(None if t is None else t + 0.5)
+        if t is not None:
             self.plot.ensure_visible(t + 0.5)
 
     # -- drawing --------------------------------------------------------------------------

@@ -203,6 +203,24 @@ class _LanesViewBox(pg.ViewBox):
         super().mouseClickEvent(ev)
 
 
+def count_labels(values: Sequence[float], spacing: float) -> list[str]:
+    """Axis labels for counts (ticks, cycles): one unit for the whole axis, picked by its
+    largest value, and as many decimals as the spacing needs (``10M 20M``, ``0.5M 1.0M``)
+    instead of pyqtgraph's ``1e+07``."""
+    top = max((abs(v) for v in values), default=0.0)
+    div, suffix = next(((d, u) for d, u in ((1e9, "G"), (1e6, "M"), (1e3, "k")) if top >= d), (1.0, ""))
+    step = spacing / div if spacing > 0 else 1.0
+    decimals = 0
+    while decimals < 3 and abs(step * 10 ** decimals - round(step * 10 ** decimals)) > 1e-6:
+        decimals += 1
+    return ["0" if v == 0 else f"{v / div:.{decimals}f}{suffix}" for v in values]
+
+
+class _CountAxis(pg.AxisItem):
+    def tickStrings(self, values, scale, spacing):
+        return count_labels([v * scale for v in values], spacing * scale)
+
+
 class LanesPlot(pg.GraphicsLayoutWidget):
     clicked = Signal(float, str, float)          # x, plot key, y
     rangeSelected = Signal(float, float, bool)   # x0, x1, finished
@@ -225,7 +243,7 @@ class LanesPlot(pg.GraphicsLayoutWidget):
                  left_label: str = "") -> pg.PlotItem:
         vb = _LanesViewBox(self)
         vb.setMouseEnabled(x=True, y=y_mouse)
-        plot = self.addPlot(row=self._row, col=0, viewBox=vb)
+        plot = self.addPlot(row=self._row, col=0, viewBox=vb, axisItems={"bottom": _CountAxis("bottom")})
         self.ci.layout.setRowStretchFactor(self._row, stretch)
         self._row += 1
         plot.hideButtons()

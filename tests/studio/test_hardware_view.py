@@ -25,8 +25,8 @@ def _corpus(name):
     return found[0]
 
 
-def _simulate(window, qtbot, path, feeds, preset="edge-32x32", timeout=60000):
-    qdoc = window.open_and_wait(path)
+def _simulate(window, qtbot, path, feeds, preset="edge-32x32", timeout=60000, qdoc=None):
+    qdoc = qdoc or window.open_and_wait(path)
     qdoc.doc.simulation.set_feeds(feeds)
     view = window.views["hardware"]
     window.docks["hardware"].show()
@@ -214,3 +214,55 @@ def test_lane_names_thin_out_in_a_short_plot(qtbot):
     assert shown()[0] == "lane 0"
     plot.resize(400, 600)
     qtbot.waitUntil(lambda: len(shown()) == 12, timeout=3000)
+
+
+def test_hardware_and_timeline_lanes_mark_the_execution_point(window, qtbot):
+    """Stopped at a tick, both lane panes draw the execution point (a dashed line), the hardware
+    pane at that instruction's cycles; selecting another tick moves only the selection cursor,
+    stepping moves the execution line, and Stop takes it away."""
+    from PySide6.QtCore import Qt
+    from tests.studio.test_debugger_gui import MLP_FEED, fill_inputs_with_npy, press, wait_stopped
+    from tests.studio.test_timeline import _show
+    path = _corpus("mlp")
+    qdoc, timeline = _show(window, qtbot, path, [np.load(MLP_FEED)])
+    qdoc, view = _simulate(window, qtbot, path, [np.load(MLP_FEED)], qdoc=qdoc)
+    window.debug.attach(qdoc)
+    window.disassembly_view.select_tick(9)
+    press(qtbot, window, Qt.Key.Key_F10, Qt.KeyboardModifier.ControlModifier)      # run to cursor
+    fill_inputs_with_npy(qtbot, window, MLP_FEED)
+    wait_stopped(qtbot, window)
+    assert qdoc.doc.debug.tick == 9 == qdoc.doc.execution_tick
+    recs = qdoc.doc.simulation.run.result.instructions
+
+    def exec_x(plot) -> set:
+        return {round(line.value(), 3) for line in plot.exec_lines.values() if line.isVisible()}
+    assert exec_x(view.plot) == {round((recs[9].issue_cycle + recs[9].end_cycle) / 2, 3)}
+    assert exec_x(timeline.plot) == {9.5}
+    window.disassembly_view.select_tick(2)                 # the selection cursor moves, execution stays
+    assert view.plot.cursors["units"].value() == pytest.approx((recs[2].issue_cycle + recs[2].end_cycle) / 2)
+    assert exec_x(view.plot) == {round((recs[9].issue_cycle + recs[9].end_cycle) / 2, 3)}
+    window.commands.run("debug.stepOver")
+    wait_stopped(qtbot, window)
+    assert exec_x(view.plot) == {round((recs[10].issue_cycle + recs[10].end_cycle) / 2, 3)}
+    view.set_x_mode("ticks")                               # on the tick axis it is the tick's middle
+    assert exec_x(view.plot) == {10.5}
+    press(qtbot, window, Qt.Key.Key_F5, Qt.KeyboardModifier.ShiftModifier)         # Stop
+    qtbot.waitUntil(lambda: not qdoc.doc.debug.active, timeout=10000)
+    assert exec_x(view.plot) == set() and exec_x(timeline.plot) == set()
+
+
+def test_cycle_axis_labels_are_compact_counts(window, qtbot):
+    """The lanes' x axis reads 10M, 20M (or 2.5k, 5.0k) where pyqtgraph would print 1e+07."""
+    from nac_studio.widgets.lanes_plot import count_labels
+    assert count_labels([0, 1e7, 2e7, 3e7], 1e7) == ["0", "10M", "20M", "30M"]
+    assert count_labels([0, 5e5, 1e6], 5e5) == ["0", "0.5M", "1.0M"]
+    assert count_labels([0, 2500, 5000], 2500) == ["0", "2.5k", "5.0k"]
+    assert count_labels([0, 100, 200], 100) == ["0", "100", "200"]
+    assert count_labels([2.5, 3.0], 0.5) == ["2.5", "3.0"]
+    qdoc, view = _simulate(window, qtbot, _corpus("bert_tiny"), _feeds(_corpus("bert_tiny")))
+    plot = list(view.plot.plots.values())[-1]                 # the plot that shows the x values
+    axis = plot.getAxis("bottom")
+    lo, hi = plot.viewRange()[0]
+    labels = [text for _spacing, ticks in axis.tickValues(lo, hi, 600)
+              for text in axis.tickStrings(ticks, axis.scale, _spacing)]
+    assert hi > 10_000 and labels and all(t == "0" or t.endswith(("k", "M")) for t in labels), (hi, labels)
