@@ -76,14 +76,15 @@ async def _startup(win, args, app) -> int:
         else:
             print(f"nac-studio: --select {args.select}: the file has ticks 0..{n - 1}", file=sys.stderr)
         ok = await win.wait_idle(timeout=args.timeout) and ok
-    if args.run_to is not None and win.active is not None:
-        from .debug_commands import run_to_from_cli
-        if not await run_to_from_cli(win, args.run_to, args.inspect, args.input, timeout=args.timeout):
-            return 1
-        ok = await win.wait_idle(timeout=args.timeout) and ok
+    # the pane first: the stop then brings the execution point into view in the final layout
     if args.dock and win.active is not None:
         from .simulation_commands import show_dock_for_cli
         if not await show_dock_for_cli(win, args.dock, timeout=args.timeout):
+            return 1
+        ok = await win.wait_idle(timeout=args.timeout) and ok
+    if args.run_to is not None and win.active is not None:
+        from .debug_commands import run_to_from_cli
+        if not await run_to_from_cli(win, args.run_to, args.inspect, args.input, timeout=args.timeout):
             return 1
         ok = await win.wait_idle(timeout=args.timeout) and ok
     if not args.screenshot:

@@ -539,12 +539,24 @@ class GraphView(QWidget):
         self._shape_tasks[doc] = task
 
     def _center_after_layout(self, layout: GraphLayout) -> None:
+        """A new layout keeps the node that was in the middle; a file's first one shows the
+        execution point of a stopped run (which may have stopped before the layout came),
+        else the selection."""
         anchor = self._anchor_node(layout.graph)
-        sel_node = self._selected_node()
+        focus = self._execution_node(layout.graph)
+        if focus is None:
+            focus = self._selected_node()
         if anchor is not None:
             self.canvas.center_on(anchor)
-        elif sel_node is not None:
-            self.canvas.center_on(sel_node, zoom=max(self.canvas.scale, 0.8))
+        elif focus is not None:
+            self.canvas.center_on(focus, zoom=max(self.canvas.scale, 0.8))
+
+    def _execution_node(self, graph) -> Optional[int]:
+        tick = self.qdoc.doc.execution_tick if self.qdoc is not None else None
+        if tick is None or not 0 <= tick < len(graph.node_of_tick):
+            return None
+        node = int(graph.node_of_tick[tick])
+        return node if node >= 0 else None
 
     def _layout_failed(self, gen: int, exc: BaseException) -> None:
         if gen != self._generation:

@@ -291,3 +291,29 @@ def test_the_hex_view_scrolls_to_each_stop(window, qtbot):
     offset = qdoc.nac.instructions[s.tick].offset
     row, first = offset // 16, area.first_row()
     assert first <= row < first + area.visible_rows(), (row, first, area.visible_rows())
+
+
+def test_a_layout_that_arrives_after_a_stop_shows_the_execution_point(window, qtbot):
+    """A big model's graph can be laid out after the run has already stopped (the layout and
+    the run are separate host requests): the layout then opens on the execution point, not
+    at the top of the graph."""
+    from tests.resources_path import DEMO
+    qdoc = window.open_and_wait(DEMO.parent / "demo_bert_tiny.nac")
+    last = len(qdoc.nac.instructions) - 3
+    window.disassembly_view.select_tick(last)
+    window.commands.run("debug.runToCursor")
+    wait_stopped(qtbot, window)
+    assert qdoc.doc.execution_tick == last
+    window.disassembly_view.select_tick(0)          # the selection is elsewhere (the top)
+    graph = window.graph_view
+    graph.canvas.setFixedHeight(160)                # a short pane: the top view cannot show both
+    graph.forget(qdoc)
+    with qtbot.waitSignal(graph.layoutReady, timeout=30000):
+        graph.set_document(qdoc)                    # a fresh layout, as for a file just opened
+    node = int(graph.shown.node_of_tick[last])
+    x, y, w, h = graph.layout_.rect(node)
+    from PySide6.QtCore import QRectF
+    assert graph.canvas.visible_scene_rect().intersects(QRectF(x, y, w, h))
+    top = int(graph.shown.node_of_tick[0])
+    x, y, w, h = graph.layout_.rect(top)
+    assert not graph.canvas.visible_scene_rect().intersects(QRectF(x, y, w, h))
