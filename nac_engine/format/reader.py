@@ -76,9 +76,9 @@ _SYSTEM_C, _SYSTEM_D, _SYSTEM_COUNTED, _SYSTEM_KNOWN = _system_tables()
 
 class _OpsLayout:
     """How long an OPS/TRNG instruction is, from its A and B bytes (and C's count when C is
-    counted): small tables indexed by ``min(A, 10) * 256 + B`` (system ops by A and B, regular
-    ops by their signature B). The start walk reads them as Python lists, the bulk checks as
-    numpy arrays."""
+    counted): small numpy tables indexed by ``min(A, 10) * 256 + B`` (system ops by A and B,
+    regular ops by their signature B), read in bulk by the checks and once per distinct
+    encoding by the start walk."""
 
     def __init__(self, nac: NacFile, count: int, trng: bool):
         self.count, self.trng = count, trng
