@@ -17,8 +17,15 @@ if ! command -v "$PY" >/dev/null 2>&1; then
     echo "install.sh: $PY was not found (not on PATH); give the interpreter's path: PYTHON=/path/to/python3.12 $0" >&2
     exit 2
 fi
-if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
-    echo "install.sh: $PY is $("$PY" -V 2>&1), too old; NAC Studio needs Python 3.11 or newer (PYTHON=python3.11 $0)" >&2
+# a name that is found but does not run (a pyenv shim for a version pyenv has not selected) is
+# not "too old": say what running it printed
+if ! version=$("$PY" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>&1); then
+    echo "install.sh: $PY does not run: $(printf '%s' "$version" | head -n 6)" >&2
+    echo "install.sh: give a Python 3.11 or newer that runs: PYTHON=/path/to/python3.12 $0" >&2
+    exit 2
+fi
+if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
+    echo "install.sh: $PY is Python $version, too old; NAC Studio needs Python 3.11 or newer (PYTHON=python3.11 $0)" >&2
     exit 2
 fi
 

@@ -66,19 +66,27 @@ def test_install_script_works_in_a_venv_only():
     assert ".venv/bin/python -m pytest -q" in (ROOT / ".ci/run").read_text()
 
 
-def test_installer_says_not_found_or_too_old_as_the_case_is(tmp_path):
+def test_installer_says_not_found_too_old_or_not_running_as_the_case_is(tmp_path):
     import os
     import subprocess
     script = Path(__file__).resolve().parents[1] / "scripts" / "install.sh"
-    r = subprocess.run(["bash", str(script)], env={**os.environ, "PYTHON": "python9.99"}, capture_output=True,
-                       text=True, timeout=60)
+
+    def install(python: str):
+        return subprocess.run(["bash", str(script)], env={**os.environ, "PYTHON": python}, capture_output=True,
+                              text=True, timeout=60)
+    r = install("python9.99")
     assert r.returncode == 2 and "python9.99 was not found" in r.stderr and "too old" not in r.stderr
-    old = tmp_path / "python3.9"
-    old.write_text("#!/bin/sh\n[ \"$1\" = -V ] && echo 'Python 3.9.18' && exit 0\nexit 1\n")
+    old = tmp_path / "python3.9"          # answers as Python 3.9.18 does
+    old.write_text("#!/bin/sh\ncase \"$2\" in *print*) echo 3.9.18; exit 0;; esac\nexit 1\n")
     old.chmod(0o755)
-    r = subprocess.run(["bash", str(script)], env={**os.environ, "PYTHON": str(old)}, capture_output=True,
-                       text=True, timeout=60)
+    r = install(str(old))
     assert r.returncode == 2 and "Python 3.9.18, too old" in r.stderr and "not found" not in r.stderr
+    shim = tmp_path / "python3.12"        # a pyenv shim for a version pyenv has not selected
+    shim.write_text("#!/bin/sh\necho 'pyenv: python3.12: command not found' >&2\nexit 127\n")
+    shim.chmod(0o755)
+    r = install(str(shim))
+    assert r.returncode == 2 and "does not run: pyenv: python3.12: command not found" in r.stderr
+    assert "too old" not in r.stderr
 
 
 _STUB_PYTHON = r'''#!/bin/bash
