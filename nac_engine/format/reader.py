@@ -969,11 +969,11 @@ class _Reader:
         man = sp.add(start, n, "manifest", "tisa")
         decoded = None
         if n:   # an empty manifest is just empty, not a malformed TISA stream
-            decoded, problems = decode_tisa(data, start, man)
+            decoded, problems = decode_tisa(data, start)
             for pr in problems:
                 self.p.add(pr)
-        if not man._children and n:
-            man.type = "bytes"
+            # its field spans: decoded again when the structure view or `nac span` asks
+            man.set_builder(lambda s: decode_tisa(data, start, s))
         self.nac.proc = Proc(data, decoded)
 
     def _sec_ORCH(self, cur: Cursor, sp: Span) -> None:

@@ -71,8 +71,11 @@ class _Node:
 
 
 class _Reader:
-    def __init__(self, buf: bytes, pos: int, end: int, base: int):
-        self.buf, self.pos, self.end, self.base = buf, pos, end, base
+    """A record's payload, field by field; with ``nodes`` it also notes each field's bytes (the
+    span tree's leaves), which only a span builder asks for."""
+
+    def __init__(self, buf: bytes, pos: int, end: int, base: int, nodes: bool = True):
+        self.buf, self.pos, self.end, self.base, self.nodes = buf, pos, end, base, nodes
         self.stack = [_Node(base + pos, 0, "payload")]
 
     def _take(self, n: int, name: str, type_: str, value_of) -> Any:
@@ -81,7 +84,7 @@ class _Reader:
                                              f"{self.end - self.pos} left")
         raw = self.buf[self.pos:self.pos + n]
         value = value_of(raw, self.base + self.pos)
-        if n:   # an empty string has no bytes of its own: its length prefix covers it
+        if n and self.nodes:   # an empty string has no bytes of its own: its length prefix covers it
             self.stack[-1].children.append(_Node(self.base + self.pos, n, name, type_, value))
         self.pos += n
         return value
@@ -107,6 +110,9 @@ class _Reader:
 
     @contextmanager
     def group(self, name: str):
+        if not self.nodes:
+            yield
+            return
         node = _Node(self.base + self.pos, 0, name)
         self.stack[-1].children.append(node)
         self.stack.append(node)
@@ -235,7 +241,7 @@ def decode_tisa(manifest: bytes, base_offset: int = 0, span: Optional[Span] = No
             leaf(pos, len(buf) - pos, "trailing", value=buf[pos:pos + 32])
             break
 
-        reader = _Reader(buf, start, end, base_offset)
+        reader = _Reader(buf, start, end, base_offset, nodes=span is not None)
         decoder = _PAYLOAD_DECODERS.get(opcode)
         try:
             if decoder is None:

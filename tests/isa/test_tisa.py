@@ -126,6 +126,25 @@ def test_wordpiece_spans_cover_every_byte(wordpiece):
     assert root.find("rec[9]/item[0]/token").value == "[CLS]"
 
 
+def test_a_read_file_gives_the_manifest_its_field_spans_when_asked(wordpiece):
+    """read() decodes PROC without field spans (a tokenizer's manifest is most of a small
+    file's decode); the structure view and `nac span` still get every field, made on first
+    access and equal to an eager decode's."""
+    from nac_engine import read
+    data, base = wordpiece
+    eager = Span(base, len(data), "manifest")
+    decode_tisa(data, base, eager)
+    nac = read(CORPUS / "tok_wordpiece" / "tok_wordpiece.nac")
+    man = nac.spans.find("PROC/manifest")
+    assert man.has_children and not man.eager_children          # not built by the read itself
+
+    def tree(sp: Span) -> list:
+        return [(c.offset, c.length, c.name, c.type, c.value, tree(c)) for c in sp.children]
+    assert tree(man) == tree(eager)
+    assert nac.spans.span_at(base + 5).name == "opcode"           # a byte inside rec[0] finds its field
+    _assert_leaves_tile(man, base, len(data))
+
+
 def test_wordpiece_truncated_at_every_offset(wordpiece):
     data, base = wordpiece
     whole, _ = decode_tisa(data, base)
