@@ -54,7 +54,6 @@ import numpy as np
 
 from ..errors import NacFormatError
 from ..spans import Span
-from .hop_walk import hop_chain
 
 SECTION = "ORCH/bytecode"
 RAW_MNEMONIC = ".bytes"
@@ -256,33 +255,22 @@ def decode_mep(bytecode: bytes, base_offset: int = 0, span: Optional[Span] = Non
     problems: list[NacFormatError] = []
     tail = None
     ip, end = 0, len(buf)
-    while ip < end and end <= _SMALL_STREAM:     # a few instructions: numpy's set-up would dominate
-        try:
-            n = _decode_one(buf, ip, want_leaves=False)[0].length
-        except _Undecodable as e:
-            problems.append(NacFormatError(SECTION, base_offset + ip, e.args[0]))
-            tail = MepInstruction(ip, None, RAW_MNEMONIC, [("data", buf[ip:])], end - ip)
-            ip = end
-            break
-        ips.append(ip)
-        ip += n
+    append = ips.append
     while ip < end:
-        # Each window's "where does an instruction starting here end" is computed for every
-        # byte at once (numpy), and the walk from instruction to instruction hops 16 of them
-        # per Python step (see _walk_window). _NONE marks a byte where no instruction decodes.
-        w0, w1 = ip, min(end, ip + _WINDOW)
-        ip = _walk_window(_lengths(buf, w0, w1), w0, w1, ips)
-        if ip >= w1:
-            continue
-        # unknown opcode, unknown op selector or cut off: the full decoder says which
-        try:
-            n = _decode_one(buf, ip, want_leaves=False)[0].length
-        except _Undecodable as e:
-            problems.append(NacFormatError(SECTION, base_offset + ip, e.args[0]))
-            rest = buf[ip:]
-            tail = MepInstruction(ip, None, RAW_MNEMONIC, [("data", rest)], len(rest))
-            break
-        ips.append(ip)      # pragma: no cover - the length tables and the decoder disagree
+        # length only (no operand objects): a table look-up per fixed-length opcode, the
+        # layout's plan for the others
+        n = _FIXED_LENGTH[buf[ip]]
+        if n < 0:
+            n = _plan_length(_PLAN_OF[buf[ip]], buf, ip, end)
+        if n <= 0 or ip + n > end:
+            # unknown opcode, unknown op selector or cut off: the full decoder says which
+            try:
+                n = _decode_one(buf, ip, want_leaves=False)[0].length
+            except _Undecodable as e:
+                problems.append(NacFormatError(SECTION, base_offset + ip, e.args[0]))
+                tail = MepInstruction(ip, None, RAW_MNEMONIC, [("data", buf[ip:])], end - ip)
+                break
+        append(ip)
         ip += n
     instructions = MepStream(buf, ips, tail)
     if span is not None:
@@ -485,79 +473,31 @@ def _plan_of(layout: tuple) -> tuple:
     return tuple(steps)
 
 
-_WINDOW = 1 << 16     # bytes whose next-instruction offsets are computed at once
-_SMALL_STREAM = 64    # bytes up to which a stream is decoded one instruction at a time
+def _plan_length(plan: tuple, buf: bytes, ip: int, end: int) -> int:
+    """The length of the instruction at ``ip`` by its opcode's plan; 0 where the plan cannot
+    tell (a key list or op selector past the end, an unknown op selector)."""
+    p = ip + 1
+    for step in plan:
+        if type(step) is int:
+            if step == _KEYS:
+                if p >= end:
+                    return 0
+                p += 1 + buf[p]
+            else:
+                p += step
+        else:
+            sel = ip + step[1]
+            if sel >= end or step[2][buf[sel]] < 0:
+                return 0
+            p += step[2][buf[sel]]
+    return p - ip
 
 
-def _lengths(buf: bytes, w0: int, w1: int) -> np.ndarray:
-    """For each byte offset p in [w0, w1) (int32): the length of the instruction that starts
-    there, or _NONE if none decodes (unknown opcode or op selector, or cut off by the end)."""
-    end = len(buf)
-    b = np.frombuffer(buf, dtype=np.uint8)
-    window = b[w0:w1]
-    length = np.take(_LENGTH32, window)
-    variable = np.flatnonzero(length < 0)         # key lists and op-dependent tails
-    if variable.size:
-        opcodes = window[variable]
-        for opcode, plan in _VARIABLE_PLANS:
-            at = variable[opcodes == opcode] + w0
-            if not at.size:
-                continue
-            p = at + 1
-            ok = np.ones(at.size, dtype=bool)
-            for step in plan:
-                if step == _KEYS:
-                    ok &= p < end
-                    p = p + 1 + b[np.minimum(p, end - 1)]
-                elif type(step) is int:
-                    p = p + step
-                else:
-                    sel = at + step[1]
-                    ok &= sel < end
-                    n = step[2][b[np.minimum(sel, end - 1)]]
-                    ok &= n >= 0
-                    p = p + n
-            length[at - w0] = np.where(ok, p - at, _NONE)
-    near_end = max(0, end - _LONGEST - w0)        # only an instruction this near the end can be cut off
-    if near_end < len(length):
-        tail = length[near_end:]
-        tail[np.arange(w0 + near_end, w1) + tail > end] = _NONE
-    return length
-
-
-def _walk_window(length: np.ndarray, w0: int, w1: int, ips: array) -> int:
-    """Append to ``ips`` the starts of the instructions that begin in [w0, w1), walking from
-    the one at ``w0`` (``length`` from :func:`_lengths`); return where the walk stopped: the
-    first start at or past ``w1``, or a byte in the window where no instruction decodes.
-
-    The chain is followed 16 instructions per Python step: numpy squares the "next start"
-    map four times (positions as window indices, ``size`` standing for "stopped": left the
-    window or undecodable, and mapping to itself), the hops are walked in Python, and the 15
-    starts between each two hops are gathered back with numpy."""
-    size = w1 - w0
-    loc = np.empty(size + 1, dtype=np.int32)
-    np.add(_OFFSETS[:size], length, out=loc[:size])
-    loc[size] = size
-    np.minimum(loc, size, out=loc)          # past the window, or _NONE: stopped
-    between, i = hop_chain(loc, size)
-    if between is not None:
-        ips.frombytes((between + w0).astype(np.int32).tobytes())
-    # the last < 16 instructions of the window, one at a time
-    ip = w0 + i
-    while ip < w1:
-        n = int(length[ip - w0])
-        if n == _NONE:
-            return ip
-        ips.append(ip)
-        ip += n
-    return ip
-
-
-def _length_tables() -> tuple[np.ndarray, list]:
+def _length_tables() -> tuple[list, dict]:
     """Per opcode: its length when fixed, 0 when unknown, -1 when it needs a plan; and the
-    (opcode, plan) pairs, whose op-dependent tail lengths become 256-entry arrays (-1: none)."""
-    fixed = np.zeros(256, dtype=np.int64)
-    plans: list = []
+    plans by opcode, whose op-dependent tail lengths become 256-entry lists (-1: none)."""
+    fixed = [0] * 256
+    plans: dict = {}
     for opcode, (_, layout) in sorted(MEP_OPCODES.items()):
         plan = _plan_of(layout)
         if all(type(s) is int and s > 0 for s in plan):
@@ -567,22 +507,16 @@ def _length_tables() -> tuple[np.ndarray, list]:
         steps = []
         for step in plan:
             if isinstance(step, tuple):
-                tail = np.full(256, -1 if step[3] is None else step[3], dtype=np.int64)
+                tail = [-1 if step[3] is None else step[3]] * 256
                 for op, n in step[2].items():
                     tail[op] = n
                 step = (_TAIL, step[1], tail)
             steps.append(step)
-        plans.append((opcode, tuple(steps)))
+        plans[opcode] = tuple(steps)
     return fixed, plans
 
 
-_LENGTH_NP, _VARIABLE_PLANS = _length_tables()
-_NONE = 1 << 24      # the length of "no instruction decodes here": past any window
-_LENGTH32 = np.where(_LENGTH_NP == 0, _NONE, _LENGTH_NP).astype(np.int32)
-_OFFSETS = np.arange(_WINDOW, dtype=np.int32)
-# bytes: no instruction is longer (its fixed fields, full key lists, its longest op tail)
-_LONGEST = max(1 + sum(256 if step == _KEYS else step if type(step) is int else int(step[2].max())
-                       for step in plan) for _, plan in _VARIABLE_PLANS + [(0, (int(_LENGTH_NP.max()) - 1,))])
+_FIXED_LENGTH, _PLAN_OF = _length_tables()
 
 
 def _instruction_span(buf: bytes, base_offset: int, instructions, section: Span, i: int) -> Span:
