@@ -12,22 +12,45 @@ from .errors import NacFormatError
 from .files import open_regular
 
 
+#: What a user may give where a .nac belongs, and what to run instead.
+_NOT_NAC_HINTS = {
+    ".py": "to compile a PyTorch model: nac compile {path} -o model.nac",
+    **{ext: "nac reads compiled .nac files; compile the model first: nac compile MODEL.py -o model.nac, "
+            "or nac compile --hf DIR -o model.nac for a Hugging Face directory"
+       for ext in (".pt", ".pth", ".bin", ".ckpt", ".safetensors", ".onnx", ".gguf")},
+}
+
+
+def _hint(path: str, reason: str) -> str:
+    """``reason``, and for a file that is not NAC at all the command the user probably wants."""
+    hint = _NOT_NAC_HINTS.get(os.path.splitext(path)[1].lower())
+    if hint and "not a NAC file" in reason:
+        return f"{reason}; {hint.format(path=path)}"
+    return reason
+
+
+def _refuse_directory(path: str) -> None:
+    if os.path.isdir(path):
+        config = os.path.isfile(os.path.join(path, "config.json"))
+        raise CliError(f"{path}: is a directory; give a .nac file"
+                       + (f" (a Hugging Face model? nac compile --hf {path} -o model.nac)" if config else ""))
+
+
 def open_nac(path: str, strict: bool = True):
     from .format.reader import read
     if not os.path.exists(path):
         raise CliError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise CliError(f"{path}: is a directory; give a .nac file")
+    _refuse_directory(path)
     try:
         nac = read(path, strict=strict)
     except NacFormatError as e:
-        raise CliError(f"{path}: {e}") from None
+        raise CliError(f"{path}: {_hint(path, str(e))}") from None
     except OSError as e:
         raise CliError(f"{path}: {e.strerror or e}") from None
     if not nac.header_decoded:
         reason = nac.problems[0] if nac.problems else "not a NAC file"
         nac.close()
-        raise CliError(f"{path}: {reason}")
+        raise CliError(f"{path}: {_hint(path, str(reason))}")
     return nac
 
 
@@ -37,8 +60,7 @@ def open_peer_file(path: str):
     from .peers import detect_file, open_peer
     if not os.path.exists(path):
         raise CliError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise CliError(f"{path}: is a directory, not a file")
+    _refuse_directory(path)
     try:
         fmt = detect_file(path)
     except OSError as e:

@@ -266,3 +266,25 @@ def test_looking_at_a_big_file_says_how_long_it_took_and_its_peak_memory(capsys,
     last = err.strip().splitlines()[-1]
     assert last.startswith(f"nac {command}: ") and " s, peak RSS " in last and last.endswith(" MB")
     assert "GB of file in" not in out
+
+
+def test_a_model_file_given_where_a_nac_belongs_gets_the_command_to_run(capsys, tmp_path):
+    """A new user's first mistakes: `nac run model.py`, `nac info model.onnx`, `nac dis HF_DIR`.
+    Each says what the file is not and which command makes a .nac of it."""
+    model = tmp_path / "model.py"
+    model.write_text("import torch\n")
+    code, _, err = run(capsys, "run", str(model))
+    assert code != 0 and "not a NAC file" in err and f"nac compile {model} -o model.nac" in err
+    onnx = tmp_path / "model.onnx"
+    onnx.write_bytes(b"\x08\x07\x12\x07pytorch" + bytes(64))
+    code, _, err = run(capsys, "info", str(onnx))
+    assert code != 0 and "not a NAC file" in err and "compile the model first" in err
+    hf = tmp_path / "tiny-llama"
+    hf.mkdir()
+    (hf / "config.json").write_text("{}")
+    code, _, err = run(capsys, "dis", str(hf))
+    assert code != 0 and f"nac compile --hf {hf} -o model.nac" in err
+    junk = tmp_path / "junk.nac"                     # a damaged .nac is not sent to the compiler
+    junk.write_bytes(b"XYZ" + bytes(64))
+    code, _, err = run(capsys, "info", str(junk))
+    assert code != 0 and "not a NAC file" in err and "compile" not in err
