@@ -8,25 +8,8 @@ import os
 from typing import Optional
 
 from .cli_error import CliError
-from .errors import NacFormatError
+from .errors import NacFormatError, with_compile_hint
 from .files import open_regular
-
-
-#: What a user may give where a .nac belongs, and what to run instead.
-_NOT_NAC_HINTS = {
-    ".py": "to compile a PyTorch model: nac compile {path} -o model.nac",
-    **{ext: "nac reads compiled .nac files; compile the model first: nac compile MODEL.py -o model.nac, "
-            "or nac compile --hf DIR -o model.nac for a Hugging Face directory"
-       for ext in (".pt", ".pth", ".bin", ".ckpt", ".safetensors", ".onnx", ".gguf")},
-}
-
-
-def _hint(path: str, reason: str) -> str:
-    """``reason``, and for a file that is not NAC at all the command the user probably wants."""
-    hint = _NOT_NAC_HINTS.get(os.path.splitext(path)[1].lower())
-    if hint and "not a NAC file" in reason:
-        return f"{reason}; {hint.format(path=path)}"
-    return reason
 
 
 def _refuse_directory(path: str) -> None:
@@ -44,13 +27,13 @@ def open_nac(path: str, strict: bool = True):
     try:
         nac = read(path, strict=strict)
     except NacFormatError as e:
-        raise CliError(f"{path}: {_hint(path, str(e))}") from None
+        raise CliError(f"{path}: {with_compile_hint(path, str(e))}") from None
     except OSError as e:
         raise CliError(f"{path}: {e.strerror or e}") from None
     if not nac.header_decoded:
         reason = nac.problems[0] if nac.problems else "not a NAC file"
         nac.close()
-        raise CliError(f"{path}: {_hint(path, str(reason))}")
+        raise CliError(f"{path}: {with_compile_hint(path, str(reason))}")
     return nac
 
 

@@ -61,3 +61,22 @@ def summarised(problems):
         if n > SHOWN_PER_KIND:
             out.append(f"… and {n - SHOWN_PER_KIND:,} more like this ({section}: {reason})")
     return out
+
+
+#: What a user may give where a .nac belongs, and what to run instead.
+_NOT_NAC_HINTS = {
+    ".py": "to compile a PyTorch model: nac compile {path} -o model.nac",
+    **{ext: "nac reads compiled .nac files; compile the model first: nac compile MODEL.py -o model.nac, "
+            "or nac compile --hf DIR -o model.nac for a Hugging Face directory"
+       for ext in (".pt", ".pth", ".bin", ".ckpt", ".safetensors", ".onnx", ".gguf")},
+}
+
+
+def with_compile_hint(path: str, reason: str) -> str:
+    """``reason``, and for a model file that is not NAC at all (``model.py``, ``.onnx``...) the
+    command that makes a .nac of it (the command line's error and the Studio's empty graph)."""
+    import os
+    hint = _NOT_NAC_HINTS.get(os.path.splitext(str(path))[1].lower())
+    if hint and "not a NAC file" in reason:
+        return f"{reason}; {hint.format(path=path)}"
+    return reason

@@ -28,6 +28,8 @@ from PySide6.QtCore import QPointF, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPalette
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QSizePolicy, QToolBar, QToolButton, QVBoxLayout, QWidget)
 
+from nac_engine.errors import with_compile_hint
+
 from ..qt_document import rebind
 from ..model.document import Selection
 from ..model.graph_layout import GraphLayout, LayoutCancelled, layout_graph
@@ -477,6 +479,7 @@ class GraphView(QWidget):
             # nothing decoded to draw (an unreadable file): say why where the graph would be
             problems = self.qdoc.doc.problems
             why = str(getattr(problems[0], "reason", problems[0])) if problems else "the file has no instructions"
+            why = with_compile_hint(self.qdoc.doc.path or "", why)
             self.canvas.set_graph_layout(None)
             self.canvas.set_message(f"No graph to draw: {why}"
                                     + (f"\n({len(problems)} problems, see Problems)" if len(problems) > 1 else ""))

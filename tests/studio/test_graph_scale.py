@@ -303,3 +303,13 @@ def test_stub_names_stay_off_collapsed_blocks(qtbot):
                     assert not any(QRectF(c._screen_rect(i)).intersects(r) for i in range(len(v.shown.nodes)))
                     assert not any(r.intersects(r2) for j, (_t, r2) in enumerate(drawn) if j != k)
         assert names >= len(rest)
+
+
+def test_a_model_source_opened_by_mistake_says_how_to_compile_it(window, tmp_path):
+    """Opening model.py (a PyTorch model, not a compiled file) shows its bytes and, where the
+    graph would be, the nac compile command that makes a .nac of it."""
+    src = tmp_path / "model.py"
+    src.write_text("import torch\n\n\ndef make_model():\n    return torch.nn.Linear(4, 2)\n")
+    window.open_and_wait(src)
+    message = window.graph_view.canvas.message
+    assert "not a NAC file" in message and f"nac compile {src} -o model.nac" in message
