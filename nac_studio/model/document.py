@@ -121,6 +121,13 @@ class Document:
         t = getattr(self.debug, "tick", None)
         return t if isinstance(t, int) and t >= 0 else None
 
+    @property
+    def effective_tick(self) -> Optional[int]:
+        """The tick a pane about one instruction shows (the Source pane's code, RenderDoc's current
+        event): the execution point while a run has one, else the selection's tick."""
+        t = self.execution_tick
+        return self.tick if t is None else t
+
     # -- opening ---------------------------------------------------------------------------
     @classmethod
     def open(cls, path: str) -> "Document":

@@ -224,17 +224,11 @@ class IrTextView(QWidget):
             self._mark_peer_text()
         if self.qdoc is None or self._mode != "source":
             return
-        self.exec_line = self.line_of_tick(self._exec_tick())
+        self.exec_line = self.line_of_tick(self.qdoc.doc.execution_tick)
         selected = self.line_of_tick(self.qdoc.tick)
         lines = [selected] if selected is not None and selected != self.exec_line else []
         self._mark_lines(lines, "#d6ecff", "#23374d", exec_line=self.exec_line)
 
-    def _exec_tick(self) -> Optional[int]:
-        s = getattr(self.qdoc.doc, "debug", None) if self.qdoc is not None else None
-        try:
-            return s.tick if s is not None and s.active else None
-        except AttributeError:
-            return None
 
     def _mark_peer_text(self) -> None:
         """A binary peer's text form: the selection's line and, once a TVMR machine has stepped, the line

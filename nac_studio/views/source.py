@@ -1,7 +1,7 @@
 """Source pane: the user's PyTorch code behind the current tick, from the file's source map.
 
-The tick is the execution point of the debug session (``doc.debug.tick``) while a run is under
-way, else the selected tick (``doc.tick``). The header names the module path and the exported
+The tick is the document's ``effective_tick``: the execution point of the debug session while a
+run is under way, else the selected tick. The header names the module path and the exported
 node; below, the whole source file scrolled to the recorded line, which is highlighted — or,
 when the file cannot be found on this machine, the line text recorded at compile time. Paths
 are resolved, files read (again when they change on disk) and recorded lines found by their text
@@ -30,15 +30,6 @@ from nac_engine.format.source_map import SourceEntry, SourceFiles, read_source_m
 
 from ..qt_document import rebind
 
-
-
-def current_tick(doc) -> Optional[int]:
-    """The execution point while a debug session has one, else the selected tick."""
-    debug = getattr(doc, "debug", None)
-    tick = getattr(debug, "tick", None) if debug is not None else None
-    if isinstance(tick, int) and tick >= 0:
-        return tick
-    return getattr(doc, "tick", None)
 
 
 def _format(color: str, bold: bool = False, italic: bool = False) -> QTextCharFormat:
@@ -167,7 +158,7 @@ class SourceView(QWidget):
         if isinstance(smap, str):
             self._show_message(smap)
             return
-        tick = current_tick(self.qdoc.doc)
+        tick = self.qdoc.doc.effective_tick
         if tick is None:
             self._show_message("Select an instruction (or run) to see the code that produced it.")
             return
@@ -188,9 +179,7 @@ class SourceView(QWidget):
 
     def _show_entry(self, tick: int, entry: SourceEntry) -> None:
         self.shown_entry = entry
-        debug = getattr(self.qdoc.doc, "debug", None)
-        executing = isinstance(getattr(debug, "tick", None), int) and debug.tick >= 0
-        where = "execution point" if executing else "tick"
+        where = "tick" if self.qdoc.doc.execution_tick is None else "execution point"
         module = entry.module_path or "(top-level module)"
         parts = [f"<b>{_esc(module)}</b> &nbsp;·&nbsp; node <code>{_esc(entry.node_name)}</code>"
                  f" &nbsp;·&nbsp; {where} {tick}"]

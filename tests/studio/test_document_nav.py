@@ -96,3 +96,19 @@ def test_describe_span_on_an_mmap_target_names_the_value(doc):
     assert target.name == "target"
     t = rec.commands[0].target
     assert doc.describe_span(target).endswith(f"→ v{t} ({doc.nac.instruction_name(doc.nac.instructions[t])})")
+
+
+def test_the_effective_tick_is_the_execution_point_while_a_run_has_one(doc):
+    """RenderDoc's current event: the selection's tick, until a run stops somewhere; before the
+    first step (tick -1) and after the session ends, the selection again."""
+    from types import SimpleNamespace
+    doc.select(Selection("instruction", 3))
+    assert doc.execution_tick is None and doc.effective_tick == 3
+    doc.debug = SimpleNamespace(tick=-1)            # started, nothing executed yet
+    assert doc.execution_tick is None and doc.effective_tick == 3
+    doc.debug.tick = 5
+    assert doc.execution_tick == 5 and doc.effective_tick == 5
+    doc.select(Selection("instruction", 1))          # selecting does not move the execution point
+    assert doc.tick == 1 and doc.effective_tick == 5
+    doc.debug.tick = None                            # the run ended
+    assert doc.effective_tick == 1
