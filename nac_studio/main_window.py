@@ -27,6 +27,7 @@ from .commands import CommandRegistry
 from .debug_commands import register_debug_commands
 from .generation_commands import register_generation_commands
 from .simulation_commands import register_simulation_commands
+from .window_commands import register_help_commands, register_window_commands
 from .model.document import Document, Selection, severity_of
 from .icons import icon
 from .qt_compat import guard_singleton_refcounts
@@ -63,11 +64,6 @@ FILE_FILTER = "NAC models (*.nac);;All files (*)"
 VIEW_CLASSES = (StructureView, HexView, DisassemblyView, PropertiesView, ProblemsView, VariablesView, WatchesView,
                 BreakpointsView, TensorInspectorView, TimelineView, HardwareView, SourceView, DiffView,
                 SweepView)
-PANEL_SHORTCUTS = {"structure": "Alt+1", "hex": "Alt+2", "disassembly": "Alt+3", "properties": "Alt+4",
-                   "problems": "Alt+5"}
-_PANEL_ICONS = {"structure": "structure", "hex": "hex", "disassembly": "disassembly", "properties": "properties",
-                "problems": "problems", "graph": "graph", "variables": "variables", "watches": "watch",
-                "breakpoints": "breakpoint", "tensor_inspector": "tensor"}
 
 
 def fitted_geometry(window: QRect, available: QRect) -> QRect:
@@ -308,108 +304,14 @@ class MainWindow(QMainWindow):
 
     # -- commands -------------------------------------------------------------------------
     def _register_commands(self) -> None:
-        c = self.commands
-        has_doc = lambda: self.active is not None  # noqa: E731
-        # File
-        c.add("file.open", "Open…", self.open_dialog, shortcut="Ctrl+O", icon="open", menu="File", group="a",
-              toolbar=True, tip="Open a .nac file")
-        c.add("file.reload", "Reload", self.reload_active, shortcut="Ctrl+R", icon="reload", menu="File", group="a",
-              order=2, enabled=has_doc, tip="Read the file again from disk")
-        c.add("file.close", "Close", self.close_active, shortcut="Ctrl+W", icon="close", menu="File", group="a",
-              order=3, enabled=has_doc)
-        c.add("file.screenshot", "Save Window Screenshot…", self.screenshot_dialog, icon="image", menu="File",
-              group="c", tip="Save a PNG of the whole window")
-        c.add("file.quit", "Quit", self.close, shortcut="Ctrl+Q", icon="quit", menu="File", group="z")
-        # Edit
-        hex_ok = lambda: self.active is not None and self.hex_view.copy_range() is not None  # noqa: E731
-        c.add("edit.copyHex", "Copy Bytes as Hex", lambda: self.hex_view.copy("hex"), shortcut="Ctrl+Shift+C",
-              icon="copy", menu="Edit", group="a", enabled=hex_ok)
-        c.add("edit.copyC", "Copy Bytes as C Array", lambda: self.hex_view.copy("c"), menu="Edit", group="a",
-              order=1, enabled=hex_ok)
-        c.add("edit.copyPython", "Copy Bytes as Python bytes", lambda: self.hex_view.copy("python"), menu="Edit",
-              group="a", order=2, enabled=hex_ok)
-        c.add("edit.find", "Find Bytes or Text…", self._focus_search, shortcut="Ctrl+F", icon="search", menu="Edit",
-              group="b", enabled=has_doc)
-        c.add("edit.findNext", "Find Next", lambda: self.hex_view.find(True), shortcut="F3", menu="Edit",
-              group="b", order=1, enabled=has_doc)
-        c.add("edit.findPrevious", "Find Previous", lambda: self.hex_view.find(False), shortcut="Shift+F3",
-              menu="Edit", group="b", order=2, enabled=has_doc)
-        # Go
-        c.add("nav.back", "Go Back", self.go_back, shortcut="Alt+Left", icon="back", menu="Go", group="a",
-              toolbar=True, enabled=lambda: self.active is not None and self.active.doc.can_go_back,
-              tip="Previous selection")
-        c.add("nav.forward", "Go Forward", self.go_forward, shortcut="Alt+Right", icon="forward", menu="Go",
-              group="a", order=1, toolbar=True,
-              enabled=lambda: self.active is not None and self.active.doc.can_go_forward, tip="Next selection")
-        c.add("nav.gotoOffset", "Go to Offset…", self._focus_goto, shortcut="Ctrl+G", icon="goto", menu="Go",
-              group="b", enabled=has_doc)
-        c.add("nav.gotoTick", "Go to Tick…", self.goto_tick_dialog, shortcut="Ctrl+T", menu="Go", group="b",
-              order=1, enabled=lambda: self.active is not None and bool(self.active.nac.instructions))
-        c.add("nav.nextProblem", "Next Problem", lambda: self.problems_view.step(1), shortcut="F8", menu="Go",
-              group="c", enabled=lambda: self.active is not None and bool(self.active.doc.problems))
-        c.add("nav.previousProblem", "Previous Problem", lambda: self.problems_view.step(-1), shortcut="Shift+F8",
-              menu="Go", group="c", order=1,
-              enabled=lambda: self.active is not None and bool(self.active.doc.problems))
-        c.add("nav.toggleBookmark", "Toggle Bookmark", lambda: self.hex_view.toggle_bookmark(), shortcut="Ctrl+B",
-              icon="bookmark", menu="Go", group="d", enabled=has_doc)
-        c.add("nav.nextBookmark", "Next Bookmark", lambda: self.hex_view.next_bookmark(True), shortcut="F2",
-              menu="Go", group="d", order=1, enabled=has_doc)
-        c.add("nav.previousBookmark", "Previous Bookmark", lambda: self.hex_view.next_bookmark(False),
-              shortcut="Shift+F2", menu="Go", group="d", order=2, enabled=has_doc)
-        c.add("nav.clearSelection", "Clear Selection", lambda: self.active.select(None), menu="Go", group="e",
-              enabled=lambda: self.active is not None and self.active.selection is not None)
-        # View
-        c.add("view.commandPalette", "Command Palette…", self.show_palette, shortcut="Ctrl+Shift+P",
-              icon="palette", menu="View", group="a", toolbar=True, tip="Search every command")
-        for order, cls in enumerate(VIEW_CLASSES):
-            name = cls.object_name
-            c.add(f"view.panel.{name}", f"{cls.title} Panel", lambda n=name: self.toggle_panel(n),
-                  shortcut=PANEL_SHORTCUTS.get(name), icon=_PANEL_ICONS.get(name), menu="View", group="b",
-                  order=order, checked=lambda n=name: not self.docks[n].isHidden(),
-                  tip=f"Show or hide {cls.title}")
-        c.add("view.resetLayout", "Reset Layout", lambda: self.apply_default_layout(), icon="layout", menu="View",
-              group="c")
-        c.add("view.compactLayout", "Compact Layout (Tabbed Panels)", lambda: self.apply_default_layout("compact"),
-              menu="View", group="c", order=1)
-        c.add("view.wideLayout", "Wide Layout (Side-by-Side Panels)", lambda: self.apply_default_layout("wide"),
-              menu="View", group="c", order=2)
-        c.add("view.nextFile", "Next File", lambda: self._cycle_tab(1), shortcut="Ctrl+Tab", menu="View",
-              group="d", enabled=lambda: len(self.docs) > 1)
-        c.add("view.previousFile", "Previous File", lambda: self._cycle_tab(-1), shortcut="Ctrl+Shift+Tab",
-              menu="View", group="d", order=1, enabled=lambda: len(self.docs) > 1)
-        for order, mode in enumerate(("system", "light", "dark")):
-            c.add(f"view.theme.{mode}", f"Theme: {mode.capitalize() if mode != 'system' else 'Follow System'}",
-                  lambda m=mode: self.set_theme(m), menu="View/Theme", group="a", order=order,
-                  checked=lambda m=mode: self.theme == m)
-        # Graph (the central view): its toolbar's actions, reachable from menus and the palette
-        g = self.graph
-        c.add("graph.fit", "Fit Graph", g.canvas.fit, icon="fit", menu="View/Graph", group="a", enabled=has_doc)
-        c.add("graph.find", "Find in Graph…", self._focus_graph_search, icon="search", menu="View/Graph",
-              group="a", order=1, enabled=has_doc)
-        c.add("graph.layout.longestPath", "Graph Layers: Longest Path", lambda: g.set_mode("longest-path"),
-              menu="View/Graph", group="b", checked=lambda: g.mode == "longest-path")
-        c.add("graph.layout.tick", "Graph Layers: By Tick", lambda: g.set_mode("tick"), menu="View/Graph",
-              group="b", order=1, checked=lambda: g.mode == "tick")
-        c.add("graph.weights", "Graph: Show Weights", g.act_params.trigger, icon="param", menu="View/Graph",
-              group="c", checked=g.act_params.isChecked)
-        c.add("graph.constants", "Graph: Show Constants", g.act_consts.trigger, icon="constant",
-              menu="View/Graph", group="c", order=1, checked=g.act_consts.isChecked)
-        c.add("graph.blocks", "Graph: Collapse Repeated Blocks", g.act_collapse.trigger, icon="layout",
-              menu="View/Graph", group="c", order=2, checked=g.act_collapse.isChecked,
-              enabled=g.act_collapse.isEnabled)
-        c.add("graph.exportPng", "Export Graph as PNG…", lambda: self.export_graph("png"), icon="image",
-              menu="View/Graph", group="d", enabled=lambda: self.graph.shown is not None)
-        c.add("graph.exportSvg", "Export Graph as SVG…", lambda: self.export_graph("svg"), icon="image",
-              menu="View/Graph", group="d", order=1, enabled=lambda: self.graph.shown is not None)
+        register_window_commands(self)   # File, Edit, Go, View, the graph's
         from .peer_views import register_peer_support
         register_peer_support(self)      # peer-format files: IR Text pane, NAC-only panes covered, Convert to NAC
         register_debug_commands(self)    # Debug menu, keys and toolbar, the debug controller (self.debug)
         self.generation = register_generation_commands(self)     # a decode-step file, token by token
         register_diff_commands(self, self.views[DiffView.object_name])  # First Divergence, graph error overlay
         register_simulation_commands(self)   # Simulate menu, graph overlay from the hardware run (self.simulation)
-        # Help
-        c.add("help.shortcuts", "Keyboard Shortcuts", self.show_shortcuts, menu="Help", group="a")
-        c.add("help.about", "About NAC Studio", self.show_about, icon="about", menu="Help", group="b")
+        register_help_commands(self)
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -713,7 +615,7 @@ class MainWindow(QMainWindow):
     def _on_tab_moved(self, frm: int, to: int) -> None:
         self.docs.insert(to, self.docs.pop(frm))
 
-    def _cycle_tab(self, step: int) -> None:
+    def cycle_tab(self, step: int) -> None:
         if self.docs:
             self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % len(self.docs))
 
@@ -764,17 +666,17 @@ class MainWindow(QMainWindow):
         if ok:
             self.select(Selection("instruction", tick))
 
-    def _focus_goto(self) -> None:
+    def focus_goto(self) -> None:
         self.docks["hex"].show()
         self.docks["hex"].raise_()
         self.hex_view.focus_goto()
 
-    def _focus_search(self) -> None:
+    def focus_search(self) -> None:
         self.docks["hex"].show()
         self.docks["hex"].raise_()
         self.hex_view.focus_search()
 
-    def _focus_graph_search(self) -> None:
+    def focus_graph_search(self) -> None:
         self.graph.search.setFocus()
         self.graph.search.selectAll()
 

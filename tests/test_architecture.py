@@ -47,3 +47,17 @@ def test_studio_input_slots_do_not_load_torch():
             " print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_main_window_declares_no_fixed_command():
+    """Commands are declared beside their subject (window_commands, debug_commands,
+    simulation_commands, ...), not in MainWindow: main_window.py adds only the recent files'
+    entries, whose ids are made at run time."""
+    import ast
+    import nac_studio.main_window as mw
+    tree = ast.parse(Path(mw.__file__).read_text())
+    fixed = [node.lineno for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add"
+             and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+             and "." in node.args[0].value]
+    assert fixed == [], f"commands declared in main_window.py at lines {fixed}"
