@@ -130,8 +130,11 @@ class _OpsLayout:
         key = (a, b)
         got = self._cache.get(key)
         if got is None:
-            c, d, k = self.fields(np.array([a]), np.array([b]))
-            got = self._cache[key] = (int(c[0]), int(d[0]), bool(k[0]))
+            k = (a if a < 10 else 10) << 8 | b
+            c_fix, d, counted = int(self.c_len[k]), int(self.d_len[k]), bool(self.counted[k])
+            if not d and a in self.getitem_ops:      # as fields(): no signature, one constant and one D
+                d, counted = 1, True
+            got = self._cache[key] = (c_fix, d, counted)
         return got
 
     def walk(self, code: bytes, p: int, n: int, starts: array) -> int:
@@ -176,10 +179,7 @@ class _OpsLayout:
     def _walk_length(self, a: int, b: int) -> int:
         """An instruction's length in i16 words when C is not counted; when it is, minus the
         length without C's values (count included)."""
-        key = (a if a < 10 else 10) << 8 | b
-        c_fix, d, counted = int(self.c_len[key]), int(self.d_len[key]), bool(self.counted[key])
-        if not d and a in self.getitem_ops:      # no signature: one counted constant, one D
-            d, counted = 1, True
+        c_fix, d, counted = self.layout(a, b)
         return -(2 + d) if counted else 1 + c_fix + d
 
 
