@@ -5,6 +5,8 @@ the same run). Builds the crafted files in a temp dir from the model classes:
 
 * ``orch_1m``: 1 MB of ORCH bytecode (a real MEP program repeated: ~240k instructions)
 * ``mmap_4m``: a 4 MB MMAP schedule (5,200 records of 255 commands)
+* ``orch_shortest``: 1 MB of the shortest ORCH instruction whose length needs its layout's plan
+  (``EXEC_RETURN`` with no keys: the start walk's worst case)
 * ``orch_distinct``: 1 MB of ORCH whose instructions all differ (random operands, a jump in five);
   ``orch_19k``: 1 MB drawn from 19,000 distinct instructions (just under the 20,000 that the listing
   would check one by one)
@@ -54,7 +56,7 @@ from tests.format.test_regressions import small_file  # noqa: E402
 MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")
 
 
-CASES = ("orch_1m", "orch_distinct", "orch_19k", "mmap_4m", "cmap_1m", "cnst_65k", "cnst_lists", "ops_1m", "ops_distinct", "tensors_25k", "rsrc_20k")
+CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "cmap_1m", "cnst_65k", "cnst_lists", "ops_1m", "ops_distinct", "tensors_25k", "rsrc_20k")
 
 
 
@@ -129,6 +131,10 @@ def build(name: str, scale: float = 1.0) -> bytes:
             parts.append(bytes([op]) + body)
             size += 1 + n
         nac.orch = Orch(b"".join(parts), [Constant(i, 4, f"s{i}") for i in range(4)])
+    elif name == "orch_shortest":
+        # the start walk's worst case: the shortest instruction that needs its plan (EXEC_RETURN
+        # with an empty key list, 2 bytes), 500,000 times
+        nac.orch = Orch(b"\xfe\x00" * (k(1_000_000) // 2), [Constant(i, 4, f"s{i}") for i in range(4)])
     elif name == "orch_19k":
         # 19,000 distinct instructions (no jumps), drawn at random until 1 MB
         rnd = random.Random(3)

@@ -364,41 +364,32 @@ class MepStream(Sequence):
         keys &= _KEY_MASKS[np.minimum(ends - starts, 9)]
         return keys
 
-    def all_encoding_keys(self) -> np.ndarray:
-        """:meth:`encoding_keys` of every instruction (8 bytes per instruction, not kept: the
-        listing's check asks once)."""
-        return self.encoding_keys(0, len(self.starts))
-
     def distinct_encodings(self, limit: int) -> tuple[set, bool]:
         """The distinct byte strings of the decoded instructions (the tail excluded) and True,
-        when there are at most about ``limit`` of them; else some of them and False."""
+        when there are at most about ``limit`` of them; else some of them and False. Keys are
+        made :data:`_KEY_CHUNK` instructions at a time, so the temporaries stay bounded however
+        short the instructions (8 bytes of key per 2-byte instruction was 21 B per stream byte)."""
         buf, starts = self.bytecode, self.starts
-        if len(starts) > 4 * limit and _count_distinct(self.encoding_keys(0, 4 * limit)) > limit:
+        n = len(starts)
+        if n > 4 * limit and _count_distinct(self.encoding_keys(0, 4 * limit)) > limit:
             return set(), False         # as many in the first instructions: no need to look further
-        keys = self.all_encoding_keys()
-        ordered = np.sort(keys)
-        ordered = ordered[ordered != 0]                     # instructions of up to 8 bytes:
-        new = np.empty(len(ordered), dtype=bool)            # one instruction of each distinct key
-        new[:1] = True
-        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-        if np.count_nonzero(new) > limit:
-            return set(), False
-        distinct = ordered[new]
-        if len(distinct) <= 64:         # a program repeated: one comparison pass per distinct key
-            one = np.array([np.argmax(keys == key) for key in distinct], dtype=np.int64)
-        else:
-            short = np.flatnonzero(keys)
-            one = np.empty(len(distinct), dtype=np.int64)
-            one[np.searchsorted(distinct, keys[short])] = short     # any instruction of a key: same bytes
-        seen: set = set()
-        for group in (np.sort(one), np.flatnonzero(keys == 0)):     # then each longer one
-            for i0 in range(0, len(group), _BLOCK):
-                for i in group[i0:i0 + _BLOCK].tolist():
-                    end = starts[i + 1] if i + 1 < len(starts) else (
-                        self.tail.ip if self.tail is not None else len(buf))
-                    seen.add(buf[starts[i]:end])
+        end_of = self.tail.ip if self.tail is not None else len(buf)
+        first: dict = {}                # key of up to 8 bytes -> an instruction with those bytes
+        seen: set = set()               # the bytes of the longer instructions
+        for i0 in range(0, n, _KEY_CHUNK):
+            keys = self.encoding_keys(i0, min(n, i0 + _KEY_CHUNK))
+            distinct, at = np.unique(keys, return_index=True)
+            for key, i in zip(distinct.tolist(), at.tolist()):
+                if key and key not in first:
+                    first[key] = i0 + i
+            for i in (np.flatnonzero(keys == 0) + i0).tolist():
+                seen.add(buf[starts[i]:starts[i + 1] if i + 1 < n else end_of])
                 if len(seen) > limit:
                     return seen, False
+            if len(first) + len(seen) > limit:
+                return seen, False
+        for i in sorted(first.values()):
+            seen.add(buf[starts[i]:starts[i + 1] if i + 1 < n else end_of])
         return seen, True
 
     def kind_representatives(self) -> list:
@@ -641,6 +632,7 @@ def format_mep(instr: MepInstruction, pool: Optional[Mapping[int, Any]] = None, 
 #: Distinct instruction encodings whose text :func:`format_mep_blocks` keeps for reuse.
 TEXT_CACHE_LIMIT = 1 << 14
 _BLOCK = 4096        # instructions per block of text
+_KEY_CHUNK = 1 << 16   # instructions whose encoding keys are made at once (distinct_encodings)
 
 
 def format_mep_lines(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None):
@@ -662,22 +654,26 @@ def format_mep_blocks(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None
     buf = instrs.bytecode
     cache: dict = {}          # encoding -> text after the address (not for jumps: it names the target)
 
-    def line_text(ip: int) -> str:
+    def line_text(ip: int, end: int) -> str:
         fixed = _FIXED_TEXT.get(buf[ip])
         if fixed is not None and fixed.jumps:          # names its target: no two texts alike
             return fixed(buf, ip, pool)
-        ins = None if fixed is not None else instrs.decode_at(ip)
-        key = buf[ip:ip + fixed.length] if fixed is not None else buf[ip:ins.end]
+        key = buf[ip:end]                              # the stream's starts say where it ends
         text = cache.get(key)
         if text is None:
-            text = fixed(buf, ip, pool) if fixed is not None else format_mep(ins, pool, address=False)
+            text = fixed(buf, ip, pool) if fixed is not None else \
+                format_mep(instrs.decode_at(ip), pool, address=False)
             if len(cache) < TEXT_CACHE_LIMIT:
                 cache[key] = text
         return text
 
     starts = instrs.starts
-    for b0 in range(0, len(starts), _BLOCK):
-        yield "\n".join(f"{prefix}{ip}: {line_text(ip)}" for ip in starts[b0:b0 + _BLOCK])
+    n = len(starts)
+    stop = instrs.tail.ip if instrs.tail is not None else len(buf)
+    for b0 in range(0, n, _BLOCK):
+        b1 = min(n, b0 + _BLOCK)
+        ends = starts[b0 + 1:b1 + 1].tolist() + ([stop] if b1 == n else [])
+        yield "\n".join(f"{prefix}{ip}: {line_text(ip, end)}" for ip, end in zip(starts[b0:b1], ends))
     if instrs.tail is not None:
         yield prefix + format_mep(instrs.tail, pool)
 

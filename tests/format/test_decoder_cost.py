@@ -38,6 +38,8 @@ def crafted(kind: str, scale: int) -> bytes:
         nac.orch = Orch(MEP_PROGRAM * (8_600 * scale), [Constant(i, 4, f"s{i}") for i in range(4)])
     elif kind == "orch_distinct":
         nac.orch = Orch(_distinct_orch(100_000 * scale), [Constant(i, 4, f"s{i}") for i in range(4)])
+    elif kind == "orch_shortest":    # EXEC_RETURN with no keys: 2 bytes, a listing line each
+        nac.orch = Orch(b"\xfe\x00" * (50_000 * scale), [Constant(i, 4, f"s{i}") for i in range(4)])
     elif kind == "mmap":
         rnd = random.Random(1)
         nac.mmap = [MmapRecord(t, [MmapCommand(10, rnd.randrange(5)) for _ in range(255)])
@@ -83,7 +85,7 @@ def _distinct_orch(size: int) -> bytes:
     return b"".join(parts)
 
 
-KINDS = ("orch", "orch_distinct", "mmap", "cmap", "cnst", "tensors", "rsrc", "ops", "ops_distinct")
+KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "cmap", "cnst", "tensors", "rsrc", "ops", "ops_distinct")
 STEPS = {
     "read": lambda p: read(p, strict=False).close(),
     "verify": verify,
