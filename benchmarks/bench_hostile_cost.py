@@ -11,7 +11,7 @@ the same run). Builds the crafted files in a temp dir from the model classes:
   ``orch_19k``: 1 MB drawn from 19,000 distinct instructions (just under the 20,000 that the listing
   would check one by one)
 * ``cnst_65k``: 65,000 int constants; ``cnst_lists``: 30 int lists of 65,535 values (7.8 MB)
-* ``ops_1m``: 100,000 instructions (1 MB of OPS); ``ops_distinct``: 1 MB of OPS whose instructions
+* ``ops_1m``: 100,000 instructions (1 MB of OPS); ``ops_shortest``: 500,000 two-byte instructions; ``ops_distinct``: 1 MB of OPS whose instructions
   all differ even with references made relative (random references and constants: every line is
   formatted and checked on its own); ``tensors_25k``: 25,000 tensor records;
   ``rsrc_20k``: 20,000 RSRC entries
@@ -56,7 +56,7 @@ from tests.format.test_regressions import small_file  # noqa: E402
 MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")
 
 
-CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "cmap_1m", "cnst_65k", "cnst_lists", "ops_1m", "ops_distinct", "tensors_25k", "rsrc_20k")
+CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "cmap_1m", "cnst_65k", "cnst_lists", "ops_1m", "ops_shortest", "ops_distinct", "tensors_25k", "rsrc_20k")
 
 
 
@@ -159,6 +159,11 @@ def build(name: str, scale: float = 1.0) -> bytes:
                         Instruction(i, base + 1, 3, (2, 3, 2), (-1, 0, 0)))
         n = len(body) + 2
         nac.instructions = nac.instructions[:2] + body + [Instruction(n, 3, 0, (1, 0), (-1,))]
+    elif name == "ops_shortest":
+        # 500,000 two-byte instructions (an op without arguments): the most per byte
+        base = nac.instructions[2].a
+        body = [Instruction(i, base, 0, None, None) for i in range(2, 2 + k(500_000))]
+        nac.instructions = nac.instructions[:2] + body + [Instruction(len(body) + 2, 3, 0, (1, 0), (-1,))]
     elif name == "ops_distinct":
         for cid in range(10, 4_010):
             nac.constants[cid] = Constant(cid, 2, cid * 7919 - 10_000_000)

@@ -75,6 +75,10 @@ def _has_problem(nac: NacFile, ins, names: dict) -> bool:
     return bool(found)
 
 
+#: Instructions whose encodings are told apart at once (bounds verify's temporaries).
+_CHUNK = 1 << 12
+
+
 def _semantic(nac: NacFile) -> list[NacFormatError]:
     out: list[NacFormatError] = []
     add = lambda sec, off, why: out.append(NacFormatError(sec, off, why))  # noqa: E731
@@ -90,15 +94,26 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
     else:
         # an instruction's problems depend on its encoding alone: one of each distinct encoding
         # is judged (a program repeats a few hundred), and all of those that have a problem
-        # (each message names its instruction)
-        ticks = np.arange(len(encoded.starts), dtype=np.int64)
-        first, inverse = distinct_encodings(byte_words(encoded.code), encoded.starts, encoded.ends, ticks)
-        bad = []
-        for u, j in enumerate(first.tolist()):
-            if _has_problem(nac, instrs.decode(j), names):
-                bad.append(u)
-        for j in np.flatnonzero(np.isin(inverse, bad)).tolist() if bad else ():
-            _instruction_problems(nac, instrs.decode(j), names, out)
+        # (each message names its instruction). A chunk of instructions at a time: the keys
+        # cost 8 bytes per instruction each, 4 per file byte for 2-byte instructions.
+        words, code = byte_words(encoded.code), encoded.code
+        judged: dict = {}           # encoding -> has a problem (bounded: a crafted file's are all new)
+        for c0 in range(0, n, _CHUNK):
+            starts, ends = encoded.starts[c0:c0 + _CHUNK], encoded.ends[c0:c0 + _CHUNK]
+            first, inverse = distinct_encodings(words, starts, ends, np.arange(c0, c0 + len(starts), dtype=np.int64))
+            bad = []
+            for u, j in enumerate(first.tolist()):
+                key = code[int(starts[j]):int(ends[j])]
+                verdict = judged.get(key)
+                if verdict is None:
+                    verdict = _has_problem(nac, instrs.decode(c0 + j), names)
+                    if len(judged) > 65536:
+                        judged.clear()
+                    judged[key] = verdict
+                if verdict:
+                    bad.append(u)
+            for j in np.flatnonzero(np.isin(inverse, bad)).tolist() if bad else ():
+                _instruction_problems(nac, instrs.decode(c0 + j), names, out)
         a, b = encoded.column(0), encoded.column(1)
         inputs_b0 = set(np.flatnonzero((a == OP_INPUT) & (b == 0)).tolist()) if nac.input_names else set()
         has_output = bool(((a == OP_OUTPUT) & (b == 0)).any())

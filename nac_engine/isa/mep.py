@@ -632,7 +632,7 @@ def format_mep(instr: MepInstruction, pool: Optional[Mapping[int, Any]] = None, 
 #: Distinct instruction encodings whose text :func:`format_mep_blocks` keeps for reuse.
 TEXT_CACHE_LIMIT = 1 << 14
 _BLOCK = 4096        # instructions per block of text
-_KEY_CHUNK = 1 << 16   # instructions whose encoding keys are made at once (distinct_encodings)
+_KEY_CHUNK = 1 << 12   # instructions whose encoding keys are made at once (distinct_encodings)
 
 
 def format_mep_lines(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None):

@@ -55,6 +55,10 @@ def crafted(kind: str, scale: int) -> bytes:
         body = [Instruction(i, base, 2, None, (-1, -1)) if i % 2 else Instruction(i, base + 1, 3, (2, 3, 2), (-1, 0, 0))
                 for i in range(2, 2 + 2_000 * scale)]
         nac.instructions = nac.instructions[:2] + body + [Instruction(len(body) + 2, 3, 0, (1, 0), (-1,))]
+    elif kind == "ops_shortest":     # an op without arguments: 2 bytes, the most instructions per byte
+        base = nac.instructions[2].a
+        body = [Instruction(i, base, 0, None, None) for i in range(2, 2 + 62_500 * scale)]
+        nac.instructions = nac.instructions[:2] + body + [Instruction(len(body) + 2, 3, 0, (1, 0), (-1,))]
     elif kind == "ops_distinct":
         nac.constants.update(_int_constants(400 * scale))
         nac.instructions = distinct_ops(nac, 2_000 * scale, 400 * scale)
@@ -85,7 +89,7 @@ def _distinct_orch(size: int) -> bytes:
     return b"".join(parts)
 
 
-KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "cmap", "cnst", "tensors", "rsrc", "ops", "ops_distinct")
+KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "cmap", "cnst", "tensors", "rsrc", "ops", "ops_shortest", "ops_distinct")
 STEPS = {
     "read": lambda p: read(p, strict=False).close(),
     "verify": verify,
