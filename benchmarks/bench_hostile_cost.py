@@ -4,7 +4,8 @@ verify, dis); real files are printed beside a raw read of their bytes (the basel
 the same run). Builds the crafted files in a temp dir from the model classes:
 
 * ``orch_1m``: 1 MB of ORCH bytecode (a real MEP program repeated: ~240k instructions)
-* ``mmap_4m``: a 4 MB MMAP schedule (5,200 records of 255 commands)
+* ``mmap_4m``: a 4 MB MMAP schedule (5,200 records of 255 commands); ``mmap_shortest``: 1 MB of
+  empty records (3 bytes each)
 * ``orch_shortest``: 1 MB of the shortest ORCH instruction whose length needs its layout's plan
   (``EXEC_RETURN`` with no keys: the start walk's worst case)
 * ``orch_distinct``: 1 MB of ORCH whose instructions all differ (random operands, a jump in five);
@@ -56,7 +57,7 @@ from tests.format.test_regressions import small_file  # noqa: E402
 MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")
 
 
-CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "cmap_1m", "cnst_65k", "cnst_lists", "ops_1m", "ops_shortest", "ops_distinct", "tensors_25k", "rsrc_20k")
+CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "mmap_shortest", "cmap_1m", "cnst_65k", "cnst_lists", "ops_1m", "ops_shortest", "ops_distinct", "tensors_25k", "rsrc_20k")
 
 
 
@@ -114,6 +115,9 @@ def build(name: str, scale: float = 1.0) -> bytes:
         n = len(nac.instructions)
         nac.mmap = [MmapRecord(t, [MmapCommand(10, rnd.randrange(n)) for _ in range(255)])
                     for t in range(k(4_000_000) // (3 + 3 * 255))]
+    elif name == "mmap_shortest":
+        # 333,000 empty records (3 bytes each): the most records per byte
+        nac.mmap = [MmapRecord(t % 3, []) for t in range(k(1_000_000) // 3)]
     elif name == "cnst_65k":
         for cid in range(10, 10 + k(64_990)):
             nac.constants[cid] = Constant(cid, 2, cid % 7)

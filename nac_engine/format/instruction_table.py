@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Sequence
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
+from .lazy_records import LazyRecords
 from .model import Instruction
 
 #: (a, b) -> (fixed C length in i16 values, D length, C counted by its first value)
@@ -88,25 +88,20 @@ _I16 = struct.Struct("<h")
 def _i16s(n: int) -> struct.Struct:
     return struct.Struct(f"<{n}h")
 
-_MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
-             "__setitem__", "__delitem__", "__iadd__")
-
-
-class InstructionTable(Sequence):
+class InstructionTable(LazyRecords):
     """The instructions of a decoded section, made on first access (see module docstring)."""
 
-    __slots__ = ("_code", "_base", "_starts", "_ends", "_layout", "_bulk_layout", "_items", "_edited")
+    __slots__ = ("_code", "_base", "_starts", "_ends", "_layout", "_bulk_layout")
 
     def __init__(self, code: bytes, base: int, starts: np.ndarray, ends: np.ndarray, layout: LayoutOf,
                  fields: FieldsOf):
+        super().__init__()
         self._code = code
         self._base = base
         self._starts = starts
         self._ends = ends
         self._layout = layout
         self._bulk_layout = fields
-        self._items: Optional[list] = None
-        self._edited = False
 
     # -- bulk access without objects ------------------------------------------------------
     def encoded(self) -> Optional[EncodedInstructions]:
@@ -114,13 +109,6 @@ class InstructionTable(Sequence):
         if self._edited:
             return None
         return EncodedInstructions(self._code, self._base, self._starts, self._ends, self._bulk_layout)
-
-    # -- the list ---------------------------------------------------------------------------
-    def _list(self) -> list:
-        items = self._items
-        if items is None:
-            items = self._items = self._materialise()
-        return items
 
     def decode(self, i: int) -> Instruction:
         """Instruction ``i`` made afresh from its bytes, without making the others (a new
@@ -152,6 +140,9 @@ class InstructionTable(Sequence):
             d = _i16s(d_len).unpack_from(code, p)
         return a, b, c, d
 
+    def _count(self) -> int:
+        return len(self._starts)
+
     def _materialise(self) -> list:
         code, base, fields_of = self._code, self._base, self._fields
         fields: dict = {}      # encoding -> (a, b, c, d): a program repeats a few hundred
@@ -168,54 +159,5 @@ class InstructionTable(Sequence):
             append(Instruction(i, *abcd, base + s))
         return out
 
-    def __len__(self) -> int:
-        return len(self._items) if self._items is not None else len(self._starts)
-
-    def __getitem__(self, index):
-        return self._list()[index]
-
-    def __iter__(self):
-        return iter(self._list())
-
-    def __reversed__(self):
-        return reversed(self._list())
-
-    def __contains__(self, item) -> bool:
-        return item in self._list()
-
-    def __eq__(self, other):
-        if isinstance(other, InstructionTable):
-            other = other._list()
-        if isinstance(other, (list, tuple)):
-            return self._list() == list(other)
-        return NotImplemented
-
-    __hash__ = None
-
-    def __add__(self, other):
-        return self._list() + list(other)
-
-    def __radd__(self, other):
-        return list(other) + self._list()
-
-    def copy(self) -> list:
-        return list(self._list())
-
     def __repr__(self) -> str:
         return f"InstructionTable({len(self)} instructions)"
-
-
-def _mutator(name: str):
-    def method(self, *args, **kw):
-        items = self._list()
-        self._edited = True
-        result = getattr(items, name)(*args, **kw)
-        return self if name == "__iadd__" else result
-    method.__name__ = name
-    method.__doc__ = f"list.{name}: the table becomes a plain edited list (no encoded() view)."
-    return method
-
-
-for _name in _MUTATORS:
-    setattr(InstructionTable, _name, _mutator(_name))
-del _name

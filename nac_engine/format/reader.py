@@ -32,8 +32,9 @@ from . import layout as L
 from .cursor import Cursor
 from .gc_pause import collector_paused
 from .mapped import read_at
+from .mmap_table import RECORD_HEAD, MmapTable
 from .instruction_table import InstructionTable
-from .model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, NacFile,
+from .model import (Constant, InputName, Instruction, NacFile,
                     NamedArray, Orch, Parameter, Proc, Resource, TensorMeta)
 from ..spans import UNPARSED, Span
 
@@ -41,15 +42,6 @@ from ..spans import UNPARSED, Span
 # one D value (research §3.3). Only a defensive path; kept for files in the wild.
 _GETITEM_LIKE = frozenset({"getitem", "operator.getitem", "aten.select.int"})
 _KNOWN_SYSTEM = frozenset(SYSTEM_OPS) | {0}
-_MMAP_COMMAND = struct.Struct("<BH")      # action u8, target u16: one MMAP command (3 bytes)
-
-
-class _InternedCommands(dict):
-    def __missing__(self, key):
-        value = self[key] = MmapCommand(*key)
-        return value
-
-
 _I16 = struct.Struct("<h")
 _BIG_ENDIAN = sys.byteorder == "big"
 _OPS_CHECK_CHUNK = 1 << 12     # instructions checked at once (bounds the checks' arrays)
@@ -449,17 +441,16 @@ class _Reader:
 
     # MMAP ---------------------------------------------------------------------------
     def _sec_MMAP(self, cur: Cursor, sp: Span) -> None:
+        # Where each record starts, checked to fit; the record objects are made when the
+        # schedule is first asked for (MmapTable): a hostile one packs a record into 3 bytes.
         n = cur.scalar("u32", "count")
         cur.check_count(n, 3, "MMAP record")
-        records = self.nac.mmap
-        buf, rec_hdr = self.buf, struct.Struct("<HB")
+        buf, head = self.buf, RECORD_HEAD.unpack_from
         ninstr = len(self.nac.instructions)
-        _mmap_spans(sp, records)
-        # Equal commands share one (never mutated) object: a big schedule repeats a few thousand
-        # distinct (action, target) pairs millions of times; one object each keeps it linear and small.
-        interned = _InternedCommands()
-        get, commands, head, append = interned.__getitem__, _MMAP_COMMAND.iter_unpack, rec_hdr.unpack_from, records.append
-        start, limit = cur.pos, cur.limit
+        first = start = cur.pos
+        limit = cur.limit
+        starts = array("Q")
+        append = starts.append
         try:
             for _ in range(n):
                 if limit - start < 3:
@@ -470,14 +461,14 @@ class _Reader:
                 if end > limit:
                     cur.pos = start
                     cur.need(3 + 3 * count, f"MMAP record for tick {tick}")
-                append(MmapRecord(tick, list(map(get, commands(buf[start + 3:end]))), start))
-                if len(interned) > 65536:      # all-distinct commands (hostile): don't keep a second copy
-                    interned.clear()
+                append(start - first)
                 if ninstr and tick >= ninstr:
                     self.p.add(NacFormatError("MMAP", start, f"tick {tick} is beyond the last instruction ({ninstr - 1})"))
                 start = end
         finally:
             cur.pos = start
+            table = self.nac.mmap = MmapTable(bytes(buf[first:start]), first, starts)
+            _mmap_spans(sp, table)
 
     # OPS / TRNG ---------------------------------------------------------------------
     def _sec_OPS(self, cur: Cursor, sp: Span) -> None:
@@ -1267,10 +1258,10 @@ def _constant_span(nac: NacFile, section: Span, starts: array, end: int, i: int)
     return rec
 
 
-def _mmap_spans(section: Span, records: list) -> None:
+def _mmap_spans(section: Span, records: MmapTable) -> None:
     """MMAP's record spans, built on first access; ``span_at`` makes only the record it needs."""
     def make(i: int) -> Span:
-        rec = records[i]
+        rec = records.record(i)
         r = section.detached(rec.offset, 3 + 3 * len(rec.commands), f"tick[{rec.tick}]", "mmap_record",
                              ", ".join(f"{c.name} {c.target}" for c in rec.commands))
         r.add(rec.offset, 2, "tick", "u16", rec.tick)
@@ -1282,7 +1273,7 @@ def _mmap_spans(section: Span, records: list) -> None:
             cs.add(o + 1, 2, "target", "u16", c.target)
         return r
 
-    section.set_index(records.__len__, lambda i: records[i].offset, make)
+    section.set_index(len(records), records.offset, make)
 
 
 def _instruction_span(section: Span, ins: Instruction, nac: NacFile) -> Span:

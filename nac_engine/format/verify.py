@@ -6,7 +6,6 @@ exists, and is the file executable as written.
 """
 from __future__ import annotations
 
-import itertools
 import os
 from typing import Union
 
@@ -16,6 +15,7 @@ from ..errors import NacFormatError
 from ..isa.optable import OP_INPUT, OP_OUTPUT
 from . import layout as L
 from .instruction_table import InstructionTable, byte_words, distinct_encodings
+from .mmap_table import iter_records
 from .model import NacFile
 from .reader import read
 from .tensor_rules import MAX_RANK, tensor_problems
@@ -127,13 +127,11 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
         if rec.index not in inputs_b0:
             add("DATA/inputs", 0, f"input name {rec.name!r} points to instruction {rec.index}, "
                                   f"which is not a user-data <INPUT B=0>")
-    # Each distinct command object is judged once (the reader shares equal commands), and only
-    # records holding a bad one are walked: linear and cheap for a schedule of millions.
+    # Every command, one record at a time (a read schedule's records are made as they are
+    # walked and not kept: a hostile one packs a record into 3 bytes).
     valid = (L.MMAP_SAVE_RESULT, L.MMAP_FREE, L.MMAP_FORWARD, L.MMAP_PRELOAD)
-    distinct = {id(c): c for c in itertools.chain.from_iterable(r.commands for r in nac.mmap)}
-    bad = {k for k, c in distinct.items() if c.action not in valid or (n and c.target >= n)}
-    for rec in nac.mmap if bad else ():
-        if bad.isdisjoint(map(id, rec.commands)):
+    for rec in iter_records(nac.mmap):
+        if all(c.action in valid and not (n and c.target >= n) for c in rec.commands):
             continue
         for c in rec.commands:
             if c.action not in valid:

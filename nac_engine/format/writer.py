@@ -27,6 +27,7 @@ from ..files import kind_of
 from ..isa.optable import standard_ops
 from . import layout as L
 from .deferred_values import DeferredValues
+from .mmap_table import iter_records
 from .model import Constant, Instruction, NacFile, Orch, TensorMeta
 
 _RANGES = {"B": (0, 0xFF), "H": (0, 0xFFFF), "I": (0, 0xFFFFFFFF), "Q": (0, 2 ** 64 - 1),
@@ -319,7 +320,7 @@ def _header(nac: NacFile, lay: L.HeaderLayout, offsets: dict, same: bool) -> byt
 # --------------------------------------------------------------------------- sections
 def _mmap(nac: NacFile, out: _Out) -> None:
     out.put("I", len(nac.mmap), "MMAP record count")
-    for rec in nac.mmap:
+    for rec in iter_records(nac.mmap):       # a read or assembled schedule: one record at a time
         out.put("H", rec.tick, "MMAP tick")
         out.put("B", len(rec.commands), f"MMAP command count at tick {rec.tick}")
         for c in rec.commands:

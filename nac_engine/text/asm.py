@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from array import array
 from typing import Optional
 
 import numpy as np
@@ -17,7 +18,8 @@ from ..files import check_regular
 from ..format.mapped import read_at
 
 from ..format import layout as L
-from ..format.model import (Constant, Header, InputName, MmapCommand, MmapRecord, NacFile, NamedArray, Orch,
+from ..format.mmap_table import COMMAND, RECORD_HEAD, MmapTable
+from ..format.model import (Constant, Header, InputName, NacFile, NamedArray, Orch,
                             Parameter, Proc, Resource, TensorMeta)
 from .literals import parse_literal, parse_name, split_top, strip_comment
 from ..isa.mep import encode_instruction, parse_mep
@@ -139,6 +141,8 @@ class _Assembler:
         self.proc_hex: Optional[list] = None
         self.trailing_hex: dict = {}
         self.header_keys: set = set()
+        self.mmap_bytes = bytearray()           # the .mmap lines, packed (see _mmap)
+        self.mmap_starts = array("Q")
 
     def run(self, text: str) -> NacFile:
         self.section_lines: dict = {}
@@ -175,6 +179,8 @@ class _Assembler:
 
     def _finish(self) -> NacFile:
         nac = self.nac
+        if self.mmap_starts:
+            nac.mmap = MmapTable(bytes(self.mmap_bytes), 0, self.mmap_starts)
         tables = Tables(nac)
         for i, (lineno, line) in enumerate(self.ops_lines):
             nac.instructions.append(parse_instruction(line, i, tables, lineno=lineno, names_out=self.line_names))
@@ -336,7 +342,8 @@ class _Assembler:
         m = _MMAP_LINE.match(line)
         if not m:
             raise TextError(lineno, f"expected '@TICK: ACTION vN, ...', got {line[:60]!r}")
-        cmds = []
+        tick = int(m.group(1))
+        record = bytearray()
         for part in split_top(m.group(2)) if m.group(2).strip() else []:
             action, target = part.split()
             code = L.MMAP_ACTION_CODES.get(action)
@@ -346,8 +353,18 @@ class _Assembler:
                 code = int(action[7:])
             if not target.startswith("v"):
                 raise TextError(lineno, f"MMAP target must be vN, got {target!r}")
-            cmds.append(MmapCommand(code, int(target[1:])))
-        self.nac.mmap.append(MmapRecord(int(m.group(1)), cmds))
+            value = int(target[1:])
+            if not (0 <= code <= 255 and 0 <= value <= 65535):
+                raise TextError(lineno, f"MMAP {action} v{value} does not fit its fields (action 0..255, "
+                                        f"target v0..v65535)")
+            record += COMMAND.pack(code, value)
+        if not (0 <= tick <= 65535 and len(record) <= 3 * 255):
+            raise TextError(lineno, f"MMAP record @{tick} with {len(record) // 3} commands does not fit its "
+                                    f"fields (tick 0..65535, 255 commands)")
+        # packed as the file holds it (MmapTable): a record object each was 120 bytes for a
+        # listing line of 5, past the memory bound on a schedule of empty records
+        self.mmap_starts.append(len(self.mmap_bytes))
+        self.mmap_bytes += RECORD_HEAD.pack(tick, len(record) // 3) + record
 
 
 def _name_and_tail(rest: str) -> tuple[str, str]:

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..format import layout as L
 from ..format.instruction_table import InstructionTable, byte_words, distinct_encodings
+from ..format.mmap_table import iter_records
 from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
 from ..isa.mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
@@ -227,12 +228,14 @@ def _param_note(nac: NacFile, ins) -> tuple:
     return (f"{p.dtype}{list(p.shape)}",) if p is not None and p.meta is not None else ()
 
 
-def _mmap_lines(records: list):
-    """``@TICK: ACTION vT, ...`` per record. The reader shares one object per distinct command,
-    so each command's text is made once and looked up by identity (a 4 MB schedule holds 1.3M
-    commands and a few thousand distinct ones); commands made elsewhere get their text made."""
-    texts: dict = {}       # id(command) -> text, valid while ``records`` holds the commands
-    for rec in records:
+def _mmap_lines(records):
+    """``@TICK: ACTION vT, ...`` per record (records made one at a time: :func:`iter_records`).
+    A read schedule shares one object per distinct command, so each command's text is made once
+    and looked up by identity (a 4 MB schedule holds 1.3M commands and a few thousand distinct
+    ones); commands made elsewhere get their text made."""
+    texts: dict = {}       # id(command) -> text
+    kept: list = []        # ... and the commands themselves: no id is reused while it is a key
+    for rec in iter_records(records):
         cmds = rec.commands
         parts = list(map(texts.get, map(id, cmds)))
         if None in parts:
@@ -240,8 +243,10 @@ def _mmap_lines(records: list):
                 if part is None:
                     c = cmds[j]
                     parts[j] = texts[id(c)] = f"{c.name} v{c.target}"
-            if len(texts) > 65536:     # commands not shared (built in memory): keep it bounded
+                    kept.append(c)
+            if len(texts) > 65536:     # commands not shared (hostile, or built in memory): bounded
                 texts.clear()
+                kept.clear()
         yield f"@{rec.tick}: " + ", ".join(parts)
 
 

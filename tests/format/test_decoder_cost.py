@@ -44,6 +44,8 @@ def crafted(kind: str, scale: int) -> bytes:
         rnd = random.Random(1)
         nac.mmap = [MmapRecord(t, [MmapCommand(10, rnd.randrange(5)) for _ in range(255)])
                     for t in range(130 * scale)]
+    elif kind == "mmap_shortest":    # empty records: 3 bytes each
+        nac.mmap = [MmapRecord(t % 3, []) for t in range(40_000 * scale)]
     elif kind == "cnst":
         for cid in range(10, 10 + 12_000 * scale):
             nac.constants[cid] = Constant(cid, 2, cid % 7)
@@ -89,7 +91,7 @@ def _distinct_orch(size: int) -> bytes:
     return b"".join(parts)
 
 
-KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "cmap", "cnst", "tensors", "rsrc", "ops", "ops_shortest", "ops_distinct")
+KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "mmap_shortest", "cmap", "cnst", "tensors", "rsrc", "ops", "ops_shortest", "ops_distinct")
 STEPS = {
     "read": lambda p: read(p, strict=False).close(),
     "verify": verify,
