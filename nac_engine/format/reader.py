@@ -76,12 +76,14 @@ class _OpsLayout:
         self.count, self.trng = count, trng
         self.names = names = nac.op_names
         # Per signature ID: (len, has constants) — instruction lengths depend only on these.
-        self.sig_info = {b: (len(s), any(ch in CONST_CODES for ch in s)) for b, s in nac.perms.items()}
+        # Only IDs 0..255 can be named by an instruction's B byte (a PERM may hold 65,536).
+        self.sig_info = {b: (len(s), any(ch in CONST_CODES for ch in s)) for b, s in nac.perms.items()
+                         if 0 <= b < 256}
         n_out = nac.header.num_outputs
         c_len, d_len, counted = _SYSTEM_C.copy(), _SYSTEM_D.copy(), _SYSTEM_COUNTED.copy()
         c_len[OP_OUTPUT, 0:2], d_len[OP_OUTPUT, 0:2] = n_out + 1, n_out
         sig_known = np.zeros(256, dtype=bool)
-        sigs = [(b, ln, has_const and ln > 0) for b, (ln, has_const) in self.sig_info.items() if 0 <= b < 256]
+        sigs = [(b, ln, has_const and ln > 0) for b, (ln, has_const) in self.sig_info.items()]
         if sigs:
             at, ln, cnt = zip(*sigs)
             d_len[10, at], counted[10, at], sig_known[list(at)] = ln, cnt, True
