@@ -319,11 +319,12 @@ class NacFile:
     # -- names ----------------------------------------------------------------------
     @property
     def op_names(self) -> dict[int, str]:
-        """Standard table of the file's version, system ops, overridden by CMAP."""
+        """Standard table of the file's version, system ops, overridden by CMAP (its ids 0..255:
+        an instruction's A is a byte; a hostile CMAP holds 65,536)."""
         if self._op_names is None:
             table = dict(SYSTEM_OPS)
             table.update(standard_ops(self.header.version))
-            table.update(self.cmap)
+            table.update((a, name) for a, name in self.cmap.items() if 0 <= a < 256)
             self._op_names = table
         return self._op_names
 

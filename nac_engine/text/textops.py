@@ -56,7 +56,7 @@ class Tables:
         nac = self.nac
         self.op_names = dict(SYSTEM_OPS)
         self.op_names.update(standard_ops(self.version))
-        self.op_names.update(nac.cmap)
+        self.op_names.update((a, name) for a, name in nac.cmap.items() if 0 <= a < 256)   # A is a byte
         self.op_ids = _reverse(self.op_names)
         self.sig_ids = _reverse(nac.perms)
         # literal text of each constant, in nac.constants' order (a list: a 65k table's dict
