@@ -15,7 +15,9 @@ the same run). Builds the crafted files in a temp dir from the model classes:
 * ``ops_1m``: 100,000 instructions (1 MB of OPS); ``ops_shortest``: 500,000 two-byte instructions; ``ops_distinct``: 1 MB of OPS whose instructions
   all differ even with references made relative (random references and constants: every line is
   formatted and checked on its own); ``tensors_25k``: 25,000 tensor records;
-  ``rsrc_20k``: 20,000 RSRC entries
+  ``rsrc_20k``: 20,000 RSRC entries; ``names_shortest``: 65,000 DATA name records with empty names
+  (the most u16 ids allow); ``rsrc_shortest``: 170,000 RSRC entries with empty names and payloads:
+  an object per 4-6 bytes, over the 20 B per byte bound today (a Parameter / Resource object each)
 * peers: ``mind_1m`` (1 MB of MIND IR lines), ``tvmr_1m`` (120,000 TVMR instructions), and the
   corpus' ``gemm.hwx`` / ``matmul_small.neff`` as they are (read = open_peer); MIND's harder lines:
   ``mind_const_1m`` (1 MB of ``ConstF32`` lines), ``mind_undefined_1m`` (1 MB of lines each using an
@@ -57,7 +59,7 @@ from tests.format.test_regressions import small_file  # noqa: E402
 MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")
 
 
-CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "mmap_shortest", "cmap_1m", "cnst_65k", "cnst_lists", "ops_1m", "ops_shortest", "ops_distinct", "tensors_25k", "rsrc_20k")
+CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "mmap_shortest", "cmap_1m", "cnst_65k", "cnst_lists", "ops_1m", "ops_shortest", "ops_distinct", "tensors_25k", "rsrc_20k", "names_shortest", "rsrc_shortest")
 
 
 
@@ -180,6 +182,15 @@ def build(name: str, scale: float = 1.0) -> bytes:
         return cmap_file(k(1_000_000))
     elif name == "rsrc_20k":
         nac.rsrc = [Resource(f"res/{i}.json", _payload=b'{"k": %d}' % i) for i in range(k(20_000))]
+    elif name == "names_shortest":
+        # DATA's name block only (external weights): 65,000 parameters with empty names (ids
+        # are u16: the most a file can name)
+        nac.header.weights_internal = False
+        for pid in range(2, 2 + k(65_000)):
+            nac.params[pid] = Parameter(pid, "")
+    elif name == "rsrc_shortest":
+        # 170,000 resources with an empty name and payload
+        nac.rsrc = [Resource("", _payload=b"") for _ in range(k(170_000))]
     return write(nac)
 
 
