@@ -993,11 +993,10 @@ class _Reader:
     def _sec_RSRC(self, cur: Cursor, sp: Span) -> None:
         n = cur.scalar("u32", "count")
         cur.check_count(n, 6, "RSRC file")
-        self.nac.rsrc = []
-        # record spans built on first access from what this read kept; a failing record gets
-        # its spans at once, from a second read
-        kept: list = []
-        _resource_spans(sp, kept)
+        resources = self.nac.rsrc = []
+        # record spans built on first access from the resources themselves; a failing record
+        # gets its spans at once, from a second read
+        _resource_spans(sp, resources)
         sink = _NoSpans()
         buf, base, limit = cur.buf, cur.base, cur.limit
         u16, u32 = _U16.unpack_from, _U32.unpack_from
@@ -1028,8 +1027,7 @@ class _Reader:
                 name = cur.text(ln, "name", rec)
                 cur.scalar("u32", "data_length", rec)
                 raise      # pragma: no cover - the second read fails where the first did
-            kept.append((rs, ln, name, dl))
-            self.nac.rsrc.append(Resource(name, cur.pos, dl, _file=self.nac))
+            resources.append(Resource(name, cur.pos, dl, _file=self.nac))
             cur.pos += dl
 
     def _sec_ARRS(self, cur: Cursor, sp: Span) -> None:
@@ -1198,16 +1196,24 @@ def _name_record_spans(cur: Cursor, block: Span, i: int, kind: str, key: str, va
 
 
 def _resource_spans(section: Span, records: list) -> None:
-    """RSRC record spans from the (start, name length, name, data length) the reader kept."""
+    """RSRC record spans from the resources (a record is its name's length, the name, the data's
+    length and the data, which starts at ``data_offset``)."""
+    def start_of(i: int) -> int:
+        r = records[i]
+        return r.data_offset - 6 - len(r.name.encode("utf-8"))
+
     def make(i: int) -> Span:
-        rs, ln, name, dl = records[i]
+        r = records[i]
+        name, dl = r.name, r.data_length
+        ln = len(name.encode("utf-8"))
+        rs = r.data_offset - 6 - ln
         rec = section.detached(rs, 6 + ln + dl, f"file[{i}]", "resource", name)
         rec.add(rs, 2, "name_length", "u16", ln)
         rec.add(rs + 2, ln, "name", "utf8", name)
         rec.add(rs + 2 + ln, 4, "data_length", "u32", dl)
         rec.add(rs + 6 + ln, dl, "data", "bytes", f"{dl} bytes")
         return rec
-    section.set_index(records.__len__, lambda i: records[i][0], make)
+    section.set_index(records.__len__, start_of, make)
 
 
 def _tensor_spans(block: Span, nac: NacFile, kept_at: array) -> None:
