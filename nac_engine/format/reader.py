@@ -1204,9 +1204,8 @@ def _resource_spans(section: Span, records: list) -> None:
 
     def make(i: int) -> Span:
         r = records[i]
-        name, dl = r.name, r.data_length
-        ln = len(name.encode("utf-8"))
-        rs = r.data_offset - 6 - ln
+        name, dl, rs = r.name, r.data_length, start_of(i)
+        ln = r.data_offset - 6 - rs
         rec = section.detached(rs, 6 + ln + dl, f"file[{i}]", "resource", name)
         rec.add(rs, 2, "name_length", "u16", ln)
         rec.add(rs + 2, ln, "name", "utf8", name)

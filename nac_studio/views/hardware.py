@@ -371,8 +371,6 @@ class HardwareView(QWidget):
             return
         t = self.qdoc.doc.execution_tick
         self.plot.set_exec_cursor(None if t is None else self._tick_x(t))
-        if t is not None:
-            self.plot.ensure_visible(self._tick_x(t))
 
     # -- configuration ----------------------------------------------------------------------
     def load_hardware(self, hardware: Any, overrides: Optional[dict] = None) -> bool:

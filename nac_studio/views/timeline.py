@@ -266,8 +266,6 @@ class TimelineView(QWidget):
             return
         t = self.qdoc.doc.execution_tick
         self.plot.set_exec_cursor(None if t is None else t + 0.5)
-        if t is not None:
-            self.plot.ensure_visible(t + 0.5)
 
     # -- drawing --------------------------------------------------------------------------
     def plot_complete(self) -> bool:

@@ -319,13 +319,16 @@ class LanesPlot(pg.GraphicsLayoutWidget):
         if x is not None and follow:
             self.ensure_visible(x)
 
-    def set_exec_cursor(self, x: Optional[float]) -> None:
+    def set_exec_cursor(self, x: Optional[float], *, follow: bool = True) -> None:
+        """The execution point's line (None: no run stopped), brought into view by default."""
         for line in self.exec_lines.values():
             if x is None:
                 line.hide()
             else:
                 line.setValue(x)
                 line.show()
+        if x is not None and follow:
+            self.ensure_visible(x)
 
     def ensure_visible(self, x: float) -> None:
         if self._first is None:
