@@ -635,14 +635,8 @@ _BLOCK = 4096        # instructions per block of text
 _KEY_CHUNK = 1 << 12   # instructions whose encoding keys are made at once (distinct_encodings)
 
 
-def format_mep_lines(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None):
-    """``format_mep(i, pool)`` for each instruction, in order, as a generator."""
-    for block in format_mep_blocks(instrs, pool):
-        yield from block.split("\n")
-
-
 def format_mep_blocks(instrs: Sequence, pool: Optional[Mapping[int, Any]] = None, prefix: str = ""):
-    """The lines of :func:`format_mep_lines`, each after ``prefix``, in blocks of lines joined
+    """``format_mep(i, pool)`` of each instruction, each after ``prefix``, in blocks of lines joined
     by newlines. A :class:`MepStream` is formatted from its bytes: a fixed-layout opcode by one
     unpack and %-format, any other by ``format_mep`` (one decode and format), each distinct
     encoding once up to ``TEXT_CACHE_LIMIT`` of them."""

@@ -477,9 +477,6 @@ class Debugger:
     def break_on_nan(self) -> Breakpoint:
         return self.add_breakpoint(condition="nan")
 
-    def break_on_inf(self) -> Breakpoint:
-        return self.add_breakpoint(condition="inf")
-
     def breakpoint(self, bp_id: int) -> Breakpoint:
         for bp in self.breakpoints:
             if bp.id == bp_id:

@@ -3,14 +3,10 @@
 ``gemm_program(M, K, N)`` and ``conv_program(H, W, C_in, C_out, k)`` build, with the codec
 alone, a NacFile ``<INPUT> x · param W · op · <OUTPUT>`` with a schedule that preloads the
 weight, frees what was read and saves nothing (the result is the output). They return the
-file and the input shapes to simulate it with. ``read_topology_csv`` turns a SCALE-Sim
-topology file (conv rows ``Layer, IFMAP H, IFMAP W, Filter H, Filter W, Channels, Num Filter,
-Strides`` or, with ``gemm=True``, rows ``Layer, M, N, K``) into such programs; SCALE-Sim does
-not pad, so its IFMAP sizes are taken as already padded.
+file and the input shapes to simulate it with.
 """
 from __future__ import annotations
 
-import csv
 from typing import Optional
 
 import numpy as np
@@ -74,28 +70,6 @@ def conv_program(h: int, w: int, cin: int, cout: int, kh: int, kw: Optional[int]
     consts = [(L.CONST_LIST_I32, (stride, stride)), (L.CONST_LIST_I32, (padding, padding))]
     return _single_layer("aten.conv2d.default", (batch, cin, h, w),
                          [("weight", (cout, cin, kh, kw)), ("bias", (cout,))], consts, "SS", with_data)
-
-
-def read_topology_csv(path: str, *, gemm: bool = False, with_data: bool = False) -> list:
-    """``[(layer name, NacFile, inputs)]`` for each row of a SCALE-Sim topology CSV."""
-    out = []
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = [r for r in csv.reader(f) if r and any(c.strip() for c in r)]
-    for lineno, row in enumerate(rows[1:], start=2):
-        cells = [c.strip() for c in row if c.strip() != ""]
-        try:
-            if gemm:
-                name, m, n, k = cells[0], *map(int, cells[1:4])
-                nac, inputs = gemm_program(m, k, n, with_data=with_data)
-            else:
-                name, ih, iw, fh, fw, ch, nf, st = cells[0], *map(int, cells[1:8])
-                nac, inputs = conv_program(ih, iw, ch, nf, fh, fw, stride=st, with_data=with_data)
-        except (ValueError, IndexError):
-            raise ValueError(f"{path}:{lineno}: expected "
-                             + ("Layer, M, N, K" if gemm else "Layer, IFMAP H, IFMAP W, Filter H, Filter W, "
-                                "Channels, Num Filter, Strides") + f"; got {row!r}") from None
-        out.append((name, nac, inputs))
-    return out
 
 
 # --------------------------------------------------------------------------- a GPT-2-shaped program

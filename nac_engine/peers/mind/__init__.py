@@ -15,7 +15,7 @@ from ...format.gc_pause import collector_paused
 from ...spans import UNPARSED, Span
 from ..base import PeerEdge, PeerFile, PeerGraph, PeerNode
 from .errors import MindError
-from .ir import ALIAS, Instr, Module, TensorType
+from .ir import ALIAS, Instr, Module
 from .limit import MAX_PROBLEMS, merge
 from .mic2 import parse_mic2
 from .parser import Parsed, is_mic2, parse
@@ -107,9 +107,6 @@ class MindFile(PeerFile):
             span.add(pos, end - pos, f"text@{pos - start}", "text")
 
     # -- what the CLI and the Studio read ------------------------------------------------------
-    def value_type(self, vid: int) -> Optional[TensorType]:
-        return self.verified.types.get(vid)
-
     def summary(self) -> dict[str, Any]:
         s = super().summary()
         mod = self.module

@@ -183,9 +183,5 @@ def conv2d_nhwc(x: np.ndarray, f: np.ndarray, strides, padding) -> np.ndarray:
     return out
 
 
-def output_names(module: Module) -> list[str]:
-    return [f"%{v}" for v in module.outputs]
-
-
 def input_names(module: Module) -> list[Optional[str]]:
     return [str(i.attrs.get("name")) for i in module.inputs()]
