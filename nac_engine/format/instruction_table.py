@@ -20,8 +20,6 @@ from .model import Instruction
 
 #: (a, b) -> (fixed C length in i16 values, D length, C counted by its first value)
 LayoutOf = Callable[[int, int], tuple]
-#: the same for arrays of A and B bytes: three arrays
-FieldsOf = Callable[[np.ndarray, np.ndarray], tuple]
 
 
 class EncodedInstructions(NamedTuple):
@@ -31,7 +29,6 @@ class EncodedInstructions(NamedTuple):
     base: int
     starts: np.ndarray     # int64, relative to code
     ends: np.ndarray
-    fields: FieldsOf     # the section's layout, for many instructions at once
 
     def keys(self):
         """Each instruction's encoding (bytes), in order: equal bytes decode to equal A/B/C/D."""
@@ -91,24 +88,22 @@ def _i16s(n: int) -> struct.Struct:
 class InstructionTable(LazyRecords):
     """The instructions of a decoded section, made on first access (see module docstring)."""
 
-    __slots__ = ("_code", "_base", "_starts", "_ends", "_layout", "_bulk_layout")
+    __slots__ = ("_code", "_base", "_starts", "_ends", "_layout")
 
-    def __init__(self, code: bytes, base: int, starts: np.ndarray, ends: np.ndarray, layout: LayoutOf,
-                 fields: FieldsOf):
+    def __init__(self, code: bytes, base: int, starts: np.ndarray, ends: np.ndarray, layout: LayoutOf):
         super().__init__()
         self._code = code
         self._base = base
         self._starts = starts
         self._ends = ends
         self._layout = layout
-        self._bulk_layout = fields
 
     # -- bulk access without objects ------------------------------------------------------
     def encoded(self) -> Optional[EncodedInstructions]:
         """The section's bytes and instruction bounds, or None once the list was edited."""
         if self._edited:
             return None
-        return EncodedInstructions(self._code, self._base, self._starts, self._ends, self._bulk_layout)
+        return EncodedInstructions(self._code, self._base, self._starts, self._ends)
 
     def decode(self, i: int) -> Instruction:
         """Instruction ``i`` made afresh from its bytes, without making the others (a new

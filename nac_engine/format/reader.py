@@ -44,125 +44,131 @@ _GETITEM_LIKE = frozenset({"getitem", "operator.getitem", "aten.select.int"})
 _KNOWN_SYSTEM = frozenset(SYSTEM_OPS) | {0}
 _I16 = struct.Struct("<h")
 _BIG_ENDIAN = sys.byteorder == "big"
-_OPS_CHECK_CHUNK = 1 << 12     # instructions checked at once (bounds the checks' arrays)
-
-
-def _system_tables() -> tuple:
-    """The length tables' rows for system ops (A < 10), which no file changes but for
-    ``<OUTPUT>``'s output count: C length, D length, C counted, and which op ids are known."""
-    c_len = np.zeros((11, 256), dtype=np.int32)
-    d_len = np.zeros((11, 256), dtype=np.int32)
-    counted = np.zeros((11, 256), dtype=bool)
-    c_len[OP_INPUT, 1:6] = 2
-    c_len[OP_OUTPUT, 3], d_len[OP_OUTPUT, 3] = 2, 2
-    d_len[OP_OUTPUT, 4] = 1
-    c_len[OP_CONTROL_FLOW, :], d_len[OP_CONTROL_FLOW, :] = 3, 1
-    counted[OP_CONVERGENCE, :], d_len[OP_CONVERGENCE, :] = True, 1
-    known = np.zeros(256, dtype=bool)
-    known[list(_KNOWN_SYSTEM)] = True
-    return c_len, d_len, counted, known
-
-
-_SYSTEM_C, _SYSTEM_D, _SYSTEM_COUNTED, _SYSTEM_KNOWN = _system_tables()
+_FLAGGED = -(1 << 62)           # an encoding's verdict when the field-by-field decoder must name a problem
+_SOUND = 1 << 20                # added to a walk length: the instruction needs no verdict
+_VERDICTS_MAX = 1 << 16         # distinct encodings whose verdict is kept (all-distinct: crafted)
 
 
 class _OpsLayout:
     """How long an OPS/TRNG instruction is, from its A and B bytes (and C's count when C is
-    counted): small numpy tables indexed by ``min(A, 10) * 256 + B`` (system ops by A and B,
-    regular ops by their signature B), read in bulk by the checks and once per distinct
-    encoding by the start walk."""
+    counted), and the start walk that checks each instruction by its encoding's verdict."""
 
     def __init__(self, nac: NacFile, count: int, trng: bool):
         self.count, self.trng = count, trng
         self.names = names = nac.op_names
+        self.n_out = nac.header.num_outputs
         # Per signature ID: (len, has constants) — instruction lengths depend only on these.
         # Only IDs 0..255 can be named by an instruction's B byte (a PERM may hold 65,536).
         self.sig_info = {b: (len(s), any(ch in CONST_CODES for ch in s)) for b, s in nac.perms.items()
                          if 0 <= b < 256}
-        n_out = nac.header.num_outputs
-        c_len, d_len, counted = _SYSTEM_C.copy(), _SYSTEM_D.copy(), _SYSTEM_COUNTED.copy()
-        c_len[OP_OUTPUT, 0:2], d_len[OP_OUTPUT, 0:2] = n_out + 1, n_out
-        sig_known = np.zeros(256, dtype=bool)
-        sigs = [(b, ln, has_const and ln > 0) for b, (ln, has_const) in self.sig_info.items()]
-        if sigs:
-            at, ln, cnt = zip(*sigs)
-            d_len[10, at], counted[10, at], sig_known[list(at)] = ln, cnt, True
-        ops = [a for a in names if 10 <= a < 256]
         # regular ops whose signature may be missing: then one counted constant and one D
-        self.getitem_ops = frozenset(a for a in ops if names[a] in _GETITEM_LIKE)
-        known_op = _SYSTEM_KNOWN.copy()
-        known_op[ops] = True
-        getitem = np.zeros(256, dtype=bool)
-        getitem[list(self.getitem_ops)] = True
-        # a regular op's B without a signature is a problem unless it is 0 (no arguments)
-        no_sig = (d_len[10] == 0) & ~sig_known
-        no_sig[0] = False
-        self.c_len, self.d_len, self.counted = c_len.ravel(), d_len.ravel(), counted.ravel()
-        self.known_op, self.getitem, self.no_sig = known_op, getitem, no_sig
-        self.any_getitem = bool(self.getitem_ops)
+        self.getitem_ops = frozenset(a for a, name in names.items() if 10 <= a < 256 and name in _GETITEM_LIKE)
         self._walk_info: dict = {}      # A | B << 8 -> :meth:`_walk_length`
-        self._cache: dict = {}
-
-    def fields(self, a: np.ndarray, b: np.ndarray) -> tuple:
-        """Per instruction: fixed C length, D length, C counted (arrays)."""
-        key = np.minimum(a, 10).astype(np.int32) * 256 + b
-        c_fix, d, counted = self.c_len[key], self.d_len[key], self.counted[key]
-        if self.any_getitem:        # getitem-like ops without a signature: one constant, one D
-            gi = self.getitem[a] & (d == 0) & (a >= 10)
-            d = np.where(gi, 1, d)
-            counted = counted | gi
-        return c_fix, d, counted
-
-    def key_problem(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Instructions whose A/B alone make a problem (unknown op, signature not in PERM)."""
-        bad = ~self.known_op[a]
-        regular = a >= 10
-        return bad | (regular & self.no_sig[b] & ~self.getitem[a])
+        self._cache: dict = {}          # (A, B) -> :meth:`layout`
+        self._verdicts: dict = {}       # encoding -> :meth:`_verdict`
+        self._words: Optional[tuple] = None
 
     def layout(self, a: int, b: int) -> tuple:
         """(fixed C length, D length, C counted) of one instruction."""
         key = (a, b)
         got = self._cache.get(key)
         if got is None:
-            k = (a if a < 10 else 10) << 8 | b
-            c_fix, d, counted = int(self.c_len[k]), int(self.d_len[k]), bool(self.counted[k])
-            if not d and a in self.getitem_ops:      # as fields(): no signature, one constant and one D
+            c_fix = d = 0
+            counted = False
+            if a >= 10:
+                info = self.sig_info.get(b)
+                if info is not None and info[0]:
+                    d, counted = info[0], info[1]
+                elif a in self.getitem_ops:        # no signature: one constant and one D
+                    d, counted = 1, True
+            elif a == OP_INPUT:
+                c_fix = 2 if 1 <= b <= 5 else 0
+            elif a == OP_OUTPUT:
+                c_fix, d = (self.n_out + 1, self.n_out) if b < 2 else (2, 2) if b == 3 else (0, 1) if b == 4 \
+                    else (0, 0)
+            elif a == OP_CONTROL_FLOW:
+                c_fix, d = 3, 1
+            elif a == OP_CONVERGENCE:
                 d, counted = 1, True
             got = self._cache[key] = (c_fix, d, counted)
         return got
 
+    def _verdict(self, code: bytes, d_too: bool = True) -> int:
+        """What one encoding allows: the lowest D offset (an instruction ``i`` is sound when
+        ``i + verdict >= 0``), or ``_FLAGGED`` when the field-by-field decoder would name a
+        problem whatever its index (unknown op, signature not in PERM, a later D, constant
+        slots unlike C's count)."""
+        a, b = code[0], code[1]
+        if a >= 10:
+            if a not in self.names or (b and b not in self.sig_info and a not in self.getitem_ops):
+                return _FLAGGED
+        elif a not in _KNOWN_SYSTEM:
+            return _FLAGGED
+        c_fix, d_len, counted = self.layout(a, b)
+        if not d_len or a == OP_CONVERGENCE:
+            return 0
+        if not d_too:
+            return _FLAGGED
+        k = _I16.unpack_from(code, 2)[0] if counted else c_fix - 1
+        d = struct.unpack_from(f"<{d_len}h", code, 4 + 2 * k)
+        if max(d) > 0 or (a >= 10 and counted and d.count(0) != k):
+            return _FLAGGED
+        return min(d)
+
     def walk(self, code: bytes, p: int, n: int, starts: array) -> int:
         """Append to ``starts`` the starts of up to ``n`` instructions from offset ``p`` of
         ``code``; return where the walk stopped: after the ``n``-th, or at an instruction the
-        field-by-field decoder must look at (cut off by the end, or a negative C count).
-        Lengths only: the fields are checked in bulk afterwards. Every start is even (an
-        instruction is a whole number of i16 values), so the walk reads (A, B) as one u16."""
-        size = len(code)
-        even = code[:size & ~1]
-        words = array("H", even)          # A | B << 8 at each even offset
-        counts = array("h", even)         # the same bytes as i16 (C's count)
-        if _BIG_ENDIAN:
-            words.byteswap()
-            counts.byteswap()
+        field-by-field decoder must look at (a problem, cut off by the end, a negative C
+        count). An instruction is checked by its encoding's verdict, made once per distinct
+        encoding. Every start is even (an instruction is a whole number of i16 values), so
+        the walk reads (A, B) as one u16."""
+        if self._words is None or self._words[0] is not code:
+            even = code[:len(code) & ~1]
+            words = array("H", even)          # A | B << 8 at each even offset
+            counts = array("h", even)         # the same bytes as i16 (C's count)
+            if _BIG_ENDIAN:
+                words.byteswap()
+                counts.byteswap()
+            self._words = (code, words, counts)   # a walk resumed after a problem reuses them
+        _code, words, counts = self._words
         end = len(words)
-        info = self._walk_info
+        info, verdicts = self._walk_info, self._verdicts
         append = starts.append
+        i = len(starts)
         w = p >> 1                        # in i16 words from here on
         try:
-            for _ in range(n):
+            for i in range(i, i + n):
                 ab = words[w]                 # IndexError past the end: the walk stops there
                 try:
                     length = info[ab]
                 except KeyError:
                     length = info[ab] = self._walk_length(ab & 0xFF, ab >> 8)
+                if length > _SOUND:           # sound whatever its other bytes and its index
+                    q = w + length - _SOUND
+                    if q > end:
+                        break
+                    append(w << 1)
+                    w = q
+                    continue
                 if length > 0:
                     q = w + length
+                    if q > end:
+                        break
                 else:                         # C counted: -length words besides C's values
                     k = counts[w + 1]
                     if k < 0:
                         break
                     q = w - length + k
-                if q > end:
+                    if q > end:
+                        break
+                key = code[w << 1:q << 1]
+                try:
+                    low = verdicts[key]
+                except KeyError:
+                    if len(verdicts) >= _VERDICTS_MAX:
+                        verdicts.clear()
+                    low = verdicts[key] = self._verdict(key)
+                if i + low < 0:
                     break
                 append(w << 1)
                 w = q
@@ -171,10 +177,14 @@ class _OpsLayout:
         return w << 1
 
     def _walk_length(self, a: int, b: int) -> int:
-        """An instruction's length in i16 words when C is not counted; when it is, minus the
-        length without C's values (count included)."""
+        """An instruction's length in i16 words when C is not counted (plus ``_SOUND`` when
+        its A and B alone make it sound); when it is, minus the length without C's values
+        (count included)."""
         c_fix, d, counted = self.layout(a, b)
-        return -(2 + d) if counted else 1 + c_fix + d
+        if counted:
+            return -(2 + d)
+        # an instruction whose A and B alone make it sound needs no look at its other bytes
+        return 1 + c_fix + d + (_SOUND if self._verdict(bytes((a, b)), d_too=False) == 0 else 0)
 
 
 class _Problems:
@@ -485,10 +495,9 @@ class _Reader:
         self._instructions(cur, sp, True, store)
 
     def _instructions(self, cur: Cursor, sp: Span, trng: bool, store) -> None:
-        """Instruction starts found by a length-only walk (:meth:`_OpsLayout.walk`), every
-        field checked in bulk with numpy; only an instruction the bulk checks flag (or the one where the
-        walk stops) goes through :meth:`_decode_instruction`, which names the problem exactly
-        as it always did. ``store`` receives the :class:`InstructionTable` (also when a fault
+        """Instruction starts found by a walk (:meth:`_OpsLayout.walk`) that checks each
+        distinct encoding once; an instruction it stops at goes through
+        :meth:`_decode_instruction`, which names the problem. ``store`` receives the :class:`InstructionTable` (also when a fault
         ends the section early: what decoded is kept)."""
         n = cur.scalar("u32", "count")
         cur.check_count(n, 2, "instruction")
@@ -496,7 +505,7 @@ class _Reader:
         code = bytes(self.buf[first:cur.limit])
         lay = _OpsLayout(self.nac, n, trng)
         starts = array("I")
-        p = checked = 0
+        p = 0
         size = len(code)
         end = first
         try:
@@ -504,14 +513,11 @@ class _Reader:
                 p = lay.walk(code, p, n - len(starts), starts)
                 if len(starts) >= n:
                     break
-                # the walk stopped at p: the instructions before it are checked in bulk, then
-                # this one is decoded field by field (raising what is wrong with it)
-                self._check_instructions(code, first, starts[checked:], lay, checked)
+                # the walk stopped at p: this instruction is decoded field by field, which
+                # names what is wrong with it (and raises when it ends the section)
                 _ins, q = self._decode_instruction(len(starts), first + p, first + size, lay)
-                starts.append(p)      # pragma: no cover - the length tables and the decoder disagree
+                starts.append(p)
                 p = q - first
-                checked = len(starts)
-            self._check_instructions(code, first, starts[checked:] if checked else starts, lay, checked)
             end = first + p
         except NacFormatError:
             end = self._fault_pos
@@ -523,47 +529,10 @@ class _Reader:
             ends[:-1] = s[1:]
             if len(s):
                 ends[-1] = p
-            table = InstructionTable(code, first, s, ends, lay.layout, lay.fields)
+            table = InstructionTable(code, first, s, ends, lay.layout)
             store(table)
             sp.set_index(len(table), lambda i: table.decode(i).offset,
                          lambda i: _instruction_span(sp, table.decode(i), self.nac))
-
-    def _check_instructions(self, code: bytes, first: int, starts: array, lay: "_OpsLayout",
-                            offset: int = 0) -> None:
-        """Flag, in bulk, every instruction the field-by-field decoder would report a problem
-        for, and let it report them (in instruction order, so a strict read raises the same
-        first problem)."""
-        if not len(starts):
-            return
-        u8 = np.frombuffer(code, dtype=np.uint8)
-        for c0 in range(0, len(starts), _OPS_CHECK_CHUNK):
-            s = np.frombuffer(starts, dtype=np.uint32)[c0:c0 + _OPS_CHECK_CHUNK].astype(np.int64)
-            a = u8[s].astype(np.int64)
-            b = u8[s + 1].astype(np.int64)
-            c_fix, d_len, counted = lay.fields(a, b)
-            k = np.zeros(len(s), dtype=np.int64)
-            if counted.any():
-                at = s[counted] + 2
-                v = u8[at].astype(np.int64) | (u8[at + 1].astype(np.int64) << 8)
-                k[counted] = v - ((v & 0x8000) << 1)
-            flag = lay.key_problem(a, b)
-            d_at = s + 2 + 2 * np.where(counted, k + 1, c_fix)
-            sel = np.flatnonzero(d_len > 0)
-            if sel.size:
-                rep = d_len[sel]
-                total = int(rep.sum())
-                within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(rep) - rep, rep)
-                at = np.repeat(d_at[sel], rep) + 2 * within
-                v = u8[at].astype(np.int64) | (u8[at + 1].astype(np.int64) << 8)
-                v -= (v & 0x8000) << 1
-                owner = np.repeat(sel, rep)
-                index = owner + (offset + c0)
-                wrong = ((v > 0) | (index + v < 0)) & (a[owner] != OP_CONVERGENCE)
-                flag[owner[wrong]] = True
-                zeros = np.bincount(owner[v == 0], minlength=len(s))
-                flag |= (a >= 10) & counted & (a != OP_CONVERGENCE) & (d_len > 0) & (zeros != k)
-            for i in np.flatnonzero(flag).tolist():
-                self._decode_instruction(offset + c0 + i, first + int(s[i]), first + len(code), lay)
 
     def _decode_instruction(self, i: int, pos: int, limit: int, lay: "_OpsLayout") -> tuple:
         """Instruction ``i`` at file offset ``pos``, field by field, every problem named

@@ -242,7 +242,7 @@ def test_peer_files_are_read_without_reserving_the_limit(tmp_path):
         read_bounded(str(path), limit=len(data) - 1)
 
 
-# -- OPS: bulk decode, bulk checks and per-encoding text against the one-at-a-time paths ----------
+# -- OPS: the walk's per-encoding verdicts and per-encoding text against the one-at-a-time paths ----------
 def _plain(nac):
     """The same file with its instructions as a plain list (the object-at-a-time paths)."""
     import copy
@@ -338,7 +338,7 @@ def _reference_ops(data: bytes):
 @settings(max_examples=150, deadline=None)
 def test_ops_walk_decodes_like_the_field_by_field_decoder(name, edits, cut):
     """Mutated OPS bytes (unknown ops and signatures, out-of-range D, negative C counts, cut
-    short): the length-only walk and the bulk checks keep the same instructions and name the
+    short): the walk with its per-encoding verdicts keeps the same instructions and names the
     same problems, in order, as decoding one instruction at a time."""
     data = bytearray(crafted(name, 1))
     nac = read(bytes(data))
