@@ -82,7 +82,7 @@ _I16 = struct.Struct("<h")
 
 
 @functools.lru_cache(maxsize=256)
-def _i16s(n: int) -> struct.Struct:
+def i16s(n: int) -> struct.Struct:
     return struct.Struct(f"<{n}h")
 
 class InstructionTable(LazyRecords):
@@ -129,10 +129,10 @@ class InstructionTable(LazyRecords):
         if counted:
             c_len = _I16.unpack_from(code, p)[0] + 1
         if c_len:
-            c = _i16s(c_len).unpack_from(code, p)
+            c = i16s(c_len).unpack_from(code, p)
             p += 2 * c_len
         if d_len:
-            d = _i16s(d_len).unpack_from(code, p)
+            d = i16s(d_len).unpack_from(code, p)
         return a, b, c, d
 
     def _count(self) -> int:

@@ -33,7 +33,7 @@ from .cursor import Cursor
 from .gc_pause import collector_paused
 from .mapped import read_at
 from .mmap_table import RECORD_HEAD, MmapTable
-from .instruction_table import InstructionTable
+from .instruction_table import InstructionTable, i16s as _i16s
 from .model import (Constant, InputName, Instruction, NacFile,
                     NamedArray, Orch, Parameter, Proc, Resource, TensorMeta)
 from ..spans import UNPARSED, Span
@@ -93,24 +93,26 @@ class _OpsLayout:
             got = self._cache[key] = (c_fix, d, counted)
         return got
 
-    def _verdict(self, code: bytes, d_too: bool = True) -> int:
+    def _ab_sound(self, a: int, b: int) -> bool:
+        """Whether A and B alone name no problem: a known op, and a regular op's signature in
+        PERM (or none needed)."""
+        if a >= 10:
+            return a in self.names and (not b or b in self.sig_info or a in self.getitem_ops)
+        return a in _KNOWN_SYSTEM
+
+    def _verdict(self, code: bytes) -> int:
         """What one encoding allows: the lowest D offset (an instruction ``i`` is sound when
         ``i + verdict >= 0``), or ``_FLAGGED`` when the field-by-field decoder would name a
         problem whatever its index (unknown op, signature not in PERM, a later D, constant
         slots unlike C's count)."""
         a, b = code[0], code[1]
-        if a >= 10:
-            if a not in self.names or (b and b not in self.sig_info and a not in self.getitem_ops):
-                return _FLAGGED
-        elif a not in _KNOWN_SYSTEM:
+        if not self._ab_sound(a, b):
             return _FLAGGED
         c_fix, d_len, counted = self.layout(a, b)
         if not d_len or a == OP_CONVERGENCE:
             return 0
-        if not d_too:
-            return _FLAGGED
-        k = _I16.unpack_from(code, 2)[0] if counted else c_fix - 1
-        d = struct.unpack_from(f"<{d_len}h", code, 4 + 2 * k)
+        k = code[2] | code[3] << 8 if counted else c_fix - 1     # (a negative count stops the walk first)
+        d = _i16s(d_len).unpack_from(code, 4 + 2 * k)
         if max(d) > 0 or (a >= 10 and counted and d.count(0) != k):
             return _FLAGGED
         return min(d)
@@ -183,8 +185,8 @@ class _OpsLayout:
         c_fix, d, counted = self.layout(a, b)
         if counted:
             return -(2 + d)
-        # an instruction whose A and B alone make it sound needs no look at its other bytes
-        return 1 + c_fix + d + (_SOUND if self._verdict(bytes((a, b)), d_too=False) == 0 else 0)
+        # an instruction without D whose A and B name no problem needs no verdict
+        return 1 + c_fix + d + (_SOUND if not d and self._ab_sound(a, b) else 0)
 
 
 class _Problems:
