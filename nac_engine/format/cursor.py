@@ -23,6 +23,7 @@ def _st(fmt: str) -> struct.Struct:
 
 _SCALARS = {"u8": "B", "i8": "b", "u16": "H", "i16": "h", "u32": "I", "i32": "i",
             "u64": "Q", "i64": "q", "f32": "f", "f64": "d"}
+_KIND_STRUCTS = {kind: _st(code) for kind, code in _SCALARS.items()}
 
 
 class Cursor:
@@ -58,18 +59,21 @@ class Cursor:
 
     # -- reads ---------------------------------------------------------------------------
     def scalar(self, kind: str, name: Optional[str] = None, parent: Optional[Span] = None) -> Any:
-        st = _st(_SCALARS[kind])
-        self.need(st.size, name or kind)
-        (v,) = st.unpack_from(self.buf, self.pos - self.base)
+        st = _KIND_STRUCTS[kind]
+        pos, size = self.pos, st.size
+        if size > self.limit - pos:
+            self.need(size, name or kind)
+        (v,) = st.unpack_from(self.buf, pos - self.base)
         if name is not None:
-            (parent or self.span).add(self.pos, st.size, name, kind, v)
-        self.pos += st.size
+            (parent or self.span).add(pos, size, name, kind, v)
+        self.pos = pos + size
         return v
 
     def array(self, kind: str, n: int, name: Optional[str] = None, parent: Optional[Span] = None) -> tuple:
         code = _SCALARS[kind]
-        size = struct.calcsize(code)
-        self.need(n * size, name or kind)
+        size = _KIND_STRUCTS[kind].size
+        if n * size > self.limit - self.pos or n < 0:
+            self.need(n * size, name or kind)
         vals = _st(f"{n}{code}").unpack_from(self.buf, self.pos - self.base) if n else ()
         if name is not None:
             p = parent or self.span
