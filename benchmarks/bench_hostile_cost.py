@@ -16,8 +16,8 @@ the same run). Builds the crafted files in a temp dir from the model classes:
   all differ even with references made relative (random references and constants: every line is
   formatted and checked on its own); ``tensors_25k``: 25,000 tensor records;
   ``rsrc_20k``: 20,000 RSRC entries; ``names_shortest``: 65,000 DATA name records with empty names
-  (the most u16 ids allow); ``rsrc_shortest``: 170,000 RSRC entries with empty names and payloads:
-  an object per 4-6 bytes, over the 20 B per byte bound today (a Parameter / Resource object each)
+  (the most u16 ids allow); ``inputs_shortest``: 250,000 empty input names; ``rsrc_shortest``: 170,000 RSRC entries with empty names and payloads:
+  an object per 4-6 bytes (a Parameter, an InputName, a Resource) unless the reader keeps the bytes
 * peers: ``mind_1m`` (1 MB of MIND IR lines), ``tvmr_1m`` (120,000 TVMR instructions), and the
   corpus' ``gemm.hwx`` / ``matmul_small.neff`` as they are (read = open_peer); MIND's harder lines:
   ``mind_const_1m`` (1 MB of ``ConstF32`` lines), ``mind_undefined_1m`` (1 MB of lines each using an
@@ -47,7 +47,7 @@ import tracemalloc
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from nac_engine import read, verify, write  # noqa: E402
-from nac_engine.format.model import (Constant, Instruction, MmapCommand, MmapRecord, Orch, Parameter,  # noqa: E402
+from nac_engine.format.model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, Orch, Parameter,  # noqa: E402
                                      Resource, TensorMeta)
 from nac_engine.errors import NacFormatError  # noqa: E402
 from nac_engine.text.asm import assemble  # noqa: E402
@@ -59,7 +59,7 @@ from tests.format.test_regressions import small_file  # noqa: E402
 MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")
 
 
-CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "mmap_shortest", "cmap_1m", "cnst_65k", "cnst_lists", "ops_1m", "ops_shortest", "ops_distinct", "tensors_25k", "rsrc_20k", "names_shortest", "rsrc_shortest")
+CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "mmap_shortest", "cmap_1m", "cnst_65k", "cnst_lists", "ops_1m", "ops_shortest", "ops_distinct", "tensors_25k", "rsrc_20k", "names_shortest", "inputs_shortest", "rsrc_shortest")
 
 
 
@@ -188,6 +188,9 @@ def build(name: str, scale: float = 1.0) -> bytes:
         nac.header.weights_internal = False
         for pid in range(2, 2 + k(65_000)):
             nac.params[pid] = Parameter(pid, "")
+    elif name == "inputs_shortest":
+        # 250,000 input names with an empty name (indices past the program: a problem each)
+        nac.input_names = [InputName(i % 65536, "") for i in range(k(250_000))]
     elif name == "rsrc_shortest":
         # 170,000 resources with an empty name and payload
         nac.rsrc = [Resource("", _payload=b"") for _ in range(k(170_000))]

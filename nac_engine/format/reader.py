@@ -33,8 +33,9 @@ from .cursor import Cursor
 from .gc_pause import collector_paused
 from .mapped import read_at
 from .mmap_table import RECORD_HEAD, MmapTable
+from .name_tables import NAME_HEAD as _NAME_HEAD, InputNameTable, NameRecords, ParamTable
 from .instruction_table import InstructionTable, i16s as _i16s
-from .model import (Constant, InputName, Instruction, NacFile,
+from .model import (Constant, Instruction, NacFile,
                     NamedArray, Orch, Parameter, Proc, Resource, TensorMeta)
 from ..spans import UNPARSED, Span
 
@@ -178,6 +179,11 @@ class _OpsLayout:
             pass
         return w << 1
 
+    def end_walk(self) -> None:
+        """Drop what only the walk needs: the table keeps :meth:`layout` (and so this object)
+        for as long as the file is open, and a section of distinct encodings fills the verdicts."""
+        self._verdicts, self._words = {}, None
+
     def _walk_length(self, a: int, b: int) -> int:
         """An instruction's length in i16 words when C is not counted (plus ``_SOUND`` when
         its A and B alone make it sound); when it is, minus the length without C's values
@@ -189,11 +195,11 @@ class _OpsLayout:
         return 1 + c_fix + d + (_SOUND if not d and self._ab_sound(a, b) else 0)
 
 
-class _Problems:
-    """What a lenient read found. A hostile file can repeat one defect hundreds of thousands of
-    times (a CMAP of duplicate ids): past :data:`PROBLEMS_PER_KIND` of one kind (same section,
-    same reason but for its numbers) they are counted, and one closing problem says how many
-    more there were, so problems cost bounded memory."""
+class ProblemList:
+    """What a lenient read (or verify) found. A hostile file can repeat one defect hundreds of
+    thousands of times (a CMAP of duplicate ids): past :data:`PROBLEMS_PER_KIND` of one kind
+    (same section, same reason but for its numbers) they are counted, and one closing problem
+    says how many more there were, so problems cost bounded memory."""
 
     def __init__(self, strict: bool):
         self.strict = strict
@@ -203,7 +209,24 @@ class _Problems:
     def add(self, err: NacFormatError) -> None:
         if self.strict:
             raise err
-        key = problem_kind(err)
+        if self._kept(err.section, err.offset, err.reason):
+            self.items.append(err)
+
+    append = add
+
+    def extend(self, errors) -> None:
+        for err in errors:
+            self.add(err)
+
+    def report(self, section: str, offset: int, reason: str) -> None:
+        """:meth:`add` of ``NacFormatError(section, offset, reason)``, made only if it is kept."""
+        if self.strict or self._kept(section, offset, reason):
+            self.add(NacFormatError(section, offset, reason))
+
+    def _kept(self, section: str, offset: int, reason: str) -> bool:
+        # the kind without its numbers: digits dropped (a C-level translate; the text with
+        # the numbers as # is made once per kind, for the closing problem)
+        key = (section.split("/")[0], reason.translate(_DIGITS))
         seen = self._kinds.get(key)
         if seen is None:
             self._kinds[key] = [1, 0]
@@ -211,16 +234,17 @@ class _Problems:
             seen[0] += 1
         else:
             if not seen[1]:
-                seen.append(err)        # the first one left out: where the count starts
+                seen.append((section, offset, reason))  # the first one left out: where the count starts
             seen[1] += 1
-            return
-        self.items.append(err)
+            return False
+        return True
 
     def finish(self) -> None:
-        for (section, reason), (_kept, more, *first) in self._kinds.items():
+        for (_kind, _text), (_kept, more, *first) in self._kinds.items():
             if more:
-                self.items.append(NacFormatError(first[0].section, first[0].offset,
-                                                 f"… and {more:,} more like this ({reason})"))
+                section, offset, reason = first[0]
+                self.items.append(NacFormatError(section, offset, f"… and {more:,} more like this "
+                                                 f"({problem_kind(NacFormatError(section, offset, reason))[1]})"))
 
 
 class _Repeats:
@@ -239,6 +263,7 @@ class _Repeats:
 
 #: Problems of one kind kept by a lenient read before the rest are only counted.
 PROBLEMS_PER_KIND = 1000
+_DIGITS = str.maketrans("", "", "0123456789")
 
 
 # --------------------------------------------------------------------------- entry point
@@ -291,7 +316,7 @@ def read(source, *, strict: bool = True, weights: Optional[str] = None) -> NacFi
     nac.private_buffer = private
     try:
         with collector_paused():
-            problems = _Problems(strict)
+            problems = ProblemList(strict)
             _Reader(nac, buf, problems, fh.fileno() if closer is not None else None).run()
             problems.finish()
     except BaseException:
@@ -323,7 +348,7 @@ def _read_whole(fh, size: int) -> memoryview:
 
 
 class _Reader:
-    def __init__(self, nac: NacFile, buf, problems: _Problems, fd: Optional[int] = None):
+    def __init__(self, nac: NacFile, buf, problems: ProblemList, fd: Optional[int] = None):
         self.nac = nac
         self.fd = fd
         self.buf = buf
@@ -525,6 +550,7 @@ class _Reader:
             end = self._fault_pos
             raise
         finally:
+            lay.end_walk()
             cur.pos = end
             s = np.frombuffer(starts, dtype=np.uint32).astype(np.int64)
             ends = np.empty_like(s)
@@ -749,58 +775,20 @@ class _Reader:
         nac = self.nac
         sink = _NoSpans()
         b1 = sp.add(cur.pos, 0, "names", "block1")
-        start = cur.pos
         n = cur.scalar("u32", "count", b1)
         cur.check_count(n, 4, "parameter name")
-        names = _NameRecords()
-        _name_spans(b1, names, "param", "id", "{} = {}")
-        params, rec_head = nac.params, _NAME_HEAD.unpack_from
-        buf, base, limit = cur.buf, cur.base, cur.limit
-        add_start, add_id, add_name = names.starts.append, names.ids.append, names.names.append
-        try:
-            for i in range(n):
-                rs = cur.pos
-                cur.need(4, "id")
-                pid, ln = rec_head(buf, rs - base)
-                cur.pos = rs + 4
-                try:
-                    if rs + 4 + ln > limit:
-                        raise ValueError
-                    name = str(buf[rs + 4 - base:rs + 4 + ln - base], "utf-8")
-                    cur.pos += ln
-                except ValueError:       # (UnicodeDecodeError too) the cursor says what and where
-                    name = cur.text(ln, "name", sink)
-                add_start(rs)
-                add_id(pid)
-                add_name(name)
-                if pid in params:
-                    self.p.add(NacFormatError("DATA/names", rs, f"parameter id {pid} is named twice"))
-                params[pid] = Parameter(pid, name, _file=nac)
-        except NacFormatError:
-            cur.pos = rs
-            _name_record_spans(cur, b1, len(names), "param", "id", "{} = {}")
-            raise
-        b1.length = cur.pos - start
+        present = bytearray(8192)         # a bit per u16 id
+
+        def params(records: NameRecords, distinct: int) -> None:
+            nac.params = ParamTable(records, nac, present, distinct)
+        self._name_block(cur, b1, n, "param", "id", "{} = {}", present, params)
         b2 = sp.add(cur.pos, 0, "inputs", "block2")
-        start = cur.pos
         m = cur.scalar("u32", "count", b2)
         cur.check_count(m, 4, "input name")
-        inputs = _NameRecords()
-        _name_spans(b2, inputs, "input", "index", "v{} = {}")
-        try:
-            for i in range(m):
-                rs = cur.pos
-                cur.need(4, "index")
-                idx, ln = rec_head(cur.buf, rs - cur.base)
-                cur.pos = rs + 4
-                name = cur.text(ln, "name", sink)
-                inputs.append(rs, idx, name)
-                nac.input_names.append(InputName(idx, name))
-        except NacFormatError:
-            cur.pos = rs
-            _name_record_spans(cur, b2, len(inputs), "input", "index", "v{} = {}")
-            raise
-        b2.length = cur.pos - start
+
+        def inputs(records: NameRecords, _distinct: int) -> None:
+            nac.input_names = InputNameTable(records)
+        self._name_block(cur, b2, m, "input", "index", "v{} = {}", None, inputs)
         if not nac.header.weights_internal:
             return
         b3 = sp.add(cur.pos, 0, "tensors", "block3")
@@ -860,6 +848,48 @@ class _Reader:
                     raise
         finally:
             b3.length = cur.pos - start
+
+    def _name_block(self, cur: Cursor, block: Span, n: int, kind: str, key: str, value: str,
+                    present: Optional[bytearray], store) -> None:
+        """Check ``n`` name records (u16 key, u16 length, UTF-8 name) and keep where each starts;
+        with ``present``, each key is a parameter id, marked there, and one named twice is a
+        problem. ``store(records, distinct keys)`` receives the :class:`NameRecords` (also when
+        a fault ends the block: what decoded is kept)."""
+        buf, base, limit = cur.buf, cur.base, cur.limit
+        first = cur.pos
+        starts = array("Q")
+        append, rec_head = starts.append, _NAME_HEAD.unpack_from
+        distinct = 0
+        try:
+            for _ in range(n):
+                rs = cur.pos
+                cur.need(4, key)
+                ident, ln = rec_head(buf, rs - base)
+                cur.pos = rs + 4
+                try:
+                    if rs + 4 + ln > limit:
+                        raise ValueError
+                    str(buf[rs + 4 - base:rs + 4 + ln - base], "utf-8")
+                    cur.pos += ln
+                except ValueError:       # (UnicodeDecodeError too) the cursor says what and where
+                    cur.text(ln, "name", _NoSpans())
+                append(rs - first)
+                if present is not None:
+                    bit = 1 << (ident & 7)
+                    if present[ident >> 3] & bit:
+                        self.p.add(NacFormatError("DATA/names", rs, f"parameter id {ident} is named twice"))
+                    else:
+                        present[ident >> 3] |= bit
+                        distinct += 1
+        except NacFormatError:
+            cur.pos = rs
+            _name_record_spans(cur, block, len(starts), kind, key, value)
+            raise
+        finally:
+            block.length = cur.pos - block.offset
+            records = NameRecords(bytes(buf[first - base:cur.pos - base]), first, starts)
+            _name_spans(block, records, kind, key, value)
+            store(records, distinct)
 
     def _record_bytes(self, offset: int, n: int) -> bytes:
         """Small reads between tensors go through pread: touching the mapping would fault in
@@ -1120,40 +1150,20 @@ def _u32s(n: int) -> struct.Struct:
 
 _U16, _U32 = struct.Struct("<H"), struct.Struct("<I")
 _ITEMSIZE = {code: np.dtype(s).itemsize for code, s in L.NUMPY_STORAGE.items()}
-_NAME_HEAD = struct.Struct("<HH")          # DATA name record: id (or index), name length
 _TENSOR_HEAD = struct.Struct("<HIQ")       # DATA tensor record: param id, meta length, data length
 
 
-class _NameRecords:
-    """What DATA block 1/2 spans are built from: each record's start, id and name (its byte
-    length is the name's UTF-8 length: the name was decoded from exactly those bytes)."""
-    __slots__ = ("starts", "ids", "names")
-
-    def __init__(self):
-        self.starts, self.ids, self.names = array("Q"), array("H"), []
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    def append(self, start: int, ident: int, name: str) -> None:
-        self.starts.append(start)
-        self.ids.append(ident)
-        self.names.append(name)
-
-
-
-
-def _name_spans(block: Span, records: _NameRecords, kind: str, key: str, value: str) -> None:
-    """DATA block 1/2 record spans from what the reader kept."""
+def _name_spans(block: Span, records: NameRecords, kind: str, key: str, value: str) -> None:
+    """DATA block 1/2 record spans from the records the reader kept."""
     def make(i: int) -> Span:
-        rs, ident, name = records.starts[i], records.ids[i], records.names[i]
+        rs, ident, name = records.record(i)
         ln = len(name.encode("utf-8"))
         rec = block.detached(rs, 4 + ln, f"{kind}[{i}]", kind, value.format(ident, name))
         rec.add(rs, 2, key, "u16", ident)
         rec.add(rs + 2, 2, "length", "u16", ln)
         rec.add(rs + 4, ln, "name", "utf8", name)
         return rec
-    block.set_index(records.__len__, records.starts.__getitem__, make)
+    block.set_index(records.__len__, lambda i: records.base + records.starts[i], make)
 
 
 def _name_record_spans(cur: Cursor, block: Span, i: int, kind: str, key: str, value: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..errors import NacFormatError
 from ..isa.optable import OP_INPUT
 from .mmap_table import iter_records
+from .name_tables import parameter_items
 from .model import NacFile
 
 
@@ -37,7 +38,7 @@ def summarize(nac: NacFile) -> dict:
                for p in nac.output_producers() if 0 <= p < len(nac.instructions)]
     total_bytes = 0
     params = []
-    for p in nac.params.values():
+    for _pid, p in parameter_items(nac.params):
         entry = {"id": p.id, "name": p.name}
         if p.meta is not None:
             entry.update(dtype=p.meta.dtype_name, shape=list(p.meta.logical_shape), quant=p.quant_name,

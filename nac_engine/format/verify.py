@@ -16,8 +16,9 @@ from ..isa.optable import OP_INPUT, OP_OUTPUT
 from . import layout as L
 from .instruction_table import InstructionTable, byte_words, distinct_encodings
 from .mmap_table import iter_records
+from .name_tables import iter_input_names, made_parameters
 from .model import NacFile
-from .reader import read
+from .reader import ProblemList, read
 from .tensor_rules import MAX_RANK, tensor_problems
 from .weights import external_weight_problems
 
@@ -53,12 +54,11 @@ def _instruction_problems(nac: NacFile, ins, names: dict, out: list) -> None:
                                f"this node; it cannot be executed")
     if ins.a == OP_INPUT:
         if ins.b == 1 and ins.c and len(ins.c) > 1:
-            p = nac.params.get(ins.c[1])
-            if p is None:
+            if ins.c[1] not in nac.params:      # (a read file's parameters are not made for it)
                 add("OPS", ins.offset, f"instruction {ins.index}: loads parameter id {ins.c[1]}, "
                                        f"which DATA does not name")
-            elif nac.header.weights_internal and p.meta is None:
-                add("OPS", ins.offset, f"instruction {ins.index}: parameter {p.name!r} has no tensor "
+            elif nac.header.weights_internal and nac.params[ins.c[1]].meta is None:
+                add("OPS", ins.offset, f"instruction {ins.index}: parameter {nac.params[ins.c[1]].name!r} has no tensor "
                                        f"in DATA block 3")
         elif ins.b == 3 and ins.c and len(ins.c) > 1 and ins.c[1] not in nac.constants:
             add("OPS", ins.offset, f"instruction {ins.index}: lifted constant id {ins.c[1]} is not in CNST")
@@ -80,8 +80,8 @@ _CHUNK = 1 << 12
 
 
 def _semantic(nac: NacFile) -> list[NacFormatError]:
-    out: list[NacFormatError] = []
-    add = lambda sec, off, why: out.append(NacFormatError(sec, off, why))  # noqa: E731
+    out = ProblemList(strict=False)       # a defect repeated per record is counted past a point
+    add = out.report
     n = len(nac.instructions)
     names = nac.op_names
     instrs = nac.instructions
@@ -123,7 +123,7 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
         problem = arr.problem()
         if problem:
             add("ARRS", max(arr.data_offset, 0), problem)
-    for rec in nac.input_names:
+    for rec in iter_input_names(nac.input_names):
         if rec.index not in inputs_b0:
             add("DATA/inputs", 0, f"input name {rec.name!r} points to instruction {rec.index}, "
                                   f"which is not a user-data <INPUT B=0>")
@@ -153,7 +153,7 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
     plain: dict = {}
     unknown_dtype = []      # reported after the unparsed bytes, as they always were
     dtype_names = L.DTYPE_NAMES
-    for p in nac.params.values():
+    for p in made_parameters(nac.params):        # (an unmade parameter has no tensor)
         m = p.meta
         if m is None:
             continue
@@ -182,4 +182,5 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
                     f"{leaf.length} bytes here belong to no decoded field")
     for p in unknown_dtype:
         add("DATA/tensors", p.data_offset, f"parameter {p.name!r}: unknown dtype code {p.meta.dtype}")
-    return out
+    out.finish()
+    return out.items

@@ -28,6 +28,7 @@ from ..isa.optable import standard_ops
 from . import layout as L
 from .deferred_values import DeferredValues
 from .mmap_table import iter_records
+from .name_tables import iter_input_names, parameter_names
 from .model import Constant, Instruction, NacFile, Orch, TensorMeta
 
 _RANGES = {"B": (0, 0xFF), "H": (0, 0xFFFF), "I": (0, 0xFFFFFFFF), "Q": (0, 2 ** 64 - 1),
@@ -407,11 +408,11 @@ def encode_constant(c: Constant, out: _Out, label: str) -> None:
 
 def _data(nac: NacFile, out: _Out) -> None:
     out.put("I", len(nac.params), "DATA parameter count")
-    for pid, p in nac.params.items():
+    for pid, name in parameter_names(nac.params):
         out.put("H", pid, "DATA parameter id")
-        out.text(p.name, "H", "parameter name")
+        out.text(name, "H", "parameter name")
     out.put("I", len(nac.input_names), "DATA input-name count")
-    for n in nac.input_names:
+    for n in iter_input_names(nac.input_names):
         out.put("H", n.index, f"DATA input index of {n.name!r}")
         out.text(n.name, "H", "input name")
     if not nac.header.weights_internal:

@@ -24,9 +24,11 @@ import numpy as np
 from ..format import layout as L
 from ..format.instruction_table import InstructionTable, byte_words, distinct_encodings
 from ..format.mmap_table import iter_records
+from ..format.name_tables import iter_input_names, made_parameter, parameter_names
 from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
 from ..isa.mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
+from ..isa.optable import OP_INPUT
 from ..isa.tisa import format_tisa
 from .textops import Tables, format_instruction, instruction_template
 
@@ -52,13 +54,14 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
         yield f".perm {sid} {json.dumps(sig)}"
     for c, literal in zip(nac.constants.values(), t.const_literals):
         yield ".const " + _const_directive(c, literal)
-    for pid, p in nac.params.items():
-        yield f".param {pid} {format_name(p.name)}"
+    for pid, name in parameter_names(nac.params):
+        yield f".param {pid} {format_name(name)}"
     yield from _tensor_lines(nac)
-    names = {n.index: n.name for n in nac.input_names}
+    count = len(nac.instructions)     # a name for an index past the program labels nothing
+    names = {n.index: n.name for n in iter_input_names(nac.input_names) if n.index < count}
     derivable = _inputs_derivable(nac)
     if not derivable:
-        for n in nac.input_names:
+        for n in iter_input_names(nac.input_names):
             yield f".input {n.index} {format_name(n.name)}"
     by_tick = nac.mmap_by_tick() if mmap_comments else {}
     modules = _module_paths(nac)
@@ -223,8 +226,11 @@ def _ops_line(nac: NacFile, ins, t: Tables, input_names: dict, tick_notes: dict)
 
 
 def _param_note(nac: NacFile, ins) -> tuple:
-    """A parameter load's note: its tensor's dtype and shape."""
-    p = nac.param_for(ins)
+    """A parameter load's note: its tensor's dtype and shape (none while a read file's
+    parameters are unmade: only a tensor record or a weights file gives one a shape)."""
+    if not (ins.a == OP_INPUT and ins.b == 1 and ins.c and len(ins.c) >= 2):
+        return ()
+    p = made_parameter(nac.params, ins.c[1])
     return (f"{p.dtype}{list(p.shape)}",) if p is not None and p.meta is not None else ()
 
 
@@ -291,8 +297,12 @@ def _inputs_derivable(nac: NacFile) -> bool:
         expect = np.flatnonzero(bare).tolist()
     else:
         expect = [i.index for i in instrs if i.a == 2 and i.b == 0 and i.c is None and i.d is None]
-    idx = [n.index for n in nac.input_names]
-    return idx == sorted(set(idx)) and set(idx) <= set(expect)
+    expect, last = set(expect), -1
+    for n in iter_input_names(nac.input_names):     # strictly increasing, each a bare <INPUT>
+        if n.index <= last or n.index not in expect:
+            return False
+        last = n.index
+    return True
 
 
 def _const_directive(c: Constant, literal: Optional[str] = None) -> str:

@@ -23,6 +23,7 @@ from typing import NamedTuple, Optional
 
 from ..format import layout as L
 from ..format.model import Constant, Instruction, NacFile
+from ..format.name_tables import parameter_name, parameter_names
 from ..isa.coerce import CODE_TYPES, InexactCoercion, as_used, differs, is_scalar
 from .literals import format_literal, format_name, parse_literal, parse_name, split_top, strip_comment
 from ..isa.optable import (OP_INPUT, OP_OUTPUT, SYSTEM_OPS, count_const_codes, standard_ops)
@@ -65,7 +66,13 @@ class Tables:
         self.const_ids: dict = {}
         for cid, key in zip(nac.constants, self.const_literals):
             self.const_ids.setdefault(key, []).append(cid)
-        self.param_ids = _reverse({pid: p.name for pid, p in nac.params.items()})
+        # parameter name -> the first id it names, and the names of more than one id (a read
+        # file's parameters are walked, not made: a hostile DATA names 65k in 4 bytes each)
+        self.param_ids: dict[str, int] = {}
+        self.shared_param_names: set = set()
+        for pid, name in parameter_names(nac.params):
+            if self.param_ids.setdefault(name, pid) != pid:
+                self.shared_param_names.add(name)
         self._used_ids: dict = {}
         self.templates: dict = {}       # an instruction's shape -> its template (instruction_template)
         # at most one kept per 16 instructions (a real program has a few hundred shapes; a crafted
@@ -289,8 +296,8 @@ def _readable(ins: Instruction, t: Tables, input_names: dict,
         if c is None or len(c) != 2 or c[0] != 1 or d is not None:
             return None
         if b == 1:
-            pname = t.nac.params[c[1]].name if c[1] in t.nac.params else None
-            if pname is not None and t.param_ids.get(pname) == [c[1]]:
+            pname = parameter_name(t.nac.params, c[1])
+            if pname is not None and t.param_ids.get(pname) == c[1] and pname not in t.shared_param_names:
                 return head + "param " + format_name(pname)
             return head + f"param #{c[1]}"
         if b == 3:
@@ -416,10 +423,9 @@ def parse_instruction(line: str, expect_index: int, t: Tables, dry_run: bool = F
         if rest.startswith("#"):
             pid = int(rest[1:])
         else:
-            ids = t.param_ids.get(parse_name(rest))
-            if not ids:
+            pid = t.param_ids.get(parse_name(rest))
+            if pid is None:
                 raise TextError(lineno, f"unknown parameter {rest!r} (declare it with .param)")
-            pid = ids[0]
         return Instruction(idx, OP_INPUT, 1, (1, pid), None)
     if word == "lifted":
         return Instruction(idx, OP_INPUT, 3, (1, _const_ref(rest, t, dry_run, lineno)), None)

@@ -64,6 +64,11 @@ def crafted(kind: str, scale: int) -> bytes:
     elif kind == "ops_distinct":
         nac.constants.update(_int_constants(400 * scale))
         nac.instructions = distinct_ops(nac, 2_000 * scale, 400 * scale)
+    elif kind == "names_shortest":   # empty parameter names: 4 bytes each (ids are u16: 64k at most)
+        nac.header.weights_internal = False
+        nac.params = {pid: Parameter(pid, "") for pid in range(2, 2 + 16_000 * scale)}
+    elif kind == "inputs_shortest":  # empty input names: 4 bytes each
+        nac.input_names = [InputName(i % 65536, "") for i in range(60_000 * scale)]
     elif kind == "rsrc":
         nac.rsrc = [Resource(f"res/{i}.json", _payload=b'{"k": %d}' % i) for i in range(4_000 * scale)]
     elif kind == "cmap":     # 4-byte records whose ids repeat: a duplicate-id warning each
@@ -91,7 +96,8 @@ def _distinct_orch(size: int) -> bytes:
     return b"".join(parts)
 
 
-KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "mmap_shortest", "cmap", "cnst", "tensors", "rsrc", "ops", "ops_shortest", "ops_distinct")
+KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "mmap_shortest", "cmap", "cnst", "tensors", "rsrc", "ops",
+         "ops_shortest", "ops_distinct", "names_shortest", "inputs_shortest")
 STEPS = {
     "read": lambda p: read(p, strict=False).close(),
     "verify": verify,
@@ -315,7 +321,7 @@ def _reference_ops(data: bytes):
     from nac_engine.format import reader as R
     nac = read(data, strict=False)
     ops = nac.spans.find("OPS")
-    problems = R._Problems(False)
+    problems = R.ProblemList(False)
     r = R._Reader.__new__(R._Reader)
     r.nac, r.buf, r.p = nac, nac._buf, problems
     start = ops.offset + 8

@@ -1,0 +1,209 @@
+"""DATA's name blocks (parameters, inputs) held as the block's bytes plus one start per record.
+
+A name record is 4 bytes and an empty name: a hostile block of 65,000 of them made a
+:class:`Parameter` (and a dict entry, and an int) per record, 46 bytes of RAM per file byte at
+read. The reader keeps what it validated; :class:`ParamTable` (the ``params`` mapping) and
+:class:`InputNameTable` (the ``input_names`` list) make their objects the first time they are
+used, then behave as that dict or list. ``verify``, ``dis``, ``nac info`` and the writer walk
+:func:`parameter_items` and :func:`iter_input_names`, which make each object afresh and keep none.
+A file with internal weights makes its parameters at read: its tensor records are bigger than
+the objects.
+"""
+from __future__ import annotations
+
+import struct
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from typing import Any, Optional
+
+from .lazy_records import LazyRecords
+from .model import InputName, Parameter
+
+NAME_HEAD = struct.Struct("<HH")        # a record's id (or input index) and its name's byte length
+
+
+class NameRecords:
+    """``code[starts[i]:]`` is record ``i`` (checked by the reader: it fits, its name is UTF-8),
+    at file offset ``base + starts[i]``."""
+
+    __slots__ = ("code", "base", "starts")
+
+    def __init__(self, code: bytes, base: int, starts: array):
+        self.code, self.base, self.starts = code, base, starts
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def record(self, i: int) -> tuple[int, int, str]:
+        """(file offset, id, name) of record ``i``."""
+        s = self.starts[i]
+        key, n = NAME_HEAD.unpack_from(self.code, s)
+        return self.base + s, key, str(self.code[s + 4:s + 4 + n], "utf-8")
+
+    def __iter__(self) -> Iterator[tuple[int, int, str]]:
+        code, base, head = self.code, self.base, NAME_HEAD.unpack_from
+        for s in self.starts:
+            key, n = head(code, s)
+            yield base + s, key, str(code[s + 4:s + 4 + n], "utf-8")
+
+
+class ParamTable(MutableMapping):
+    """``ParamTable(records, file, present, count)``: parameter id -> :class:`Parameter`, made
+    on first use. ``present`` is a bitset of the ids named (membership without the objects);
+    ``count`` is how many distinct ids there are (fewer than records: an id named twice, a
+    problem the reader reported, and the mapping keeps the later record's name)."""
+
+    __slots__ = ("_records", "_file", "_present", "_count", "_items", "_where")
+
+    def __init__(self, records: NameRecords, file: Any, present: bytearray, count: int):
+        self._records, self._file, self._present, self._count = records, file, present, count
+        self._items: Optional[dict] = None
+        self._where: Optional[array] = None     # id -> its record (the last), made by name_of
+
+    def name_of(self, pid: int) -> Optional[str]:
+        """Parameter ``pid``'s name (None if DATA does not name it), without making the
+        parameters: the first call indexes the records by id (4 bytes per id up to the largest)."""
+        if self._items is not None:
+            p = self._items.get(pid)
+            return None if p is None else p.name
+        if pid not in self:
+            return None
+        where = self._where
+        if where is None:
+            starts, code, head = self._records.starts, self._records.code, NAME_HEAD.unpack_from
+            largest = max(head(code, s)[0] for s in starts)
+            where = self._where = array("i", bytes(4 * (largest + 1)))
+            for i, s in enumerate(starts):
+                where[head(code, s)[0]] = i
+        return self._records.record(where[pid])[2]
+
+    def _dict(self) -> dict:
+        items = self._items
+        if items is None:
+            file = self._file
+            items = self._items = {}
+            for _offset, pid, name in self._records:
+                items[pid] = Parameter(pid, name, _file=file)     # a later record of an id wins
+        return items
+
+    def items_once(self) -> Iterator[tuple[int, Parameter]]:
+        """(id, parameter) in order, made afresh and not kept (the mapping's own once made)."""
+        if self._items is not None or self._count != len(self._records):
+            return iter(self._dict().items())
+        file = self._file
+        return ((pid, Parameter(pid, name, _file=file)) for _offset, pid, name in self._records)
+
+    def names_once(self) -> Iterator[tuple[int, str]]:
+        """(id, name) in order, without making any parameter."""
+        if self._items is not None or self._count != len(self._records):
+            return ((pid, p.name) for pid, p in self._dict().items())
+        return ((pid, name) for _offset, pid, name in self._records)
+
+    def __contains__(self, pid: object) -> bool:
+        if self._items is not None:
+            return pid in self._items
+        return isinstance(pid, int) and 0 <= pid < 65536 and bool(self._present[pid >> 3] & (1 << (pid & 7)))
+
+    def __len__(self) -> int:
+        if self._items is not None:
+            return len(self._items)
+        return self._count
+
+    def __getitem__(self, pid: int) -> Parameter:
+        return self._dict()[pid]
+
+    def get(self, pid: int, default: Any = None) -> Any:
+        return self._dict().get(pid, default)
+
+    def __setitem__(self, pid: int, p: Parameter) -> None:
+        self._dict()[pid] = p
+
+    def __delitem__(self, pid: int) -> None:
+        del self._dict()[pid]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._dict())
+
+    def keys(self):
+        return self._dict().keys()
+
+    def values(self):
+        return self._dict().values()
+
+    def items(self):
+        return self._dict().items()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self._dict() == dict(other.items())
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"ParamTable({len(self)} parameters)"
+
+
+class InputNameTable(LazyRecords):
+    """DATA block 2: :class:`InputName` objects made when the list is first asked for."""
+
+    __slots__ = ("_records",)
+
+    def __init__(self, records: NameRecords):
+        super().__init__()
+        self._records = records
+
+    def _count(self) -> int:
+        return len(self._records)
+
+    def _materialise(self) -> list:
+        return [InputName(index, name) for _offset, index, name in self._records]
+
+    def names_once(self) -> Iterator[InputName]:
+        """The input names in order, made afresh and not kept (the list's own once made)."""
+        if self._items is not None:
+            return iter(self._items)
+        return (InputName(index, name) for _offset, index, name in self._records)
+
+
+def parameter_items(params: Mapping) -> Iterator[tuple[int, Parameter]]:
+    """A file's (id, parameter) pairs without keeping them: a read file's made one at a time,
+    a built or used mapping's as they are."""
+    return params.items_once() if isinstance(params, ParamTable) else iter(params.items())
+
+
+def parameter_names(params: Mapping) -> Iterator[tuple[int, str]]:
+    """A file's (id, name) pairs in order, without making parameters."""
+    if isinstance(params, ParamTable):
+        return params.names_once()
+    return ((pid, p.name) for pid, p in params.items())
+
+
+def parameter_name(params: Mapping, pid: int) -> Optional[str]:
+    """Parameter ``pid``'s name, or None when the file does not name it (a read file's
+    parameters are not made for it)."""
+    if isinstance(params, ParamTable):
+        return params.name_of(pid)
+    p = params.get(pid)
+    return None if p is None else p.name
+
+
+def _unmade(params: Mapping) -> bool:
+    """A read file's parameters not made yet: nothing has been set on any but its name (only a
+    tensor record or a weights file gives one a shape, and either makes them)."""
+    return isinstance(params, ParamTable) and params._items is None
+
+
+def made_parameter(params: Mapping, pid: int) -> Optional[Parameter]:
+    """Parameter ``pid`` if the mapping's objects exist, else None (see :func:`_unmade`)."""
+    return None if _unmade(params) else params.get(pid)
+
+
+def made_parameters(params: Mapping) -> Iterable[Parameter]:
+    """The parameters whose objects exist: all of them, or none of a read file's unmade ones."""
+    return () if _unmade(params) else params.values()
+
+
+def iter_input_names(names: Iterable[InputName]) -> Iterator[InputName]:
+    """A file's input names without keeping them (see :func:`parameter_items`)."""
+    return names.names_once() if isinstance(names, InputNameTable) else iter(names)

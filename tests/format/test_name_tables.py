@@ -1,0 +1,92 @@
+"""DATA's name blocks as read: made when used, walked without being made, and the same file
+either way (what dis, verify, the writer and the spans see)."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from nac_engine import read, verify, write
+from nac_engine.format.model import InputName, Parameter
+from nac_engine.format.name_tables import (iter_input_names, made_parameters, parameter_items, parameter_name,
+                                           parameter_names)
+from nac_engine.text.disasm import disassemble
+
+from .test_regressions import small_file
+
+
+def _external(names: dict) -> bytes:
+    """A small file with external weights whose DATA names ``names`` ({id: name})."""
+    nac = small_file()
+    nac.header.weights_internal = False
+    nac.params = {pid: Parameter(pid, name) for pid, name in names.items()}
+    nac.instructions[1].c = (1, next(iter(names)))
+    return write(nac)
+
+
+def _record_at(data: bytes, ident: int, name: str) -> int:
+    return data.index(struct.pack("<HH", ident, len(name.encode())) + name.encode())
+
+
+def test_a_read_files_names_are_walked_not_made():
+    nac = read(_external({5: "a", 7: "b", 9: "c"}), strict=False)
+    assert list(parameter_names(nac.params)) == [(5, "a"), (7, "b"), (9, "c")]
+    assert len(nac.params) == 3 and 7 in nac.params and 8 not in nac.params
+    assert parameter_name(nac.params, 9) == "c" and parameter_name(nac.params, 8) is None
+    assert [(pid, p.name) for pid, p in parameter_items(nac.params)] == [(5, "a"), (7, "b"), (9, "c")]
+    assert list(made_parameters(nac.params)) == []       # none of that made them
+    disassemble(nac)
+    verify(nac)
+    assert list(made_parameters(nac.params)) == []
+    p = nac.params[7]                                    # the mapping protocol makes them, once
+    assert p is nac.params[7] and p.name == "b" and p.id == 7 and p._file is nac
+    assert [q.name for q in made_parameters(nac.params)] == ["a", "b", "c"]
+
+
+def test_an_id_named_twice_keeps_the_later_name_at_the_first_place():
+    data = bytearray(_external({5: "a", 7: "b", 9: "c"}))
+    at = _record_at(bytes(data), 9, "c")
+    data[at:at + 2] = struct.pack("<H", 5)
+    nac = read(bytes(data), strict=False)
+    assert any("parameter id 5 is named twice" in p.reason for p in nac.problems)
+    with pytest.raises(Exception, match="named twice"):
+        read(bytes(data))
+    want = [(5, "c"), (7, "b")]                           # as a dict filled record by record
+    assert list(parameter_names(nac.params)) == want and len(nac.params) == 2
+    assert parameter_name(nac.params, 5) == "c"
+    assert [(pid, p.name) for pid, p in parameter_items(nac.params)] == want
+    assert [(pid, p.name) for pid, p in nac.params.items()] == want
+
+
+def test_unmade_and_made_tables_give_the_same_listing_problems_and_bytes():
+    data = bytearray(_external({5: "a", 7: "b", 9: ""}))
+    at = _record_at(bytes(data), 9, "")
+    data[at:at + 2] = struct.pack("<H", 5)              # a defect too: id 5 named twice
+    lazy, made = read(bytes(data), strict=False), read(bytes(data), strict=False)
+    made.params.get(5)
+    made.input_names[0]
+    assert list(made_parameters(made.params)) and not list(made_parameters(lazy.params))
+    assert disassemble(lazy) == disassemble(made)
+    assert [(p.section, p.offset, p.reason) for p in verify(lazy)] == \
+           [(p.section, p.offset, p.reason) for p in verify(made)]
+    assert write(lazy) == write(made)
+    assert list(parameter_names(read(write(lazy)).params)) == [(5, ""), (7, "b")]
+
+
+def test_input_names_are_a_list_when_used_and_walked_otherwise():
+    nac = small_file()
+    nac.input_names = [InputName(0, "x"), InputName(0, "again"), InputName(40_000, "past the program")]
+    back = read(write(nac), strict=False)
+    assert len(back.input_names) == 3
+    assert [(n.index, n.name) for n in iter_input_names(back.input_names)] == \
+           [(0, "x"), (0, "again"), (40_000, "past the program")]
+    assert back.input_names == nac.input_names and back.input_names[2].name == "past the program"
+    problems = [p.reason for p in verify(back)]
+    assert any("'past the program' points to instruction 40000" in r for r in problems)
+
+
+def test_name_record_spans_come_from_the_kept_records():
+    data = _external({5: "a", 7: "bé"})
+    nac = read(data)
+    leaf = nac.span_at(_record_at(data, 7, "bé") + 5)
+    assert (leaf.name, leaf.value, leaf.parent.value) == ("name", "bé", "7 = bé")
