@@ -20,6 +20,7 @@ from typing import Iterable, Optional
 import numpy as np
 
 from ..errors import NacFormatError
+from .resource_table import find_resource as _find
 
 RESOURCE_NAME = "nac-studio/input-signature"
 VERSION = 1
@@ -100,10 +101,7 @@ def set_input_signature(nac, specs: Iterable[InputSpec]) -> None:
 
 def find_resource(nac, name: str):
     """The RSRC entry called ``name``, or ``None``."""
-    for r in (getattr(nac, "rsrc", None) or []):
-        if r.name == name:
-            return r
-    return None
+    return _find(getattr(nac, "rsrc", None), name)
 
 
 def resource_json(nac, name: str, max_bytes: int, versions: tuple = (VERSION,)) -> tuple[Optional[dict], int]:

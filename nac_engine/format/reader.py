@@ -34,9 +34,10 @@ from .gc_pause import collector_paused
 from .mapped import read_at
 from .mmap_table import RECORD_HEAD, MmapTable
 from .name_tables import NAME_HEAD as _NAME_HEAD, InputNameTable, NameRecords, ParamTable
+from .resource_table import ResourceTable
 from .instruction_table import InstructionTable, i16s as _i16s
 from .model import (Constant, Instruction, NacFile,
-                    NamedArray, Orch, Parameter, Proc, Resource, TensorMeta)
+                    NamedArray, Orch, Parameter, Proc, TensorMeta)
 from ..spans import UNPARSED, Span
 
 # Ops whose signature may be missing: the reference reader then assumes one constant and
@@ -994,10 +995,12 @@ class _Reader:
     def _sec_RSRC(self, cur: Cursor, sp: Span) -> None:
         n = cur.scalar("u32", "count")
         cur.check_count(n, 6, "RSRC file")
-        resources = self.nac.rsrc = []
-        # record spans built on first access from the resources themselves; a failing record
-        # gets its spans at once, from a second read
-        _resource_spans(sp, resources)
+        # each entry's head kept (its payload stays in the file), the Resource objects made on
+        # first use; record spans built on first access from the table, a failing record's at
+        # once, from a second read
+        heads, at, starts = bytearray(), array("Q"), array("Q")
+        table = self.nac.rsrc = ResourceTable(heads, at, starts, self.nac)
+        _resource_spans(sp, table)
         sink = _NoSpans()
         buf, base, limit = cur.buf, cur.base, cur.limit
         u16, u32 = _U16.unpack_from, _U32.unpack_from
@@ -1028,7 +1031,9 @@ class _Reader:
                 name = cur.text(ln, "name", rec)
                 cur.scalar("u32", "data_length", rec)
                 raise      # pragma: no cover - the second read fails where the first did
-            resources.append(Resource(name, cur.pos, dl, _file=self.nac))
+            at.append(len(heads))
+            heads += buf[rs - base:cur.pos - base]
+            starts.append(rs)
             cur.pos += dl
 
     def _sec_ARRS(self, cur: Cursor, sp: Span) -> None:
@@ -1176,15 +1181,13 @@ def _name_record_spans(cur: Cursor, block: Span, i: int, kind: str, key: str, va
     rec.length, rec.value = cur.pos - rs, value.format(ident, name)
 
 
-def _resource_spans(section: Span, records: list) -> None:
-    """RSRC record spans from the resources (a record is its name's length, the name, the data's
+def _resource_spans(section: Span, records: ResourceTable) -> None:
+    """RSRC record spans from the table (a record is its name's length, the name, the data's
     length and the data, which starts at ``data_offset``)."""
-    def start_of(i: int) -> int:
-        r = records[i]
-        return r.data_offset - 6 - len(r.name.encode("utf-8"))
+    start_of = records.start_of
 
     def make(i: int) -> Span:
-        r = records[i]
+        r = records.record(i)
         name, dl, rs = r.name, r.data_length, start_of(i)
         ln = r.data_offset - 6 - rs
         rec = section.detached(rs, 6 + ln + dl, f"file[{i}]", "resource", name)

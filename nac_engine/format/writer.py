@@ -29,6 +29,7 @@ from . import layout as L
 from .deferred_values import DeferredValues
 from .mmap_table import iter_records
 from .name_tables import iter_input_names, parameter_names
+from .resource_table import iter_resources
 from .model import Constant, Instruction, NacFile, Orch, TensorMeta
 
 _RANGES = {"B": (0, 0xFF), "H": (0, 0xFFFF), "I": (0, 0xFFFFFFFF), "Q": (0, 2 ** 64 - 1),
@@ -501,7 +502,7 @@ def _orch(nac: NacFile, out: _Out) -> None:
 def _rsrc(nac: NacFile, out: _Out) -> None:
     files = nac.rsrc or []
     out.put("I", len(files), "RSRC file count")
-    for r in files:
+    for r in iter_resources(files):
         out.text(r.name, "H", "resource name")
         data = r.data
         out.put("I", len(data), f"size of resource {r.name!r}")

@@ -25,6 +25,7 @@ from ..format import layout as L
 from ..format.instruction_table import InstructionTable, byte_words, distinct_encodings
 from ..format.mmap_table import iter_records
 from ..format.name_tables import iter_input_names, made_parameter, parameter_names
+from ..format.resource_table import iter_resources
 from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
 from ..isa.mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
@@ -88,7 +89,7 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
             except Exception:   # listing is a comment only; never fail the disassembly for it
                 pass
         yield from _hex_lines(".proc", nac.proc.manifest)
-    for r in nac.rsrc or []:
+    for r in iter_resources(nac.rsrc):
         yield f".rsrc {format_name(r.name)} {r.data_length if r._payload is None else len(r._payload)}"
     for a in nac.arrs or []:
         yield f".array {format_name(a.name)} {L.dtype_name(a.dtype)} {list(a.shape)} {len(a.data)}"

@@ -71,6 +71,8 @@ def crafted(kind: str, scale: int) -> bytes:
         nac.input_names = [InputName(i % 65536, "") for i in range(60_000 * scale)]
     elif kind == "rsrc":
         nac.rsrc = [Resource(f"res/{i}.json", _payload=b'{"k": %d}' % i) for i in range(4_000 * scale)]
+    elif kind == "rsrc_shortest":    # an empty name and payload: 6 bytes each
+        nac.rsrc = [Resource("", _payload=b"") for _ in range(40_000 * scale)]
     elif kind == "cmap":     # 4-byte records whose ids repeat: a duplicate-id warning each
         return cmap_file(200_000 * scale)
     return write(nac)
@@ -96,7 +98,7 @@ def _distinct_orch(size: int) -> bytes:
     return b"".join(parts)
 
 
-KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "mmap_shortest", "cmap", "cnst", "tensors", "rsrc", "ops",
+KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "mmap_shortest", "cmap", "cnst", "tensors", "rsrc", "rsrc_shortest", "ops",
          "ops_shortest", "ops_distinct", "names_shortest", "inputs_shortest")
 STEPS = {
     "read": lambda p: read(p, strict=False).close(),

@@ -1,5 +1,5 @@
-"""DATA's name blocks as read: made when used, walked without being made, and the same file
-either way (what dis, verify, the writer and the spans see)."""
+"""DATA's name blocks and RSRC as read: made when used, walked without being made, and the same
+file either way (what dis, verify, the writer and the spans see)."""
 from __future__ import annotations
 
 import struct
@@ -90,3 +90,23 @@ def test_name_record_spans_come_from_the_kept_records():
     nac = read(data)
     leaf = nac.span_at(_record_at(data, 7, "bé") + 5)
     assert (leaf.name, leaf.value, leaf.parent.value) == ("name", "bé", "7 = bé")
+
+
+def test_resources_are_walked_found_and_made_alike():
+    from nac_engine.format.model import Resource
+    from nac_engine.format.resource_table import find_resource, iter_resources
+    nac = small_file()
+    # the second name holds the bytes of the third's head: a search must not stop inside it
+    nac.rsrc = [Resource("a", _payload=b"1"), Resource("q\x02\x00ab", _payload=b"22"), Resource("ab", _payload=b"333"),
+                Resource("", _payload=b"")]
+    data = write(nac)
+    back = read(data)
+    assert [(r.name, r.data) for r in iter_resources(back.rsrc)] == [(r.name, r._payload) for r in nac.rsrc]
+    assert find_resource(back.rsrc, "ab").data == b"333" and find_resource(back.rsrc, "b") is None
+    assert find_resource(back.rsrc, "").data_length == 0
+    assert write(back) == data                     # written from the walk, unmade
+    made = read(data)
+    assert [r.name for r in made.rsrc] == ["a", "q\x02\x00ab", "ab", ""]     # the list protocol makes them
+    assert find_resource(made.rsrc, "ab").data == b"333" and write(made) == data
+    leaf = back.span_at(back.rsrc.start_of(2) + 8)       # 2 + 2 + 4 bytes of head, then its data
+    assert (leaf.name, leaf.parent.value) == ("data", "ab")
