@@ -221,8 +221,10 @@ class ProblemList:
 
     def report(self, section: str, offset: int, reason: str) -> None:
         """:meth:`add` of ``NacFormatError(section, offset, reason)``, made only if it is kept."""
-        if self.strict or self._kept(section, offset, reason):
-            self.add(NacFormatError(section, offset, reason))
+        if self.strict:
+            raise NacFormatError(section, offset, reason)
+        if self._kept(section, offset, reason):
+            self.items.append(NacFormatError(section, offset, reason))
 
     def _kept(self, section: str, offset: int, reason: str) -> bool:
         # the kind without its numbers: digits dropped (a C-level translate; the text with

@@ -110,3 +110,12 @@ def test_resources_are_walked_found_and_made_alike():
     assert find_resource(made.rsrc, "ab").data == b"333" and write(made) == data
     leaf = back.span_at(back.rsrc.start_of(2) + 8)       # 2 + 2 + 4 bytes of head, then its data
     assert (leaf.name, leaf.parent.value) == ("data", "ab")
+
+
+def test_verify_lists_a_thousand_of_a_repeated_defect_and_counts_the_rest():
+    nac = small_file()
+    nac.input_names = [InputName(0, "x")] + [InputName(3, f"n{i}") for i in range(1500)]
+    problems = [p.reason for p in verify(write(nac)) if p.section == "DATA/inputs"]
+    assert len(problems) == 1001
+    assert sum("points to instruction 3" in r for r in problems) == 1000
+    assert problems[-1].startswith("… and 500 more like this (input name 'n#' points to instruction #")
