@@ -54,12 +54,13 @@ def _instruction_problems(nac: NacFile, ins, names: dict, out: list) -> None:
                                f"this node; it cannot be executed")
     if ins.a == OP_INPUT:
         if ins.b == 1 and ins.c and len(ins.c) > 1:
-            if ins.c[1] not in nac.params:      # (a read file's parameters are not made for it)
-                add("OPS", ins.offset, f"instruction {ins.index}: loads parameter id {ins.c[1]}, "
+            pid = ins.c[1]
+            if pid not in nac.params:      # (membership: a read file's parameters are not made for it)
+                add("OPS", ins.offset, f"instruction {ins.index}: loads parameter id {pid}, "
                                        f"which DATA does not name")
-            elif nac.header.weights_internal and nac.params[ins.c[1]].meta is None:
-                add("OPS", ins.offset, f"instruction {ins.index}: parameter {nac.params[ins.c[1]].name!r} has no tensor "
-                                       f"in DATA block 3")
+            elif nac.header.weights_internal and nac.params[pid].meta is None:
+                add("OPS", ins.offset, f"instruction {ins.index}: parameter {nac.params[pid].name!r} has no "
+                                       f"tensor in DATA block 3")
         elif ins.b == 3 and ins.c and len(ins.c) > 1 and ins.c[1] not in nac.constants:
             add("OPS", ins.offset, f"instruction {ins.index}: lifted constant id {ins.c[1]} is not in CNST")
     elif ins.a >= 10 and ins.c and ins.a in names:
