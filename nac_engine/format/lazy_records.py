@@ -5,11 +5,12 @@ MMAP record); a Python object per record is 50-150 bytes, far past the 20 bytes 
 byte a decoder may spend. :class:`LazyRecords` keeps what the reader validated (the bytes and
 where each record starts) and makes the record objects the first time the list is asked for,
 all at once, then behaves as that list; an edit turns it into a plain edited list. Bulk readers
-that need no list (``verify``, ``dis``) walk the bytes instead (each table says how).
+that need no list (``verify``, ``dis``, the writer) walk :func:`walk_records`, which makes each
+record afresh and keeps none.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Optional
 
 _MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
@@ -17,7 +18,8 @@ _MUTATORS = ("append", "extend", "insert", "pop", "remove", "clear", "sort", "re
 
 
 class LazyRecords(Sequence):
-    """Subclasses give ``_count()`` (records before materialising) and ``_materialise()``."""
+    """Subclasses give ``_count()`` (records before materialising) and ``_walk()`` (the records
+    made afresh, in order); ``_materialise()`` is the list of the walk unless they say otherwise."""
 
     __slots__ = ("_items", "_edited")
 
@@ -28,8 +30,15 @@ class LazyRecords(Sequence):
     def _count(self) -> int:
         raise NotImplementedError
 
-    def _materialise(self) -> list:
+    def _walk(self) -> Iterator:
         raise NotImplementedError
+
+    def _materialise(self) -> list:
+        return list(self._walk())
+
+    def walk(self) -> Iterator:
+        """The records in order, made afresh and not kept (the list's own once it is made)."""
+        return iter(self._items) if self._items is not None else self._walk()
 
     def _list(self) -> list:
         items = self._items
@@ -88,3 +97,9 @@ def _mutator(name: str):
 for _name in _MUTATORS:
     setattr(LazyRecords, _name, _mutator(_name))
 del _name
+
+
+def walk_records(records: Optional[Iterable]) -> Iterator:
+    """A section's records without keeping them: a read file's table made one at a time, an
+    edited or built list (or None: no section) as it is."""
+    return records.walk() if isinstance(records, LazyRecords) else iter(records or ())

@@ -2,15 +2,14 @@
 
 An empty MMAP record is 3 bytes and its objects (the record, its command list, its offset) about
 160: a hostile schedule of them cost 52 bytes of RAM per file byte at read. :class:`MmapTable`
-makes the :class:`MmapRecord` objects when the list is first asked for (see
-:mod:`.lazy_records`); ``verify``, ``dis`` and ``nac info`` walk :func:`iter_records`, which
-makes each record afresh and keeps none.
+makes the :class:`MmapRecord` objects when the list is first asked for, and ``verify``, ``dis``
+and ``nac info`` walk it without keeping them (see :mod:`.lazy_records`).
 """
 from __future__ import annotations
 
 import struct
 from array import array
-from typing import Iterable, Iterator
+from typing import Iterator
 
 from .lazy_records import LazyRecords
 from .model import MmapCommand, MmapRecord
@@ -53,14 +52,8 @@ class MmapTable(LazyRecords):
             return self._items[i]
         return next(_records(self._code, self._base, self._starts[i:i + 1]))
 
-    def records(self) -> Iterator[MmapRecord]:
-        """The records in order, made afresh and not kept (the list's own once it is made)."""
-        if self._items is not None:
-            return iter(self._items)
+    def _walk(self) -> Iterator[MmapRecord]:
         return _records(self._code, self._base, self._starts)
-
-    def _materialise(self) -> list:
-        return list(_records(self._code, self._base, self._starts))
 
 
 def _records(code: bytes, base: int, starts: array) -> Iterator[MmapRecord]:
@@ -69,9 +62,3 @@ def _records(code: bytes, base: int, starts: array) -> Iterator[MmapRecord]:
     for s in starts:
         tick, count = head(code, s)
         yield MmapRecord(tick, list(map(get, commands(code[s + 3:s + 3 + 3 * count]))), base + s)
-
-
-def iter_records(mmap: Iterable[MmapRecord]) -> Iterator[MmapRecord]:
-    """A schedule's records without keeping them: a read file's made one at a time, an
-    edited or built list as it is."""
-    return mmap.records() if isinstance(mmap, MmapTable) else iter(mmap)

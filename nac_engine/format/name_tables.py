@@ -5,7 +5,8 @@ A name record is 4 bytes and an empty name: a hostile block of 65,000 of them ma
 read. The reader keeps what it validated; :class:`ParamTable` (the ``params`` mapping) and
 :class:`InputNameTable` (the ``input_names`` list) make their objects the first time they are
 used, then behave as that dict or list. ``verify``, ``dis``, ``nac info`` and the writer walk
-:func:`parameter_items` and :func:`iter_input_names`, which make each object afresh and keep none.
+:func:`parameter_items` / :func:`parameter_names` and ``walk_records`` (:mod:`.lazy_records`),
+which make each object afresh and keep none.
 A file with internal weights makes its parameters at read: its tensor records are bigger than
 the objects.
 """
@@ -156,13 +157,7 @@ class InputNameTable(LazyRecords):
     def _count(self) -> int:
         return len(self._records)
 
-    def _materialise(self) -> list:
-        return [InputName(index, name) for _offset, index, name in self._records]
-
-    def names_once(self) -> Iterator[InputName]:
-        """The input names in order, made afresh and not kept (the list's own once made)."""
-        if self._items is not None:
-            return iter(self._items)
+    def _walk(self) -> Iterator[InputName]:
         return (InputName(index, name) for _offset, index, name in self._records)
 
 
@@ -202,8 +197,3 @@ def made_parameter(params: Mapping, pid: int) -> Optional[Parameter]:
 def made_parameters(params: Mapping) -> Iterable[Parameter]:
     """The parameters whose objects exist: all of them, or none of a read file's unmade ones."""
     return () if _unmade(params) else params.values()
-
-
-def iter_input_names(names: Iterable[InputName]) -> Iterator[InputName]:
-    """A file's input names without keeping them (see :func:`parameter_items`)."""
-    return names.names_once() if isinstance(names, InputNameTable) else iter(names)

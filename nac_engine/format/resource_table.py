@@ -4,8 +4,8 @@ An RSRC entry with an empty name and payload is 6 bytes; its :class:`Resource` o
 120: a hostile section of them cost 19.8 bytes of RAM per file byte at read, at the bound.
 :class:`ResourceTable` keeps each entry's head (name length, name, data length: the payload stays
 in the file) and makes the Resource objects when the list is first asked for (see
-:mod:`.lazy_records`); ``dis``, the writer and the resource look-ups walk
-:func:`iter_resources`, which makes each afresh and keeps none.
+:mod:`.lazy_records`); ``dis`` and the writer walk it without keeping them, and
+:func:`find_resource` finds one by its name's bytes.
 """
 from __future__ import annotations
 
@@ -66,14 +66,8 @@ class ResourceTable(LazyRecords):
             pos = heads.find(head, pos + 1)
         return None
 
-    def resources_once(self) -> Iterator[Resource]:
-        """The entries in order, made afresh and not kept (the list's own once it is made)."""
-        if self._items is not None:
-            return iter(self._items)
+    def _walk(self) -> Iterator[Resource]:
         return map(self._make, range(len(self._starts)))
-
-    def _materialise(self) -> list:
-        return list(map(self._make, range(len(self._starts))))
 
 
 def find_resource(rsrc: Optional[Iterable[Resource]], name: str) -> Optional[Resource]:
@@ -81,9 +75,3 @@ def find_resource(rsrc: Optional[Iterable[Resource]], name: str) -> Optional[Res
     if isinstance(rsrc, ResourceTable):
         return rsrc.find(name)
     return next((r for r in rsrc or () if r.name == name), None)
-
-
-def iter_resources(rsrc: Iterable[Resource]) -> Iterator[Resource]:
-    """A file's resources without keeping them: a read file's made one at a time, an edited
-    or built list as it is."""
-    return rsrc.resources_once() if isinstance(rsrc, ResourceTable) else iter(rsrc or ())

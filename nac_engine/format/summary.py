@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..errors import NacFormatError
 from ..isa.optable import OP_INPUT
-from .mmap_table import iter_records
+from .lazy_records import walk_records
 from .name_tables import parameter_items
 from .model import NacFile
 
@@ -62,7 +62,7 @@ def summarize(nac: NacFile) -> dict:
         "trng_flag": h.trng_flag,
         "sections": sections,
         "counts": {"instructions": len(nac.instructions), "mmap_records": len(nac.mmap),
-                   "mmap_commands": sum(len(r.commands) for r in iter_records(nac.mmap)), "cmap": len(nac.cmap),
+                   "mmap_commands": sum(len(r.commands) for r in walk_records(nac.mmap)), "cmap": len(nac.cmap),
                    "constants": len(nac.constants), "signatures": len(nac.perms), "parameters": len(nac.params),
                    "resources": len(nac.rsrc or []), "arrays": len(nac.arrs or []),
                    "trng_instructions": len(nac.trng or []),

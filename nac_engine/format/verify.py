@@ -15,8 +15,8 @@ from ..errors import NacFormatError
 from ..isa.optable import OP_INPUT, OP_OUTPUT
 from . import layout as L
 from .instruction_table import InstructionTable, byte_words, distinct_encodings
-from .mmap_table import iter_records
-from .name_tables import iter_input_names, made_parameters
+from .lazy_records import walk_records
+from .name_tables import made_parameters
 from .model import NacFile
 from .reader import ProblemList, read
 from .tensor_rules import MAX_RANK, tensor_problems
@@ -124,14 +124,14 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
         problem = arr.problem()
         if problem:
             add("ARRS", max(arr.data_offset, 0), problem)
-    for rec in iter_input_names(nac.input_names):
+    for rec in walk_records(nac.input_names):
         if rec.index not in inputs_b0:
             add("DATA/inputs", 0, f"input name {rec.name!r} points to instruction {rec.index}, "
                                   f"which is not a user-data <INPUT B=0>")
     # Every command, one record at a time (a read schedule's records are made as they are
     # walked and not kept: a hostile one packs a record into 3 bytes).
     valid = (L.MMAP_SAVE_RESULT, L.MMAP_FREE, L.MMAP_FORWARD, L.MMAP_PRELOAD)
-    for rec in iter_records(nac.mmap):
+    for rec in walk_records(nac.mmap):
         if all(c.action in valid and not (n and c.target >= n) for c in rec.commands):
             continue
         for c in rec.commands:

@@ -27,9 +27,8 @@ from ..files import kind_of
 from ..isa.optable import standard_ops
 from . import layout as L
 from .deferred_values import DeferredValues
-from .mmap_table import iter_records
-from .name_tables import iter_input_names, parameter_names
-from .resource_table import iter_resources
+from .lazy_records import walk_records
+from .name_tables import parameter_names
 from .model import Constant, Instruction, NacFile, Orch, TensorMeta
 
 _RANGES = {"B": (0, 0xFF), "H": (0, 0xFFFF), "I": (0, 0xFFFFFFFF), "Q": (0, 2 ** 64 - 1),
@@ -322,7 +321,7 @@ def _header(nac: NacFile, lay: L.HeaderLayout, offsets: dict, same: bool) -> byt
 # --------------------------------------------------------------------------- sections
 def _mmap(nac: NacFile, out: _Out) -> None:
     out.put("I", len(nac.mmap), "MMAP record count")
-    for rec in iter_records(nac.mmap):       # a read or assembled schedule: one record at a time
+    for rec in walk_records(nac.mmap):       # a read or assembled schedule: one record at a time
         out.put("H", rec.tick, "MMAP tick")
         out.put("B", len(rec.commands), f"MMAP command count at tick {rec.tick}")
         for c in rec.commands:
@@ -413,7 +412,7 @@ def _data(nac: NacFile, out: _Out) -> None:
         out.put("H", pid, "DATA parameter id")
         out.text(name, "H", "parameter name")
     out.put("I", len(nac.input_names), "DATA input-name count")
-    for n in iter_input_names(nac.input_names):
+    for n in walk_records(nac.input_names):
         out.put("H", n.index, f"DATA input index of {n.name!r}")
         out.text(n.name, "H", "input name")
     if not nac.header.weights_internal:
@@ -502,7 +501,7 @@ def _orch(nac: NacFile, out: _Out) -> None:
 def _rsrc(nac: NacFile, out: _Out) -> None:
     files = nac.rsrc or []
     out.put("I", len(files), "RSRC file count")
-    for r in iter_resources(files):
+    for r in walk_records(files):
         out.text(r.name, "H", "resource name")
         data = r.data
         out.put("I", len(data), f"size of resource {r.name!r}")

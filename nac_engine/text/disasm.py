@@ -23,9 +23,8 @@ import numpy as np
 
 from ..format import layout as L
 from ..format.instruction_table import InstructionTable, byte_words, distinct_encodings
-from ..format.mmap_table import iter_records
-from ..format.name_tables import iter_input_names, made_parameter, parameter_names
-from ..format.resource_table import iter_resources
+from ..format.lazy_records import walk_records
+from ..format.name_tables import made_parameter, parameter_names
 from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
 from ..isa.mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
@@ -59,10 +58,10 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
         yield f".param {pid} {format_name(name)}"
     yield from _tensor_lines(nac)
     count = len(nac.instructions)     # a name for an index past the program labels nothing
-    names = {n.index: n.name for n in iter_input_names(nac.input_names) if n.index < count}
+    names = {n.index: n.name for n in walk_records(nac.input_names) if n.index < count}
     derivable = _inputs_derivable(nac)
     if not derivable:
-        for n in iter_input_names(nac.input_names):
+        for n in walk_records(nac.input_names):
             yield f".input {n.index} {format_name(n.name)}"
     by_tick = nac.mmap_by_tick() if mmap_comments else {}
     modules = _module_paths(nac)
@@ -89,7 +88,7 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
             except Exception:   # listing is a comment only; never fail the disassembly for it
                 pass
         yield from _hex_lines(".proc", nac.proc.manifest)
-    for r in iter_resources(nac.rsrc):
+    for r in walk_records(nac.rsrc):
         yield f".rsrc {format_name(r.name)} {r.data_length if r._payload is None else len(r._payload)}"
     for a in nac.arrs or []:
         yield f".array {format_name(a.name)} {L.dtype_name(a.dtype)} {list(a.shape)} {len(a.data)}"
@@ -236,13 +235,13 @@ def _param_note(nac: NacFile, ins) -> tuple:
 
 
 def _mmap_lines(records):
-    """``@TICK: ACTION vT, ...`` per record (records made one at a time: :func:`iter_records`).
+    """``@TICK: ACTION vT, ...`` per record (records made one at a time: :func:`walk_records`).
     A read schedule shares one object per distinct command, so each command's text is made once
     and looked up by identity (a 4 MB schedule holds 1.3M commands and a few thousand distinct
     ones); commands made elsewhere get their text made."""
     texts: dict = {}       # id(command) -> text
     kept: list = []        # ... and the commands themselves: no id is reused while it is a key
-    for rec in iter_records(records):
+    for rec in walk_records(records):
         cmds = rec.commands
         parts = list(map(texts.get, map(id, cmds)))
         if None in parts:
@@ -299,7 +298,7 @@ def _inputs_derivable(nac: NacFile) -> bool:
     else:
         expect = [i.index for i in instrs if i.a == 2 and i.b == 0 and i.c is None and i.d is None]
     expect, last = set(expect), -1
-    for n in iter_input_names(nac.input_names):     # strictly increasing, each a bare <INPUT>
+    for n in walk_records(nac.input_names):     # strictly increasing, each a bare <INPUT>
         if n.index <= last or n.index not in expect:
             return False
         last = n.index

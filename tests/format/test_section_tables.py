@@ -8,7 +8,8 @@ import pytest
 
 from nac_engine import read, verify, write
 from nac_engine.format.model import InputName, Parameter
-from nac_engine.format.name_tables import (iter_input_names, made_parameters, parameter_items, parameter_name,
+from nac_engine.format.lazy_records import walk_records
+from nac_engine.format.name_tables import (made_parameters, parameter_items, parameter_name,
                                            parameter_names)
 from nac_engine.text.disasm import disassemble
 
@@ -78,7 +79,7 @@ def test_input_names_are_a_list_when_used_and_walked_otherwise():
     nac.input_names = [InputName(0, "x"), InputName(0, "again"), InputName(40_000, "past the program")]
     back = read(write(nac), strict=False)
     assert len(back.input_names) == 3
-    assert [(n.index, n.name) for n in iter_input_names(back.input_names)] == \
+    assert [(n.index, n.name) for n in walk_records(back.input_names)] == \
            [(0, "x"), (0, "again"), (40_000, "past the program")]
     assert back.input_names == nac.input_names and back.input_names[2].name == "past the program"
     problems = [p.reason for p in verify(back)]
@@ -94,14 +95,14 @@ def test_name_record_spans_come_from_the_kept_records():
 
 def test_resources_are_walked_found_and_made_alike():
     from nac_engine.format.model import Resource
-    from nac_engine.format.resource_table import find_resource, iter_resources
+    from nac_engine.format.resource_table import find_resource
     nac = small_file()
     # the second name holds the bytes of the third's head: a search must not stop inside it
     nac.rsrc = [Resource("a", _payload=b"1"), Resource("q\x02\x00ab", _payload=b"22"), Resource("ab", _payload=b"333"),
                 Resource("", _payload=b"")]
     data = write(nac)
     back = read(data)
-    assert [(r.name, r.data) for r in iter_resources(back.rsrc)] == [(r.name, r._payload) for r in nac.rsrc]
+    assert [(r.name, r.data) for r in walk_records(back.rsrc)] == [(r.name, r._payload) for r in nac.rsrc]
     assert find_resource(back.rsrc, "ab").data == b"333" and find_resource(back.rsrc, "b") is None
     assert find_resource(back.rsrc, "").data_length == 0
     assert write(back) == data                     # written from the walk, unmade
