@@ -78,13 +78,19 @@ class ParamTable(MutableMapping):
                 where[head(code, s)[0]] = i
         return self._records.record(where[pid])[2]
 
+    def made(self) -> dict:
+        """The parameters as a dict, made now if they were not (the mapping's own: one look-up
+        each for the reader's tensor records)."""
+        return self._dict()
+
     def _dict(self) -> dict:
         items = self._items
         if items is None:
-            file = self._file
+            file, code, head = self._file, self._records.code, NAME_HEAD.unpack_from
             items = self._items = {}
-            for _offset, pid, name in self._records:
-                items[pid] = Parameter(pid, name, _file=file)     # a later record of an id wins
+            for s in self._records.starts:       # (inline: a file with internal weights makes them at read)
+                pid, n = head(code, s)
+                items[pid] = Parameter(pid, str(code[s + 4:s + 4 + n], "utf-8"), _file=file)   # a later id wins
         return items
 
     def items_once(self) -> Iterator[tuple[int, Parameter]]:

@@ -804,7 +804,8 @@ class _Reader:
             cur.check_count(t, 14, "tensor record")
             # A plain (unquantised) record whose header and metadata are in the read-ahead is
             # decoded here, inline; anything else goes through _tensor_record, field by field.
-            params, order, limit = nac.params, nac.tensor_order, cur.limit
+            # the tensors need the Parameter objects: made here, looked up in their dict
+            params, order, limit = nac.params.made(), nac.tensor_order, cur.limit
             # equal shapes share one tuple (25k tensors repeat a few hundred); a parameter whose
             # data_offset is set already had its tensor record (no set of ids beside them)
             shapes: dict = {}
