@@ -52,23 +52,20 @@ class ParamTable(MutableMapping):
     """``ParamTable(records, file, present, count)``: parameter id -> :class:`Parameter`, made
     on first use. ``present`` is a bitset of the ids named (membership without the objects);
     ``count`` is how many distinct ids there are (fewer than records: an id named twice, a
-    problem the reader reported, and the mapping keeps the later record's name)."""
+    problem the reader reported, and the mapping keeps the later record's name). A parameter
+    can also be made alone (:meth:`one`: the reader's tensor records); it is then the mapping's."""
 
-    __slots__ = ("_records", "_file", "_present", "_count", "_items", "_where")
+    __slots__ = ("_records", "_file", "_present", "_count", "_items", "_some", "_where")
 
     def __init__(self, records: NameRecords, file: Any, present: bytearray, count: int):
         self._records, self._file, self._present, self._count = records, file, present, count
         self._items: Optional[dict] = None
-        self._where: Optional[array] = None     # id -> its record (the last), made by name_of
+        self._some: dict = {}                   # parameters made alone, before the mapping is
+        self._where: Optional[array] = None     # id -> its record (the last), made on demand
 
-    def name_of(self, pid: int) -> Optional[str]:
-        """Parameter ``pid``'s name (None if DATA does not name it), without making the
-        parameters: the first call indexes the records by id (4 bytes per id up to the largest)."""
-        if self._items is not None:
-            p = self._items.get(pid)
-            return None if p is None else p.name
-        if pid not in self:
-            return None
+    def _record_of(self, pid: int) -> int:
+        """The index of the (last) record naming ``pid``, which the mapping names: the first
+        call indexes the records by id (4 bytes per id up to the largest)."""
         where = self._where
         if where is None:
             starts, code, head = self._records.starts, self._records.code, NAME_HEAD.unpack_from
@@ -76,29 +73,49 @@ class ParamTable(MutableMapping):
             where = self._where = array("i", bytes(4 * (largest + 1)))
             for i, s in enumerate(starts):
                 where[head(code, s)[0]] = i
-        return self._records.record(where[pid])[2]
+        return where[pid]
+
+    def name_of(self, pid: int) -> Optional[str]:
+        """Parameter ``pid``'s name (None if DATA does not name it), without making parameters."""
+        if self._items is not None:
+            p = self._items.get(pid)
+            return None if p is None else p.name
+        return self._records.record(self._record_of(pid))[2] if pid in self else None
 
     def made(self) -> dict:
-        """The parameters as a dict, made now if they were not (the mapping's own: one look-up
-        each for the reader's tensor records)."""
+        """The parameters as a dict, made now if they were not."""
         return self._dict()
+
+    def one(self, pid: int) -> Optional[Parameter]:
+        """Parameter ``pid`` (None if DATA does not name it), made alone if the mapping is not
+        made: a file of 65k names and a few tensors makes a few Parameters."""
+        if self._items is not None:
+            return self._items.get(pid)
+        p = self._some.get(pid)
+        if p is None and pid in self:
+            name = self._records.record(self._record_of(pid))[2]
+            p = self._some[pid] = Parameter(pid, name, _file=self._file)
+        return p
 
     def _dict(self) -> dict:
         items = self._items
         if items is None:
-            file, code, head = self._file, self._records.code, NAME_HEAD.unpack_from
-            items = self._items = {}
-            for s in self._records.starts:       # (inline: a file with internal weights makes them at read)
+            file, code, head, some = self._file, self._records.code, NAME_HEAD.unpack_from, self._some
+            items = {}
+            for s in self._records.starts:
                 pid, n = head(code, s)
-                items[pid] = Parameter(pid, str(code[s + 4:s + 4 + n], "utf-8"), _file=file)   # a later id wins
+                p = some.get(pid)       # (one made alone is the mapping's; a later record of an id wins)
+                items[pid] = p if p is not None else Parameter(pid, str(code[s + 4:s + 4 + n], "utf-8"), _file=file)
+            self._items, self._some = items, {}
         return items
 
     def items_once(self) -> Iterator[tuple[int, Parameter]]:
-        """(id, parameter) in order, made afresh and not kept (the mapping's own once made)."""
+        """(id, parameter) in order, made afresh and not kept unless made already (the
+        mapping's own once made)."""
         if self._items is not None or self._count != len(self._records):
             return iter(self._dict().items())
-        file = self._file
-        return ((pid, Parameter(pid, name, _file=file)) for _offset, pid, name in self._records)
+        file, some = self._file, self._some
+        return ((pid, some.get(pid) or Parameter(pid, name, _file=file)) for _offset, pid, name in self._records)
 
     def names_once(self) -> Iterator[tuple[int, str]]:
         """(id, name) in order, without making any parameter."""
@@ -190,16 +207,16 @@ def parameter_name(params: Mapping, pid: int) -> Optional[str]:
 
 
 def _unmade(params: Mapping) -> bool:
-    """A read file's parameters not made yet: nothing has been set on any but its name (only a
-    tensor record or a weights file gives one a shape, and either makes them)."""
+    """A read file's mapping not made yet: nothing has been set on a parameter not made alone
+    (only a tensor record or a weights file gives one a shape, and either makes it)."""
     return isinstance(params, ParamTable) and params._items is None
 
 
 def made_parameter(params: Mapping, pid: int) -> Optional[Parameter]:
-    """Parameter ``pid`` if the mapping's objects exist, else None (see :func:`_unmade`)."""
-    return None if _unmade(params) else params.get(pid)
+    """Parameter ``pid`` if its object exists, else None (see :func:`_unmade`)."""
+    return params._some.get(pid) if _unmade(params) else params.get(pid)
 
 
 def made_parameters(params: Mapping) -> Iterable[Parameter]:
-    """The parameters whose objects exist: all of them, or none of a read file's unmade ones."""
-    return () if _unmade(params) else params.values()
+    """The parameters whose objects exist: all of them, or those of a read file made alone."""
+    return list(params._some.values()) if _unmade(params) else params.values()

@@ -33,7 +33,7 @@ from .cursor import Cursor
 from .gc_pause import collector_paused
 from .mapped import read_at
 from .mmap_table import RECORD_HEAD, MmapTable
-from .name_tables import NAME_HEAD as _NAME_HEAD, InputNameTable, NameRecords, ParamTable
+from .name_tables import NAME_HEAD as _NAME_HEAD, InputNameTable, NameRecords, ParamTable, parameter_name
 from .resource_table import ResourceTable
 from .instruction_table import InstructionTable, i16s as _i16s
 from .model import (Constant, Instruction, NacFile,
@@ -804,8 +804,11 @@ class _Reader:
             cur.check_count(t, 14, "tensor record")
             # A plain (unquantised) record whose header and metadata are in the read-ahead is
             # decoded here, inline; anything else goes through _tensor_record, field by field.
-            # the tensors need the Parameter objects: made here, looked up in their dict
-            params, order, limit = nac.params.made(), nac.tensor_order, cur.limit
+            # A tensor's Parameter: when every name has a tensor record (a compiled file), all
+            # are made at once (cheaper); else each alone, as its record comes (a hostile file
+            # names 65k in 4 bytes each and has a few tensors: those few are made)
+            param_of = nac.params.made().get if t >= len(nac.params) else nac.params.one
+            order, limit = nac.tensor_order, cur.limit
             # equal shapes share one tuple (25k tensors repeat a few hundred); a parameter whose
             # data_offset is set already had its tensor record (no set of ids beside them)
             shapes: dict = {}
@@ -821,7 +824,7 @@ class _Reader:
                     pid, meta_len, data_len = head(ahead, off)
                     rank = ahead[off + 15]
                     meta_end = off + 14 + meta_len
-                    param = params.get(pid)
+                    param = param_of(pid)
                     core = 3 + 4 * rank           # a plain tensor's fields; then alignment padding
                     pad = meta_len - core
                     if 0 <= pad < 64 and meta_end <= len(ahead) and ahead[off + 14 + core - 1] == 0 \
@@ -943,7 +946,7 @@ class _Reader:
         if data_len > cur.limit - cur.pos:
             cur.need(data_len, f"tensor {i} data ({data_len} bytes)")
         nac = self.nac
-        param = nac.params.get(pid)
+        param = nac.params.one(pid)
         if param is None:
             self.p.add(NacFormatError("DATA/tensors", rs, f"tensor {i} has parameter id {pid}, which block 1 does not name"))
             param = nac.params[pid] = Parameter(pid, f"<unnamed {pid}>", _file=nac)
@@ -1236,8 +1239,8 @@ def _tensor_record_spans(nac: NacFile, rec: Span, rs: int, i: int, blob: bytes, 
     label = f"{meta.dtype_name}{list(meta.shape)}"
     meta_sp.value = label
     rec.add(rs + 14 + meta_len, data_len, "data", "tensor_data", label)
-    param = nac.params.get(pid)
-    rec.length, rec.value = 14 + meta_len + data_len, f"{param.name if param is not None else pid}: {label}"
+    name = parameter_name(nac.params, pid)
+    rec.length, rec.value = 14 + meta_len + data_len, f"{name if name is not None else pid}: {label}"
 
 
 def _constant_span(nac: NacFile, section: Span, starts: array, end: int, i: int) -> Span:

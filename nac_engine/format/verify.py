@@ -16,7 +16,7 @@ from ..isa.optable import OP_INPUT, OP_OUTPUT
 from . import layout as L
 from .instruction_table import InstructionTable, byte_words, distinct_encodings
 from .lazy_records import walk_records
-from .name_tables import made_parameters
+from .name_tables import made_parameter, made_parameters, parameter_name
 from .model import NacFile
 from .reader import ProblemList, read
 from .tensor_rules import MAX_RANK, tensor_problems
@@ -58,9 +58,9 @@ def _instruction_problems(nac: NacFile, ins, names: dict, out: list) -> None:
             if pid not in nac.params:      # (membership: a read file's parameters are not made for it)
                 add("OPS", ins.offset, f"instruction {ins.index}: loads parameter id {pid}, "
                                        f"which DATA does not name")
-            elif nac.header.weights_internal and nac.params[pid].meta is None:
-                add("OPS", ins.offset, f"instruction {ins.index}: parameter {nac.params[pid].name!r} has no "
-                                       f"tensor in DATA block 3")
+            elif nac.header.weights_internal and getattr(made_parameter(nac.params, pid), "meta", None) is None:
+                add("OPS", ins.offset, f"instruction {ins.index}: parameter {parameter_name(nac.params, pid)!r} "
+                                       f"has no tensor in DATA block 3")
         elif ins.b == 3 and ins.c and len(ins.c) > 1 and ins.c[1] not in nac.constants:
             add("OPS", ins.offset, f"instruction {ins.index}: lifted constant id {ins.c[1]} is not in CNST")
     elif ins.a >= 10 and ins.c and ins.a in names:

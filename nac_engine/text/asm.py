@@ -19,6 +19,7 @@ from ..format.mapped import read_at
 
 from ..format import layout as L
 from ..format.mmap_table import COMMAND, RECORD_HEAD, MmapTable
+from ..format.name_tables import made_parameters
 from ..format.model import (Constant, Header, InputName, NacFile, NamedArray, Orch,
                             Parameter, Proc, Resource, TensorMeta)
 from .literals import parse_literal, parse_name, split_top, strip_comment
@@ -73,6 +74,7 @@ class _WeightSource:
         self.nac: Optional[NacFile] = None
         self.st = None
         self.own = False
+        self._params_by_name: Optional[dict] = None
         self.label = str(weights)
         self._by_name: dict = {}
         if weights is None:
@@ -96,7 +98,9 @@ class _WeightSource:
 
     def tensor(self, name: str, meta: TensorMeta) -> bytes:
         if self.nac is not None:
-            p = self.nac.param_by_name(name)
+            if self._params_by_name is None:     # the parameters with data only (a read file made those alone)
+                self._params_by_name = {p.name: p for p in made_parameters(self.nac.params)}
+            p = self._params_by_name.get(name)
             if p is not None and p.data_offset >= 0:
                 return bytes(read_at(self.nac, p.data_offset, p.data_length, "DATA/tensors", f"tensor {name!r}"))
             if p is not None and p._payload is not None:

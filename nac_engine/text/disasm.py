@@ -325,7 +325,7 @@ def _tensor_lines(nac: NacFile):
     texts: dict = {}
     params = nac.params
     for pid in nac.tensor_order:
-        p = params.get(pid)
+        p = made_parameter(params, pid)       # (a tensor's parameter is made at read)
         if p is None or p.meta is None:
             continue
         m = p.meta

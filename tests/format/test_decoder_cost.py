@@ -67,6 +67,9 @@ def crafted(kind: str, scale: int) -> bytes:
     elif kind == "names_shortest":   # empty parameter names: 4 bytes each (ids are u16: 64k at most)
         nac.header.weights_internal = False
         nac.params = {pid: Parameter(pid, "") for pid in range(2, 2 + 16_000 * scale)}
+    elif kind == "names_internal":   # the same with internal weights and one tensor
+        nac.params = {pid: Parameter(pid, "") for pid in range(2, 2 + 16_000 * scale)}
+        nac.params[1] = small_file().params[1]
     elif kind == "inputs_shortest":  # empty input names: 4 bytes each
         nac.input_names = [InputName(i % 65536, "") for i in range(60_000 * scale)]
     elif kind == "rsrc":
@@ -99,7 +102,7 @@ def _distinct_orch(size: int) -> bytes:
 
 
 KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "mmap_shortest", "cmap", "cnst", "tensors", "rsrc", "rsrc_shortest", "ops",
-         "ops_shortest", "ops_distinct", "names_shortest", "inputs_shortest")
+         "ops_shortest", "ops_distinct", "names_shortest", "names_internal", "inputs_shortest")
 STEPS = {
     "read": lambda p: read(p, strict=False).close(),
     "verify": verify,

@@ -120,3 +120,19 @@ def test_verify_lists_a_thousand_of_a_repeated_defect_and_counts_the_rest():
     assert len(problems) == 1001
     assert sum("points to instruction 3" in r for r in problems) == 1000
     assert problems[-1].startswith("… and 500 more like this (input name 'n#' points to instruction #")
+
+
+def test_internal_weights_make_only_the_parameters_with_tensors():
+    nac = small_file()                                     # parameter 1 has the tensor
+    nac.params.update({pid: Parameter(pid, f"n{pid}") for pid in (5, 7)})
+    back = read(write(nac), strict=False)
+    alone = list(made_parameters(back.params))
+    assert [(p.id, p.name, p.shape) for p in alone] == [(1, "w", (2, 3))]
+    assert [(pid, name) for pid, name in parameter_names(back.params)] == [(1, "w"), (5, "n5"), (7, "n7")]
+    assert back.params[1] is alone[0] and back.params[1].array().shape == (2, 3)   # made alone: the mapping's
+    assert [(p.id, p.meta is None) for p in back.params.values()] == [(1, False), (5, True), (7, True)]
+    nac.instructions[1].c = (1, 5)                      # a load of a parameter without a tensor
+    loads_n5 = read(write(nac), strict=False)
+    assert [p.reason for p in verify(loads_n5) if "no tensor" in p.reason] == \
+           ["instruction 1: parameter 'n5' has no tensor in DATA block 3"]
+    assert [p.id for p in made_parameters(loads_n5.params)] == [1]       # verify made no other
