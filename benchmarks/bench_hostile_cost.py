@@ -16,7 +16,7 @@ the same run). Builds the crafted files in a temp dir from the model classes:
   all differ even with references made relative (random references and constants: every line is
   formatted and checked on its own); ``tensors_25k``: 25,000 tensor records;
   ``rsrc_20k``: 20,000 RSRC entries; ``names_shortest``: 65,000 DATA name records with empty names
-  (the most u16 ids allow); ``inputs_shortest``: 250,000 empty input names; ``rsrc_shortest``: 170,000 RSRC entries with empty names and payloads:
+  (the most u16 ids allow), ``names_internal`` the same with internal weights and one tensor; ``inputs_shortest``: 250,000 empty input names; ``rsrc_shortest``: 170,000 RSRC entries with empty names and payloads:
   an object per 4-6 bytes (a Parameter, an InputName, a Resource) unless the reader keeps the bytes
 * peers: ``mind_1m`` (1 MB of MIND IR lines), ``tvmr_1m`` (120,000 TVMR instructions), and the
   corpus' ``gemm.hwx`` / ``matmul_small.neff`` as they are (read = open_peer); MIND's harder lines:
@@ -59,7 +59,7 @@ from tests.format.test_regressions import small_file  # noqa: E402
 MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")
 
 
-CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "mmap_shortest", "cmap_1m", "cnst_65k", "cnst_lists", "ops_1m", "ops_shortest", "ops_distinct", "tensors_25k", "rsrc_20k", "names_shortest", "inputs_shortest", "rsrc_shortest")
+CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "mmap_shortest", "cmap_1m", "cnst_65k", "cnst_lists", "ops_1m", "ops_shortest", "ops_distinct", "tensors_25k", "rsrc_20k", "names_shortest", "names_internal", "inputs_shortest", "rsrc_shortest")
 
 
 
@@ -186,6 +186,10 @@ def build(name: str, scale: float = 1.0) -> bytes:
         # DATA's name block only (external weights): 65,000 parameters with empty names (ids
         # are u16: the most a file can name)
         nac.header.weights_internal = False
+        for pid in range(2, 2 + k(65_000)):
+            nac.params[pid] = Parameter(pid, "")
+    elif name == "names_internal":
+        # the same with internal weights: one of the names has a tensor record
         for pid in range(2, 2 + k(65_000)):
             nac.params[pid] = Parameter(pid, "")
     elif name == "inputs_shortest":
