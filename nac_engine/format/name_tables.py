@@ -100,12 +100,11 @@ class ParamTable(MutableMapping):
     def _dict(self) -> dict:
         items = self._items
         if items is None:
-            file, code, head, some = self._file, self._records.code, NAME_HEAD.unpack_from, self._some
+            file, some = self._file, self._some
             items = {}
-            for s in self._records.starts:
-                pid, n = head(code, s)
+            for _offset, pid, name in self._records:
                 p = some.get(pid)       # (one made alone is the mapping's; a later record of an id wins)
-                items[pid] = p if p is not None else Parameter(pid, str(code[s + 4:s + 4 + n], "utf-8"), _file=file)
+                items[pid] = p if p is not None else Parameter(pid, name, _file=file)
             self._items, self._some = items, {}
         return items
 
