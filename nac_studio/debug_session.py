@@ -720,8 +720,8 @@ class DebugSession:
         """Values the MMAP schedule holds after ``tick``'s commands: value tick -> the command
         that put it there (SAVE_RESULT, PRELOAD, FORWARD until its consumer runs)."""
         if self._residency is None:
-            from nac_engine.format.residency import Residency, consumers_of
-            self._residency = Residency(self.nac, consumers_of(self.nac))
+            from nac_engine.format.residency import Residency
+            self._residency = Residency(self.nac)
         return self._residency.at(tick)
 
     # -- persistence ----------------------------------------------------------------------

@@ -96,7 +96,6 @@ class DebugService:
         session = self._session(feeds)
         self._loaded_at_launch = len(session._params)
         self.debugger = Debugger(session, history_bytes=self.history_bytes)
-        self._residency = None
         self._failure = None
         self._install()
         for text in self._watches:
@@ -242,7 +241,7 @@ class DebugService:
         d = self.debugger
         cur = d.tick
         if self._residency is None:
-            self._residency = Residency(self.nac, d.consumers)
+            self._residency = Residency(self.nac)
         live = {k for k in d.session.results if k <= cur}
         resident = self._residency.at(cur)
         out = []

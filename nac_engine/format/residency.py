@@ -9,10 +9,10 @@ from . import layout as L
 
 
 class Residency:
-    """``Residency(nac, consumers).at(tick)`` -> {value tick: "MMAP SAVE_RESULT" | ...}."""
+    """``Residency(nac).at(tick)`` -> {value tick: "MMAP SAVE_RESULT" | ...}."""
 
-    def __init__(self, nac, consumers: dict):
-        self.consumers = consumers
+    def __init__(self, nac):
+        self._def_use = nac.def_use()        # the file's one def-use index
         self._commands = sorted((rec.tick, c.action, c.target) for rec in nac.mmap for c in rec.commands)
 
     def at(self, tick: int) -> dict[int, str]:
@@ -25,13 +25,8 @@ class Residency:
             elif action in (L.MMAP_FREE, 25):
                 held.pop(target, None)
             elif action == L.MMAP_FORWARD:
-                first = min(self.consumers.get(target, [target]))
-                if first > tick:
+                first = self._def_use.first_use(target)
+                if (target if first is None else first) > tick:
                     held[target] = "FORWARD"
         return {k: f"MMAP {v}" for k, v in held.items() if k <= tick}
 
-
-def consumers_of(nac) -> dict[int, list[int]]:
-    """value tick -> the ticks that read it (from the file's one def-use index)."""
-    du = nac.def_use()
-    return {p: list(du.users(p)) for p in du.read_values()}

@@ -141,13 +141,9 @@ class Debugger:
             Session(target, inputs=inputs, feeds=feeds, **session_kwargs)
         self.nac = self.session.nac
         ins = self.session.instructions
-        du = self.nac.def_use()      # the file's one def-use index
-        self.consumers: dict[int, list[int]] = {p: list(du.users(p)) for p in du.read_values()}
-        # A value dies after its last consumer (or right away when nothing reads it).
-        self._last_use = {i.index: du.last_use(i.index) if du.users(i.index) else i.index for i in ins}
-        self._dies_at: dict[int, list[int]] = {}
-        for p, last in self._last_use.items():
-            self._dies_at.setdefault(last, []).append(p)
+        # A value dies after its last consumer (or right away when nothing reads it and it is
+        # no output): run()'s own table, which the session keeps from one run to the next.
+        self._dies_at = self.session.dead_values()
         # Parameters stay out of the history: the session keeps every loaded weight, so a
         # parameter tick's value is at hand without being counted against the history's budget
         # (on GPT-2 the weights alone are ~495 MB, which evicted activations step back needs).
@@ -314,13 +310,14 @@ class Debugger:
 
     # -- forward execution ------------------------------------------------------------------
     def _drive(self, limit: Optional[int], use_breakpoints: bool) -> StopReason:
-        while not self.finished:
-            if self._cancel.is_set():
+        s, cancelled, forward = self.session, self._cancel.is_set, self._forward   # bound once: per tick
+        while not s.finished:
+            if cancelled():
                 return self._stop("cancelled")
-            hits = self._forward()
+            hits = forward()
             if hits and use_breakpoints:
                 return self._stop("breakpoint", hits)
-            if limit is not None and self.tick >= limit:
+            if limit is not None and s.tick > limit:
                 return self._stop("run_to")
         return self._stop("end")
 
@@ -332,20 +329,22 @@ class Debugger:
             missing = s.missing_inputs()
             if missing:
                 raise s._missing_error(missing)
-        n_sub = len(s.sub_outputs)
+        sub = s.sub_outputs
+        n_sub = len(sub)
         try:
             value = s.execute(i)          # run_instruction at run()'s cost (the prepared fast call)
         except Exception as e:
             self._stop("error", message=str(e))
             raise
-        if len(s.sub_outputs) > n_sub:
+        if len(sub) > n_sub:
             self._sub_ticks.append(i)
         if i not in self._param_ticks:
-            self.history.put(i, value, focus=i)
+            self.history.put(i, value, i)
         dead = self._dies_at.get(i)
         if dead is not None:
+            results = s.results
             for p in dead:
-                s.results.pop(p, None)
+                results.pop(p, None)
         if not s.finished and self.checkpoints.due(s.tick):
             self.checkpoints.add(s.tick, s.results)
         hits = self._hits(i, value) if self.breakpoints else ()
@@ -361,8 +360,10 @@ class Debugger:
         value, else replayed from the nearest checkpoint. Committed only when complete."""
         s = self.session
         env = {}
+        du = self.nac.def_use()
         for p in range(k):
-            if self._last_use[p] >= k:
+            last = du.last_use(p)
+            if (p if last is None else last) >= k:
                 v = self._at_hand(p)
                 if v is _NONE:
                     env = None
@@ -462,7 +463,7 @@ class Debugger:
                      and (p := self.nac.param_for(i)) is not None and fnmatchcase(p.name, param)]
             if not loads:
                 raise ValueError(f"no instruction loads a parameter matching {param!r}")
-            ticks = frozenset(loads + [c for t in loads for c in self.consumers.get(t, ())])
+            ticks = frozenset(loads + [c for t in loads for c in self.nac.users(t)])
             labels = [f"param {param}"]
         expr = None
         if condition is not None:

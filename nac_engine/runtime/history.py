@@ -23,7 +23,7 @@ import torch
 def nbytes(value: Any) -> int:
     """Bytes a result holds (tensors and tuples of tensors; views counted at their size)."""
     if isinstance(value, torch.Tensor):
-        return value.numel() * value.element_size()
+        return value.nbytes
     if isinstance(value, (tuple, list)):
         return sum(nbytes(v) for v in value)
     return 0
@@ -54,9 +54,14 @@ class ResultHistory:
             self.discard(tick)          # too big to keep at all; recomputed when asked for
             self.evicted += 1
             return
-        self.discard(tick)
+        if tick in self._values:
+            self.discard(tick)
         self._values[tick], self._sizes[tick] = value, size
-        bisect.insort(self._ticks, tick)
+        ticks = self._ticks
+        if not ticks or ticks[-1] < tick:
+            ticks.append(tick)          # a run going forward: no search
+        else:
+            bisect.insort(ticks, tick)
         self.total += size
         while self.budget is not None and self.total > self.budget:
             lo, hi = self._ticks[0], self._ticks[-1]

@@ -39,6 +39,24 @@ def limit_memory(cap: int) -> None:
         pass
 
 
+def keep_freed_memory() -> None:
+    """Ask glibc's malloc to keep what a run frees for the next one: each Continue allocates
+    about the working set the last one freed (its step-back history included), and with the
+    default thresholds (large blocks mapped on their own, the heap's free top trimmed past
+    128 KB) every Continue faulted its pages in again (48-layer GPT-2: ~2,200 faults, 4 ms of
+    a 58 ms Continue). Blocks up to 32 MB come from the heap, and up to 1 GB of free heap is
+    kept. No effect off glibc."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    mallopt(m_mmap_threshold, 32 << 20)
+    mallopt(m_trim_threshold, 1 << 30)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nac_studio.host")
     ap.add_argument("--arrays", required=True, help="directory for the array files the host writes")
@@ -51,6 +69,7 @@ def main(argv=None) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     limit_memory(memory_cap_default() if args.memory_cap is None else args.memory_cap)
+    keep_freed_memory()
     from nac_engine import threads
     threads.reserve(1)       # the kernels leave a core to the window's UI thread beside this process
     from .handlers import HostState, handlers

@@ -288,7 +288,7 @@ class HostConnection:
         every instruction to a file that outlives it); None when no run was under way."""
         try:
             with open(os.path.join(self.array_dir or "", "progress.bin"), "rb") as f:
-                tick = int.from_bytes(f.read(8), "little", signed=True)
+                tick = int.from_bytes(f.read(8), sys.byteorder, signed=True)
         except (OSError, ValueError):
             return None
         return tick if tick >= 0 else None

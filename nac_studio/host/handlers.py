@@ -7,6 +7,7 @@ documents. Everything here that imports torch or allocates per weight runs in th
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from .server import Context, Handler
@@ -28,13 +29,15 @@ class HostState:
             import mmap
             path = os.path.join(array_dir, PROGRESS_FILE)
             with open(path, "wb") as f:
-                f.write((-1).to_bytes(8, "little", signed=True))
+                f.write((-1).to_bytes(8, sys.byteorder, signed=True))
             with open(path, "r+b") as f:
-                self._progress = mmap.mmap(f.fileno(), 8)
+                # as one native int64 (what the Studio reads on this same machine): one store
+                # per instruction, not a bytes object and a slice copy
+                self._progress = memoryview(mmap.mmap(f.fileno(), 8)).cast("q")
 
     def mark_tick(self, tick: int) -> None:
         if self._progress is not None:
-            self._progress[:8] = tick.to_bytes(8, "little", signed=True)
+            self._progress[0] = tick
 
     def debug(self, path: str):
         """The file's debug service (made on first use; kept while the Studio debugs it)."""

@@ -46,7 +46,6 @@ class RemoteDebugger:
         self.nac = nac
         self._state: dict = {"tick": -1, "nextTick": 0, "finished": False}
         self.running_tick: Optional[int] = None     # while an action runs: the host's last report
-        self._consumers: Optional[dict] = None
         self.launched: Optional[Future] = None
         self.extra: dict = {}                       # arguments every action carries (test hooks)
         connection.listeners.append(self._on_event)
@@ -116,13 +115,6 @@ class RemoteDebugger:
     def history(self) -> dict:
         """The step-back history: ``{budget, held, dropped}`` (bytes, bytes, results)."""
         return dict(self._state.get("history") or {})
-
-    @property
-    def consumers(self) -> dict:
-        if self._consumers is None:
-            from nac_engine.format.residency import consumers_of
-            self._consumers = consumers_of(self.nac)
-        return self._consumers
 
     def apply(self, state: Optional[dict]) -> None:
         if isinstance(state, dict) and state.get("running"):

@@ -199,7 +199,7 @@ def test_bert_tiny_breakpoints_are_deterministic_and_param_breakpoints_cover_con
     first = stops()
     assert first == stops() and first
     loads = [t for t in bp_param.ticks if d.nac.param_for(d.session.instructions[t]) is not None]
-    assert loads and all(c in bp_param.ticks for t in loads for c in d.consumers.get(t, ()))
+    assert loads and all(c in bp_param.ticks for t in loads for c in d.nac.users(t))
     assert {t for t, hits in first if bp_param.id in hits} == set(bp_param.ticks)
 
 
