@@ -11,6 +11,7 @@ the same run). Builds the crafted files in a temp dir from the model classes:
 * ``orch_distinct``: 1 MB of ORCH whose instructions all differ (random operands, a jump in five);
   ``orch_19k``: 1 MB drawn from 19,000 distinct instructions (just under the 20,000 that the listing
   would check one by one)
+* ``cmap_shortest`` / ``perm_shortest``: 65,536 CMAP / PERM ids with empty texts (3 bytes each)
 * ``cnst_65k``: 65,000 int constants; ``cnst_lists``: 30 int lists of 65,535 values (7.8 MB)
 * ``ops_1m``: 100,000 instructions (1 MB of OPS); ``ops_shortest``: 500,000 two-byte instructions; ``ops_distinct``: 1 MB of OPS whose instructions
   all differ even with references made relative (random references and constants: every line is
@@ -59,7 +60,7 @@ from tests.format.test_regressions import small_file  # noqa: E402
 MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")
 
 
-CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "mmap_shortest", "cmap_1m", "cnst_65k", "cnst_lists", "ops_1m", "ops_shortest", "ops_distinct", "tensors_25k", "rsrc_20k", "names_shortest", "names_internal", "inputs_shortest", "rsrc_shortest")
+CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "mmap_shortest", "cmap_1m", "cmap_shortest", "perm_shortest", "cnst_65k", "cnst_lists", "ops_1m", "ops_shortest", "ops_distinct", "tensors_25k", "rsrc_20k", "names_shortest", "names_internal", "inputs_shortest", "rsrc_shortest")
 
 
 
@@ -100,6 +101,22 @@ def cmap_file(size: int) -> bytes:
     extra = (size - (len(data) - at)) // 4
     data[at + 4:at + 8] = struct.pack("<I", count + extra)
     data += b"".join(struct.pack("<HB", 100 + i % 20_000, 1) + b"x" for i in range(extra))
+    return bytes(data)
+
+
+def id_text_file(tag: str, count: int) -> bytes:
+    """A file whose last section is a CMAP or PERM (``tag``) of ``count`` distinct ids (up to
+    65,536: they are u16) with empty texts, 3 bytes each: the most ids per byte."""
+    nac = small_file()
+    nac.layout = [t for t in ("MMAP", "OPS", "CNST", "PERM", "DATA", "ORCH", "CMAP") if t != tag] + [tag]
+    data = bytearray(write(nac))
+    nac = read(bytes(data))
+    at = nac.spans.find(tag).offset
+    (have,) = struct.unpack_from("<I", data, at + 4)
+    used = set(nac.cmap if tag == "CMAP" else nac.perms)
+    ids = [i for i in range(65_536) if i not in used][:count - have]
+    data[at + 4:at + 8] = struct.pack("<I", have + len(ids))
+    data += b"".join(struct.pack("<HB", i, 0) for i in ids)
     return bytes(data)
 
 
@@ -180,6 +197,8 @@ def build(name: str, scale: float = 1.0) -> bytes:
                                         _payload=bytes(8))
     elif name == "cmap_1m":
         return cmap_file(k(1_000_000))
+    elif name in ("cmap_shortest", "perm_shortest"):
+        return id_text_file(name[:4].upper(), k(65_536))
     elif name == "rsrc_20k":
         nac.rsrc = [Resource(f"res/{i}.json", _payload=b'{"k": %d}' % i) for i in range(k(20_000))]
     elif name == "names_shortest":

@@ -17,6 +17,7 @@ from ..isa.optable import (OP_INPUT, OP_OUTPUT, SYSTEM_OPS, INPUT_VARIANTS,
 from ..errors import NacFormatError
 from . import layout as L
 from .defuse import DefUse
+from .name_records import byte_ids
 from ..spans import Span
 from .tensor_meta import TensorMeta   # re-exported: the record type every reader of NacFile names
 
@@ -324,7 +325,7 @@ class NacFile:
         if self._op_names is None:
             table = dict(SYSTEM_OPS)
             table.update(standard_ops(self.header.version))
-            table.update((a, name) for a, name in self.cmap.items() if 0 <= a < 256)
+            table.update(byte_ids(self.cmap))
             self._op_names = table
         return self._op_names
 

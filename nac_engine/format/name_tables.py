@@ -12,41 +12,13 @@ the objects.
 """
 from __future__ import annotations
 
-import struct
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from typing import Any, Optional
 
 from .lazy_records import LazyRecords
 from .model import InputName, Parameter
-
-NAME_HEAD = struct.Struct("<HH")        # a record's id (or input index) and its name's byte length
-
-
-class NameRecords:
-    """``code[starts[i]:]`` is record ``i`` (checked by the reader: it fits, its name is UTF-8),
-    at file offset ``base + starts[i]``."""
-
-    __slots__ = ("code", "base", "starts")
-
-    def __init__(self, code: bytes, base: int, starts: array):
-        self.code, self.base, self.starts = code, base, starts
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    def record(self, i: int) -> tuple[int, int, str]:
-        """(file offset, id, name) of record ``i``."""
-        s = self.starts[i]
-        key, n = NAME_HEAD.unpack_from(self.code, s)
-        return self.base + s, key, str(self.code[s + 4:s + 4 + n], "utf-8")
-
-    def __iter__(self) -> Iterator[tuple[int, int, str]]:
-        code, base, head = self.code, self.base, NAME_HEAD.unpack_from
-        for s in self.starts:
-            key, n = head(code, s)
-            yield base + s, key, str(code[s + 4:s + 4 + n], "utf-8")
-
+from .name_records import NAME_HEAD, NameRecords
 
 class ParamTable(MutableMapping):
     """``ParamTable(records, file, present, count)``: parameter id -> :class:`Parameter`, made

@@ -33,7 +33,8 @@ from .cursor import Cursor
 from .gc_pause import collector_paused
 from .mapped import read_at
 from .mmap_table import RECORD_HEAD, MmapTable
-from .name_tables import NAME_HEAD as _NAME_HEAD, InputNameTable, NameRecords, ParamTable, parameter_name
+from .name_records import ID_TEXT_HEAD as _ID_TEXT_HEAD, NAME_HEAD as _NAME_HEAD, IdTextTable, NameRecords, byte_ids
+from .name_tables import InputNameTable, ParamTable, parameter_name
 from .resource_table import ResourceTable
 from .instruction_table import InstructionTable, i16s as _i16s
 from .model import (Constant, Instruction, NacFile,
@@ -61,8 +62,7 @@ class _OpsLayout:
         self.n_out = nac.header.num_outputs
         # Per signature ID: (len, has constants) — instruction lengths depend only on these.
         # Only IDs 0..255 can be named by an instruction's B byte (a PERM may hold 65,536).
-        self.sig_info = {b: (len(s), any(ch in CONST_CODES for ch in s)) for b, s in nac.perms.items()
-                         if 0 <= b < 256}
+        self.sig_info = {b: (len(s), any(ch in CONST_CODES for ch in s)) for b, s in byte_ids(nac.perms).items()}
         # regular ops whose signature may be missing: then one counted constant and one D
         self.getitem_ops = frozenset(a for a, name in names.items() if 10 <= a < 256 and name in _GETITEM_LIKE)
         self._walk_info: dict = {}      # A | B << 8 -> :meth:`_walk_length`
@@ -642,32 +642,17 @@ class _Reader:
 
     # CMAP / PERM / CNST -------------------------------------------------------------
     def _sec_CMAP(self, cur: Cursor, sp: Span) -> None:
-        cmap = self.nac.cmap
-        twice = _Repeats()
         try:
-            for start, oid, name in self._id_texts(cur, sp, "op", "cmap", "name"):
-                if oid in cmap:
-                    twice.add(start, oid)
-                    if self.p.strict:
-                        break
-                cmap[oid] = name
+            self._id_table(cur, sp, "cmap", ("op", "cmap", "name"), "op id {} is defined twice")
         finally:
-            self._defined_twice("CMAP", twice, "op id {} is defined twice")
             self.nac.invalidate()
 
     def _sec_PERM(self, cur: Cursor, sp: Span) -> None:
-        perms = self.nac.perms
-        twice = _Repeats()
-        for start, sid, s in self._id_texts(cur, sp, "sig", "perm", "signature"):
-            if sid in perms:
-                twice.add(start, sid)
-                if self.p.strict:
-                    break
+        def check(start: int, sid: int, s: str) -> None:
             if not _PERM_CODES.issuperset(s):
                 bad = sorted(set(s) - _PERM_CODES)
                 self.p.add(NacFormatError("PERM", start + 3, f"signature {sid} {s!r} has unknown codes {bad}"))
-            perms[sid] = s
-        self._defined_twice("PERM", twice, "signature id {} is defined twice")
+        self._id_table(cur, sp, "perms", ("sig", "perm", "signature"), "signature id {} is defined twice", check)
 
     def _defined_twice(self, section: str, twice: "_Repeats", reason: str) -> None:
         """Problems for the ids met again: past PROBLEMS_PER_KIND only counted (a hostile table
@@ -679,18 +664,23 @@ class _Reader:
             self.p.add(NacFormatError(section, start, f"… and {twice.count - PROBLEMS_PER_KIND:,} more like this "
                                                       f"({reason.format('#')})"))
 
-    def _id_texts(self, cur: Cursor, sp: Span, label: str, kind: str, field: str):
-        """CMAP's and PERM's records (id u16, length u8, UTF-8 text): yields (start, id, text).
-        Record spans are made on first access, one record at a time for ``span_at``; a record
-        that fails is read again field by field, which records its spans and raises."""
+    def _id_table(self, cur: Cursor, sp: Span, attr: str, names: tuple, twice_reason: str, check=None) -> None:
+        """CMAP's and PERM's records (id u16, length u8, UTF-8 text) as ``nac.<attr>``, id -> text:
+        a dict when every id is below 256 (every real file), else an :class:`IdTextTable` over
+        the records. What was read before a record that fails stays. Record spans are made on
+        first access, one record at a time for ``span_at``; a record that fails is read again
+        field by field, which records its spans and raises. ``check(start, id, text)`` is called
+        for each record."""
+        label, kind, field = names
         n = cur.scalar("u32", "count")
         cur.check_count(n, 3, f"{cur.section} record")
-        starts = array("Q")
         buf, base, limit = cur.buf, cur.base, cur.limit
+        first = end = cur.pos
+        starts = array("I" if limit - first < 1 << 32 else "Q")     # each record's start, from the first's
         quote = kind == "perm"
 
         def make(i: int) -> Span:
-            rs = starts[i]
+            rs = first + starts[i]
             ident, ln = _ID_TEXT_HEAD.unpack_from(buf, rs - base)
             text = str(buf[rs + 3 - base:rs + 3 + ln - base], "utf-8")
             rec = sp.detached(rs, 3 + ln, f"{label}[{i}]", kind, f"{ident} = {text!r}" if quote else f"{ident} = {text}")
@@ -699,27 +689,46 @@ class _Reader:
             rec.add(rs + 3, ln, field, "utf8", text)
             return rec
 
-        sp.set_index(starts.__len__, starts.__getitem__, make)
+        sp.set_index(starts.__len__, lambda i: first + starts[i], make)
         head = _ID_TEXT_HEAD.unpack_from
-        for i in range(n):
-            rs = cur.pos
-            text = None
-            if rs + 3 <= limit:
-                ident, ln = head(buf, rs - base)
-                if rs + 3 + ln <= limit:
-                    try:
-                        text = str(buf[rs + 3 - base:rs + 3 + ln - base], "utf-8")
-                    except UnicodeDecodeError:
-                        pass
-            if text is None:        # the field-by-field read says what is wrong, and where
-                rec = sp.add(rs, 0, f"{label}[{i}]", kind)
-                cur.scalar("u16", "id", rec)
-                ln = cur.scalar("u8", "length", rec)
-                cur.text(ln, field, rec)
-                raise cur.error(f"{label}[{i}] cannot be read", rs)     # (not reached: text() raised)
-            starts.append(rs)
-            cur.pos = rs + 3 + ln
-            yield rs, ident, text
+        low: dict = {}
+        present = bytearray(8192)           # one bit per u16 id met
+        distinct = 0
+        twice = _Repeats()
+        try:
+            for i in range(n):
+                rs = cur.pos
+                text = None
+                if rs + 3 <= limit:
+                    ident, ln = head(buf, rs - base)
+                    if rs + 3 + ln <= limit:
+                        try:
+                            text = str(buf[rs + 3 - base:rs + 3 + ln - base], "utf-8")
+                        except UnicodeDecodeError:
+                            pass
+                if text is None:        # the field-by-field read says what is wrong, and where
+                    rec = sp.add(rs, 0, f"{label}[{i}]", kind)
+                    cur.scalar("u16", "id", rec)
+                    ln = cur.scalar("u8", "length", rec)
+                    cur.text(ln, field, rec)
+                    raise cur.error(f"{label}[{i}] cannot be read", rs)     # (not reached: text() raised)
+                if present[ident >> 3] & (1 << (ident & 7)):
+                    twice.add(rs, ident)
+                    if self.p.strict:
+                        break
+                else:
+                    present[ident >> 3] |= 1 << (ident & 7)
+                    distinct += 1
+                starts.append(rs - first)
+                cur.pos = end = rs + 3 + ln
+                if check is not None:
+                    check(rs, ident, text)
+                if ident < 256:
+                    low[ident] = text
+        finally:
+            setattr(self.nac, attr, low if distinct == len(low) else IdTextTable(
+                NameRecords(bytes(buf[first - base:end - base]), first, starts, _ID_TEXT_HEAD), distinct, low))
+            self._defined_twice(cur.section, twice, twice_reason)
 
     def _sec_CNST(self, cur: Cursor, sp: Span) -> None:
         n = cur.scalar("u32", "count")
@@ -1098,7 +1107,6 @@ def read_constant(cur: Cursor, parent: Span, label: str) -> Constant:
 
 
 _CONST_HEAD = struct.Struct("<HBH")     # id, type, length
-_ID_TEXT_HEAD = struct.Struct("<HB")    # CMAP/PERM record: id, text length
 _PERM_CODES = frozenset("QKVMBWTPSAfibsc")
 _CONST_SCALAR = {L.CONST_INT64: struct.Struct("<q"), L.CONST_FLOAT64: struct.Struct("<d")}
 

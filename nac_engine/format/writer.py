@@ -18,6 +18,7 @@ import re
 import stat
 import struct
 import tempfile
+from collections.abc import Mapping
 from typing import Optional
 
 import numpy as np
@@ -207,7 +208,7 @@ def encode(nac: NacFile, version: Optional[str] = None) -> bytes:
         raise NacEncodeError(f"unknown NAC version {version!r} (known: {', '.join(L.LAYOUTS)})")
     lay = L.LAYOUTS[version]
     same = version == src_version
-    cmap = dict(nac.cmap)
+    cmap = nac.cmap                 # read only: a read file's table is walked, not copied
     if not same:
         _check_convertible(nac, version)
         cmap = _converted_cmap(nac, version)
@@ -353,7 +354,7 @@ def _trng(nac: NacFile, out: _Out) -> None:
     _instructions(nac.trng or [], out, "TRNG")
 
 
-def _cmap(cmap: dict, out: _Out) -> None:
+def _cmap(cmap: Mapping, out: _Out) -> None:
     out.put("I", len(cmap), "CMAP count")
     for oid, name in cmap.items():
         out.put("H", oid, "CMAP op id")

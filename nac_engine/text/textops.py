@@ -23,6 +23,7 @@ from typing import NamedTuple, Optional
 
 from ..format import layout as L
 from ..format.model import Constant, Instruction, NacFile
+from ..format.name_records import byte_ids
 from ..format.name_tables import parameter_name, parameter_names
 from ..isa.coerce import CODE_TYPES, InexactCoercion, as_used, differs, is_scalar
 from .literals import format_literal, format_name, parse_literal, parse_name, split_top, strip_comment
@@ -57,9 +58,9 @@ class Tables:
         nac = self.nac
         self.op_names = dict(SYSTEM_OPS)
         self.op_names.update(standard_ops(self.version))
-        self.op_names.update((a, name) for a, name in nac.cmap.items() if 0 <= a < 256)   # A is a byte
+        self.op_names.update(byte_ids(nac.cmap))       # A is a byte
         self.op_ids = _reverse(self.op_names)
-        self.sig_ids = _reverse(nac.perms)
+        self.sig_ids = _reverse(byte_ids(nac.perms))    # and so is B
         # literal text of each constant, in nac.constants' order (a list: a 65k table's dict
         # of texts cost more RAM than the table itself)
         self.const_literals = _const_literals(nac.constants)

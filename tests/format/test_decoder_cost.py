@@ -11,7 +11,7 @@ import tracemalloc
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from benchmarks.bench_hostile_cost import cmap_file, distinct_ops
+from benchmarks.bench_hostile_cost import cmap_file, distinct_ops, id_text_file
 from nac_engine import read, verify, write
 from nac_engine.format.gc_pause import collector_paused
 from nac_engine.format.model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, Orch, Parameter,
@@ -78,6 +78,8 @@ def crafted(kind: str, scale: int) -> bytes:
         nac.rsrc = [Resource("", _payload=b"") for _ in range(40_000 * scale)]
     elif kind == "cmap":     # 4-byte records whose ids repeat: a duplicate-id warning each
         return cmap_file(200_000 * scale)
+    elif kind in ("cmap_shortest", "perm_shortest"):    # distinct ids, empty texts: 3 bytes each
+        return id_text_file(kind[:4].upper(), 16_384 * scale)
     return write(nac)
 
 
@@ -101,7 +103,7 @@ def _distinct_orch(size: int) -> bytes:
     return b"".join(parts)
 
 
-KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "mmap_shortest", "cmap", "cnst", "tensors", "rsrc", "rsrc_shortest", "ops",
+KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "mmap_shortest", "cmap", "cmap_shortest", "perm_shortest", "cnst", "tensors", "rsrc", "rsrc_shortest", "ops",
          "ops_shortest", "ops_distinct", "names_shortest", "names_internal", "inputs_shortest")
 STEPS = {
     "read": lambda p: read(p, strict=False).close(),

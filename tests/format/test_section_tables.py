@@ -136,3 +136,46 @@ def test_internal_weights_make_only_the_parameters_with_tensors():
     assert [p.reason for p in verify(loads_n5) if "no tensor" in p.reason] == \
            ["instruction 1: parameter 'n5' has no tensor in DATA block 3"]
     assert [p.id for p in made_parameters(loads_n5.params)] == [1]       # verify made no other
+
+
+# -- CMAP and PERM ids past 255 (no instruction can name them: A and B are bytes) -----------------
+def _with_high_ids(tag: str, extra: dict) -> bytes:
+    """small_file() with ``extra`` ({id: text}) appended to its ``tag`` section (CMAP or PERM)."""
+    nac = small_file()
+    table = nac.cmap if tag == "CMAP" else nac.perms
+    table.update(extra)
+    return write(nac)
+
+
+@pytest.mark.parametrize("tag", ["CMAP", "PERM"])
+def test_an_id_table_with_high_ids_reads_writes_and_lists_as_the_dict(tag):
+    extra = {300: "QK", 7000: "", 65_535: "Q"}
+    data = _with_high_ids(tag, extra)
+    nac = read(data)
+    table = nac.cmap if tag == "CMAP" else nac.perms
+    want = {**(small_file().cmap if tag == "CMAP" else small_file().perms), **extra}
+    assert type(table).__name__ == "IdTextTable"
+    low = {k: v for k, v in want.items() if k < 256}
+    assert all(table[k] == v and k in table for k, v in low.items())       # byte ids: no dict made
+    assert table._dict is None
+    assert list(table.items()) == list(want.items()) and len(table) == len(want)
+    assert write(nac) == data                                   # the writer walks it
+    text = disassemble(nac)
+    for k in extra:
+        assert f".{'cmap' if tag == 'CMAP' else 'perm'} {k} " in text
+    assert table._dict is None                                  # dis walked, made nothing
+    assert table[7000] == "" and table == want and table.get(299) is None   # any other id: the dict
+    table[301] = "K"
+    assert table[301] == "K" and len(table) == len(want) + 1
+
+
+def test_a_high_id_defined_twice_keeps_the_later_text():
+    data = bytearray(_with_high_ids("CMAP", {300: "first", 400: "later"}))
+    at = data.index(struct.pack("<HB", 400, 5) + b"later")
+    data[at:at + 2] = struct.pack("<H", 300)
+    nac = read(bytes(data), strict=False)
+    assert any("op id 300 is defined twice" in p.reason for p in nac.problems)
+    assert nac.cmap[300] == "later" and 400 not in nac.cmap
+    assert [k for k, _ in nac.cmap.items()].count(300) == 1
+    with pytest.raises(Exception, match="defined twice"):
+        read(bytes(data))
