@@ -15,7 +15,8 @@ the same run). Builds the crafted files in a temp dir from the model classes:
 * ``cnst_65k``: 65,000 int constants; ``cnst_lists``: 30 int lists of 65,535 values (7.8 MB)
 * ``ops_1m``: 100,000 instructions (1 MB of OPS); ``ops_shortest``: 500,000 two-byte instructions; ``ops_distinct``: 1 MB of OPS whose instructions
   all differ even with references made relative (random references and constants: every line is
-  formatted and checked on its own); ``tensors_25k``: 25,000 tensor records;
+  formatted and checked on its own); ``ops_problems``: 1 MB of instructions that each read two
+  later values (two problems each: every instruction decoded field by field); ``tensors_25k``: 25,000 tensor records;
   ``rsrc_20k``: 20,000 RSRC entries; ``names_shortest``: 65,000 DATA name records with empty names
   (the most u16 ids allow), ``names_internal`` the same with internal weights and one tensor; ``inputs_shortest``: 250,000 empty input names; ``rsrc_shortest``: 170,000 RSRC entries with empty names and payloads:
   an object per 4-6 bytes (a Parameter, an InputName, a Resource) unless the reader keeps the bytes
@@ -60,7 +61,7 @@ from tests.format.test_regressions import small_file  # noqa: E402
 MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")
 
 
-CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "mmap_shortest", "cmap_1m", "cmap_shortest", "perm_shortest", "cnst_65k", "cnst_lists", "ops_1m", "ops_shortest", "ops_distinct", "tensors_25k", "rsrc_20k", "names_shortest", "names_internal", "inputs_shortest", "rsrc_shortest")
+CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "mmap_shortest", "cmap_1m", "cmap_shortest", "perm_shortest", "cnst_65k", "cnst_lists", "ops_1m", "ops_shortest", "ops_distinct", "ops_problems", "tensors_25k", "rsrc_20k", "names_shortest", "names_internal", "inputs_shortest", "rsrc_shortest")
 
 
 
@@ -197,6 +198,12 @@ def build(name: str, scale: float = 1.0) -> bytes:
                                         _payload=bytes(8))
     elif name == "cmap_1m":
         return cmap_file(k(1_000_000))
+    elif name == "ops_problems":
+        # 1 MB of instructions that each read two later values: two problems each, every one
+        # decoded field by field to name them
+        base = nac.instructions[2].a
+        body = [Instruction(i, base, 2, None, (1, 2)) for i in range(2, 2 + k(166_000))]
+        nac.instructions = nac.instructions[:2] + body + [Instruction(len(body) + 2, 3, 0, (1, 0), (-1,))]
     elif name in ("cmap_shortest", "perm_shortest"):
         return id_text_file(name[:4].upper(), k(65_536))
     elif name == "rsrc_20k":

@@ -61,6 +61,10 @@ def crafted(kind: str, scale: int) -> bytes:
         base = nac.instructions[2].a
         body = [Instruction(i, base, 0, None, None) for i in range(2, 2 + 62_500 * scale)]
         nac.instructions = nac.instructions[:2] + body + [Instruction(len(body) + 2, 3, 0, (1, 0), (-1,))]
+    elif kind == "ops_problems":     # each reads two later values: decoded field by field, two problems
+        base = nac.instructions[2].a
+        body = [Instruction(i, base, 2, None, (1, 2)) for i in range(2, 2 + 25_000 * scale)]
+        nac.instructions = nac.instructions[:2] + body + [Instruction(len(body) + 2, 3, 0, (1, 0), (-1,))]
     elif kind == "ops_distinct":
         nac.constants.update(_int_constants(400 * scale))
         nac.instructions = distinct_ops(nac, 2_000 * scale, 400 * scale)
@@ -104,7 +108,7 @@ def _distinct_orch(size: int) -> bytes:
 
 
 KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "mmap_shortest", "cmap", "cmap_shortest", "perm_shortest", "cnst", "tensors", "rsrc", "rsrc_shortest", "ops",
-         "ops_shortest", "ops_distinct", "names_shortest", "names_internal", "inputs_shortest")
+         "ops_shortest", "ops_distinct", "ops_problems", "names_shortest", "names_internal", "inputs_shortest")
 STEPS = {
     "read": lambda p: read(p, strict=False).close(),
     "verify": verify,
