@@ -33,6 +33,7 @@ from .cursor import Cursor
 from .gc_pause import collector_paused
 from .mapped import read_at
 from .mmap_table import RECORD_HEAD, MmapTable
+from .const_table import ConstTable, decode_constant
 from .name_records import ID_TEXT_HEAD as _ID_TEXT_HEAD, NAME_HEAD as _NAME_HEAD, IdTextTable, NameRecords, byte_ids
 from .name_tables import InputNameTable, ParamTable, parameter_name
 from .resource_table import ResourceTable
@@ -731,51 +732,40 @@ class _Reader:
     def _sec_CNST(self, cur: Cursor, sp: Span) -> None:
         n = cur.scalar("u32", "count")
         cur.check_count(n, 5, "CNST record")
-        starts = array("Q")    # each record's start: span_at makes only the one it needs
-        sink = _NoSpans()      # record spans are built on first access: 65k constants made 5 spans each
-        constants = self.nac.constants
-        # The common records (null, bool, int64, float64, string) are read inline; anything else,
-        # or anything wrong, goes through read_constant, which gives the exact value or error.
         buf, base, limit = cur.buf, cur.base, cur.limit
-        head, scalars = _CONST_HEAD.unpack_from, _CONST_SCALAR
-        STRING, BOOL, NULL = L.CONST_STRING, L.CONST_BOOL, L.CONST_NULL
+        first = good_end = cur.pos
+        good = 0                        # records read whole
+        starts = array("I" if limit - first < 1 << 32 else "Q")   # each record's start, from the first's
+        present = bytearray(8192)       # a bit per u16 id
+        distinct = 0
+        sink = _NoSpans()      # record spans are built on first access: 65k constants made 5 spans each
+        # Every record is checked here and none kept (ConstTable makes them when asked), by
+        # decode_constant; one it leaves (something wrong) by read_constant, which names the
+        # problem (or reads what decode_constant does not).
         try:
             for i in range(n):
                 pos = cur.pos
-                starts.append(pos)
-                const = None
-                if pos + 5 <= limit:
-                    at = pos - base
-                    cid, typ, ln = head(buf, at)
-                    end = pos + 5
-                    scalar = scalars.get(typ)
-                    if scalar is not None:
-                        if ln == 8 and end + 8 <= limit:
-                            const = Constant(cid, typ, scalar.unpack_from(buf, at + 5)[0])
-                            end += 8
-                    elif typ == STRING:
-                        if end + ln <= limit:
-                            try:
-                                const = Constant(cid, typ, str(buf[at + 5:at + 5 + ln], "utf-8"))
-                                end += ln
-                            except UnicodeDecodeError:
-                                pass
-                    elif typ == BOOL:
-                        if end < limit and buf[at + 5] <= 1:
-                            const = Constant(cid, typ, bool(buf[at + 5]), ln)
-                            end += 1
-                    elif typ == NULL:
-                        const = Constant(cid, typ, None, ln)
+                starts.append(pos - first)
+                const, end = decode_constant(buf, pos - base, limit - base)
                 if const is None:
                     const = read_constant(cur, sink, "")
                 else:
-                    cur.pos = end
-                if const.id in constants:
-                    self.p.add(NacFormatError("CNST", cur.pos, f"constant id {const.id} is defined twice"))
-                constants[const.id] = const
+                    cur.pos = end + base
+                good, good_end = i + 1, cur.pos
+                cid = const.id
+                if present[cid >> 3] & (1 << (cid & 7)):
+                    self.p.report("CNST", cur.pos, f"constant id {cid} is defined twice")
+                else:
+                    present[cid >> 3] |= 1 << (cid & 7)
+                    distinct += 1
         finally:   # a record that fails (lenient read) still gets the spans of the fields it read
-            sp.set_index(len(starts), starts.__getitem__,
-                         functools.partial(_constant_span, self.nac, sp, starts, cur.limit))
+            code = bytes(buf[first - base:good_end - base])
+
+            def careful(offset: int, code=code) -> Constant:
+                return read_constant(Cursor(code, offset, first + len(code), "CNST", None, first), _NoSpans(), "")
+            self.nac.constants = ConstTable(code, first, starts, good, present, distinct, careful)
+            sp.set_index(len(starts), lambda i: first + starts[i],
+                         functools.partial(_constant_span, self.nac, sp, starts, first, cur.limit))
 
     # DATA ---------------------------------------------------------------------------
     def _sec_DATA(self, cur: Cursor, sp: Span) -> None:
@@ -1104,9 +1094,7 @@ def read_constant(cur: Cursor, parent: Span, label: str) -> Constant:
     return Constant(cid, typ, value, length_field)
 
 
-_CONST_HEAD = struct.Struct("<HBH")     # id, type, length
 _PERM_CODES = frozenset("QKVMBWTPSAfibsc")
-_CONST_SCALAR = {L.CONST_INT64: struct.Struct("<q"), L.CONST_FLOAT64: struct.Struct("<d")}
 
 
 def read_tensor_meta(cur: Cursor) -> TensorMeta:
@@ -1249,11 +1237,11 @@ def _tensor_record_spans(nac: NacFile, rec: Span, rs: int, i: int, blob: bytes, 
     rec.length, rec.value = 14 + meta_len + data_len, f"{name if name is not None else pid}: {label}"
 
 
-def _constant_span(nac: NacFile, section: Span, starts: array, end: int, i: int) -> Span:
+def _constant_span(nac: NacFile, section: Span, starts: array, first: int, end: int, i: int) -> Span:
     """Record ``i``'s spans alone (the ones before a fault, for the record that failed)."""
     scratch = Span(0, 0, "")
     try:
-        read_constant(Cursor(nac._buf, starts[i], end, "CNST", scratch), scratch, f"const[{i}]")
+        read_constant(Cursor(nac._buf, first + starts[i], end, "CNST", scratch), scratch, f"const[{i}]")
     except NacFormatError:
         pass
     rec = scratch.children[0]

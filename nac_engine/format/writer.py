@@ -27,6 +27,7 @@ from ..errors import NacEncodeError
 from ..files import kind_of
 from ..isa.optable import standard_ops
 from . import layout as L
+from .const_table import constant_values
 from .deferred_values import DeferredValues
 from .lazy_records import walk_records
 from .name_tables import parameter_names
@@ -370,7 +371,7 @@ def _perm(nac: NacFile, out: _Out) -> None:
 
 def _cnst(nac: NacFile, out: _Out) -> None:
     out.put("I", len(nac.constants), "CNST count")
-    for c in nac.constants.values():
+    for c in constant_values(nac.constants):
         encode_constant(c, out, "CNST")
 
 

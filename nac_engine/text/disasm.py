@@ -22,6 +22,7 @@ from typing import Optional
 import numpy as np
 
 from ..format import layout as L
+from ..format.const_table import constant_values
 from ..format.instruction_table import InstructionTable, byte_words, distinct_encodings
 from ..format.lazy_records import walk_records
 from ..format.name_tables import made_parameter, parameter_names
@@ -30,7 +31,7 @@ from .literals import format_f32, format_literal, format_name
 from ..isa.mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
 from ..isa.optable import OP_INPUT
 from ..isa.tisa import format_tisa
-from .textops import Tables, format_instruction, instruction_template
+from .textops import Tables, const_literal, format_instruction, instruction_template
 
 _WRAP = 64  # hex bytes per line
 
@@ -52,8 +53,8 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
         yield f".cmap {oid} {format_name(name)}"
     for sid, sig in nac.perms.items():
         yield f".perm {sid} {json.dumps(sig)}"
-    for c, literal in zip(nac.constants.values(), t.const_literals):
-        yield ".const " + _const_directive(c, literal)
+    for c in constant_values(nac.constants):
+        yield ".const " + _const_directive(c, const_literal(c))
     for pid, name in parameter_names(nac.params):
         yield f".param {pid} {format_name(name)}"
     yield from _tensor_lines(nac)

@@ -23,6 +23,7 @@ from typing import NamedTuple, Optional
 
 from ..format import layout as L
 from ..format.model import Constant, Instruction, NacFile
+from ..format.const_table import constant_values
 from ..format.name_records import byte_ids
 from ..format.name_tables import parameter_name, parameter_names
 from ..isa.coerce import CODE_TYPES, InexactCoercion, as_used, differs, is_scalar
@@ -63,10 +64,20 @@ class Tables:
         self.sig_ids = _reverse(byte_ids(nac.perms))    # and so is B
         # literal text of each constant, in nac.constants' order (a list: a 65k table's dict
         # of texts cost more RAM than the table itself)
-        self.const_literals = _const_literals(nac.constants)
+        # literal text -> the id of the one constant written so, or a list of several (an int
+        # each: a 65k table's lists cost more RAM than the table); a read file's constants are
+        # made one at a time and none kept
         self.const_ids: dict = {}
-        for cid, key in zip(nac.constants, self.const_literals):
-            self.const_ids.setdefault(key, []).append(cid)
+        ids = self.const_ids
+        for c in constant_values(nac.constants):
+            key = const_literal(c)
+            got = ids.get(key)
+            if got is None:
+                ids[key] = c.id
+            elif type(got) is int:
+                ids[key] = [got, c.id]
+            else:
+                got.append(c.id)
         # parameter name -> the first id it names, and the names of more than one id (a read
         # file's parameters are walked, not made: a hostile DATA names 65k in 4 bytes each)
         self.param_ids: dict[str, int] = {}
@@ -80,6 +91,11 @@ class Tables:
         # file of distinct ones must not hold more than its own size in templates)
         self.templates_max = max(512, len(nac.instructions) // 16)
 
+    def consts_written(self, literal: str) -> tuple:
+        """Ids of the constants whose literal text is ``literal``, in table order."""
+        ids = self.const_ids.get(literal)
+        return () if ids is None else (ids,) if type(ids) is int else tuple(ids)
+
     def used_const_id(self, value, code: str) -> Optional[int]:
         """The one constant that the op uses as ``value`` under signature ``code`` though it is
         stored in another type (``1`` under ``A`` → the stored ``1.0``); None when none or
@@ -87,7 +103,8 @@ class Tables:
         table = self._used_ids.get(code)
         if table is None:
             table = self._used_ids[code] = {}
-            for cid, c in self.nac.constants.items():
+            for c in constant_values(self.nac.constants):
+                cid = c.id
                 if not is_scalar(c.value) or c.type not in (L.CONST_BOOL, L.CONST_INT64, L.CONST_FLOAT64):
                     continue
                 try:
@@ -122,8 +139,7 @@ class Tables:
         return new
 
     def const_id(self, type_code: int, value) -> int:
-        key = format_literal(type_code, value)
-        ids = self.const_ids.get(key)
+        ids = self.consts_written(format_literal(type_code, value))
         if ids:
             return ids[0]
         new = max([2] + [c + 1 for c in self.nac.constants])
@@ -132,18 +148,16 @@ class Tables:
         return new
 
 
+def const_literal(c: Constant) -> str:
+    """:func:`const_key`, int64 ones (most of a big table) inline."""
+    return str(c.value) if c.type == L.CONST_INT64 and type(c.value) is int else const_key(c)
+
+
 def const_key(c: Constant) -> str:
     try:
         return format_literal(c.type, c.value)
     except ValueError:
         return f"<type {c.type}>"
-
-
-def _const_literals(constants: dict) -> list:
-    """``const_key`` of every constant, in order; int64 ones (most of a big table) inline."""
-    int64 = L.CONST_INT64
-    return [str(c.value) if c.type == int64 and type(c.value) is int else const_key(c)
-            for c in constants.values()]
 
 
 def _reverse(d: dict) -> dict:
@@ -383,7 +397,7 @@ def _const_arg(cid: int, t: Tables) -> str:
     if const is None:
         return f"c{cid}"
     key = const_key(const)
-    if t.const_ids.get(key) == [cid] and (const.type not in (L.CONST_NULL, L.CONST_BOOL) or const.length_field in (None, 0, 1)):
+    if t.consts_written(key) == (cid,) and (const.type not in (L.CONST_NULL, L.CONST_BOOL) or const.length_field in (None, 0, 1)):
         return key
     return f"c{cid}"
 
@@ -505,12 +519,12 @@ def _const_ref(text: str, t: Tables, dry_run: bool, lineno: int, code: Optional[
         typ, val = parse_literal(text)
     except ValueError as e:
         raise TextError(lineno, str(e)) from None
-    if code in CODE_TYPES and is_scalar(val) and not t.const_ids.get(format_literal(typ, val)):
+    if code in CODE_TYPES and is_scalar(val) and not t.consts_written(format_literal(typ, val)):
         shared = t.used_const_id(val, code)
         if shared is not None:
             return shared
     if dry_run:
-        ids = t.const_ids.get(format_literal(typ, val))
+        ids = t.consts_written(format_literal(typ, val))
         if not ids:
             raise TextError(lineno, f"constant {text} is not declared")
         return ids[0]

@@ -49,6 +49,9 @@ def crafted(kind: str, scale: int) -> bytes:
     elif kind == "cnst":
         for cid in range(10, 10 + 12_000 * scale):
             nac.constants[cid] = Constant(cid, 2, cid % 7)
+    elif kind == "cnst_shortest":    # null constants: 5 bytes each
+        for cid in range(10, 10 + 16_000 * scale):
+            nac.constants[cid] = Constant(cid, 0, None)
     elif kind == "tensors":
         for pid in range(2, 2 + 3_000 * scale):
             nac.params[pid] = Parameter(pid, f"p{pid}", meta=TensorMeta(0, (2,), 0), _payload=bytes(8))
@@ -107,7 +110,7 @@ def _distinct_orch(size: int) -> bytes:
     return b"".join(parts)
 
 
-KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "mmap_shortest", "cmap", "cmap_shortest", "perm_shortest", "cnst", "tensors", "rsrc", "rsrc_shortest", "ops",
+KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "mmap_shortest", "cmap", "cmap_shortest", "perm_shortest", "cnst", "cnst_shortest", "tensors", "rsrc", "rsrc_shortest", "ops",
          "ops_shortest", "ops_distinct", "ops_problems", "names_shortest", "names_internal", "inputs_shortest")
 STEPS = {
     "read": lambda p: read(p, strict=False).close(),

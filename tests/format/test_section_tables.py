@@ -7,7 +7,8 @@ import struct
 import pytest
 
 from nac_engine import read, verify, write
-from nac_engine.format.model import InputName, Parameter
+from nac_engine.format.const_table import constant_values
+from nac_engine.format.model import Constant, InputName, Parameter
 from nac_engine.format.lazy_records import walk_records
 from nac_engine.format.name_tables import (made_parameters, parameter_items, parameter_name,
                                            parameter_names)
@@ -179,3 +180,60 @@ def test_a_high_id_defined_twice_keeps_the_later_text():
     assert [k for k, _ in nac.cmap.items()].count(300) == 1
     with pytest.raises(Exception, match="defined twice"):
         read(bytes(data))
+
+
+# -- CNST: constants made when asked for ---------------------------------------------------------
+def _with_constants(extra: dict) -> bytes:
+    nac = small_file()
+    nac.constants.update({cid: Constant(cid, typ, value) for cid, (typ, value) in extra.items()})
+    return write(nac)
+
+
+_KINDS = {100: (0, None), 101: (1, True), 102: (2, -7), 103: (3, 2.5), 104: (4, "héllo"), 105: (5, (1, -2)),
+          106: (6, (0.5,)), 107: (5, ()), 300: (4, "")}
+
+
+def test_a_read_files_constants_are_walked_not_made():
+    data = _with_constants(_KINDS)
+    nac = read(data)
+    table = nac.constants
+    assert type(table).__name__ == "ConstTable" and len(table) == len(small_file().constants) + len(_KINDS)
+    assert 104 in table and 999 not in table and table.get(999) is None
+    assert write(nac) == data                           # the writer walks the records
+    disassemble(nac)
+    verify(nac)
+    assert table._dict is None and set(table._some) <= {2, 3}   # kept: only what the program uses
+    c = table[105]                                      # a lookup makes that one, once
+    assert (c.id, c.type, c.value) == (105, 5, (1, -2)) and table[105] is c and table.get(105) is c
+    assert 105 in table._some and not set(table._some) & (set(_KINDS) - {105})
+    import numpy as np
+    assert table.get(np.int64(104)).value == "héllo"    # a numpy integer is an id too
+    got = {cid: (k.type, k.value) for cid, k in table.items()}      # the mapping protocol makes them all
+    assert {cid: got[cid] for cid in _KINDS} == {cid: (t, tuple(v) if isinstance(v, tuple) else v)
+                                                 for cid, (t, v) in _KINDS.items()}
+    assert table[105] is c                              # the one made before is the mapping's
+    table[400] = Constant(400, 2, 1)
+    assert 400 in table and len(table) == len(got) + 1
+
+
+def test_a_constant_id_defined_twice_keeps_the_later_record():
+    data = bytearray(_with_constants({100: (2, 1), 101: (2, 2)}))
+    at = data.index(struct.pack("<HBH", 101, 2, 8))
+    data[at:at + 2] = struct.pack("<H", 100)
+    nac = read(bytes(data), strict=False)
+    assert any("constant id 100 is defined twice" in p.reason for p in nac.problems)
+    assert nac.constants[100].value == 2 and 101 not in nac.constants
+    assert [c.value for c in constant_values(nac.constants) if c.id == 100] == [2]
+    with pytest.raises(Exception, match="defined twice"):
+        read(bytes(data))
+
+
+def test_a_cnst_cut_short_keeps_the_constants_before_the_cut():
+    nac = small_file()
+    nac.layout = ["MMAP", "OPS", "PERM", "DATA", "ORCH", "CMAP", "CNST"]
+    nac.constants.update({cid: Constant(cid, 4, "x" * 10) for cid in (100, 101)})
+    data = write(nac)
+    got = read(data[:-4], strict=False)                 # the last record's string is cut
+    assert any(p.section == "CNST" for p in got.problems)
+    assert got.constants[100].value == "x" * 10 and 101 not in got.constants
+    assert got.span_at(len(data) - 6) is not None       # the cut record still has its spans

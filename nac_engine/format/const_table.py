@@ -1,0 +1,197 @@
+"""CNST as read: the records' bytes and one start each, a :class:`Constant` made when it is first
+asked for.
+
+A constant record is 5 bytes at its shortest (a null): a hostile table of 65,000 made a
+Constant, a dict entry and an int each, 30 B of RAM per file byte at read and 44 at dis. The
+reader checks every record and keeps what it checked; :class:`ConstTable` (the ``constants``
+mapping) makes a constant on lookup (kept: the interpreter and the views ask for the same
+ones again) and the whole dict the first time it is iterated or changed. ``verify``, ``dis``
+and the writer walk :func:`constant_values`, which makes each constant afresh and keeps none.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import operator
+import struct
+from array import array
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import Any, Callable, Optional
+
+from . import layout as L
+from .model import Constant
+
+CONST_HEAD = struct.Struct("<HBH")      # id, type, length
+_SCALAR = {L.CONST_INT64: struct.Struct("<q"), L.CONST_FLOAT64: struct.Struct("<d")}
+
+
+def decode_constant(buf, at: int, limit: int) -> tuple[Optional[Constant], int]:
+    """A record read from ``buf[at:limit]``: (the constant, where the next record starts), or
+    (None, at) for one that needs the careful, field-by-field read, which names what is wrong
+    (an unknown type, a record that does not fit, a bad bool byte or string)."""
+    if at + 5 > limit:
+        return None, at
+    cid, typ, ln = CONST_HEAD.unpack_from(buf, at)
+    end = at + 5
+    scalar = _SCALAR.get(typ)
+    if scalar is not None:
+        if ln == 8 and end + 8 <= limit:
+            return Constant(cid, typ, scalar.unpack_from(buf, end)[0]), end + 8
+    elif typ == L.CONST_STRING:
+        if end + ln <= limit:
+            try:
+                return Constant(cid, typ, str(buf[end:end + ln], "utf-8")), end + ln
+            except UnicodeDecodeError:
+                pass
+    elif typ == L.CONST_BOOL:
+        if end < limit and buf[end] <= 1:
+            return Constant(cid, typ, bool(buf[end]), ln), end + 1
+    elif typ == L.CONST_NULL:
+        return Constant(cid, typ, None, ln), end
+    elif typ == L.CONST_LIST_I32 or typ == L.CONST_LIST_F32:
+        if end + 4 * ln <= limit:
+            return Constant(cid, typ, _list_struct(typ, ln).unpack_from(buf, end) if ln else ()), end + 4 * ln
+    return None, at
+
+
+@functools.lru_cache(maxsize=256)
+def _list_struct(typ: int, n: int) -> struct.Struct:
+    return struct.Struct(f"<{n}{'i' if typ == L.CONST_LIST_I32 else 'f'}")
+
+
+class ConstTable(MutableMapping):
+    """``ConstTable(code, base, starts, count, present, distinct, careful)``: constant id ->
+    :class:`Constant` over the first ``count`` records of ``code`` (record ``i`` at
+    ``code[starts[i]:]``, file offset ``base + starts[i]``, each checked by the reader).
+    ``present`` is a bitset of the ids (membership without the objects), ``distinct`` how many
+    there are (fewer than records when one is defined twice, a problem the reader reported;
+    the mapping then keeps the later record's constant). ``careful(offset)`` reads a record
+    the common decoder leaves (a list)."""
+
+    __slots__ = ("_code", "_base", "_starts", "_n", "_present", "_distinct", "_careful", "_where", "_some",
+                 "_dict")
+
+    def __init__(self, code: bytes, base: int, starts: array, count: int, present: bytearray, distinct: int,
+                 careful: Callable[[int], Constant]):
+        self._code, self._base, self._starts, self._n = code, base, starts, count
+        self._present, self._distinct, self._careful = present, distinct, careful
+        self._where: Optional[array] = None     # id -> its (last) record, made on demand
+        self._some: dict = {}                   # constants made by lookups, before the dict is
+        self._dict: Optional[dict] = None
+
+    def _make(self, i: int) -> Constant:
+        s = self._starts[i]
+        const = decode_constant(self._code, s, len(self._code))[0]
+        return const if const is not None else self._careful(self._base + s)
+
+    def _ids(self) -> Iterator[int]:
+        code, head, starts = self._code, CONST_HEAD.unpack_from, self._starts
+        return (head(code, starts[i])[0] for i in range(self._n))
+
+    def _record_of(self, cid: int) -> int:
+        """The index of the (last) record of ``cid``, which the table holds: the first call
+        indexes the records by id (4 bytes per id up to the largest)."""
+        where = self._where
+        if where is None:
+            where = self._where = array("i", bytes(4 * (max(self._ids()) + 1)))
+            for i, ident in enumerate(self._ids()):
+                where[ident] = i
+        return where[cid]
+
+    def _made(self) -> dict:
+        items = self._dict
+        if items is None:
+            some, items = self._some, {}
+            for i, cid in enumerate(self._ids()):    # in record order; a later record of an id wins
+                const = some.get(cid)
+                items[cid] = const if const is not None else self._make(i)
+            self._dict = items
+            self._some = self._code = self._starts = self._where = None
+        return items
+
+    def one(self, cid: int) -> Optional[Constant]:
+        """Constant ``cid`` (None when CNST does not define it), made alone if need be."""
+        if self._dict is not None:
+            return self._dict.get(cid)
+        const = self._some.get(cid)
+        if const is None and cid in self:
+            const = self._some[cid] = self._make(self._record_of(cid))
+        return const
+
+    def walk(self) -> Iterator[Constant]:
+        """The constants in order, made afresh and not kept (the table's own when it has them)."""
+        if self._dict is not None or self._distinct != self._n:
+            return iter(self._made().values())
+        return self._walk()
+
+    def _walk(self) -> Iterator[Constant]:
+        code, limit, base, careful, some = self._code, len(self._code), self._base, self._careful, self._some
+        for s in itertools.islice(self._starts, self._n):
+            const = decode_constant(code, s, limit)[0] or careful(base + s)
+            yield some.get(const.id, const)
+
+    def __contains__(self, cid: object) -> bool:
+        if self._dict is not None:
+            return cid in self._dict
+        cid = _as_id(cid)
+        return cid is not None and bool(self._present[cid >> 3] & (1 << (cid & 7)))
+
+    def get(self, cid: int, default: Any = None) -> Any:
+        if self._dict is None:
+            cid = _as_id(cid)
+            if cid is None:
+                return default
+        const = self.one(cid)
+        return default if const is None else const
+
+    def __getitem__(self, cid: int) -> Constant:
+        const = self.get(cid)
+        if const is None:
+            raise KeyError(cid)
+        return const
+
+    def __len__(self) -> int:
+        return self._distinct if self._dict is None else len(self._dict)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._made())
+
+    def keys(self):
+        return self._made().keys()
+
+    def values(self):
+        return self._made().values()
+
+    def items(self):
+        return self._made().items()
+
+    def __setitem__(self, cid: int, const: Constant) -> None:
+        self._made()[cid] = const
+
+    def __delitem__(self, cid: int) -> None:
+        del self._made()[cid]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self._made() == dict(other.items())
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"ConstTable({len(self)} constants)"
+
+
+def _as_id(key: object) -> Optional[int]:
+    """``key`` as a constant id (ids are u16; a numpy integer is one too), else None."""
+    try:
+        cid = operator.index(key)
+    except TypeError:
+        return None
+    return cid if 0 <= cid < 65536 else None
+
+
+def constant_values(constants: Mapping) -> Iterator[Constant]:
+    """A file's constants in order without keeping them: a read file's made one at a time, a
+    built or used mapping's as they are."""
+    return constants.walk() if isinstance(constants, ConstTable) else iter(constants.values())
