@@ -12,7 +12,9 @@ the same run). Builds the crafted files in a temp dir from the model classes:
   ``orch_19k``: 1 MB drawn from 19,000 distinct instructions (just under the 20,000 that the listing
   would check one by one)
 * ``cmap_shortest`` / ``perm_shortest``: 65,536 CMAP / PERM ids with empty texts (3 bytes each)
-* ``cnst_65k``: 65,000 int constants; ``cnst_shortest``: 65,000 null constants (5 bytes each); ``cnst_lists``: 30 int lists of 65,535 values (7.8 MB)
+* ``cnst_65k``: 65,000 int constants; ``cnst_shortest``: 65,000 null constants (5 bytes each);
+  ``pool_shortest``: 1 MB of ORCH pool null constants; ``arrs_shortest``: 1 MB of empty ARRS
+  entries (12 bytes each); ``cnst_lists``: 30 int lists of 65,535 values (7.8 MB)
 * ``ops_1m``: 100,000 instructions (1 MB of OPS); ``ops_shortest``: 500,000 two-byte instructions; ``ops_distinct``: 1 MB of OPS whose instructions
   all differ even with references made relative (random references and constants: every line is
   formatted and checked on its own); ``ops_problems``: 1 MB of instructions that each read two
@@ -49,8 +51,8 @@ import tracemalloc
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from nac_engine import read, verify, write  # noqa: E402
-from nac_engine.format.model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, Orch, Parameter,  # noqa: E402
-                                     Resource, TensorMeta)
+from nac_engine.format.model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, NamedArray, Orch,  # noqa: E402
+                                     Parameter, Resource, TensorMeta)
 from nac_engine.errors import NacFormatError  # noqa: E402
 from nac_engine.text.asm import assemble  # noqa: E402
 from nac_engine.text.disasm import disassemble, iter_disassembly  # noqa: E402
@@ -61,7 +63,7 @@ from tests.format.test_regressions import small_file  # noqa: E402
 MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")
 
 
-CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "mmap_shortest", "cmap_1m", "cmap_shortest", "perm_shortest", "cnst_65k", "cnst_shortest", "cnst_lists", "ops_1m", "ops_shortest", "ops_distinct", "ops_problems", "tensors_25k", "rsrc_20k", "names_shortest", "names_internal", "inputs_shortest", "rsrc_shortest")
+CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "mmap_shortest", "cmap_1m", "cmap_shortest", "perm_shortest", "cnst_65k", "cnst_shortest", "cnst_lists", "pool_shortest", "arrs_shortest", "ops_1m", "ops_shortest", "ops_distinct", "ops_problems", "tensors_25k", "rsrc_20k", "names_shortest", "names_internal", "inputs_shortest", "rsrc_shortest")
 
 
 
@@ -198,6 +200,13 @@ def build(name: str, scale: float = 1.0) -> bytes:
                                         _payload=bytes(8))
     elif name == "cmap_1m":
         return cmap_file(k(1_000_000))
+    elif name == "pool_shortest":
+        # ORCH's constant pool: 200,000 null constants, 5 bytes each
+        nac.orch = Orch(b"", [Constant(i % 65_536, 0, None) for i in range(k(200_000))])
+    elif name == "arrs_shortest":
+        # 83,000 ARRS entries with an empty name, rank 0 and no data: 12 bytes each (v1.8)
+        nac.header.version = "1.8"
+        nac.arrs = [NamedArray("", 9, (), _payload=b"") for _ in range(k(83_000))]
     elif name == "cnst_shortest":
         # 65,000 null constants: 5 bytes each, the shortest record
         for cid in range(10, 10 + k(65_000)):

@@ -7,6 +7,7 @@ reader checks every record and keeps what it checked; :class:`ConstTable` (the `
 mapping) makes a constant on lookup (kept: the interpreter and the views ask for the same
 ones again) and the whole dict the first time it is iterated or changed. ``verify``, ``dis``
 and the writer walk :func:`constant_values`, which makes each constant afresh and keeps none.
+ORCH's constant pool (same records) is a :class:`PoolTable`: a list made when first asked for.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any, Callable, Optional
 
 from . import layout as L
+from .lazy_records import LazyRecords
 from .model import Constant
 
 CONST_HEAD = struct.Struct("<HBH")      # id, type, length
@@ -59,42 +61,55 @@ def _list_struct(typ: int, n: int) -> struct.Struct:
     return struct.Struct(f"<{n}{'i' if typ == L.CONST_LIST_I32 else 'f'}")
 
 
+class ConstRecords:
+    """CNST-format records checked by the reader: record ``i`` is ``code[starts[i]:]`` (file
+    offset ``base + starts[i]``) for the first ``count`` starts; ``careful(offset)`` reads one
+    that :func:`decode_constant` leaves. Iterating makes each constant afresh."""
+
+    __slots__ = ("code", "base", "starts", "count", "careful")
+
+    def __init__(self, code: bytes, base: int, starts: array, count: int, careful: Callable[[int], Constant]):
+        self.code, self.base, self.starts, self.count, self.careful = code, base, starts, count, careful
+
+    def __len__(self) -> int:
+        return self.count
+
+    def make(self, i: int) -> Constant:
+        s = self.starts[i]
+        const = decode_constant(self.code, s, len(self.code))[0]
+        return const if const is not None else self.careful(self.base + s)
+
+    def ids(self) -> Iterator[int]:
+        code, head, starts = self.code, CONST_HEAD.unpack_from, self.starts
+        return (head(code, starts[i])[0] for i in range(self.count))
+
+    def __iter__(self) -> Iterator[Constant]:
+        code, limit, base, careful = self.code, len(self.code), self.base, self.careful
+        for s in itertools.islice(self.starts, self.count):
+            yield decode_constant(code, s, limit)[0] or careful(base + s)
+
+
 class ConstTable(MutableMapping):
-    """``ConstTable(code, base, starts, count, present, distinct, careful)``: constant id ->
-    :class:`Constant` over the first ``count`` records of ``code`` (record ``i`` at
-    ``code[starts[i]:]``, file offset ``base + starts[i]``, each checked by the reader).
-    ``present`` is a bitset of the ids (membership without the objects), ``distinct`` how many
-    there are (fewer than records when one is defined twice, a problem the reader reported;
-    the mapping then keeps the later record's constant). ``careful(offset)`` reads a record
-    the common decoder leaves (a list)."""
+    """``ConstTable(records, present, distinct)``: constant id -> :class:`Constant` over
+    :class:`ConstRecords`. ``present`` is a bitset of the ids (membership without the
+    objects), ``distinct`` how many there are (fewer than records when one is defined twice, a
+    problem the reader reported; the mapping then keeps the later record's constant)."""
 
-    __slots__ = ("_code", "_base", "_starts", "_n", "_present", "_distinct", "_careful", "_where", "_some",
-                 "_dict")
+    __slots__ = ("_records", "_present", "_distinct", "_where", "_some", "_dict")
 
-    def __init__(self, code: bytes, base: int, starts: array, count: int, present: bytearray, distinct: int,
-                 careful: Callable[[int], Constant]):
-        self._code, self._base, self._starts, self._n = code, base, starts, count
-        self._present, self._distinct, self._careful = present, distinct, careful
+    def __init__(self, records: ConstRecords, present: bytearray, distinct: int):
+        self._records, self._present, self._distinct = records, present, distinct
         self._where: Optional[array] = None     # id -> its (last) record, made on demand
         self._some: dict = {}                   # constants made by lookups, before the dict is
         self._dict: Optional[dict] = None
-
-    def _make(self, i: int) -> Constant:
-        s = self._starts[i]
-        const = decode_constant(self._code, s, len(self._code))[0]
-        return const if const is not None else self._careful(self._base + s)
-
-    def _ids(self) -> Iterator[int]:
-        code, head, starts = self._code, CONST_HEAD.unpack_from, self._starts
-        return (head(code, starts[i])[0] for i in range(self._n))
 
     def _record_of(self, cid: int) -> int:
         """The index of the (last) record of ``cid``, which the table holds: the first call
         indexes the records by id (4 bytes per id up to the largest)."""
         where = self._where
         if where is None:
-            where = self._where = array("i", bytes(4 * (max(self._ids()) + 1)))
-            for i, ident in enumerate(self._ids()):
+            where = self._where = array("i", bytes(4 * (max(self._records.ids()) + 1)))
+            for i, ident in enumerate(self._records.ids()):
                 where[ident] = i
         return where[cid]
 
@@ -102,11 +117,10 @@ class ConstTable(MutableMapping):
         items = self._dict
         if items is None:
             some, items = self._some, {}
-            for i, cid in enumerate(self._ids()):    # in record order; a later record of an id wins
-                const = some.get(cid)
-                items[cid] = const if const is not None else self._make(i)
+            for const in self._records:          # in record order; a later record of an id wins
+                items[const.id] = some.get(const.id, const)
             self._dict = items
-            self._some = self._code = self._starts = self._where = None
+            self._some = self._records = self._where = None
         return items
 
     def one(self, cid: int) -> Optional[Constant]:
@@ -115,20 +129,15 @@ class ConstTable(MutableMapping):
             return self._dict.get(cid)
         const = self._some.get(cid)
         if const is None and cid in self:
-            const = self._some[cid] = self._make(self._record_of(cid))
+            const = self._some[cid] = self._records.make(self._record_of(cid))
         return const
 
     def walk(self) -> Iterator[Constant]:
         """The constants in order, made afresh and not kept (the table's own when it has them)."""
-        if self._dict is not None or self._distinct != self._n:
+        if self._dict is not None or self._distinct != len(self._records):
             return iter(self._made().values())
-        return self._walk()
-
-    def _walk(self) -> Iterator[Constant]:
-        code, limit, base, careful, some = self._code, len(self._code), self._base, self._careful, self._some
-        for s in itertools.islice(self._starts, self._n):
-            const = decode_constant(code, s, limit)[0] or careful(base + s)
-            yield some.get(const.id, const)
+        some = self._some
+        return (some.get(const.id, const) for const in self._records)
 
     def __contains__(self, cid: object) -> bool:
         if self._dict is not None:
@@ -180,6 +189,53 @@ class ConstTable(MutableMapping):
 
     def __repr__(self) -> str:
         return f"ConstTable({len(self)} constants)"
+
+
+class PoolTable(LazyRecords):
+    """ORCH's constant pool as read (a list of :class:`Constant`, made when first asked for);
+    :meth:`by_id` is id -> constant without making the list (a MEP listing's pool look-ups)."""
+
+    __slots__ = ("_records", "_present", "_distinct")
+
+    def __init__(self, records: ConstRecords, present: bytearray, distinct: int):
+        super().__init__()
+        self._records, self._present, self._distinct = records, present, distinct
+
+    def _count(self) -> int:
+        return len(self._records)
+
+    def _walk(self) -> Iterator[Constant]:
+        return iter(self._records)
+
+    def by_id(self) -> Mapping:
+        if self._items is not None:
+            return {c.id: c for c in self._items}
+        return ConstTable(self._records, self._present, self._distinct)
+
+
+def pool_values(pool) -> Mapping:
+    """ORCH pool id -> value (a later constant of an id wins), for the MEP listing."""
+    by_id = pool.by_id() if isinstance(pool, PoolTable) else {c.id: c for c in pool}
+    return _Values(by_id)
+
+
+class _Values(Mapping):
+    __slots__ = ("_by_id",)
+
+    def __init__(self, by_id: Mapping):
+        self._by_id = by_id
+
+    def __getitem__(self, key):
+        return self._by_id[key].value
+
+    def __contains__(self, key) -> bool:
+        return key in self._by_id
+
+    def __iter__(self):
+        return iter(self._by_id)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
 
 
 def _as_id(key: object) -> Optional[int]:

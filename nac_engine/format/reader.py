@@ -33,7 +33,8 @@ from .cursor import Cursor
 from .gc_pause import collector_paused
 from .mapped import read_at
 from .mmap_table import RECORD_HEAD, MmapTable
-from .const_table import ConstTable, decode_constant
+from .array_table import ArrayTable, array_head
+from .const_table import ConstRecords, ConstTable, PoolTable, decode_constant
 from .name_records import ID_TEXT_HEAD as _ID_TEXT_HEAD, NAME_HEAD as _NAME_HEAD, IdTextTable, NameRecords, byte_ids
 from .name_tables import InputNameTable, ParamTable, parameter_name
 from .resource_table import ResourceTable
@@ -732,16 +733,25 @@ class _Reader:
     def _sec_CNST(self, cur: Cursor, sp: Span) -> None:
         n = cur.scalar("u32", "count")
         cur.check_count(n, 5, "CNST record")
+
+        def store(records: ConstRecords, present: bytearray, distinct: int) -> None:
+            self.nac.constants = ConstTable(records, present, distinct)
+        self._const_records(cur, sp, n, store, twice="constant id {} is defined twice")
+
+    def _const_records(self, cur: Cursor, sp: Span, n: int, store, twice: Optional[str] = None) -> None:
+        """``n`` CNST-format records (CNST's, ORCH's pool), each checked and none kept:
+        ``store(records, ids bitset, distinct ids)`` receives them (also when a fault ends the
+        section early: the records before it). Checked by decode_constant; one it leaves
+        (something wrong) by read_constant, which names the problem. Record spans are built on
+        first access (65k constants made 5 spans each); a record that fails gets the spans of
+        the fields it read. ``twice``: the problem of an id met again (None: allowed)."""
         buf, base, limit = cur.buf, cur.base, cur.limit
         first = good_end = cur.pos
         good = 0                        # records read whole
         starts = array("I" if limit - first < 1 << 32 else "Q")   # each record's start, from the first's
         present = bytearray(8192)       # a bit per u16 id
         distinct = 0
-        sink = _NoSpans()      # record spans are built on first access: 65k constants made 5 spans each
-        # Every record is checked here and none kept (ConstTable makes them when asked), by
-        # decode_constant; one it leaves (something wrong) by read_constant, which names the
-        # problem (or reads what decode_constant does not).
+        sink = _NoSpans()
         try:
             for i in range(n):
                 pos = cur.pos
@@ -754,16 +764,18 @@ class _Reader:
                 good, good_end = i + 1, cur.pos
                 cid = const.id
                 if present[cid >> 3] & (1 << (cid & 7)):
-                    self.p.report("CNST", cur.pos, f"constant id {cid} is defined twice")
+                    if twice is not None:
+                        self.p.report(cur.section, cur.pos, twice.format(cid))
                 else:
                     present[cid >> 3] |= 1 << (cid & 7)
                     distinct += 1
-        finally:   # a record that fails (lenient read) still gets the spans of the fields it read
+        finally:
             code = bytes(buf[first - base:good_end - base])
+            section = cur.section
 
-            def careful(offset: int, code=code) -> Constant:
-                return read_constant(Cursor(code, offset, first + len(code), "CNST", None, first), _NoSpans(), "")
-            self.nac.constants = ConstTable(code, first, starts, good, present, distinct, careful)
+            def careful(offset: int) -> Constant:
+                return read_constant(Cursor(code, offset, first + len(code), section, None, first), _NoSpans(), "")
+            store(ConstRecords(code, first, starts, good, careful), present, distinct)
             sp.set_index(len(starts), lambda i: first + starts[i],
                          functools.partial(_constant_span, self.nac, sp, starts, first, cur.limit))
 
@@ -989,9 +1001,11 @@ class _Reader:
         cur.check_count(ccount, 5, "ORCH pool constant")
         pool = sp.add(cur.pos, 0, "pool", "pool")
         ps = cur.pos
+
+        def store(records: ConstRecords, present: bytearray, distinct: int) -> None:
+            orch.pool = PoolTable(records, present, distinct)
         try:
-            for i in range(ccount):
-                orch.pool.append(read_constant(cur, pool, f"const[{i}]"))
+            self._const_records(cur, pool, ccount, store)
         finally:
             pool.length = cur.pos - ps
 
@@ -1042,21 +1056,49 @@ class _Reader:
     def _sec_ARRS(self, cur: Cursor, sp: Span) -> None:
         n = cur.scalar("u32", "count")
         cur.check_count(n, 12, "ARRS array")
-        self.nac.arrs = []
+        # each entry's head kept (its data stays in the file), the NamedArray objects made on
+        # first use; record spans built on first access, a failing record's at once
+        heads, at, starts = bytearray(), array("Q"), array("Q")
+        nac, limit = self.nac, cur.limit
+        nac.arrs = ArrayTable(heads, at, starts, nac)
+        sp.set_index(starts.__len__, starts.__getitem__,
+                     lambda i: _array_span(nac, sp, starts[i], limit, i))
+        buf, base = cur.buf, cur.base
         for i in range(n):
             rs = cur.pos
-            rec = sp.add(rs, 0, f"array[{i}]", "array")
-            ln = cur.scalar("u16", "name_length", rec)
-            name = cur.text(ln, "name", rec)
-            dt = cur.scalar("u8", "dtype", rec)
-            rank = cur.scalar("u8", "rank", rec)
-            shape = cur.array("u32", rank, "shape", rec)
-            dl = cur.scalar("u64", "data_length", rec)
-            cur.need(dl, f"array {name!r} data")
-            rec.add(cur.pos, dl, "data", "array_data", f"{L.dtype_name(dt)}{list(shape)}")
-            self.nac.arrs.append(NamedArray(name, dt, tuple(shape), cur.pos, dl, _file=self.nac))
-            cur.pos += dl
-            rec.length, rec.value = cur.pos - rs, name
+            head = array_head(buf, rs - base, limit - base)
+            if head is None or head[3] > limit - rs - head[4]:
+                _read_array(cur, sp.add(rs, 0, f"array[{i}]", "array"), nac)    # names the fault
+                raise cur.error(f"array[{i}] cannot be read", rs)      # (not reached: it raised)
+            at.append(len(heads))
+            heads += buf[rs - base:rs - base + head[4]]
+            starts.append(rs)
+            cur.pos = rs + head[4] + head[3]
+
+
+def _read_array(cur: Cursor, rec: Span, nac: NacFile) -> NamedArray:
+    """One ARRS entry field by field, its spans under ``rec`` (as far as it reads)."""
+    rs = cur.pos
+    try:
+        ln = cur.scalar("u16", "name_length", rec)
+        name = rec.value = cur.text(ln, "name", rec)
+        dt = cur.scalar("u8", "dtype", rec)
+        rank = cur.scalar("u8", "rank", rec)
+        shape = cur.array("u32", rank, "shape", rec)
+        dl = cur.scalar("u64", "data_length", rec)
+        cur.need(dl, f"array {name!r} data")
+        rec.add(cur.pos, dl, "data", "array_data", f"{L.dtype_name(dt)}{list(shape)}")
+        arr = NamedArray(name, dt, tuple(shape), cur.pos, dl, _file=nac)
+        cur.pos += dl
+        return arr
+    finally:
+        rec.length = cur.pos - rs
+
+
+def _array_span(nac: NacFile, section: Span, start: int, end: int, i: int) -> Span:
+    rec = section.detached(start, 0, f"array[{i}]", "array")
+    _read_array(Cursor(nac._buf, start, end, "ARRS"), rec, nac)
+    return rec
 
 
 # --------------------------------------------------------------------------- shared records

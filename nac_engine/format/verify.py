@@ -120,7 +120,7 @@ def _semantic(nac: NacFile) -> list[NacFormatError]:
         has_output = bool(((a == OP_OUTPUT) & (b == 0)).any())
     if n and not has_output:
         add("OPS", (instrs.decode(n - 1) if encoded is not None else instrs[-1]).offset, "no <OUTPUT B=0> instruction: the program returns nothing")
-    for arr in nac.arrs or ():
+    for arr in walk_records(nac.arrs):
         problem = arr.problem()
         if problem:
             add("ARRS", max(arr.data_offset, 0), problem)

@@ -496,7 +496,7 @@ def _orch(nac: NacFile, out: _Out) -> None:
     out.put("I", len(orch.bytecode), "ORCH bytecode length")
     out.put("I", len(orch.pool), "ORCH constant count")
     out.raw(orch.bytecode)
-    for c in orch.pool:
+    for c in walk_records(orch.pool):
         encode_constant(c, out, "ORCH pool")
 
 
@@ -511,9 +511,8 @@ def _rsrc(nac: NacFile, out: _Out) -> None:
 
 
 def _arrs(nac: NacFile, out: _Out) -> None:
-    arrs = nac.arrs or []
-    out.put("I", len(arrs), "ARRS count")
-    for a in arrs:
+    out.put("I", len(nac.arrs or ()), "ARRS count")
+    for a in walk_records(nac.arrs):
         out.text(a.name, "H", "array name")
         out.put("B", a.dtype, f"dtype of array {a.name!r}")
         out.put("B", len(a.shape), f"rank of array {a.name!r}")

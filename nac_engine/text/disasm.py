@@ -22,7 +22,7 @@ from typing import Optional
 import numpy as np
 
 from ..format import layout as L
-from ..format.const_table import constant_values
+from ..format.const_table import constant_values, pool_values
 from ..format.instruction_table import InstructionTable, byte_words, distinct_encodings
 from ..format.lazy_records import walk_records
 from ..format.name_tables import made_parameter, parameter_names
@@ -91,8 +91,9 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
         yield from _hex_lines(".proc", nac.proc.manifest)
     for r in walk_records(nac.rsrc):
         yield f".rsrc {format_name(r.name)} {r.data_length if r._payload is None else len(r._payload)}"
-    for a in nac.arrs or []:
-        yield f".array {format_name(a.name)} {L.dtype_name(a.dtype)} {list(a.shape)} {len(a.data)}"
+    for a in walk_records(nac.arrs):
+        yield (f".array {format_name(a.name)} {L.dtype_name(a.dtype)} {list(a.shape)} "
+               f"{a.data_length if a._payload is None else len(a._payload)}")
     if nac.trng is not None:
         yield ".trng"
         for ins in nac.trng:
@@ -408,7 +409,7 @@ def _orch_lines(nac: NacFile):
     readable = False
     if orch.bytecode:
         try:
-            pool = {c.id: c.value for c in orch.pool}
+            pool = pool_values(orch.pool)
             instrs = orch.instructions      # decoded by the reader from these bytes: not a second copy
             if not (isinstance(instrs, MepStream) and instrs.bytecode == orch.bytecode):
                 instrs, _ = decode_mep(orch.bytecode)
@@ -422,7 +423,7 @@ def _orch_lines(nac: NacFile):
             yield from _hex_lines(".bytecode", orch.bytecode)
         else:
             yield from format_mep_blocks(instrs, pool, ".mep ")
-    for c in orch.pool:
+    for c in walk_records(orch.pool):
         yield ".pool " + _const_directive(c)
 
 

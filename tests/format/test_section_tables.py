@@ -237,3 +237,45 @@ def test_a_cnst_cut_short_keeps_the_constants_before_the_cut():
     assert any(p.section == "CNST" for p in got.problems)
     assert got.constants[100].value == "x" * 10 and 101 not in got.constants
     assert got.span_at(len(data) - 6) is not None       # the cut record still has its spans
+
+
+# -- ORCH's constant pool and ARRS: walked, not made -----------------------------------------------
+def test_the_orch_pool_is_walked_and_looked_up_without_being_made():
+    from nac_engine.format.const_table import pool_values
+    from nac_engine.format.model import Orch
+    nac = small_file()
+    code = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")   # a real MEP program
+    nac.orch = Orch(code, [Constant(i, 4, f"s{i}") for i in range(4)] + [Constant(2, 2, 7)])
+    data = write(nac)
+    got = read(data)
+    pool = got.orch.pool
+    assert type(pool).__name__ == "PoolTable" and len(pool) == 5
+    assert write(got) == data
+    text = disassemble(got)
+    assert ".pool 2 int64 7" in text and pool._items is None          # dis walked it
+    values = pool_values(pool)
+    assert values[2] == 7 and values[0] == "s0" and 9 not in values and pool._items is None  # a later id wins
+    assert [(c.id, c.value) for c in pool] == [(0, "s0"), (1, "s1"), (2, "s2"), (3, "s3"), (2, 7)]
+
+
+def test_arrs_entries_are_walked_and_spanned_without_being_made():
+    from nac_engine.format.model import NamedArray
+    import numpy as np
+    nac = small_file()
+    nac.header.version = "1.8"
+    nac.arrs = [NamedArray("a", 0, (2, 3), _payload=np.arange(6, dtype=np.float32).tobytes()),
+                NamedArray("", 0, (), _payload=bytes(4)), NamedArray("bad", 0, (4,), _payload=bytes(8))]
+    data = write(nac)
+    got = read(data)
+    arrs = got.arrs
+    assert type(arrs).__name__ == "ArrayTable" and len(arrs) == 3
+    assert write(got) == data
+    assert ".array a float32 [2, 3] 24" in disassemble(got)
+    assert any("array 'bad'" in p.reason for p in verify(got)) and arrs._items is None
+    sec = got.spans.find("ARRS")
+    leaf = got.span_at(sec.offset + 10)           # the first entry's name (after the tag, count, name length)
+    assert (leaf.name, leaf.value, leaf.parent.name) == ("name", "a", "array[0]")
+    assert arrs[0].array().tolist() == [[0, 1, 2], [3, 4, 5]] and arrs[2].shape == (4,)
+    cut = read(data[:sec.offset + 48], strict=False)    # inside the first entry's data
+    assert any(p.section == "ARRS" for p in cut.problems) and len(cut.arrs) == 0
+    assert cut.span_at(sec.offset + 10).name == "name"       # the failing entry's spans, as far as it reads
