@@ -14,7 +14,8 @@ the same run). Builds the crafted files in a temp dir from the model classes:
 * ``cmap_shortest`` / ``perm_shortest``: 65,536 CMAP / PERM ids with empty texts (3 bytes each)
 * ``cnst_65k``: 65,000 int constants; ``cnst_shortest``: 65,000 null constants (5 bytes each);
   ``pool_shortest``: 1 MB of ORCH pool null constants; ``arrs_shortest``: 1 MB of empty ARRS
-  entries (12 bytes each); ``cnst_lists``: 30 int lists of 65,535 values (7.8 MB)
+  entries (12 bytes each); ``proc_shortest`` / ``proc_unknown``: a 1 MB PROC manifest of empty
+  records (5 bytes each), known or of an unknown opcode (a problem each); ``cnst_lists``: 30 int lists of 65,535 values (7.8 MB)
 * ``ops_1m``: 100,000 instructions (1 MB of OPS); ``ops_shortest``: 500,000 two-byte instructions; ``ops_distinct``: 1 MB of OPS whose instructions
   all differ even with references made relative (random references and constants: every line is
   formatted and checked on its own); ``ops_problems``: 1 MB of instructions that each read two
@@ -52,7 +53,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from nac_engine import read, verify, write  # noqa: E402
 from nac_engine.format.model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, NamedArray, Orch,  # noqa: E402
-                                     Parameter, Resource, TensorMeta)
+                                     Parameter, Proc, Resource, TensorMeta)
 from nac_engine.errors import NacFormatError  # noqa: E402
 from nac_engine.text.asm import assemble  # noqa: E402
 from nac_engine.text.disasm import disassemble, iter_disassembly  # noqa: E402
@@ -63,7 +64,7 @@ from tests.format.test_regressions import small_file  # noqa: E402
 MEP_PROGRAM = bytes.fromhex("100000001400010080000100010162000201040302005f020300fe0101")
 
 
-CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "mmap_shortest", "cmap_1m", "cmap_shortest", "perm_shortest", "cnst_65k", "cnst_shortest", "cnst_lists", "pool_shortest", "arrs_shortest", "ops_1m", "ops_shortest", "ops_distinct", "ops_problems", "tensors_25k", "rsrc_20k", "names_shortest", "names_internal", "inputs_shortest", "rsrc_shortest")
+CASES = ("orch_1m", "orch_distinct", "orch_19k", "orch_shortest", "mmap_4m", "mmap_shortest", "cmap_1m", "cmap_shortest", "perm_shortest", "cnst_65k", "cnst_shortest", "cnst_lists", "pool_shortest", "arrs_shortest", "proc_shortest", "proc_unknown", "ops_1m", "ops_shortest", "ops_distinct", "ops_problems", "tensors_25k", "rsrc_20k", "names_shortest", "names_internal", "inputs_shortest", "rsrc_shortest")
 
 
 
@@ -200,6 +201,11 @@ def build(name: str, scale: float = 1.0) -> bytes:
                                         _payload=bytes(8))
     elif name == "cmap_1m":
         return cmap_file(k(1_000_000))
+    elif name in ("proc_shortest", "proc_unknown"):
+        # a PROC manifest of 200,000 empty records, 5 bytes each: LOWERCASE, or an unknown
+        # opcode (a problem each)
+        op = 0x01 if name == "proc_shortest" else 0x7F
+        nac.proc = Proc(b"TISA\x01" + (bytes([op]) + bytes(4)) * k(200_000))
     elif name == "pool_shortest":
         # ORCH's constant pool: 200,000 null constants, 5 bytes each
         nac.orch = Orch(b"", [Constant(i % 65_536, 0, None) for i in range(k(200_000))])

@@ -979,11 +979,9 @@ class _Reader:
         man = sp.add(start, n, "manifest", "tisa")
         decoded = None
         if n:   # an empty manifest is just empty, not a malformed TISA stream
-            decoded, problems = decode_tisa(data, start)
-            for pr in problems:
-                self.p.add(pr)
-            # its field spans: decoded again when the structure view or `nac span` asks
-            man.set_builder(lambda s: decode_tisa(data, start, s))
+            # records and their field spans are decoded again when asked for (the listing, the
+            # structure view, `nac span`)
+            decoded, _ = decode_tisa(data, start, man, report=self.p.report)
         self.nac.proc = Proc(data, decoded)
 
     def _sec_ORCH(self, cur: Cursor, sp: Span) -> None:

@@ -15,7 +15,9 @@ import json
 import struct
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import Any, Callable, Optional
 
 from ..errors import NacFormatError
 from ..spans import Span
@@ -47,7 +49,7 @@ class TisaRecord:
 @dataclass
 class TisaManifest:
     version: int
-    records: list = field(default_factory=list)
+    records: Sequence = field(default_factory=list)    # a read manifest's: TisaRecords
 
 
 # -- bounds-checked payload reader that remembers a span tree for what it read -----------------
@@ -189,25 +191,101 @@ _PAYLOAD_DECODERS = {
 }
 
 
+_OPCODE_NAMES = tuple(TISA_OPCODES.get(op, f"OP_0x{op:02X}") for op in range(256))
+
+
 def opcode_name(opcode: int) -> str:
-    return TISA_OPCODES.get(opcode, f"OP_0x{opcode:02X}")
+    return _OPCODE_NAMES[opcode]
 
 
 # -- manifest ---------------------------------------------------------------------------------
-def decode_tisa(manifest: bytes, base_offset: int = 0, span: Optional[Span] = None
+def _read_record(buf: bytes, pos: int, base_offset: int, nodes: bool) -> tuple:
+    """The whole record at ``buf[pos:]`` (its header fits, and its stated payload): (record, its
+    payload's span nodes, [(offset, reason)] of what is wrong with it). A payload that cannot be
+    read is kept raw."""
+    problems = []
+    opcode = buf[pos]
+    (length,) = struct.unpack_from("<I", buf, pos + 1)
+    start, end = pos + RECORD_HEADER, pos + RECORD_HEADER + length
+    name = opcode_name(opcode)
+    decoder = _PAYLOAD_DECODERS.get(opcode)
+    if decoder is _empty and start == end:         # no payload to read (a hostile manifest's shortest)
+        return TisaRecord(base_offset + pos, opcode, name, 0, {}), [], problems
+    if decoder is None:
+        problems.append((base_offset + pos, f"unknown TISA opcode 0x{opcode:02X}; payload kept raw"))
+        raw = [_Node(base_offset + start, length, "payload", "bytes", buf[start:start + 32])] if length and nodes else []
+        return TisaRecord(base_offset + pos, opcode, name, length, {"payload": buf[start:end]}), raw, problems
+    reader = _Reader(buf, start, end, base_offset, nodes=nodes)
+    try:
+        fields = decoder(reader)
+        if reader.pos < end:
+            problems.append((base_offset + reader.pos, f"{name}: {end - reader.pos} unused bytes at the end "
+                                                       f"of its payload"))
+            reader.stack[0].children.append(
+                _Node(base_offset + reader.pos, end - reader.pos, "unused", "bytes", buf[reader.pos:end]))
+        payload_nodes = reader.stack[0].children
+    except _Bad as bad:
+        problems.append((bad.args[0], bad.args[1]))
+        fields = {"payload": buf[start:end]}
+        payload_nodes = [_Node(base_offset + start, length, "payload", "bytes", buf[start:start + 32])] \
+            if length and nodes else []
+    return TisaRecord(base_offset + pos, opcode, name, length, fields), payload_nodes, problems
+
+
+class TisaRecords(Sequence):
+    """A read manifest's records, each decoded when asked for (a record is 5 bytes at its
+    shortest: an object and a span tree each took up to 400 B of RAM per manifest byte)."""
+
+    __slots__ = ("_buf", "_base", "_starts")
+
+    def __init__(self, buf: bytes, base_offset: int, starts: array):
+        self._buf, self._base, self._starts = buf, base_offset, starts
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return _read_record(self._buf, self._starts[i], self._base, False)[0]
+
+    def __iter__(self) -> Iterator[TisaRecord]:
+        buf, base = self._buf, self._base
+        return (_read_record(buf, pos, base, False)[0] for pos in self._starts)
+
+    def span(self, parent: Span, i: int) -> Span:
+        """Record ``i``'s span tree under ``parent`` (not added to its children)."""
+        pos = self._starts[i]
+        record, payload_nodes, _ = _read_record(self._buf, pos, self._base, True)
+        node = parent.detached(record.offset, RECORD_HEADER + record.length, f"rec[{i}]", "tisa", _describe(record))
+        node.add(record.offset, 1, "opcode", "opcode", record.name)
+        node.add(record.offset + 1, 4, "length", "u32", record.length)
+        for child in payload_nodes:
+            child.attach(node)
+        return node
+
+
+def decode_tisa(manifest: bytes, base_offset: int = 0, span: Optional[Span] = None,
+                report: Optional[Callable[[str, int, str], None]] = None
                 ) -> tuple[Optional[TisaManifest], list[NacFormatError]]:
     """Decode a manifest; ``None`` when it does not start with ``TISA`` + version.
 
-    ``base_offset`` is the absolute file offset of ``manifest[0]``. With ``span``, child
-    spans cover every manifest byte exactly once: ``magic``, ``version``, one ``rec[i]`` per
-    record (``opcode``, ``length``, then the payload fields), ``trailing`` for bytes that do
-    not form a whole record.
+    ``base_offset`` is the absolute file offset of ``manifest[0]``. Every record is checked;
+    the manifest's ``records`` decode each one when asked for. With ``span``, child spans
+    cover every manifest byte exactly once: ``magic``, ``version``, one ``rec[i]`` per record
+    (``opcode``, ``length``, then the payload fields; made when first asked for), ``trailing``
+    for bytes that do not form a whole record. ``report(section, offset, reason)`` takes the
+    problems instead of the returned list (a reader's capped list: a hostile manifest has a
+    problem every 5 bytes).
     """
     buf = bytes(manifest)
     problems: list[NacFormatError] = []
 
     def problem(offset: int, reason: str) -> None:
-        problems.append(NacFormatError(SECTION, offset, reason))
+        if report is not None:
+            report(SECTION, offset, reason)
+        else:
+            problems.append(NacFormatError(SECTION, offset, reason))
 
     def leaf(offset: int, length: int, name: str, type_: str = "bytes", value: Any = None) -> None:
         if span is not None and length > 0:
@@ -224,53 +302,28 @@ def decode_tisa(manifest: bytes, base_offset: int = 0, span: Optional[Span] = No
     if version != KNOWN_VERSION:
         problem(base_offset + 4, f"TISA version {version} is unknown; decoded as version {KNOWN_VERSION}")
 
-    result = TisaManifest(version)
+    starts = array("I" if len(buf) < 1 << 32 else "Q")
+    records = TisaRecords(buf, base_offset, starts)
+    if span is not None:
+        span.set_index(starts.__len__, lambda i: base_offset + starts[i], lambda i: records.span(span, i))
     pos = 5
     while pos < len(buf):
         if len(buf) - pos < RECORD_HEADER:
             problem(base_offset + pos, f"{len(buf) - pos} bytes at the end do not hold a record header")
             leaf(pos, len(buf) - pos, "trailing", value=buf[pos:])
             break
-        opcode = buf[pos]
         (length,) = struct.unpack_from("<I", buf, pos + 1)
-        start, end = pos + RECORD_HEADER, pos + RECORD_HEADER + length
-        name = opcode_name(opcode)
+        end = pos + RECORD_HEADER + length
         if end > len(buf):
-            problem(base_offset + pos + 1, f"{name} payload length {length} exceeds the "
-                                           f"{len(buf) - start} bytes left")
+            problem(base_offset + pos + 1, f"{opcode_name(buf[pos])} payload length {length} exceeds the "
+                                           f"{len(buf) - pos - RECORD_HEADER} bytes left")
             leaf(pos, len(buf) - pos, "trailing", value=buf[pos:pos + 32])
             break
-
-        reader = _Reader(buf, start, end, base_offset, nodes=span is not None)
-        decoder = _PAYLOAD_DECODERS.get(opcode)
-        try:
-            if decoder is None:
-                raise _Bad(base_offset + pos, f"unknown TISA opcode 0x{opcode:02X}; payload kept raw")
-            fields = decoder(reader)
-            if reader.pos < end:
-                problem(base_offset + reader.pos, f"{name}: {end - reader.pos} unused bytes at the end "
-                                                  f"of its payload")
-                reader.stack[0].children.append(
-                    _Node(base_offset + reader.pos, end - reader.pos, "unused", "bytes", buf[reader.pos:end]))
-            payload_nodes = reader.stack[0].children
-        except _Bad as bad:
-            problem(bad.args[0], bad.args[1])
-            fields = {"payload": buf[start:end]}
-            payload_nodes = [_Node(base_offset + start, length, "payload", "bytes", buf[start:start + 32])]
-            if not length:
-                payload_nodes = []
-
-        record = TisaRecord(base_offset + pos, opcode, name, length, fields)
-        result.records.append(record)
-        if span is not None:
-            node = span.add(base_offset + pos, end - pos, f"rec[{len(result.records) - 1}]", "tisa",
-                            _describe(record))
-            node.add(base_offset + pos, 1, "opcode", "opcode", name)
-            node.add(base_offset + pos + 1, 4, "length", "u32", length)
-            for child in payload_nodes:
-                child.attach(node)
+        for offset, reason in _read_record(buf, pos, base_offset, False)[2]:
+            problem(offset, reason)
+        starts.append(pos)
         pos = end
-    return result, problems
+    return TisaManifest(version, records), problems
 
 
 # -- listing ----------------------------------------------------------------------------------
@@ -295,32 +348,35 @@ def _rule_text(rule: dict) -> str:
     return " ".join(parts)
 
 
+#: A record's arguments as text, by opcode name (its decoded fields in)
+_ARGUMENTS = {
+    "UNICODE_NORM": lambda f: f["form"],
+    "REPLACE": lambda f: f"{_quote(f['pattern'])} -> {_quote(f['replacement'])}",
+    "FILTER_CATEGORY": lambda f: " ".join(f["categories"]),
+    "PREPEND": lambda f: _quote(f["text"]),
+    "PARTITION_RULES": lambda f: f"{len(f['rules'])} rules",
+    "BPE_ENCODE": lambda f: f"suffix={_quote(f['suffix'])}" if f["suffix"] else "suffix=none",
+    "WORDPIECE_ENCODE": lambda f: f"prefix={_quote(f['prefix'])}",
+    "COMPOSE": lambda f: " ".join(
+        "$sequence" if not it["fixed"] else f"id={it['id']}" if "id" in it else _quote(it["token"])
+        for it in f["items"]),
+}
+
+
 def _describe(record: TisaRecord) -> str:
     f = record.fields
     if "payload" in f:
         raw = f["payload"]
         return f'{record.name} payload=x"{raw[:32].hex()}"' + ("…" if len(raw) > 32 else "")
-    args = {
-        "UNICODE_NORM": lambda: f["form"],
-        "REPLACE": lambda: f"{_quote(f['pattern'])} -> {_quote(f['replacement'])}",
-        "FILTER_CATEGORY": lambda: " ".join(f["categories"]),
-        "PREPEND": lambda: _quote(f["text"]),
-        "PARTITION_RULES": lambda: f"{len(f['rules'])} rules",
-        "BPE_ENCODE": lambda: f"suffix={_quote(f['suffix'])}" if f["suffix"] else "suffix=none",
-        "WORDPIECE_ENCODE": lambda: f"prefix={_quote(f['prefix'])}",
-        "COMPOSE": lambda: " ".join(
-            "$sequence" if not it["fixed"] else f"id={it['id']}" if "id" in it else _quote(it["token"])
-            for it in f["items"]),
-    }.get(record.name)
-    return f"{record.name} {args()}" if args else record.name
+    args = _ARGUMENTS.get(record.name)
+    return f"{record.name} {args(f)}" if args else record.name
 
 
-def format_tisa(manifest: TisaManifest) -> list[str]:
+def format_tisa(manifest: TisaManifest) -> Iterator[str]:
     """Readable listing: a title line, then one line per record (offset, name, arguments),
     with PARTITION_RULES followed by one indented line per rule."""
-    lines = [f"TISA version {manifest.version}, {len(manifest.records)} records"]
+    yield f"TISA version {manifest.version}, {len(manifest.records)} records"
     for record in manifest.records:
-        lines.append(f"{record.offset:6d}  {_describe(record)}")
+        yield f"{record.offset:6d}  {_describe(record)}"
         for i, rule in enumerate(record.fields.get("rules", ()) if "payload" not in record.fields else ()):
-            lines.append(f"{'':6}    [{i}] {_rule_text(rule)}")
-    return lines
+            yield f"{'':6}    [{i}] {_rule_text(rule)}"

@@ -295,7 +295,10 @@ class _Assembler:
                 nac.orch = Orch()
             nac.orch.pool.append(_const(rest))
         elif word == ".proc":
-            self.proc_hex = (self.proc_hex or []) + ([rest] if rest else [])
+            if self.proc_hex is None:
+                self.proc_hex = []
+            if rest:
+                self.proc_hex.append(rest)      # (a new list per line made 1 MB of hex quadratic)
         elif word == ".rsrc":
             name, _size = _name_and_tail(rest)
             if nac.rsrc is None:

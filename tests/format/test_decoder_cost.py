@@ -15,7 +15,7 @@ from benchmarks.bench_hostile_cost import cmap_file, distinct_ops, id_text_file
 from nac_engine import read, verify, write
 from nac_engine.format.gc_pause import collector_paused
 from nac_engine.format.model import (Constant, InputName, Instruction, MmapCommand, MmapRecord, NamedArray, Orch,
-                                     Parameter, Resource, TensorMeta)
+                                     Parameter, Proc, Resource, TensorMeta)
 from nac_engine.text.asm import assemble
 from nac_engine.text.disasm import disassemble, iter_disassembly
 from nac_engine.text.textops import TextError
@@ -52,6 +52,9 @@ def crafted(kind: str, scale: int) -> bytes:
     elif kind == "cnst_shortest":    # null constants: 5 bytes each
         for cid in range(10, 10 + 16_000 * scale):
             nac.constants[cid] = Constant(cid, 0, None)
+    elif kind in ("proc_shortest", "proc_unknown"):    # empty TISA records: 5 bytes each
+        op = 0x01 if kind == "proc_shortest" else 0x7F     # (an unknown opcode: a problem each)
+        nac.proc = Proc(b"TISA\x01" + (bytes([op]) + bytes(4)) * (50_000 * scale))
     elif kind == "pool_shortest":    # ORCH pool null constants: 5 bytes each
         nac.orch = Orch(b"", [Constant(i % 65_536, 0, None) for i in range(50_000 * scale)])
     elif kind == "arrs_shortest":    # empty ARRS entries: 12 bytes each (v1.8)
@@ -115,7 +118,7 @@ def _distinct_orch(size: int) -> bytes:
     return b"".join(parts)
 
 
-KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "mmap_shortest", "cmap", "cmap_shortest", "perm_shortest", "cnst", "cnst_shortest", "pool_shortest", "arrs_shortest", "tensors", "rsrc", "rsrc_shortest", "ops",
+KINDS = ("orch", "orch_distinct", "orch_shortest", "mmap", "mmap_shortest", "cmap", "cmap_shortest", "perm_shortest", "cnst", "cnst_shortest", "pool_shortest", "arrs_shortest", "proc_shortest", "proc_unknown", "tensors", "rsrc", "rsrc_shortest", "ops",
          "ops_shortest", "ops_distinct", "ops_problems", "names_shortest", "names_internal", "inputs_shortest")
 STEPS = {
     "read": lambda p: read(p, strict=False).close(),
