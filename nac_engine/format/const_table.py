@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import functools
 import itertools
-import operator
 import struct
 from array import array
-from collections.abc import Iterator, Mapping, MutableMapping
-from typing import Any, Callable, Optional
+from collections.abc import Iterator, Mapping
+from typing import Callable, Optional
 
 from . import layout as L
-from .lazy_records import LazyRecords
+from .lazy_records import LazyIdMap, LazyRecords
 from .model import Constant
 
 CONST_HEAD = struct.Struct("<HBH")      # id, type, length
@@ -89,106 +88,24 @@ class ConstRecords:
             yield decode_constant(code, s, limit)[0] or careful(base + s)
 
 
-class ConstTable(MutableMapping):
+class ConstTable(LazyIdMap):
     """``ConstTable(records, present, distinct)``: constant id -> :class:`Constant` over
-    :class:`ConstRecords`. ``present`` is a bitset of the ids (membership without the
-    objects), ``distinct`` how many there are (fewer than records when one is defined twice, a
-    problem the reader reported; the mapping then keeps the later record's constant)."""
+    :class:`ConstRecords` (see :class:`~.lazy_records.LazyIdMap`)."""
 
-    __slots__ = ("_records", "_present", "_distinct", "_where", "_some", "_dict")
+    __slots__ = ("_records",)
 
     def __init__(self, records: ConstRecords, present: bytearray, distinct: int):
-        self._records, self._present, self._distinct = records, present, distinct
-        self._where: Optional[array] = None     # id -> its (last) record, made on demand
-        self._some: dict = {}                   # constants made by lookups, before the dict is
-        self._dict: Optional[dict] = None
+        super().__init__(present, distinct)
+        self._records = records
 
-    def _record_of(self, cid: int) -> int:
-        """The index of the (last) record of ``cid``, which the table holds: the first call
-        indexes the records by id (4 bytes per id up to the largest)."""
-        where = self._where
-        if where is None:
-            where = self._where = array("i", bytes(4 * (max(self._records.ids()) + 1)))
-            for i, ident in enumerate(self._records.ids()):
-                where[ident] = i
-        return where[cid]
+    def _n(self) -> int:
+        return len(self._records)
 
-    def _made(self) -> dict:
-        items = self._dict
-        if items is None:
-            some, items = self._some, {}
-            for const in self._records:          # in record order; a later record of an id wins
-                items[const.id] = some.get(const.id, const)
-            self._dict = items
-            self._some = self._records = self._where = None
-        return items
+    def _ids(self) -> Iterator[int]:
+        return self._records.ids()
 
-    def one(self, cid: int) -> Optional[Constant]:
-        """Constant ``cid`` (None when CNST does not define it), made alone if need be."""
-        if self._dict is not None:
-            return self._dict.get(cid)
-        const = self._some.get(cid)
-        if const is None and cid in self:
-            const = self._some[cid] = self._records.make(self._record_of(cid))
-        return const
-
-    def walk(self) -> Iterator[Constant]:
-        """The constants in order, made afresh and not kept (the table's own when it has them)."""
-        if self._dict is not None or self._distinct != len(self._records):
-            return iter(self._made().values())
-        some = self._some
-        return (some.get(const.id, const) for const in self._records)
-
-    def __contains__(self, cid: object) -> bool:
-        if self._dict is not None:
-            return cid in self._dict
-        cid = _as_id(cid)
-        return cid is not None and bool(self._present[cid >> 3] & (1 << (cid & 7)))
-
-    def get(self, cid: int, default: Any = None) -> Any:
-        if self._dict is None:
-            cid = _as_id(cid)
-            if cid is None:
-                return default
-        const = self.one(cid)
-        return default if const is None else const
-
-    def __getitem__(self, cid: int) -> Constant:
-        const = self.get(cid)
-        if const is None:
-            raise KeyError(cid)
-        return const
-
-    def __len__(self) -> int:
-        return self._distinct if self._dict is None else len(self._dict)
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._made())
-
-    def keys(self):
-        return self._made().keys()
-
-    def values(self):
-        return self._made().values()
-
-    def items(self):
-        return self._made().items()
-
-    def __setitem__(self, cid: int, const: Constant) -> None:
-        self._made()[cid] = const
-
-    def __delitem__(self, cid: int) -> None:
-        del self._made()[cid]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Mapping):
-            return self._made() == dict(other.items())
-        return NotImplemented
-
-    __hash__ = None
-
-    def __repr__(self) -> str:
-        return f"ConstTable({len(self)} constants)"
+    def _make(self, i: int) -> Constant:
+        return self._records.make(i)
 
 
 class PoolTable(LazyRecords):
@@ -236,15 +153,6 @@ class _Values(Mapping):
 
     def __len__(self) -> int:
         return len(self._by_id)
-
-
-def _as_id(key: object) -> Optional[int]:
-    """``key`` as a constant id (ids are u16; a numpy integer is one too), else None."""
-    try:
-        cid = operator.index(key)
-    except TypeError:
-        return None
-    return cid if 0 <= cid < 65536 else None
 
 
 def constant_values(constants: Mapping) -> Iterator[Constant]:

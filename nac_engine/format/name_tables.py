@@ -12,131 +12,47 @@ the objects.
 """
 from __future__ import annotations
 
-from array import array
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Optional
 
-from .lazy_records import LazyRecords
+from .lazy_records import LazyIdMap, LazyRecords
 from .model import InputName, Parameter
 from .name_records import NAME_HEAD, NameRecords
 
-class ParamTable(MutableMapping):
-    """``ParamTable(records, file, present, count)``: parameter id -> :class:`Parameter`, made
-    on first use. ``present`` is a bitset of the ids named (membership without the objects);
-    ``count`` is how many distinct ids there are (fewer than records: an id named twice, a
-    problem the reader reported, and the mapping keeps the later record's name). A parameter
-    can also be made alone (:meth:`one`: the reader's tensor records); it is then the mapping's."""
+class ParamTable(LazyIdMap):
+    """``ParamTable(records, file, present, count)``: parameter id -> :class:`Parameter` over
+    DATA's name records (see :class:`~.lazy_records.LazyIdMap`: a lookup makes one, the
+    reader's tensor records among them; iterating makes them all)."""
 
-    __slots__ = ("_records", "_file", "_present", "_count", "_items", "_some", "_where")
+    __slots__ = ("_records", "_file")
 
     def __init__(self, records: NameRecords, file: Any, present: bytearray, count: int):
-        self._records, self._file, self._present, self._count = records, file, present, count
-        self._items: Optional[dict] = None
-        self._some: dict = {}                   # parameters made alone, before the mapping is
-        self._where: Optional[array] = None     # id -> its record (the last), made on demand
+        super().__init__(present, count)
+        self._records, self._file = records, file
 
-    def _record_of(self, pid: int) -> int:
-        """The index of the (last) record naming ``pid``, which the mapping names: the first
-        call indexes the records by id (4 bytes per id up to the largest)."""
-        where = self._where
-        if where is None:
-            starts, code, head = self._records.starts, self._records.code, NAME_HEAD.unpack_from
-            largest = max(head(code, s)[0] for s in starts)
-            where = self._where = array("i", bytes(4 * (largest + 1)))
-            for i, s in enumerate(starts):
-                where[head(code, s)[0]] = i
-        return where[pid]
+    def _n(self) -> int:
+        return len(self._records)
+
+    def _ids(self) -> Iterator[int]:
+        code, head = self._records.code, NAME_HEAD.unpack_from
+        return (head(code, s)[0] for s in self._records.starts)
+
+    def _make(self, i: int) -> Parameter:
+        _offset, pid, name = self._records.record(i)
+        return Parameter(pid, name, _file=self._file)
 
     def name_of(self, pid: int) -> Optional[str]:
         """Parameter ``pid``'s name (None if DATA does not name it), without making parameters."""
-        if self._items is not None:
-            p = self._items.get(pid)
+        if self._dict is not None:
+            p = self._dict.get(pid)
             return None if p is None else p.name
         return self._records.record(self._record_of(pid))[2] if pid in self else None
 
-    def made(self) -> dict:
-        """The parameters as a dict, made now if they were not."""
-        return self._dict()
-
-    def one(self, pid: int) -> Optional[Parameter]:
-        """Parameter ``pid`` (None if DATA does not name it), made alone if the mapping is not
-        made: a file of 65k names and a few tensors makes a few Parameters."""
-        if self._items is not None:
-            return self._items.get(pid)
-        p = self._some.get(pid)
-        if p is None and pid in self:
-            name = self._records.record(self._record_of(pid))[2]
-            p = self._some[pid] = Parameter(pid, name, _file=self._file)
-        return p
-
-    def _dict(self) -> dict:
-        items = self._items
-        if items is None:
-            file, some = self._file, self._some
-            items = {}
-            for _offset, pid, name in self._records:
-                p = some.get(pid)       # (one made alone is the mapping's; a later record of an id wins)
-                items[pid] = p if p is not None else Parameter(pid, name, _file=file)
-            self._items, self._some = items, {}
-        return items
-
-    def items_once(self) -> Iterator[tuple[int, Parameter]]:
-        """(id, parameter) in order, made afresh and not kept unless made already (the
-        mapping's own once made)."""
-        if self._items is not None or self._count != len(self._records):
-            return iter(self._dict().items())
-        file, some = self._file, self._some
-        return ((pid, some.get(pid) or Parameter(pid, name, _file=file)) for _offset, pid, name in self._records)
-
     def names_once(self) -> Iterator[tuple[int, str]]:
         """(id, name) in order, without making any parameter."""
-        if self._items is not None or self._count != len(self._records):
-            return ((pid, p.name) for pid, p in self._dict().items())
+        if self._dict is not None or self._distinct != len(self._records):
+            return ((pid, p.name) for pid, p in self.made().items())
         return ((pid, name) for _offset, pid, name in self._records)
-
-    def __contains__(self, pid: object) -> bool:
-        if self._items is not None:
-            return pid in self._items
-        return isinstance(pid, int) and 0 <= pid < 65536 and bool(self._present[pid >> 3] & (1 << (pid & 7)))
-
-    def __len__(self) -> int:
-        if self._items is not None:
-            return len(self._items)
-        return self._count
-
-    def __getitem__(self, pid: int) -> Parameter:
-        return self._dict()[pid]
-
-    def get(self, pid: int, default: Any = None) -> Any:
-        return self._dict().get(pid, default)
-
-    def __setitem__(self, pid: int, p: Parameter) -> None:
-        self._dict()[pid] = p
-
-    def __delitem__(self, pid: int) -> None:
-        del self._dict()[pid]
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._dict())
-
-    def keys(self):
-        return self._dict().keys()
-
-    def values(self):
-        return self._dict().values()
-
-    def items(self):
-        return self._dict().items()
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Mapping):
-            return self._dict() == dict(other.items())
-        return NotImplemented
-
-    __hash__ = None
-
-    def __repr__(self) -> str:
-        return f"ParamTable({len(self)} parameters)"
 
 
 class InputNameTable(LazyRecords):
@@ -158,7 +74,7 @@ class InputNameTable(LazyRecords):
 def parameter_items(params: Mapping) -> Iterator[tuple[int, Parameter]]:
     """A file's (id, parameter) pairs without keeping them: a read file's made one at a time,
     a built or used mapping's as they are."""
-    return params.items_once() if isinstance(params, ParamTable) else iter(params.items())
+    return ((p.id, p) for p in params.walk()) if isinstance(params, ParamTable) else iter(params.items())
 
 
 def parameter_names(params: Mapping) -> Iterator[tuple[int, str]]:
@@ -180,7 +96,7 @@ def parameter_name(params: Mapping, pid: int) -> Optional[str]:
 def _unmade(params: Mapping) -> bool:
     """A read file's mapping not made yet: nothing has been set on a parameter not made alone
     (only a tensor record or a weights file gives one a shape, and either makes it)."""
-    return isinstance(params, ParamTable) and params._items is None
+    return isinstance(params, ParamTable) and params._dict is None
 
 
 def made_parameter(params: Mapping, pid: int) -> Optional[Parameter]:

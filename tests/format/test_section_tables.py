@@ -40,9 +40,11 @@ def test_a_read_files_names_are_walked_not_made():
     disassemble(nac)
     verify(nac)
     assert list(made_parameters(nac.params)) == []
-    p = nac.params[7]                                    # the mapping protocol makes them, once
+    p = nac.params[7]                                    # a lookup makes that one, once
     assert p is nac.params[7] and p.name == "b" and p.id == 7 and p._file is nac
-    assert [q.name for q in made_parameters(nac.params)] == ["a", "b", "c"]
+    assert [q.name for q in made_parameters(nac.params)] == ["b"]
+    assert [q.name for q in nac.params.values()] == ["a", "b", "c"]     # iterating makes them all
+    assert nac.params[7] is p and [q.name for q in made_parameters(nac.params)] == ["a", "b", "c"]
 
 
 def test_an_id_named_twice_keeps_the_later_name_at_the_first_place():
