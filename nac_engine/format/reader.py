@@ -253,20 +253,6 @@ class ProblemList:
                                                  f"({problem_kind(NacFormatError(section, offset, reason))[1]})"))
 
 
-class _Repeats:
-    """(start, id) of ids defined again: the first PROBLEMS_PER_KIND + 1 kept, all counted."""
-    __slots__ = ("kept", "count")
-
-    def __init__(self):
-        self.kept: list = []
-        self.count = 0
-
-    def add(self, start: int, ident: int) -> None:
-        self.count += 1
-        if self.count <= PROBLEMS_PER_KIND + 1:
-            self.kept.append((start, ident))
-
-
 #: Problems of one kind kept by a lenient read before the rest are only counted.
 PROBLEMS_PER_KIND = 1000
 _DIGITS = b"0123456789"
@@ -654,16 +640,6 @@ class _Reader:
                 self.p.add(NacFormatError("PERM", start + 3, f"signature {sid} {s!r} has unknown codes {bad}"))
         self._id_table(cur, sp, "perms", ("sig", "perm", "signature"), "signature id {} is defined twice", check)
 
-    def _defined_twice(self, section: str, twice: "_Repeats", reason: str) -> None:
-        """Problems for the ids met again: past PROBLEMS_PER_KIND only counted (a hostile table
-        repeats ids hundreds of thousands of times)."""
-        for start, ident in twice.kept[:PROBLEMS_PER_KIND]:
-            self.p.add(NacFormatError(section, start, reason.format(ident)))
-        if twice.count > PROBLEMS_PER_KIND:
-            start, _ = twice.kept[PROBLEMS_PER_KIND]
-            self.p.add(NacFormatError(section, start, f"… and {twice.count - PROBLEMS_PER_KIND:,} more like this "
-                                                      f"({reason.format('#')})"))
-
     def _id_table(self, cur: Cursor, sp: Span, attr: str, names: tuple, twice_reason: str, check=None) -> None:
         """CMAP's and PERM's records (id u16, length u8, UTF-8 text) as ``nac.<attr>``, id -> text:
         a dict when every id is below 256 (every real file), else an :class:`IdTextTable` over
@@ -694,7 +670,6 @@ class _Reader:
         low: dict = {}
         present = bytearray(8192)           # one bit per u16 id met
         distinct = 0
-        twice = _Repeats()
         try:
             for i in range(n):
                 rs = cur.pos
@@ -713,9 +688,7 @@ class _Reader:
                     cur.text(ln, field, rec)
                     raise cur.error(f"{label}[{i}] cannot be read", rs)     # (not reached: text() raised)
                 if present[ident >> 3] & (1 << (ident & 7)):
-                    twice.add(rs, ident)
-                    if self.p.strict:
-                        break
+                    self.p.report(cur.section, rs, twice_reason.format(ident))     # (strict: raises)
                 else:
                     present[ident >> 3] |= 1 << (ident & 7)
                     distinct += 1
@@ -728,7 +701,6 @@ class _Reader:
         finally:
             setattr(self.nac, attr, low if distinct == len(low) else IdTextTable(
                 NameRecords(bytes(buf[first - base:end - base]), first, starts, _ID_TEXT_HEAD), distinct, low))
-            self._defined_twice(cur.section, twice, twice_reason)
 
     def _sec_CNST(self, cur: Cursor, sp: Span) -> None:
         n = cur.scalar("u32", "count")
