@@ -20,8 +20,9 @@ from .model import NamedArray
 _U16, _U64 = struct.Struct("<H"), struct.Struct("<Q")
 
 
-@functools.lru_cache(maxsize=256)
-def _u32s(n: int) -> struct.Struct:
+@functools.lru_cache(maxsize=None)        # ranks are u8: 256 at most
+def u32s(n: int) -> struct.Struct:
+    """The struct of ``n`` little-endian u32 (a shape)."""
     return struct.Struct(f"<{n}I")
 
 
@@ -42,7 +43,7 @@ def array_head(buf, at: int, limit: int) -> Optional[tuple[str, int, tuple, int,
     p += 2
     if p + 4 * rank + 8 > limit:
         return None
-    shape = _u32s(rank).unpack_from(buf, p) if rank else ()
+    shape = u32s(rank).unpack_from(buf, p) if rank else ()
     p += 4 * rank
     return name, dtype, shape, _U64.unpack_from(buf, p)[0], p + 8 - at
 

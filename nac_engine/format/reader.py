@@ -33,7 +33,7 @@ from .cursor import Cursor
 from .gc_pause import collector_paused
 from .mapped import read_at
 from .mmap_table import RECORD_HEAD, MmapTable
-from .array_table import ArrayTable, array_head
+from .array_table import ArrayTable, array_head, u32s as _u32s
 from .const_table import ConstRecords, ConstTable, PoolTable, decode_constant
 from .name_records import ID_TEXT_HEAD as _ID_TEXT_HEAD, NAME_HEAD as _NAME_HEAD, IdTextTable, NameRecords, byte_ids
 from .name_tables import InputNameTable, ParamTable, parameter_name
@@ -1158,11 +1158,6 @@ class _NoSpans:
     @property
     def children(self) -> list:
         return [self]
-
-
-@functools.lru_cache(maxsize=None)
-def _u32s(n: int) -> struct.Struct:
-    return struct.Struct(f"<{n}I")
 
 
 _U16, _U32 = struct.Struct("<H"), struct.Struct("<I")
