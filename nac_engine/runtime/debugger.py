@@ -280,6 +280,8 @@ class Debugger:
 
     def _continue(self) -> StopReason:
         with self._lock:
+            if not self.session.finished:
+                self.session.prepare_all()
             return self._drive(None, True)
 
     def _run_to(self, tick: int, breakpoints: bool = False) -> StopReason:

@@ -169,6 +169,7 @@ class Session:
         if manage_threads is not None:
             self.manage_threads = manage_threads
         self._prepared: dict[int, PreparedCall] = {}
+        self._shared_prepared = False       # prepare_all() has looked up the shared plans
         self._const_keys: dict[int, tuple] = {}
         # the file's bytes are this session's own copy (it opened the file, read whole): weights
         # may be used where they lie (runtime/stored_weights.py)
@@ -198,6 +199,7 @@ class Session:
             raise ValueError("share_loaded: the sessions run different files, devices or kernels")
         self._params = other._params
         self._prepared = other._prepared
+        self._shared_prepared = other._shared_prepared
 
     def __enter__(self) -> "Session":
         return self
@@ -336,10 +338,7 @@ class Session:
         results = self.results
         instructions = self.instructions
         prepared = self._prepared
-        if not prepared:
-            self._prepare_shared()
-        if not self._params and self.holds_weights:
-            self._load_params()
+        self.prepare_all()
         prepare = self.prepare
         load_param = self.load_param
         n = len(instructions)
@@ -790,6 +789,17 @@ class Session:
         if key is not None:
             keep_plan(key, call.plan)
         return call
+
+    def prepare_all(self) -> None:
+        """Before many instructions run in a row (run()'s loop, a debugger's Continue): every
+        shared call plan, and the stream's weights when the session holds them, each in one
+        pass (cheaper than the same work spread over the instructions; what fails is left for
+        its tick, which raises it there)."""
+        if not self._shared_prepared:
+            self._shared_prepared = True
+            self._prepare_shared()
+        if not self._params and self.holds_weights:
+            self._load_params()
 
     def _load_params(self) -> None:
         """Every weight the stream loads, in one pass before a first run (one loop is markedly
