@@ -24,11 +24,14 @@ class ResourceTable(LazyRecords):
     """``ResourceTable(heads, at, starts, file)``: entry ``i``'s head is ``heads[at[i]:]`` and
     the entry starts at file offset ``starts[i]`` (the reader checked every entry fits)."""
 
-    __slots__ = ("_heads", "_at", "_starts", "_file")
+    __slots__ = ("_heads", "_at", "_starts", "_file", "_found")
 
     def __init__(self, heads: bytes, at: array, starts: array, file: Any):
         super().__init__()
         self._heads, self._at, self._starts, self._file = heads, at, starts, file
+        # entries found by name, kept: a second find is the same object (what the source map's
+        # and input signature's decode caches key on), and the list, once made, holds them too
+        self._found: dict[int, Resource] = {}
 
     def _count(self) -> int:
         return len(self._starts)
@@ -42,7 +45,9 @@ class ResourceTable(LazyRecords):
 
     def record(self, i: int) -> Resource:
         """Entry ``i`` (made alone while the list is not)."""
-        return self._items[i] if self._items is not None else self._make(i)
+        if self._items is not None:
+            return self._items[i]
+        return self._found.get(i) or self._make(i)
 
     def _make(self, i: int) -> Resource:
         heads, h = self._heads, self._at[i]
@@ -62,12 +67,16 @@ class ResourceTable(LazyRecords):
         while pos >= 0:
             i = bisect_left(at, pos)
             if i < len(at) and at[i] == pos:      # a match at an entry's head, not inside one
-                return self._make(i)
+                found = self._found.get(i)
+                if found is None:
+                    found = self._found[i] = self._make(i)
+                return found
             pos = heads.find(head, pos + 1)
         return None
 
     def _walk(self) -> Iterator[Resource]:
-        return map(self._make, range(len(self._starts)))
+        found, make = self._found, self._make
+        return (found.get(i) or make(i) for i in range(len(self._starts)))
 
 
 def find_resource(rsrc: Optional[Iterable[Resource]], name: str) -> Optional[Resource]:
