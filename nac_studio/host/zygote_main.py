@@ -82,7 +82,10 @@ def _reap(children: dict) -> None:
         fd = children.pop(pid, None)
         if fd is not None:
             code = os.waitstatus_to_exitcode(status)      # -N for a signal, as Popen reports it
-            os.write(fd, code.to_bytes(8, "little", signed=True))
+            try:
+                os.write(fd, code.to_bytes(8, "little", signed=True))
+            except OSError:     # the Studio no longer waits for this host (it closed its end)
+                pass
             os.close(fd)
 
 

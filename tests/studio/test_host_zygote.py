@@ -135,3 +135,29 @@ def test_without_a_live_zygote_the_host_is_a_plain_child(warm_zygote):
         assert _parent_of(conn.pid) == os.getpid()
     finally:
         conn.shutdown()
+
+
+def test_the_zygote_outlives_a_host_whose_end_nobody_waits_for(warm_zygote):
+    """A host's exit status goes to a pipe the Studio holds; when the Studio has let go of it (a
+    window closing while its host still ends), the zygote's report finds no reader. That must
+    not end the zygote: the next host is still its fork."""
+    conn = HostConnection()
+    _statistics(conn)
+    proc = conn.proc
+    assert isinstance(proc, ForkedProcess)
+    r, w = os.pipe()
+    os.dup2(r, proc._status)        # the status pipe's read end closed; its fd number stays valid
+    os.close(r)
+    os.close(w)
+    os.kill(conn.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while os.path.exists(f"/proc/{conn.pid}") and time.monotonic() < deadline:
+        time.sleep(0.02)            # reaped by the zygote, whose report then finds no reader
+    time.sleep(0.2)
+    conn.shutdown()
+    assert warm_zygote._proc.poll() is None, "the zygote ended"
+    again = HostConnection()
+    try:
+        assert _statistics(again) == _PLAIN_CHILD and isinstance(again.proc, ForkedProcess)
+    finally:
+        again.shutdown()
