@@ -95,6 +95,13 @@ class TaskRunner(QObject):
             task.failed.connect(on_error)
         task.finished.connect(lambda _r, t=task: self._end(t))
         task.failed.connect(lambda _e, t=task: self._end(t))
+        # Deleted once it ended (as the engine host's tasks are): its connections hold closures
+        # over the task itself, so a task kept as the runner's child, or merely not deleted,
+        # lived for ever with its result and its callbacks' captures: every opened Document,
+        # closed or not, with its decoded file. Who still holds it keeps the Python side
+        # (done(), result(), wait()); its signals have fired.
+        task.finished.connect(task.deleteLater)
+        task.failed.connect(task.deleteLater)
         self.active.append(task)
         self.started.emit(task)
 

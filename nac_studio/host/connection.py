@@ -271,6 +271,9 @@ class HostConnection:
             if msg.get("type") == "event":
                 for fn in list(self.listeners):
                     fn(msg)
+            # while the next message is awaited, this one (its request, with the callbacks that
+            # hold a debug session and its document) and the last listener are not kept alive
+            msg = req = fn = None
         try:
             code = proc.wait(5)
         except subprocess.TimeoutExpired:
