@@ -36,9 +36,10 @@ def test_closing_a_file_frees_its_document_after_open_select_and_debug(window, q
     from nac_studio.model.document import Selection
     qdoc.select(Selection("param", biggest))             # statistics: a task and a host request
     press(qtbot, window, Qt.Key.Key_F10)                   # a debug session in the engine host
-    qtbot.waitUntil(lambda: qdoc.doc.debug.active and qdoc.doc.debug.tick == 0, timeout=20000)
+    session = qdoc.doc.debug
+    qtbot.waitUntil(lambda: session.active and session.tick == 0, timeout=20000)
     wait_stopped(qtbot, window)
-    del qdoc
+    del qdoc, session
     window.commands.run("file.close")
     assert not window.docs
     assert _freed(qtbot, doc_ref), "the closed file's Document is still alive"
