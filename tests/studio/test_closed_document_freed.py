@@ -39,7 +39,7 @@ def test_closing_a_file_frees_its_document_after_open_select_and_debug(window, q
     session = qdoc.doc.debug
     qtbot.waitUntil(lambda: session.active and session.tick == 0, timeout=20000)
     wait_stopped(qtbot, window)
-    del qdoc, session
+    qdoc = session = None                                 # the test holds nothing of the file
     window.commands.run("file.close")
     assert not window.docs
     assert _freed(qtbot, doc_ref), "the closed file's Document is still alive"
