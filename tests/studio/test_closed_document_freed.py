@@ -11,10 +11,23 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
+import torch
 from PySide6.QtCore import QCoreApplication, QEvent, Qt
 
-from tests.studio.test_debug_warm_restart import model_path  # noqa: F401 (a fixture: a compiled model with its inputs)
+import nac_engine
+from nac_engine.compiler.external import write_compiled
+from tests.studio.test_debug_warm_restart import TwoLayers
 from tests.studio.test_debugger_gui import press, wait_stopped
+
+
+@pytest.fixture
+def model_path(tmp_path):
+    """A compiled model that records its inputs (F10 starts without asking)."""
+    torch.manual_seed(0)
+    path = tmp_path / "two_layers.nac"
+    write_compiled(nac_engine.compile(TwoLayers().eval(), (torch.randn(2, 8),)), str(path))
+    return path
 
 
 def _freed(qtbot, ref: weakref.ref) -> bool:
@@ -29,7 +42,7 @@ def _freed(qtbot, ref: weakref.ref) -> bool:
     return True
 
 
-def test_closing_a_file_frees_its_document_after_open_select_and_debug(window, qtbot, model_path):  # noqa: F811
+def test_closing_a_file_frees_its_document_after_open_select_and_debug(window, qtbot, model_path):
     qdoc = window.open_and_wait(model_path)
     doc_ref, nac_ref = weakref.ref(qdoc.doc), weakref.ref(qdoc.doc.nac)
     biggest = max(qdoc.nac.params.values(), key=lambda p: p.data_length).id
