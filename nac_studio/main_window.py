@@ -587,6 +587,9 @@ class MainWindow(QMainWindow):
             check.cancel()
         if getattr(qdoc.doc, "debug", None) is not None:
             qdoc.doc.debug.close()      # a running debugger stops (and its kept weights go) before its file closes
+        if qdoc.doc.path and self.host.alive:
+            # the host's decoded copy and descriptor go too (kept, every file of the session stayed open there)
+            self.host.request("nac/closeFile", {"path": qdoc.doc.path}, track=False)
         self.graph.forget(qdoc)
         i = self.docs.index(qdoc)
         if qdoc is self.active:

@@ -64,7 +64,17 @@ class HostState:
             return held[1]
         nac = read(path, strict=False)
         self._files[path] = (key, nac)
+        if held is not None:
+            held[1].close()         # the old version's mapping and descriptor (freed with a view still on it)
         return nac
+
+    def forget(self, path: str) -> None:
+        """The Studio closed ``path``: its debug service and decoded file go (a job still on it
+        finishes on what it holds, and fails where it needed the closed descriptor)."""
+        self.drop_debug(path)
+        held = self._files.pop(path, None)
+        if held is not None:
+            held[1].close()
 
 
 def _param(nac, args: dict):
@@ -311,6 +321,11 @@ def close_debug(ctx: Context, args: dict) -> Any:
     return {}
 
 
+def close_file(ctx: Context, args: dict) -> Any:
+    ctx.state.forget(args["path"])
+    return {}
+
+
 #: What runs, steps, lays out and simulates files (torch above all: seconds). A plain host imports
 #: it on ``nac/warmUp``; the zygote imports it before it forks hosts (zygote_main).
 WARM_IMPORTS = ("torch", "nac_engine.runtime.session", "nac_engine.runtime.debugger",
@@ -366,7 +381,8 @@ def handlers() -> dict[str, Handler]:
            "reverseContinue": Handler(_action("reverseContinue"), "debug"), "nac/runTo": Handler(_action("runTo"), "debug"),
            "restart": Handler(_action("restart"), "debug"), "nac/result": Handler(result, "debug"),
            "nac/outputs": Handler(outputs, "debug"), "terminate": Handler(terminate, "debug"),
-           "nac/closeDebug": Handler(close_debug, "debug"), "nac/warmUp": Handler(warm_up, "debug")}
+           "nac/closeDebug": Handler(close_debug, "debug"),
+           "nac/closeFile": Handler(close_file, "debug"), "nac/warmUp": Handler(warm_up, "debug")}
     from .jobs import HANDLERS as jobs
     out.update({name: Handler(fn) for name, fn in jobs.items()})
     if os.environ.get("NAC_HOST_TEST_HOOKS") == "1":

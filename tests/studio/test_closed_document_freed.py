@@ -53,7 +53,12 @@ def test_closing_a_file_frees_its_document_after_open_select_and_debug(window, q
     qtbot.waitUntil(lambda: session.active and session.tick == 0, timeout=20000)
     wait_stopped(qtbot, window)
     qdoc = session = None                                 # the test holds nothing of the file
+    sent = []
+    request = window.host.request
+    window.host.request = lambda command, arguments=None, **kw: sent.append((command, arguments)) or \
+        request(command, arguments, **kw)
     window.commands.run("file.close")
+    assert ("nac/closeFile", {"path": str(model_path)}) in sent     # the host lets go of its copy too
     assert not window.docs
     assert _freed(qtbot, doc_ref), "the closed file's Document is still alive"
     assert nac_ref() is None
