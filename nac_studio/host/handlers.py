@@ -39,20 +39,28 @@ class HostState:
         if self._progress is not None:
             self._progress[0] = tick
 
-    def debug(self, path: str):
-        """The file's debug service (made on first use; kept while the Studio debugs it)."""
+    def debug(self, path: str, launch: bool = False):
+        """The file's debug service (made on first use; kept while the Studio debugs it). A run
+        goes on over the version of the file it was launched on, whatever happens on disk (the
+        Studio shows that version until the user reloads); a launch takes the file as it is now."""
         service = self._debug.get(path)
-        if service is None or service.nac is not self.nac(path):
+        if service is None or (launch and service.nac is not self.nac(path)):
             from nac_engine.dap.service import DebugService
             if service is not None:
-                service.close()
+                self._release(path, service)
             service = self._debug[path] = DebugService(self.nac(path))
         return service
 
     def drop_debug(self, path: str) -> None:
         service = self._debug.pop(path, None)
         if service is not None:
-            service.close()
+            self._release(path, service)
+
+    def _release(self, path: str, service) -> None:
+        service.close()
+        held = self._files.get(path)
+        if held is None or held[1] is not service.nac:
+            service.nac.close()     # an older version of the file, kept for this run only
 
     def nac(self, path: str):
         """The decoded file at ``path`` (read once; read again when it changed on disk)."""
@@ -64,7 +72,8 @@ class HostState:
             return held[1]
         nac = read(path, strict=False)
         self._files[path] = (key, nac)
-        if held is not None:
+        debugged = self._debug.get(path)
+        if held is not None and (debugged is None or debugged.nac is not held[1]):
             held[1].close()         # the old version's mapping and descriptor (freed with a view still on it)
         return nac
 
@@ -225,7 +234,7 @@ def run_file(ctx: Context, args: dict) -> Any:
 # -- the debugger (shaped as DAP's requests; see nac_engine.dap.service) ----------------------------
 def launch(ctx: Context, args: dict) -> Any:
     """``{path, feeds, breakpoints, watches}`` -> the run's state and the breakpoints' verdicts."""
-    service = ctx.state.debug(args["path"])
+    service = ctx.state.debug(args["path"], launch=True)
     verdicts = service.set_breakpoints(args.get("breakpoints") or [])
     service.set_watches(args.get("watches") or [])
     feeds = list(args.get("feeds") or [])

@@ -39,6 +39,20 @@ def demo_path() -> Path:
 
 
 @pytest.fixture
+def two_layer_model(tmp_path) -> Path:
+    """A small compiled model that records its inputs (F5/F10 start without asking for them)."""
+    import torch
+
+    import nac_engine
+    from nac_engine.compiler.external import write_compiled
+    from tests.studio.test_debug_warm_restart import TwoLayers
+    torch.manual_seed(0)
+    path = tmp_path / "two_layers.nac"
+    write_compiled(nac_engine.compile(TwoLayers().eval(), (torch.randn(2, 8),)), str(path))
+    return path
+
+
+@pytest.fixture
 def studio_settings(tmp_path):
     from PySide6.QtCore import QSettings
     return QSettings(str(tmp_path / "studio.ini"), QSettings.Format.IniFormat)

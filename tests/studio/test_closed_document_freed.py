@@ -11,23 +11,9 @@ from __future__ import annotations
 import gc
 import weakref
 
-import pytest
-import torch
 from PySide6.QtCore import QCoreApplication, QEvent, Qt
 
-import nac_engine
-from nac_engine.compiler.external import write_compiled
-from tests.studio.test_debug_warm_restart import TwoLayers
 from tests.studio.test_debugger_gui import press, wait_stopped
-
-
-@pytest.fixture
-def model_path(tmp_path):
-    """A compiled model that records its inputs (F10 starts without asking)."""
-    torch.manual_seed(0)
-    path = tmp_path / "two_layers.nac"
-    write_compiled(nac_engine.compile(TwoLayers().eval(), (torch.randn(2, 8),)), str(path))
-    return path
 
 
 def _freed(qtbot, ref: weakref.ref) -> bool:
@@ -42,8 +28,8 @@ def _freed(qtbot, ref: weakref.ref) -> bool:
     return True
 
 
-def test_closing_a_file_frees_its_document_after_open_select_and_debug(window, qtbot, model_path):
-    qdoc = window.open_and_wait(model_path)
+def test_closing_a_file_frees_its_document_after_open_select_and_debug(window, qtbot, two_layer_model):
+    qdoc = window.open_and_wait(two_layer_model)
     doc_ref, nac_ref = weakref.ref(qdoc.doc), weakref.ref(qdoc.doc.nac)
     biggest = max(qdoc.nac.params.values(), key=lambda p: p.data_length).id
     from nac_studio.model.document import Selection
@@ -58,7 +44,7 @@ def test_closing_a_file_frees_its_document_after_open_select_and_debug(window, q
     window.host.request = lambda command, arguments=None, **kw: sent.append((command, arguments)) or \
         request(command, arguments, **kw)
     window.commands.run("file.close")
-    assert ("nac/closeFile", {"path": str(model_path)}) in sent     # the host lets go of its copy too
+    assert ("nac/closeFile", {"path": str(two_layer_model)}) in sent     # the host lets go of its copy too
     assert not window.docs
     assert _freed(qtbot, doc_ref), "the closed file's Document is still alive"
     assert nac_ref() is None
