@@ -201,7 +201,12 @@ def measure_debugger(path: Path, app, steps: int = 40, repeats: int = CONTINUE_R
     for qd in list(win.docs):
         win.close_document(qd)
     win.tasks.shutdown(wait=True)
+    # gone before the next measurement (processEvents alone runs no deferred delete: the windows
+    # stayed alive, and a full collection walking them landed in a later F10 as a 300 ms stall)
+    win.close()
     win.deleteLater()
+    from PySide6.QtCore import QCoreApplication, QEvent
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     app.processEvents()
     nac.close()
     out.update(measure_heatmap(app))

@@ -200,14 +200,16 @@ class GraphCanvas(QWidget):
             self._overlay_version += 1        # no valid picture: the next paint draws the whole view
             self.update()
 
-    def _node_index(self) -> tuple[dict, np.ndarray, np.ndarray]:
-        """(node key -> index, ticks ordered by their node, those nodes): built once per layout."""
+    def _node_index(self, ticks: bool = False) -> tuple:
+        """(node key -> index, ticks ordered by their node, those nodes[, each tick's node as a
+        list]): built once per layout."""
         lay = self.layout_
         if self._key_index is None or self._key_index[0] is not lay:
             by_node = np.asarray(lay.graph.node_of_tick, dtype=np.int64)
             order = np.argsort(by_node, kind="stable")
-            self._key_index = (lay, {nd.key: i for i, nd in enumerate(lay.graph.nodes)}, order, by_node[order])
-        return self._key_index[1:]
+            self._key_index = (lay, {nd.key: i for i, nd in enumerate(lay.graph.nodes)}, order, by_node[order],
+                               by_node.tolist())
+        return self._key_index[1:] if ticks else self._key_index[1:4]
 
     def _node_of_key(self, key: OverlayKey) -> int:
         index, _order, _nodes = self._node_index()
@@ -289,17 +291,20 @@ class GraphCanvas(QWidget):
         out: dict[int, list[OverlayStyle]] = {}
         lay = self.layout_
         if lay is not None and self._overlays:
-            graph = lay.graph
-            index = {nd.key: i for i, nd in enumerate(graph.nodes)}
-            n_ticks = len(graph.node_of_tick)
+            index, _order, _nodes, node_of_tick = self._node_index(ticks=True)
+            n_ticks = len(node_of_tick)
             for styles in self._overlays.values():
-                for key, style in styles.items():
-                    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-                        i = int(graph.node_of_tick[key]) if 0 <= key < n_ticks else -1
+                for key, style in styles.items():     # a Continue's executed layer: one per tick
+                    if type(key) is int or isinstance(key, np.integer) and not isinstance(key, bool):
+                        i = node_of_tick[key] if 0 <= key < n_ticks else -1
                     else:
                         i = index.get(key, -1)
                     if i >= 0:
-                        out.setdefault(i, []).append(style)
+                        found = out.get(i)
+                        if found is None:
+                            out[i] = [style]
+                        elif found[-1] is not style:  # the same style again from this layer adds nothing
+                            found.append(style)
         self._overlay_nodes = out
         return out
 
