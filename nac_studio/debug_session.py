@@ -237,7 +237,6 @@ class DebugSession:
         self._next_id = 1
         self._stats: dict[int, Any] = {}      # tick -> TickResult (values are fixed per run)
         self._summaries: dict[int, Any] = {}  # tick -> TickResult without its array (too big to send)
-        self._residency = None
         self._tokenizer: Any = False
         self._bp_ticks: Optional[tuple] = None   # (what the breakpoints were, their ticks): one glob match per edit
         self._host_kept = False                  # the host keeps the last run's loaded weights
@@ -715,14 +714,6 @@ class DebugSession:
             if name:
                 return name
         return f"v{tick} {self.nac.instruction_name(ins)}"
-
-    def resident(self, tick: int) -> dict[int, str]:
-        """Values the MMAP schedule holds after ``tick``'s commands: value tick -> the command
-        that put it there (SAVE_RESULT, PRELOAD, FORWARD until its consumer runs)."""
-        if self._residency is None:
-            from nac_engine.format.residency import Residency
-            self._residency = Residency(self.nac)
-        return self._residency.at(tick)
 
     # -- persistence ----------------------------------------------------------------------
     def to_json(self) -> dict:

@@ -72,17 +72,23 @@ def test_variables_are_the_current_result_and_the_live_set(mlp_session):
 
 
 def test_mmap_residency_follows_the_schedule(mlp_session):
+    """The variables at a stop list what the MMAP schedule holds then, as the host answers it."""
     s = mlp_session
-    s.start()
     cmds = sorted((rec.tick, c.name, c.target) for rec in s.nac.mmap for c in rec.commands)
     saved = [(t, v) for t, name, v in cmds if name == "SAVE_RESULT"]
     if not saved:
         pytest.skip("no SAVE_RESULT in this schedule")
     t, v = saved[0]
-    assert v in s.resident(t)
-    freed = [ft for ft, name, fv in cmds if name == "FREE" and fv == v and ft >= t]
+
+    def where(tick: int) -> str:
+        s.run_now("run_to", tick)
+        return next((r.where for r in s.variables() if r.tick == v), "")
+    freed = [ft for ft, name, fv in cmds if name == "FREE" and fv == v and ft > t]
+    if freed and freed[0] == t + 1:
+        pytest.skip("the first saved value is freed at the next tick")
+    assert "MMAP SAVE_RESULT" in where(t + 1)         # held after its own tick (there: the current result)
     if freed:
-        assert v not in s.resident(freed[0])
+        assert "MMAP" not in where(freed[0])
 
 
 def test_signature_inputs_equal_make_inputs(tmp_path):
