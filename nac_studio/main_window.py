@@ -587,9 +587,11 @@ class MainWindow(QMainWindow):
             check.cancel()
         if getattr(qdoc.doc, "debug", None) is not None:
             qdoc.doc.debug.close()      # a running debugger stops (and its kept weights go) before its file closes
-        if qdoc.doc.path and self.host.alive:
-            # the host's decoded copy and descriptor go too (kept, every file of the session stayed open there)
-            self.host.request("nac/closeFile", {"path": qdoc.doc.path}, track=False)
+        path = qdoc.doc.path
+        if path and self.host.alive and not any(d is not qdoc and d.doc.path == path for d in self.docs):
+            # the host's decoded copy and descriptor go too (kept, every file of the session stayed
+            # open there); not while another tab shows the file (a reload closes the old version last)
+            self.host.request("nac/closeFile", {"path": path}, track=False)
         self.graph.forget(qdoc)
         i = self.docs.index(qdoc)
         if qdoc is self.active:

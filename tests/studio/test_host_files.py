@@ -72,10 +72,31 @@ def test_touching_the_file_while_debugging_does_not_break_the_run(window, qtbot,
     press(qtbot, window, Qt.Key.Key_F10)
     qtbot.waitUntil(lambda: s.active and s.tick == 0, timeout=20000)
     wait_stopped(qtbot, window)
-    os.utime(two_layer_model, (os.stat(two_layer_model).st_atime, os.stat(two_layer_model).st_mtime + 5))   # saved again
+    st = os.stat(two_layer_model)
+    os.utime(two_layer_model, (st.st_atime, st.st_mtime + 5))       # saved again: the same bytes, a new time
     press(qtbot, window, Qt.Key.Key_F10)
     qtbot.waitUntil(lambda: s.tick == 1 or bool(s.error), timeout=20000)
     assert not s.error and s.tick == 1
     press(qtbot, window, Qt.Key.Key_F5)
     qtbot.waitUntil(lambda: s.state == "finished" or bool(s.error), timeout=20000)
     assert not s.error
+
+
+def test_a_reload_keeps_the_file_open_in_the_host(window, qtbot, two_layer_model):
+    """Reload shows the new version, then closes the old tab: that close must not make the host
+    forget the file the new tab reads (its graph shapes, its debug runs)."""
+    window.open_and_wait(two_layer_model)
+    sent = []
+    request = window.host.request
+    window.host.request = lambda command, arguments=None, **kw: (sent.append(command) or
+                                                                 request(command, arguments, **kw))
+    with qtbot.waitSignal(window.documentOpened, timeout=20000):
+        window.commands.run("file.reload")
+    qtbot.waitUntil(lambda: len(window.docs) == 1, timeout=20000)
+    assert "nac/closeFile" not in sent
+    s = window.active.doc.debug
+    press(qtbot, window, Qt.Key.Key_F10)
+    qtbot.waitUntil(lambda: s.tick == 0 or bool(s.error), timeout=20000)
+    assert not s.error
+    window.commands.run("file.close")
+    assert sent[-1] == "nac/closeFile"
