@@ -281,7 +281,9 @@ class Debugger:
     def _continue(self) -> StopReason:
         with self._lock:
             if not self.session.finished:
-                self.session.prepare_all()
+                # as run() does, in one pass: the calls, and the weights when no breakpoint can
+                # stop the run early (a stop at tick 10 need not wait for the whole model's weights)
+                self.session.prepare_all(weights=not any(bp.enabled for bp in self.breakpoints))
             return self._drive(None, True)
 
     def _run_to(self, tick: int, breakpoints: bool = False) -> StopReason:

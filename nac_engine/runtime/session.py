@@ -790,15 +790,15 @@ class Session:
             keep_plan(key, call.plan)
         return call
 
-    def prepare_all(self) -> None:
+    def prepare_all(self, weights: bool = True) -> None:
         """Before many instructions run in a row (run()'s loop, a debugger's Continue): every
-        shared call plan, and the stream's weights when the session holds them, each in one
-        pass (cheaper than the same work spread over the instructions; what fails is left for
-        its tick, which raises it there)."""
+        shared call plan, and with ``weights`` the stream's weights when the session holds them,
+        each in one pass (cheaper than the same work spread over the instructions; what fails is
+        left for its tick, which raises it there)."""
         if not self._shared_prepared:
             self._shared_prepared = True
             self._prepare_shared()
-        if not self._params and self.holds_weights:
+        if weights and not self._params and self.holds_weights:
             self._load_params()
 
     def _load_params(self) -> None:

@@ -77,3 +77,38 @@ def test_a_subclass_overriding_an_instruction_kind_sees_every_call(tmp_path):
     assert seen == [2, 3]
     np.testing.assert_array_equal(d.outputs[0], -(x @ y))
     nac.close()
+
+
+def test_a_continue_loads_the_weights_in_one_pass_unless_a_breakpoint_may_stop_it(monkeypatch):
+    """Without a breakpoint a Continue runs to the end: it loads every weight before the first
+    instruction, as run() does (one pass costs less than the same loads between the kernels). With
+    one it loads them as it reaches them: a stop early in a large (quantised) model does not wait
+    for the whole model's weights. Both give run()'s outputs."""
+    import nac_engine
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Linear(8, 8) for _ in range(6)]).eval()
+    nac = nac_engine.compile(model, (torch.randn(2, 8),))
+    feeds = [np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)]
+    loads = []
+    original = Session._load_params
+
+    def counted(self):
+        loads.append(self)
+        original(self)
+    monkeypatch.setattr(Session, "_load_params", counted)
+    expected = Session(nac, feeds=feeds).run()
+    loads.clear()
+    free = Debugger(nac, feeds=feeds)
+    free.continue_()
+    assert loads == [free.session]
+    stopped = Debugger(nac, feeds=feeds)
+    first_op = next(ins.index for ins in nac.instructions if ins.a >= 10)
+    stopped.add_breakpoint(tick=first_op)
+    stopped.continue_()
+    assert stopped.tick == first_op and loads == [free.session]
+    assert len(stopped.session._params) < len(nac.params)       # only what the first op read
+    stopped.remove_breakpoint(stopped.breakpoints[0])
+    stopped.continue_()
+    for got in (free.outputs, stopped.outputs):
+        for a, b in zip(got, expected):
+            np.testing.assert_array_equal(a, b)
