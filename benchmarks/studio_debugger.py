@@ -172,7 +172,7 @@ def measure_debugger(path: Path, app, steps: int = 40, repeats: int = CONTINUE_R
             warm.append(continue_to_end())
             outputs.append(s.debugger.outputs)
             warm_run.append(timed(lambda: outputs.append(ref.run())))
-        del ref
+        ref = None                                  # its weights go before the next round
         gc.collect()
     out["finished"] = s.state == "finished"
     out["ticks"] = len(s)
