@@ -7,6 +7,7 @@ something (error red, warning amber) use fixed colours and are left alone.
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -36,13 +37,20 @@ def _svg(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def pixmap(name: str, size: int = 16, color: str | None = None) -> QPixmap:
-    """The icon rendered at ``size`` logical pixels (device-pixel-ratio aware)."""
+_FIXED_COLOUR = re.compile(r"#[0-9a-fA-F]{6}\b|#[0-9a-fA-F]{3}\b")
+
+
+def pixmap(name: str, size: int = 16, color: str | None = None, flat: bool = False) -> QPixmap:
+    """The icon rendered at ``size`` logical pixels (device-pixel-ratio aware). ``flat``: every
+    colour, the fixed ones too, drawn in ``color`` (a disabled icon: a green Continue that keeps
+    its green looks as if F5 would run)."""
     ratio = 1.0
     app = QGuiApplication.instance()
     if app is not None:
         ratio = max(1.0, app.devicePixelRatio())
     text = _svg(name).replace("currentColor", color or _ink())
+    if flat:
+        text = _FIXED_COLOUR.sub(color or _ink(), text)
     renderer = QSvgRenderer(QByteArray(text.encode("utf-8")))
     side = int(round(size * ratio))
     pm = QPixmap(side, side)
@@ -71,11 +79,11 @@ class _TintedIconEngine(QIconEngine):
 
     def pixmap(self, size: QSize, mode: QIcon.Mode, state: QIcon.State) -> QPixmap:  # noqa: N802
         side = max(1, min(size.width(), size.height()))
-        color = self.dim if mode == QIcon.Mode.Disabled else self.ink
-        key = (side, color)
+        disabled = mode == QIcon.Mode.Disabled
+        key = (side, disabled)
         pm = self._pixmaps.get(key)
         if pm is None:
-            pm = pixmap(self.name, side, color)
+            pm = pixmap(self.name, side, self.dim if disabled else self.ink, flat=disabled)
             self._pixmaps[key] = pm
         return pm
 
