@@ -280,6 +280,7 @@ class NacFile:
     _op_names: Optional[dict] = None
     _param_by_name: Optional[dict] = None
     _def_use: Any = field(default=None, repr=False, compare=False)
+    _mmap_by_tick: Any = field(default=None, repr=False, compare=False)
 
     # -- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
@@ -334,6 +335,7 @@ class NacFile:
         self._op_names = None
         self._param_by_name = None
         self._def_use = None
+        self._mmap_by_tick = None
 
     def op_name(self, a: int) -> str:
         return self.op_names.get(a, f"<op {a}>")
@@ -382,10 +384,18 @@ class NacFile:
         return args
 
     def mmap_by_tick(self) -> dict[int, list[MmapCommand]]:
-        out: dict[int, list[MmapCommand]] = {}
-        for rec in self.mmap:
-            out.setdefault(rec.tick, []).extend(rec.commands)
-        return out
+        """tick -> its MMAP commands, built on first call and shared (read it, do not change
+        it: the Properties pane asks at every selection, the disassembly as a file opens).
+        Rebuilt when the MMAP list is replaced or grows/shrinks; after editing records in
+        place, call :meth:`invalidate`."""
+        key = (id(self.mmap), len(self.mmap))
+        cached = self._mmap_by_tick
+        if cached is None or cached[0] != key:
+            out: dict[int, list[MmapCommand]] = {}
+            for rec in self.mmap:
+                out.setdefault(rec.tick, []).extend(rec.commands)
+            cached = self._mmap_by_tick = (key, out)
+        return cached[1]
 
     def def_use(self):
         """The file's one def-use index (:class:`~nac_engine.format.defuse.DefUse`: ``users()``,

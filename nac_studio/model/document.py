@@ -329,8 +329,12 @@ class Document:
 
     def prepare(self) -> None:
         """Build the selection ↔ span lookups now (the Studio calls this off the UI thread),
-        and decode the source map the Source, IR Text and graph panes read as the file opens."""
+        and what the panes read as the file opens: the source map (Source, IR Text, graph), the
+        def-use index (which makes the instruction objects) and the MMAP commands by tick
+        (disassembly, Properties, debugger marks)."""
         self._index()
+        self.nac.def_use()
+        self.nac.mmap_by_tick()
         from nac_engine.errors import NacFormatError
         from nac_engine.format.source_map import read_source_map
         try:

@@ -77,6 +77,24 @@ def test_cache_follows_the_instruction_list():
     assert nac.users(0) == ()
 
 
+def test_mmap_by_tick_is_built_once_and_follows_the_mmap_list():
+    """The Properties pane asks at every selection: one shared table, rebuilt when the list is
+    replaced or changes length, or after invalidate()."""
+    from nac_engine.format.model import MmapCommand, MmapRecord, NacFile
+    nac = NacFile(mmap=[MmapRecord(0, [MmapCommand(10, 0)]), MmapRecord(2, [MmapCommand(20, 0)]),
+                        MmapRecord(2, [MmapCommand(40, 1)])])
+    first = nac.mmap_by_tick()
+    assert nac.mmap_by_tick() is first
+    assert first == {0: [MmapCommand(10, 0)], 2: [MmapCommand(20, 0), MmapCommand(40, 1)]}
+    nac.mmap.append(MmapRecord(3, [MmapCommand(20, 1)]))          # grew: rebuilt
+    assert nac.mmap_by_tick() is not first and nac.mmap_by_tick()[3] == [MmapCommand(20, 1)]
+    nac.mmap = [MmapRecord(5, [])]                                # replaced: rebuilt
+    assert nac.mmap_by_tick() == {5: []}
+    nac.mmap[0].commands.append(MmapCommand(10, 4))               # edited in place: invalidate() says so
+    nac.invalidate()
+    assert nac.mmap_by_tick() == {5: [MmapCommand(10, 4)]}
+
+
 def _fresh(code: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
