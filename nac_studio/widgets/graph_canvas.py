@@ -650,12 +650,13 @@ class GraphCanvas(QWidget):
         if clip is not None:           # a label stays inside its box: only boxes meeting the clip
             (cx0, cy0), (cx1, cy1) = self.screen_to_scene(clip.topLeft()), self.screen_to_scene(clip.bottomRight())
             fit = np.intersect1d(fit, lay.nodes_in(cx0, cy0, cx1, cy1))
+        overlays = self.overlay_styles()
         for i in fit.tolist():
             nd = nodes[i]
             x, y, w, h = lay.rect(i)
             p0 = self.scene_to_screen(x, y)
             sw, sh = w * self.scale, h * self.scale
-            fg = colors[nd.op_class][2]
+            fg = _label_ink(overlays.get(i), colors[nd.op_class][2])
             th = sh - 6 * self.scale if nd.composition else sh
             inner = sw - 12 * min(1.0, self.scale) - (4 if nd.params and nd.kind != "group" else 0)
             label = nd.label if nd.kind != "group" else nd.op
@@ -737,6 +738,7 @@ class GraphCanvas(QWidget):
             r = QRectF(x, y, w, h)
             fill, border, fg = colors[nd.op_class]
             fill = _overlay_fill(overlays.get(i)) or fill
+            fg = _label_ink(overlays.get(i), fg)
             bpen = QPen(border, 1.0)
             bpen.setCosmetic(True)
             radius = h / 2 if nd.kind in ("param", "const", "input", "output") else 4.0
@@ -1194,6 +1196,16 @@ class _ClipSkippingPainter:
     def drawRoundedRect(self, rect, *args):
         if not isinstance(rect, QRectF) or rect.intersects(self._clip):
             self._painter.drawRoundedRect(rect, *args)
+
+
+def _label_ink(styles: Optional[list], fg: QColor) -> QColor:
+    """A node label's colour: the theme's, unless an overlay fill is drawn under it. Those fills
+    are fixed light colours (the debugger's executed green, its current yellow), on which a dark
+    theme's light text could not be read."""
+    fill = _overlay_fill(styles)
+    if fill is None:
+        return fg
+    return QColor(28, 30, 34) if fill.lightness() >= 128 else QColor(240, 241, 243)
 
 
 def _overlay_fill(styles: Optional[list]) -> Optional[QColor]:

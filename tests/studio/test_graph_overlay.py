@@ -65,3 +65,30 @@ def test_overlay_survives_relayout_and_unknown_keys_are_ignored(qtbot, qdoc_for,
     assert not v.canvas.grab().isNull()
     v.canvas.fit()     # marks-only zoom draws too
     assert not v.canvas.render_image(max_side=800).isNull()
+
+
+def test_a_label_on_a_light_overlay_fill_is_dark_in_the_dark_theme(qtbot, qdoc_for, demo_path, qapp):
+    """The debugger's executed and current fills are fixed light colours: a dark theme's light
+    label text on them could not be read. The label is drawn dark there (and stays the theme's
+    colour on an unshaded node)."""
+    from nac_studio.debug_marks import EXECUTED_STYLE
+    from nac_studio.theme import apply_theme
+    apply_theme(qapp, "dark")
+    try:
+        v = _view(qtbot, qdoc_for(demo_path))
+        node = next(i for i, nd in enumerate(v.shown.nodes) if nd.kind == "instruction")
+        v.canvas.center_on(node, zoom=1.4)
+
+        def label_lightness() -> list:
+            img = v.canvas.grab().toImage()
+            text, r = next((t, r) for t, r in v.canvas.text_items()
+                           if r.contains(v.canvas.scene_to_screen(*v.layout_.pos[node])))
+            return sorted(img.pixelColor(x, y).lightness() for x in range(int(r.left()) + 2, int(r.right()) - 2)
+                          for y in range(int(r.top()) + 2, int(r.bottom()) - 2))
+        plain = label_lightness()
+        assert plain[-1] > 180                      # light text on the dark theme's node
+        v.canvas.set_node_overlay("debug.executed", {v.shown.nodes[node].key: EXECUTED_STYLE})
+        shaded = label_lightness()
+        assert shaded[0] < 80, "no dark text on the light executed fill"
+    finally:
+        apply_theme(qapp, "light")
