@@ -1199,11 +1199,11 @@ class _ClipSkippingPainter:
 
 
 def _label_ink(styles: Optional[list], fg: QColor) -> QColor:
-    """A node label's colour: the theme's, unless an overlay fill is drawn under it. Those fills
-    are fixed light colours (the debugger's executed green, its current yellow), on which a dark
-    theme's light text could not be read."""
+    """A node label's colour: the theme's, unless an overlay fill under it leaves too little
+    contrast. Those fills are fixed light colours (the debugger's executed green, its current
+    yellow), on which a dark theme's light text could not be read."""
     fill = _overlay_fill(styles)
-    if fill is None:
+    if fill is None or abs(fg.lightness() - fill.lightness()) >= 110:     # legible as it is
         return fg
     return QColor(28, 30, 34) if fill.lightness() >= 128 else QColor(240, 241, 243)
 
