@@ -22,7 +22,7 @@ from nac_engine.text.textops import TextError
 from nac_engine.isa.mep import (MEP_OPCODES, MepStream, _decode_one, _Undecodable, decode_mep, format_mep,
                                 format_mep_blocks)
 from tests.format.test_regressions import small_file
-from tests.decoder_cost import best_cpu, ram_per_file_byte
+from tests.decoder_cost import growth, ram_per_file_byte
 
 # minutes of CPU: the default tier skips them, .ci/run runs them (pytest -m heavy)
 pytestmark = pytest.mark.heavy
@@ -153,7 +153,7 @@ def test_ram_per_file_byte_is_bounded(files, kind, step):
 def test_four_times_the_input_costs_about_four_times(files, kind, step):
     fn = STEPS[step]
     fn(files[kind, 1])
-    small, big = best_cpu(fn, files[kind, 1]), best_cpu(fn, files[kind, 4])
+    small, big = growth(fn, files[kind, 1], fn, files[kind, 4], lambda s, b: b <= 6 * s + 0.02)
     assert big <= 6 * small + 0.02, f"{kind} {step}: 1x {small:.3f} s, 4x {big:.3f} s"
 
 
@@ -460,7 +460,7 @@ def test_asm_of_the_dis_text_is_linear_and_bounded(files, kind):
     made 20k resources cost 7 s), and its memory is bounded by what it reads (text + file)."""
     small_fn, big_fn = _asm_of_dis(files[kind, 1]), _asm_of_dis(files[kind, 4])
     small_fn(files[kind, 1])
-    small, big = best_cpu(small_fn, files[kind, 1]), best_cpu(big_fn, files[kind, 4])
+    small, big = growth(small_fn, files[kind, 1], big_fn, files[kind, 4], lambda s, b: b <= 6 * s + 0.1)
     # 0.1 s of slack: asm builds Python objects for every record, and on a busy machine a 0.3 s
     # run varies by that much; a scan per record (what this guards against) costs seconds
     assert big <= 6 * small + 0.1, f"{kind} asm: 1x {small:.3f} s, 4x {big:.3f} s"

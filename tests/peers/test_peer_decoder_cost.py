@@ -23,7 +23,7 @@ from nac_engine.peers.tvmr import isa
 from nac_engine.peers.tvmr.asm import assemble
 from nac_engine.peers.tvmr.checks import semantic_checks
 from benchmarks.bench_hostile_cost import mind_text as bench_mind_text
-from tests.decoder_cost import best_cpu, ram_per_file_byte
+from tests.decoder_cost import growth, ram_per_file_byte
 from tests.corpus_paths import CORPUS
 from tests.peers.mind_strategies import valid_modules
 
@@ -91,7 +91,7 @@ def test_ram_per_file_byte_is_bounded(files, kind, step):
 def test_four_times_the_input_costs_about_four_times(files, kind, step):
     fn = STEPS[step]
     fn(files[kind, 1])
-    small, big = best_cpu(fn, files[kind, 1]), best_cpu(fn, files[kind, 4])
+    small, big = growth(fn, files[kind, 1], fn, files[kind, 4], lambda s, b: b <= 6 * s + 0.02)
     assert big <= 6 * small + 0.02, f"{kind} {step}: 1x {small:.3f} s, 4x {big:.3f} s"
 
 
