@@ -226,17 +226,8 @@ def measure_once(path: Path, app) -> dict:
         area.viewport().grab()
         frames.append(time.perf_counter() - t)
     out["hex_frame_ms"] = 1000 * max(frames)
-    win.set_active(None)
-    for qd in list(win.docs):
-        win.close_document(qd)
-    win.tasks.shutdown(wait=True)
-    # gone before the next measurement (processEvents alone runs no deferred delete: the windows
-    # stayed alive, and a full collection walking them landed in a later F10 as a 300 ms stall)
-    win.close()
-    win.deleteLater()
-    from PySide6.QtCore import QCoreApplication, QEvent
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-    app.processEvents()
+    from studio_debugger import dispose_window
+    dispose_window(app, win)
     return out
 
 

@@ -51,6 +51,21 @@ def _wait_signal(app, signal, timeout_ms: int = 600_000) -> None:
     app.processEvents()          # the repaint the views asked for
 
 
+def dispose_window(app, win) -> None:
+    """Close a measured window's files, end its tasks and delete it now, before the next
+    measurement: processEvents alone runs no deferred delete, and a window left alive takes
+    every later palette change, and its objects a later full collection (a 300 ms F10 once)."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+    win.set_active(None)
+    for qd in list(win.docs):
+        win.close_document(qd)
+    win.tasks.shutdown(wait=True)
+    win.close()
+    win.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    app.processEvents()
+
+
 def measure_debugger(path: Path, app, steps: int = 40, repeats: int = CONTINUE_REPEATS) -> dict:
     import numpy as np
     from PySide6.QtCore import QElapsedTimer, QSettings, QTimer
@@ -197,17 +212,7 @@ def measure_debugger(path: Path, app, steps: int = 40, repeats: int = CONTINUE_R
     import os
     out["load"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     out["cpus"] = os.cpu_count()
-    win.set_active(None)
-    for qd in list(win.docs):
-        win.close_document(qd)
-    win.tasks.shutdown(wait=True)
-    # gone before the next measurement (processEvents alone runs no deferred delete: the windows
-    # stayed alive, and a full collection walking them landed in a later F10 as a 300 ms stall)
-    win.close()
-    win.deleteLater()
-    from PySide6.QtCore import QCoreApplication, QEvent
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-    app.processEvents()
+    dispose_window(app, win)
     nac.close()
     out.update(measure_heatmap(app))
     return out

@@ -160,17 +160,8 @@ def measure_stalls(path: Path, app) -> dict:
     action("reload", win.reload_active, settle=0.5)
     beat.stop()
     out["instructions"] = n
-    win.set_active(None)
-    for qd in list(win.docs):
-        win.close_document(qd)
-    win.tasks.shutdown(wait=True)
-    # gone before the next file's window: a hidden-but-alive window would take every theme
-    # switch's palette change and re-tint too (processEvents alone runs no deferred delete)
-    win.close()
-    win.deleteLater()
-    from PySide6.QtCore import QCoreApplication, QEvent
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-    app.processEvents()
+    from studio_debugger import dispose_window
+    dispose_window(app, win)       # before the next file's window
     return out
 
 

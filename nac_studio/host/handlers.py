@@ -47,20 +47,15 @@ class HostState:
         if service is None or (launch and service.nac is not self.nac(path)):
             from nac_engine.dap.service import DebugService
             if service is not None:
-                self._release(path, service)
+                self.drop_debug(path)
             service = self._debug[path] = DebugService(self.nac(path))
         return service
 
     def drop_debug(self, path: str) -> None:
         service = self._debug.pop(path, None)
         if service is not None:
-            self._release(path, service)
-
-    def _release(self, path: str, service) -> None:
-        service.close()
-        held = self._files.get(path)
-        if held is None or held[1] is not service.nac:
-            service.nac.close()     # an older version of the file, kept for this run only
+            service.close()
+            self._close_if_unused(path, service.nac)
 
     def nac(self, path: str):
         """The decoded file at ``path`` (read once; read again when it changed on disk)."""
@@ -72,18 +67,24 @@ class HostState:
             return held[1]
         nac = read(path, strict=False)
         self._files[path] = (key, nac)
-        debugged = self._debug.get(path)
-        if held is not None and (debugged is None or debugged.nac is not held[1]):
-            held[1].close()         # the old version's mapping and descriptor (freed with a view still on it)
+        if held is not None:
+            self._close_if_unused(path, held[1])
         return nac
 
     def forget(self, path: str) -> None:
         """The Studio closed ``path``: its debug service and decoded file go (a job still on it
         finishes on what it holds, and fails where it needed the closed descriptor)."""
-        self.drop_debug(path)
         held = self._files.pop(path, None)
+        self.drop_debug(path)
         if held is not None:
-            held[1].close()
+            self._close_if_unused(path, held[1])
+
+    def _close_if_unused(self, path: str, nac) -> None:
+        """Close a version of ``path`` that is neither the current one nor a run's: its mapping
+        and descriptor go (freed with a view still on it)."""
+        held, service = self._files.get(path), self._debug.get(path)
+        if (held is None or held[1] is not nac) and (service is None or service.nac is not nac):
+            nac.close()
 
 
 def _param(nac, args: dict):

@@ -200,27 +200,24 @@ class GraphCanvas(QWidget):
             self._overlay_version += 1        # no valid picture: the next paint draws the whole view
             self.update()
 
-    def _node_index(self, ticks: bool = False) -> tuple:
-        """(node key -> index, ticks ordered by their node, those nodes[, each tick's node as a
-        list]): built once per layout."""
+    def _node_index(self) -> tuple:
+        """(node key -> index, ticks ordered by their node, those nodes, each tick's node as a
+        list): built once per layout."""
         lay = self.layout_
         if self._key_index is None or self._key_index[0] is not lay:
             by_node = np.asarray(lay.graph.node_of_tick, dtype=np.int64)
             order = np.argsort(by_node, kind="stable")
             self._key_index = (lay, {nd.key: i for i, nd in enumerate(lay.graph.nodes)}, order, by_node[order],
                                by_node.tolist())
-        return self._key_index[1:] if ticks else self._key_index[1:4]
+        return self._key_index[1:]
 
     def _node_of_key(self, key: OverlayKey) -> int:
-        index, _order, _nodes = self._node_index()
-        n_ticks = len(self.layout_.graph.node_of_tick)
-        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            return int(self.layout_.graph.node_of_tick[key]) if 0 <= key < n_ticks else -1
-        return index.get(key, -1)
+        index, _order, _nodes, node_of_tick = self._node_index()
+        return _node_for(key, index, node_of_tick)
 
     def _resolve_node(self, i: int) -> None:
         """Recompute node ``i``'s entry of the resolved styles (its ticks and its key, per layer)."""
-        _index, order, nodes = self._node_index()
+        _index, order, nodes, _ticks = self._node_index()
         keys = [*order[np.searchsorted(nodes, i, "left"):np.searchsorted(nodes, i, "right")].tolist(),
                 self.layout_.graph.nodes[i].key]
         found = [styles[k] for styles in self._overlays.values() for k in keys if k in styles]
@@ -291,14 +288,10 @@ class GraphCanvas(QWidget):
         out: dict[int, list[OverlayStyle]] = {}
         lay = self.layout_
         if lay is not None and self._overlays:
-            index, _order, _nodes, node_of_tick = self._node_index(ticks=True)
-            n_ticks = len(node_of_tick)
+            index, _order, _nodes, node_of_tick = self._node_index()
             for styles in self._overlays.values():
                 for key, style in styles.items():     # a Continue's executed layer: one per tick
-                    if type(key) is int or isinstance(key, np.integer) and not isinstance(key, bool):
-                        i = node_of_tick[key] if 0 <= key < n_ticks else -1
-                    else:
-                        i = index.get(key, -1)
+                    i = _node_for(key, index, node_of_tick)
                     if i >= 0:
                         found = out.get(i)
                         if found is None:
@@ -1196,6 +1189,13 @@ class _ClipSkippingPainter:
     def drawRoundedRect(self, rect, *args):
         if not isinstance(rect, QRectF) or rect.intersects(self._clip):
             self._painter.drawRoundedRect(rect, *args)
+
+
+def _node_for(key: OverlayKey, index: dict, node_of_tick: list) -> int:
+    """The node an overlay key stands for: a tick's node, or the node with that key (-1: none)."""
+    if type(key) is int or isinstance(key, np.integer) and not isinstance(key, bool):
+        return node_of_tick[key] if 0 <= key < len(node_of_tick) else -1
+    return index.get(key, -1)
 
 
 def _label_ink(styles: Optional[list], fg: QColor) -> QColor:
