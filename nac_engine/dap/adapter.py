@@ -129,7 +129,7 @@ class Adapter:
             body = fn(args, request)
         except RequestError as e:
             self._respond(request, error=str(e))
-        except (CliError, NacFormatError, ValueError, KeyError, IndexError, TypeError) as e:
+        except (CliError, NacFormatError, ValueError, KeyError, IndexError, TypeError, OverflowError) as e:
             self._respond(request, error=f"{command}: {e}")
         except Exception as e:     # noqa: BLE001 - the adapter answers, it never dies on a request
             self._respond(request, error=f"{command}: internal error: {type(e).__name__}: {e}")
@@ -478,7 +478,7 @@ class Adapter:
 
     def _req_gotoTargets(self, args, request):
         self._need_run()
-        source = args.get("source") or {}
+        source = _source_arg(args, "gotoTargets")
         line = args.get("line")
         if type(line) is not int:
             raise RequestError("gotoTargets: 'line' must be an integer")
@@ -735,7 +735,10 @@ class Adapter:
 
     def _req_source(self, args, request):
         self._need_nac()
-        ref = args.get("sourceReference") or (args.get("source") or {}).get("sourceReference")
+        source = _source_arg(args, "source")
+        ref = args.get("sourceReference") or source.get("sourceReference")
+        if type(ref) is not int and ref is not None:
+            raise RequestError(f"source: 'sourceReference' must be an integer, not {ref!r}")
         if ref == DISASSEMBLY_REF:
             return {"content": "\n".join(self._disassembly()) + "\n", "mimeType": "text/x-nac-asm"}
         if ref in self._source_refs:
@@ -749,7 +752,7 @@ class Adapter:
                         lines.setdefault(ln, code)
             n = max(lines, default=0)
             return {"content": "\n".join(lines.get(i, "") for i in range(1, n + 1)) + "\n", "mimeType": "text/x-python"}
-        path = (args.get("source") or {}).get("path")
+        path = source.get("path")
         if isinstance(path, str) and path.endswith(".py") and self._recorded_file({"path": path}) is not None:
             with open(path, encoding="utf-8", errors="replace") as fh:
                 return {"content": fh.read(), "mimeType": "text/x-python"}
@@ -1056,3 +1059,13 @@ def _hit_ok(cond: tuple, hits: int) -> bool:
     if op == ">":
         return hits > n
     return hits >= n
+
+
+def _source_arg(args: dict, command: str) -> dict:
+    """A request's optional ``source`` (DAP's Source object): {} when absent."""
+    source = args.get("source")
+    if source is None:
+        return {}
+    if not isinstance(source, dict):
+        raise RequestError(f"{command}: 'source' must be an object, not {source!r}")
+    return source

@@ -142,6 +142,36 @@ def test_adapter_in_process_answers_every_request_once():
     assert sent[0]["body"]["threads"] == [{"id": 1, "name": "model"}]
 
 
+def test_arguments_of_the_wrong_kind_are_the_requests_error(models):
+    """Arguments an editor should not send are the request's error, never an internal one:
+    Python's json (and so the framing) reads the non-JSON constant Infinity, as a frame count,
+    an instruction offset or a byte count; a Source that is a string or a number."""
+    sent = []
+    a = Adapter(sent.append)
+    for seq, (command, args) in enumerate([
+            ("initialize", {"adapterID": "nac"}),
+            ("launch", {"program": str(models / "model.nac"), "stopOnEntry": True}),
+            ("configurationDone", {}),
+            ("stackTrace", {"threadId": 1, "levels": float("inf")}),
+            ("disassemble", {"memoryReference": "0", "instructionOffset": float("-inf"), "instructionCount": 4}),
+            ("readMemory", {"memoryReference": "param:head.proj.weight", "count": float("inf")}),
+            ("source", {"source": "model.py"}),
+            ("source", {"sourceReference": [1]}),
+            ("gotoTargets", {"source": 7, "line": 3})], start=1):
+        a.handle({"seq": seq, "type": "request", "command": command, "arguments": args})
+    a.shutdown()
+    answers = {m["request_seq"]: m for m in sent if m["type"] == "response"}
+    assert all(answers[seq]["success"] for seq in (1, 2, 3))
+    for seq in (4, 5, 6):
+        assert not answers[seq]["success"]
+        assert "internal error" not in answers[seq]["message"] and "infinity" in answers[seq]["message"]
+    # a Source that is not an object, a reference that is not a number: said so
+    assert [answers[seq]["message"] for seq in (7, 8, 9)] == [
+        "source: 'source' must be an object, not 'model.py'", "source: 'sourceReference' must be an integer, not [1]",
+        "gotoTargets: 'source' must be an object, not 7"]
+    assert not any(m.get("event") == "output" and "Traceback" in m["body"]["output"] for m in sent)
+
+
 def test_a_long_run_reports_progress_to_a_client_that_asks(client, models):
     client.request("initialize", {"adapterID": "nac", "supportsProgressReporting": True})
     client.request("launch", {"program": str(models / "slow.nac")})
