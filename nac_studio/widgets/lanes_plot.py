@@ -221,6 +221,12 @@ class _CountAxis(pg.AxisItem):
         return count_labels([v * scale for v in values], spacing * scale)
 
 
+#: Lanes whose names a lane plot always has room for (more are thinned out in a short plot).
+LABELLED_LANES = 8
+#: Pixels of a lane plot besides its lanes (the view box's padding, the hidden bottom axis).
+LANE_PLOT_MARGIN = 14
+
+
 class LanesPlot(pg.GraphicsLayoutWidget):
     clicked = Signal(float, str, float)          # x, plot key, y
     rangeSelected = Signal(float, float, bool)   # x0, x1, finished
@@ -245,6 +251,7 @@ class LanesPlot(pg.GraphicsLayoutWidget):
         vb.setMouseEnabled(x=True, y=y_mouse)
         plot = self.addPlot(row=self._row, col=0, viewBox=vb, axisItems={"bottom": _CountAxis("bottom")})
         self.ci.layout.setRowStretchFactor(self._row, stretch)
+        plot.layout_row = self._row
         self._row += 1
         plot.hideButtons()
         plot.setMenuEnabled(False)
@@ -279,6 +286,10 @@ class LanesPlot(pg.GraphicsLayoutWidget):
 
     def set_lanes(self, plot, names: Sequence[str]) -> None:
         plot.lane_names = list(names)
+        # room for every lane's name up to LABELLED_LANES lanes, whatever the stretch factors give
+        # the plots below it (a short dock then shrinks those, not the lane names)
+        self.ci.layout.setRowMinimumHeight(plot.layout_row, min(len(names), LABELLED_LANES)
+                                           * self.fontMetrics().height() + LANE_PLOT_MARGIN)
         self._label_lanes(plot)
         plot.setYRange(0, max(len(names), 1), padding=0.02)
         plot.getViewBox().invertY(True)

@@ -246,3 +246,20 @@ def test_a_timeline_tabbed_behind_another_pane_does_no_work_until_raised(window,
     qtbot.waitUntil(view.plot_complete, timeout=10000)
     wait_idle(qtbot, window)
     assert view.items["live"].yData is not None and len(view.items["live"].yData) == qdoc.doc.simulation.timeline.n + 1
+
+
+def test_every_command_lane_is_named_at_1024x700(window, qtbot, mlp_path):
+    """In a 1024x700 window the timeline's plots share a short dock: the lane plot keeps room for
+    every lane's name (lint and the four MMAP commands) and the buffer and live-bytes plots below
+    it give up the height, instead of every other lane going unnamed."""
+    window.resize(1024, 700)
+    window.apply_default_layout()
+    qdoc, view = _show(window, qtbot, mlp_path, _feeds(mlp_path))
+    qtbot.waitUntil(view.plot_complete, timeout=10000)
+    lanes = view.plot.plots["lanes"]
+
+    def named():
+        return [t for _v, t in lanes.getAxis("left")._tickLevels[0]]
+    qtbot.wait(100)                        # the dock settles at its height; the names follow it
+    assert named() == ["lint", "PRELOAD", "SAVE_RESULT", "FORWARD", "FREE"]
+    assert window.docks["timeline"].height() <= 700 // 2 + 1
