@@ -35,6 +35,33 @@ class DetailItem:
     children: list["DetailItem"] = field(default_factory=list)
     span: Optional[tuple[int, int]] = None     # bytes of the file it comes from, when it has them
 
+    @classmethod
+    def of(cls, name: Any, value: Any, span: Optional[tuple[int, int]] = None) -> "DetailItem":
+        """A row for a value read from a JSON document: an object (or a long list) becomes child
+        rows, one per field (item), a short list of numbers or words one line; shown as words,
+        never as Python's repr. A list longer than :data:`DETAIL_ITEMS_MAX` shows its first ones."""
+        if isinstance(value, dict):
+            kids = [cls.of(k, v) for k, v in list(value.items())[:DETAIL_ITEMS_MAX]]
+            return cls(str(name), _count(len(value), "field"), kids + _more(len(value)), span)
+        if isinstance(value, (list, tuple)):
+            if len(value) <= 16 and all(v is None or isinstance(v, (int, float, str)) for v in value):
+                return cls(str(name), ", ".join(str(v) for v in value) if value else "(none)", [], span)
+            kids = [cls.of(f"[{i}]", v) for i, v in enumerate(value[:DETAIL_ITEMS_MAX])]
+            return cls(str(name), _count(len(value), "item"), kids + _more(len(value)), span)
+        return cls(str(name), value, [], span)
+
+
+#: Child rows a JSON object or list shows (a hostile file's million-item list is not a million rows).
+DETAIL_ITEMS_MAX = 1000
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n:,} {what}" + ("" if n == 1 else "s")
+
+
+def _more(n: int) -> list[DetailItem]:
+    return [DetailItem(f"… {n - DETAIL_ITEMS_MAX:,} more")] if n > DETAIL_ITEMS_MAX else []
+
 
 @dataclass
 class PeerNode:

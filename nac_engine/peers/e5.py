@@ -223,10 +223,10 @@ class E5File(PeerFile):
     def details(self) -> list[DetailItem]:
         return [DetailItem("symbol_names", len(self.symbol_names),
                            [DetailItem(f"[{i}]", s) for i, s in enumerate(self.symbol_names)]),
-                DetailItem("build_info", len(self.build_info), [DetailItem(k, v) for k, v in self.build_info.items()]),
+                DetailItem("build_info", len(self.build_info), [DetailItem.of(k, v) for k, v in self.build_info.items()]),
                 DetailItem("sections", len(self.sections),
                            [DetailItem(f"[{i}] {s.get('name')}", s.get("op_type_name"),
-                                       [DetailItem(k, v if not isinstance(v, bytes) else v.hex()[:128])
+                                       [DetailItem.of(k, v if not isinstance(v, bytes) else v.hex()[:128])
                                         for k, v in s.items()]) for i, s in enumerate(self.sections)]),
                 DetailItem("format_version", self.format_version)]
 

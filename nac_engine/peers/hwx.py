@@ -129,10 +129,10 @@ class HwxFile(PeerFile):
                  f"  segments    {', '.join(s['segments'])}",
                  f"  ports       {', '.join(self.ports)}"]
         for t in self.tds:
-            lines.append(f"  TD {t.index:<3}      {t.kind} (inferred): {t.shape}; {len(t.packets)} packets, "
+            lines.append(f"  TD {t.index:<3}      {t.kind} (inferred): {_td_text(t.shape)}; {len(t.packets)} packets, "
                          f"{len(t.registers)} registers")
         for tns in s["tensors"]:
-            lines.append(f"  tensor      {tns['name']}: {tns}")
+            lines.append(f"  tensor      {_tensor_text(tns)}")
         lines += [f"  problem: {p}" for p in self.problems]
         return "\n".join(lines)
 
@@ -195,19 +195,39 @@ class HwxFile(PeerFile):
                                   + [DetailItem(r.name, f"{r.value:#010x}",
                                                 [DetailItem(k, v) for k, v in r.fields.items()]) for r in t.registers],
                                   (t.offset, TD_SIZE_H13)))
-        out.append(DetailItem("symbols", len(self.symbols), [DetailItem(s["name"], s) for s in self.symbols]))
+        out.append(DetailItem("symbols", len(self.symbols),
+                              [DetailItem(s["name"], _tensor_text(s["layout"]) if s.get("layout") else None,
+                                          [DetailItem(k, f"{v:#x}" if k == "value" and isinstance(v, int) else v)
+                                           for k, v in s.items() if k not in ("name", "layout")])
+                               for s in self.symbols]))
         return out
 
     def disassemble(self) -> Optional[str]:
         lines = [f"; {self.generation} {self.compiler or ''}"]
         for t in self.tds:
-            lines.append(f"td {t.index} @ {t.offset:#x}  ; {t.kind} (inferred) {t.shape}")
+            lines.append(f"td {t.index} @ {t.offset:#x}  ; {t.kind} (inferred): {_td_text(t.shape)}")
             for k, v in t.header.items():
                 lines.append(f"  .header {k} = {v:#x}")
             for r in t.registers:
                 named = " ".join(f"{k}={v}" for k, v in r.fields.items())
                 lines.append(f"  {r.name:<20} = {r.value:#010x}{'  ; ' + named if named else ''}")
         return "\n".join(lines) + "\n"
+
+
+def _td_text(shape: dict) -> str:
+    """A TD's shape registers as text: ``fp16[C1 H1 W77] → fp16[C1 H1 W77], kernel 1×1``."""
+    parts = [" → ".join(x for x in (_shape_label(shape, "in"), _shape_label(shape, "out")) if x)]
+    if "Kh" in shape and "Kw" in shape:
+        parts.append(f"kernel {shape['Kh']}×{shape['Kw']}")
+    return ", ".join(p for p in parts if p) or "no shape registers"
+
+
+def _tensor_text(layout: dict) -> str:
+    """A port's buffer layout as text: ``image: float16[1, 1, 1, 77], strides n 192 c 192 h 192 w 2``."""
+    dims = layout.get("dims") or []
+    strides = " ".join(f"{d.get('axis', '?')} {d.get('stride', '?')}" for d in dims)
+    text = f"{layout.get('name', '?')}: {layout.get('element_type', '?')}{list(layout.get('shape') or [])}"
+    return f"{text}, strides {strides}" if strides else text
 
 
 def _shape_label(shape: dict, side: str) -> str:

@@ -259,7 +259,7 @@ class NeffFile(PeerFile):
         return out
 
     def details(self) -> list[DetailItem]:
-        items = [DetailItem("header", None, [DetailItem(k, v) for k, v in self.header.items()], (0, HEADER_SIZE))]
+        items = [DetailItem("header", None, [DetailItem.of(k, v) for k, v in self.header.items()], (0, HEADER_SIZE))]
         archive = DetailItem("archive", f"{len(self.members)} members")
         for name in self.member_order:
             m = self.members[name]
@@ -267,13 +267,13 @@ class NeffFile(PeerFile):
         items.append(archive)
         for sg in self.subgraphs:
             node = DetailItem(sg.name, sg.definition)
-            node.children.append(DetailItem("variables", None, [DetailItem(k, v) for k, v in sg.variables.items()]))
-            node.children.append(DetailItem("dma_queue", None, [DetailItem(k, v) for k, v in sg.queues.items()]))
+            node.children.append(DetailItem("variables", None, [DetailItem.of(k, v) for k, v in sg.variables.items()]))
+            node.children.append(DetailItem("dma_queue", None, [DetailItem.of(k, v) for k, v in sg.queues.items()]))
             for eng, info in sg.engines.items():
                 node.children.append(DetailItem(
                     eng, f"{info['slots']} slots", [DetailItem(f"opcode {op:#04x}", n)
                                                     for op, n in sorted(info["opcodes"].items())]
-                    + [DetailItem(f"dma[{i}]", d) for i, d in enumerate(info["dma"])]))
+                    + [DetailItem.of(f"dma[{i}]", d) for i, d in enumerate(info["dma"])]))
             items.append(node)
         return items
 

@@ -42,6 +42,24 @@ def test_sample_decodes_fully(path):
 
 
 @needs_corpus
+def test_info_and_dis_read_as_text_not_python_dicts(capsys):
+    """`nac info` / `nac dis` of an hwx name shapes, formats and strides in words (they printed the
+    decoder's dicts: ``{'Win': 77, ...}``, ``{'name': 'image', 'element_type': ...}``)."""
+    from nac_engine.cli import main
+    assert main(["info", str(ANE / "relu.hwx")]) == 0
+    info = capsys.readouterr().out
+    assert "activation (inferred): fp16[C1 H1 W77] → fp16[C1 H1 W77], kernel 1×1; 7 packets" in info
+    assert "tensor      image: float16[1, 1, 1, 77], strides n 192 c 192 h 192 w 2" in info
+    assert main(["dis", str(ANE / "relu.hwx")]) == 0
+    dis = capsys.readouterr().out
+    assert "; activation (inferred): fp16[C1 H1 W77] → fp16[C1 H1 W77], kernel 1×1" in dis
+    assert "{'" not in info + dis
+    symbols = open_peer(str(ANE / "relu.hwx")).details()[-1]
+    assert [(c.name, c.value) for c in symbols.children[0].children] == [("type", "0xf"), ("sect", 3),
+                                                                        ("value", "0x30008000")]
+
+
+@needs_corpus
 def test_relu_packets_match_the_research_note():
     f = open_peer(str(ANE / "relu.hwx"))
     assert [(a, c) for _, a, c in f.tds[0].packets] == RELU_PACKETS
