@@ -221,6 +221,14 @@ def _print_findings(label: str, findings) -> None:
         print(f"  {label} tick {f.tick}: {f.kind}: {f.message}")
 
 
+def _save_npy(path: str, arr) -> None:
+    """An output as .npy, written whole (an earlier run's file stays until this one is complete)."""
+    import numpy as np
+
+    from .format.writer import atomic_produce
+    atomic_produce(path, lambda fh, _tmp: np.save(fh, np.asarray(arr), allow_pickle=False))
+
+
 def _output_line(i: int, arr) -> str:
     """``output I: DTYPE[SHAPE]  min … max … mean … std …`` (the statistics for numbers only)."""
     import numpy as np
@@ -259,7 +267,7 @@ def _run_tvmr(args, peer) -> int:
     print(_output_line(0, arr))
     if args.out:
         os.makedirs(args.out, exist_ok=True)
-        np.save(os.path.join(args.out, "output_0.npy"), arr)
+        _save_npy(os.path.join(args.out, "output_0.npy"), arr)
     return EXIT_OK
 
 
@@ -313,7 +321,7 @@ def cmd_run(args) -> int:
                 line += f"  max abs err {abs_err:.3g}, rel {rel:.3g}"
         print(line)
         if args.out:
-            np.save(os.path.join(args.out, f"output_{i}.npy"), arr)
+            _save_npy(os.path.join(args.out, f"output_{i}.npy"), arr)
     if args.check_mmap:
         print(f"memory: peak live {trace.peak:,} bytes at tick {trace.peak_tick}; "
               f"{len(trace.violations)} violation(s), {len(trace.hazards)} hazard(s)")

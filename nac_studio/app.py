@@ -97,8 +97,11 @@ async def _startup(win, args, app) -> int:
     pixmap = win.grab()
     out = Path(args.screenshot)
     out.parent.mkdir(parents=True, exist_ok=True)
-    if not pixmap.save(str(out), "PNG"):
-        print(f"nac-studio: could not write {out}", file=sys.stderr)
+    from .widgets.image_files import write_png
+    try:
+        write_png(pixmap, str(out))
+    except OSError as e:
+        print(f"nac-studio: could not write {out}: {e.strerror or e}", file=sys.stderr)
         return 1
     print(f"nac-studio: saved {out} ({pixmap.width()}x{pixmap.height()})")
     return 0

@@ -695,10 +695,10 @@ class MainWindow(QMainWindow):
                                                   f"{stem}-graph.{fmt}", f"{fmt.upper()} (*.{fmt})")
             if not path:
                 return None
-        if fmt == "svg":
-            self.graph.export_svg(path)
-        elif not self.graph.export_png(path):
-            self.show_message(f"Could not write {path}")
+        try:
+            (self.graph.export_svg if fmt == "svg" else self.graph.export_png)(path)
+        except OSError as e:
+            self.show_message(f"Could not write {path}: {e.strerror or e}")
             return None
         self.show_message(f"Saved {path}")
         return path
@@ -878,7 +878,12 @@ class MainWindow(QMainWindow):
     def screenshot_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Save Window Screenshot", "nac-studio.png", "PNG (*.png)")
         if path:
-            self.grab().save(path, "PNG")
+            from .widgets.image_files import write_png
+            try:
+                write_png(self.grab(), path)
+            except OSError as e:
+                self.show_message(f"Could not write {path}: {e.strerror or e}")
+                return
             self.show_message(f"Saved {path}")
 
     def show_shortcuts(self) -> None:

@@ -121,6 +121,27 @@ def test_run_with_feeds_matches_expected(capsys, tmp_path):
 
 
 @corpus
+def test_run_out_writes_each_output_whole(capsys, tmp_path):
+    """`--out DIR` writes output_N.npy through the atomic write: a name there that is a FIFO is
+    refused with one line (np.save opened it and blocked until something read the pipe)."""
+    import os
+
+    import numpy as np
+    path = next(p for p in NAC_FILES if p.parent.name == "mlp")
+    feed = path.parent / "feed_0.npy"
+    code, _, err = run(capsys, "run", path, "--feed", feed, "--out", tmp_path)
+    assert code == 0, err
+    first = np.load(tmp_path / "output_0.npy")
+    os.unlink(tmp_path / "output_0.npy")
+    os.mkfifo(tmp_path / "output_0.npy")
+    code, _, err = run(capsys, "run", path, "--feed", feed, "--out", tmp_path)
+    assert code == 2 and "output_0.npy" in err and "not a regular file" in err
+    assert len(err.strip().splitlines()) == 1
+    assert [f.name for f in tmp_path.iterdir()] == ["output_0.npy"]      # no temp file left behind
+    assert first.shape and np.isfinite(first).all()
+
+
+@corpus
 def test_run_names_missing_inputs_on_one_line(capsys):
     path = next(p for p in NAC_FILES if p.parent.name == "mlp")
     code, _, err = run(capsys, "run", path)

@@ -26,7 +26,7 @@ from typing import Any, Optional
 import numpy as np
 from PySide6.QtCore import QPointF, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPalette
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QSizePolicy, QToolBar, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QMessageBox, QSizePolicy, QToolBar, QToolButton, QVBoxLayout, QWidget)
 
 from nac_engine.errors import with_compile_hint
 
@@ -829,15 +829,21 @@ class GraphView(QWidget):
         self.canvas.center_on(node, zoom=max(self.canvas.scale, 0.8))
 
     # ------------------------------------------------------------------ export
-    def export_png(self, path: str, max_side: int = 12000) -> bool:
+    def export_png(self, path: str, max_side: int = 12000) -> None:
+        """The graph as a PNG at ``path``, written whole; ``OSError`` when it cannot be."""
+        from ..widgets.image_files import write_png
         img = self.canvas.render_image(max_side=max_side)
-        return not img.isNull() and img.save(path, "PNG")
+        if img.isNull():
+            raise OSError(f"the graph is too large to draw as one image (at most {max_side} pixels a side)")
+        write_png(img, path)
 
     def export_svg(self, path: str) -> None:
+        """The graph as an SVG at ``path``, written whole; ``OSError`` when it cannot be."""
+        from nac_engine.format.writer import atomic_write
         title = "NAC dataflow graph"
         if self.qdoc is not None and self.qdoc.doc.path:
             title += f" — {self.qdoc.doc.path}"
-        self.canvas.render_svg(path, title)
+        atomic_write(path, self.canvas.render_svg(title))
 
     def _default_export_name(self, ext: str) -> str:
         import os
@@ -852,7 +858,7 @@ class GraphView(QWidget):
         path, _ = QFileDialog.getSaveFileName(self, "Export graph as PNG", self._default_export_name("png"),
                                               "PNG image (*.png)")
         if path:
-            self.export_png(path)
+            self._export(self.export_png, path)
 
     def _export_svg_dialog(self) -> None:
         if self.layout_ is None:
@@ -860,7 +866,13 @@ class GraphView(QWidget):
         path, _ = QFileDialog.getSaveFileName(self, "Export graph as SVG", self._default_export_name("svg"),
                                               "SVG image (*.svg)")
         if path:
-            self.export_svg(path)
+            self._export(self.export_svg, path)
+
+    def _export(self, write, path: str) -> None:
+        try:
+            write(path)
+        except OSError as e:
+            QMessageBox.warning(self, "Export failed", f"Could not write {path}: {e.strerror or e}")
 
 
 def _esc(text: str) -> str:

@@ -1020,25 +1020,21 @@ class GraphCanvas(QWidget):
         p.end()
         return img
 
-    def render_svg(self, path: str, title: str = "NAC dataflow graph") -> None:
-        from PySide6.QtSvg import QSvgGenerator
+    def render_svg(self, title: str = "NAC dataflow graph") -> bytes:
+        """The whole graph at full detail as an SVG document."""
+        from .image_files import svg_bytes
 
         lay = self.layout_
         if lay is None:
             raise ValueError("no graph to export")
         margin = 20.0
         w, h = lay.width + 2 * margin, lay.height + 2 * margin
-        gen = QSvgGenerator()
-        gen.setFileName(path)
-        gen.setSize(QSize(int(math.ceil(w)), int(math.ceil(h))))
-        gen.setViewBox(QRectF(0, 0, w, h))
-        gen.setTitle(title)
-        gen.setDescription("Exported from NAC Studio")
-        p = QPainter(gen)
-        p.fillRect(QRectF(0, 0, w, h), self.palette().color(QPalette.ColorRole.Base))
-        p.translate(margin, margin)
-        self.paint_scene(p, QRectF(-margin, -margin, w, h), 1.0, self.palette(), full_detail=True)
-        p.end()
+
+        def paint(p: QPainter) -> None:
+            p.fillRect(QRectF(0, 0, w, h), self.palette().color(QPalette.ColorRole.Base))
+            p.translate(margin, margin)
+            self.paint_scene(p, QRectF(-margin, -margin, w, h), 1.0, self.palette(), full_detail=True)
+        return svg_bytes(QSize(int(math.ceil(w)), int(math.ceil(h))), QRectF(0, 0, w, h), paint, title)
 
     # ------------------------------------------------------------------ interaction
     def node_at(self, pos: QPointF) -> Optional[int]:

@@ -414,37 +414,18 @@ class LanesPlot(pg.GraphicsLayoutWidget):
 
 
 def export_scene(scene, path: str) -> None:
-    """A pyqtgraph scene to PNG or SVG (by extension), through the engine's atomic write."""
+    """A pyqtgraph scene to PNG or SVG (by extension), written whole (``image_files``)."""
     import pyqtgraph.exporters as ex
-    from PySide6.QtCore import QBuffer, QByteArray, QIODevice
 
     from nac_engine.format.writer import atomic_write
+
+    from .image_files import png_bytes, svg_bytes
     if str(path).lower().endswith(".svg"):
         # Qt's own SVG generator: pyqtgraph's SVG exporter fails on batched rectangle paths
-        from PySide6.QtGui import QPainter
-        from PySide6.QtSvg import QSvgGenerator
         rect = scene.sceneRect()
-        buf = QByteArray()
-        dev = QBuffer(buf)
-        dev.open(QIODevice.OpenModeFlag.WriteOnly)
-        gen = QSvgGenerator()
-        gen.setOutputDevice(dev)
-        gen.setSize(rect.size().toSize())
-        gen.setViewBox(rect)
-        gen.setTitle("NAC Studio")
-        painter = QPainter(gen)
-        scene.render(painter, rect, rect)
-        painter.end()
-        dev.close()
-        data = bytes(buf.data())
+        data = svg_bytes(rect.size().toSize(), rect, lambda painter: scene.render(painter, rect, rect), "NAC Studio")
     else:
-        image = ex.ImageExporter(scene).export(toBytes=True)
-        buf = QByteArray()
-        dev = QBuffer(buf)
-        dev.open(QIODevice.OpenModeFlag.WriteOnly)
-        image.save(dev, "PNG")
-        dev.close()
-        data = bytes(buf.data())
+        data = png_bytes(ex.ImageExporter(scene).export(toBytes=True))
     atomic_write(str(path), data)
 
 

@@ -2,10 +2,11 @@
 Cancel, theme switching, keyboard navigation in hex."""
 from __future__ import annotations
 
+import os
 import threading
 
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
-from PySide6.QtGui import QDropEvent
+from PySide6.QtGui import QDropEvent, QImage
 
 from nac_studio.model.document import Selection
 from nac_studio.main_window import MainWindow
@@ -156,3 +157,14 @@ def test_graph_commands_drive_the_graph_view(window, demo_path, qtbot, tmp_path)
     assert svg and (tmp_path / "g.svg").read_text().lstrip().startswith("<")
     png = window.export_graph("png", str(tmp_path / "g.png"))
     assert png and (tmp_path / "g.png").stat().st_size > 1000
+    # exports are written whole: a name that is a FIFO is refused at once (Qt's own save opened it
+    # and blocked the window until something read the pipe), and the file that was there stays
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)
+    for fmt in ("png", "svg"):
+        assert window.export_graph(fmt, str(fifo)) is None
+        assert window.statusBar().currentMessage().startswith(f"Could not write {fifo}")
+    before = (tmp_path / "g.png").read_bytes()
+    window.graph_view.canvas.render_image = lambda max_side: QImage()   # nothing could be drawn
+    assert window.export_graph("png", str(tmp_path / "g.png")) is None
+    assert (tmp_path / "g.png").read_bytes() == before
