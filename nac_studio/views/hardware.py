@@ -772,7 +772,7 @@ class HardwareView(QWidget):
             # the compared run's lanes, named "vs <lane>"; its own name is in the lane below them
             self._unit_lanes(other, self.items["units_b"], self.items["stalls_b"], len(lanes))
             lanes = lanes + tuple(f"vs {u}" for u in lanes)
-        plot.set_lanes(units, lanes)
+        plot.set_lanes(units, lanes, named=len(UNIT_LANES) + 1)      # the run's own lanes; a compared run's thin out
         # twelve lanes need the room of six: the unit plot's share of the height doubles
         plot.ci.layout.setRowStretchFactor(0, 8 if other is not None else 4)
         units.setTitle(f"lanes below the line: {other_label}" if other is not None else None, size="9pt")

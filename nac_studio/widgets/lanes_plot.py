@@ -221,8 +221,6 @@ class _CountAxis(pg.AxisItem):
         return count_labels([v * scale for v in values], spacing * scale)
 
 
-#: Lanes whose names a lane plot always has room for (more are thinned out in a short plot).
-LABELLED_LANES = 8
 #: Pixels of a lane plot besides its lanes (the view box's padding, the hidden bottom axis).
 LANE_PLOT_MARGIN = 14
 
@@ -259,7 +257,7 @@ class LanesPlot(pg.GraphicsLayoutWidget):
         if left_label:
             plot.setLabel("left", left_label)
         if lanes:
-            self.set_lanes(plot, lanes)
+            self.set_lanes(plot, lanes, named=len(lanes))
         if self._first is None:
             self._first = plot
         else:
@@ -284,12 +282,13 @@ class LanesPlot(pg.GraphicsLayoutWidget):
         self.cursors[key], self.exec_lines[key], self.regions[key] = cursor, execl, region
         return plot
 
-    def set_lanes(self, plot, names: Sequence[str]) -> None:
+    def set_lanes(self, plot, names: Sequence[str], named: int = 0) -> None:
+        """``named``: lanes whose names the plot keeps room for whatever height the stretch
+        factors leave it (a short dock then shrinks the plots below, not these names); lanes
+        beyond it are thinned out when the plot is short."""
         plot.lane_names = list(names)
-        # room for every lane's name up to LABELLED_LANES lanes, whatever the stretch factors give
-        # the plots below it (a short dock then shrinks those, not the lane names)
-        self.ci.layout.setRowMinimumHeight(plot.layout_row, min(len(names), LABELLED_LANES)
-                                           * self.fontMetrics().height() + LANE_PLOT_MARGIN)
+        self.ci.layout.setRowMinimumHeight(plot.layout_row, min(len(names), named) * self.fontMetrics().height()
+                                           + (LANE_PLOT_MARGIN if named else 0))
         self._label_lanes(plot)
         plot.setYRange(0, max(len(names), 1), padding=0.02)
         plot.getViewBox().invertY(True)

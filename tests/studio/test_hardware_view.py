@@ -266,3 +266,20 @@ def test_cycle_axis_labels_are_compact_counts(window, qtbot):
     labels = [text for _spacing, ticks in axis.tickValues(lo, hi, 600)
               for text in axis.tickStrings(ticks, axis.scale, _spacing)]
     assert hi > 10_000 and labels and all(t == "0" or t.endswith(("k", "M")) for t in labels), (hi, labels)
+
+
+def test_unit_lanes_are_named_and_the_sram_plot_readable_at_1024x700(window, qtbot):
+    """A short dock: the six unit lanes keep room for their names, the DMA engines' names thin
+    out, and the SRAM plot below keeps a readable height (room for every DMA lane name as well
+    squeezed it to a few pixels on a server preset's engines)."""
+    window.resize(1024, 700)
+    window.apply_default_layout()
+    path = _corpus("mlp")
+    qdoc, view = _simulate(window, qtbot, path, _feeds(path), preset="server-128x128")
+    qtbot.wait(100)
+    units, sram = view.plot.plots["units"], view.plot.plots["sram"]
+
+    def named(plot):
+        return [t for _v, t in plot.getAxis("left")._tickLevels[0]]
+    assert named(units) == ["systolic", "vector", "sfu", "mover", "core", "stalls"]
+    assert sram.getViewBox().height() >= 40
