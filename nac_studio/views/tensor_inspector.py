@@ -280,6 +280,11 @@ class InspectorPanel(QWidget):
         self.heat_note.setWordWrap(True)         # a narrow dock must not cut "zoom in for exact values" off
         self.heat_note.hide()
         hl.addWidget(self.heat_note)
+        # what the non-finite cells' colours mean, and how many this slice has
+        self.nonfinite_note = QLabel("", self)
+        self.nonfinite_note.setWordWrap(True)
+        self.nonfinite_note.hide()
+        hl.addWidget(self.nonfinite_note)
         self.heat_holder = QVBoxLayout()
         hl.addLayout(self.heat_holder, 1)
         self.tabs.addTab(self.heat_page, "Heatmap")
@@ -524,7 +529,9 @@ class InspectorPanel(QWidget):
         if hi <= lo:
             lo, hi = lo - 0.5, hi + 0.5
         self._ensure_image()
-        self._image.setImage(img.T, autoRange=fit, levels=(lo, hi), pos=(x0, y0), scale=(sx, sy))
+        finite = "nan" in r and not r.get("nan") and not r.get("inf")       # the whole tensor has none
+        self._image.setImage(img.T, autoRange=fit, levels=(lo, hi), pos=(x0, y0), scale=(sx, sy), finite=finite)
+        self._show_nonfinite(img.size)
         self.heat_note.setText(stride_note((sy, sx), y, x))
         self.heat_note.show()
 
@@ -671,6 +678,7 @@ class InspectorPanel(QWidget):
         if sl is None:
             if self._image is not None:
                 self._image.clear()
+            self.nonfinite_note.hide()
             return
         self._ensure_image()
         self._draw_held(sl)
@@ -697,7 +705,15 @@ class InspectorPanel(QWidget):
         # same shape keeps the zoom the user chose, and skips a relayout of the view box)
         fit = img.shape != getattr(self, "_fitted_shape", None)
         self._fitted_shape = img.shape
-        self._image.setImage(img.T, autoRange=fit, levels=(lo, hi))
+        finite = r is not None and not r.nan_count and not r.inf_count      # the whole tensor has none
+        self._image.setImage(img.T, autoRange=fit, levels=(lo, hi), finite=finite)
+        self._show_nonfinite(img.size)
+
+    def _show_nonfinite(self, cells: int) -> None:
+        from ..widgets.heatmap import nonfinite_legend
+        counts = self._image.nonfinite
+        self.nonfinite_note.setText(nonfinite_legend(counts, cells))
+        self.nonfinite_note.setVisible(bool(counts))
 
     def _show_histogram(self) -> None:
         import pyqtgraph as pg

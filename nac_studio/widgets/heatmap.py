@@ -7,9 +7,33 @@ stall. This is the part the inspector uses (an ``ImageItem`` in a ``ViewBox``, a
 """
 from __future__ import annotations
 
+import warnings
 from typing import Optional
 
+import numpy as np
 import pyqtgraph as pg
+
+#: How non-finite cells are drawn, over the colour map (none of these is a viridis colour, and
+#: the view's background is black: a NaN left to the colour map was drawn as a hole).
+NONFINITE_COLOURS = {"NaN": (255, 0, 255), "+Inf": (255, 40, 40), "−Inf": (255, 255, 255)}
+
+
+def nonfinite_legend(counts: dict[str, int], cells: int) -> str:
+    """Rich text naming each non-finite kind's colour and count in a slice of ``cells`` values
+    ("" when there is none)."""
+    if not counts:
+        return ""
+    if len(counts) == 1 and next(iter(counts.values())) == cells:
+        kind = next(iter(counts))
+        return f"{_swatch(kind)} every value of this slice ({cells:,}) is {kind}"
+    return " · ".join(f"{_swatch(kind)} {kind} {n:,}" for kind, n in counts.items()) + \
+        f" of {cells:,} values in this slice"
+
+
+def _swatch(kind: str) -> str:
+    r, g, b = NONFINITE_COLOURS[kind]
+    # a dark outline: the white of −Inf must show on a light palette too
+    return f'<span style="color:#{r:02x}{g:02x}{b:02x}; background-color:#303030">&#9632;</span>'
 
 
 class Heatmap(pg.GraphicsLayoutWidget):
@@ -20,6 +44,12 @@ class Heatmap(pg.GraphicsLayoutWidget):
         self.view.setAspectLocked(False)
         self.image = pg.ImageItem()
         self.view.addItem(self.image)
+        self.marks = pg.ImageItem()           # the non-finite cells, as RGBA over the image
+        self.marks.setZValue(1)
+        self.marks.hide()
+        self.view.addItem(self.marks)
+        #: the last image's non-finite cells by kind ("NaN", "+Inf", "−Inf") -> count
+        self.nonfinite: dict[str, int] = {}
         self.histogram = pg.HistogramLUTItem()
         self.histogram.setImageItem(self.image)
         # the preset, not colormap.get("viridis"): its 256 stops would be 256 gradient ticks,
@@ -34,12 +64,28 @@ class Heatmap(pg.GraphicsLayoutWidget):
         return self.view
 
     def setImage(self, img, *, autoRange: bool, levels: tuple, pos: Optional[tuple] = None,
-                 scale: Optional[tuple] = None) -> None:
+                 scale: Optional[tuple] = None, finite: bool = False) -> None:
         """Show ``img`` (columns × rows, as pyqtgraph's ImageItem takes it) at ``levels``; its
-        pixel (i, j) sits at ``pos + (i, j) * scale`` in the view (default: at the origin, 1:1)."""
-        self.image.setImage(img, autoLevels=False, levels=levels)
+        pixel (i, j) sits at ``pos + (i, j) * scale`` in the view (default: at the origin, 1:1).
+        NaN and ±Inf cells are drawn in :data:`NONFINITE_COLOURS` over it, unless ``finite``
+        says the caller knows there is none (a 4096² slice need not be scanned for them)."""
         x0, y0 = pos or (0, 0)
         sx, sy = scale or (1, 1)
+        self.nonfinite = {}
+        if not finite and img.dtype.kind == "f" and not np.isfinite(img).all():
+            rgba = np.zeros(img.shape + (4,), np.uint8)
+            for kind, mask in (("NaN", np.isnan(img)), ("+Inf", img == np.inf), ("−Inf", img == -np.inf)):
+                n = int(np.count_nonzero(mask))
+                if n:
+                    self.nonfinite[kind] = n
+                    rgba[mask] = NONFINITE_COLOURS[kind] + (255,)
+            self.marks.setImage(rgba, autoLevels=False)
+            self.marks.setRect(x0, y0, img.shape[0] * sx, img.shape[1] * sy)
+        self.marks.setVisible(bool(self.nonfinite))
+        with warnings.catch_warnings():
+            # the level histogram of a slice with no finite value is empty (numpy says "All-NaN")
+            warnings.simplefilter("ignore", RuntimeWarning)
+            self.image.setImage(img, autoLevels=False, levels=levels)
         self.image.setRect(x0, y0, img.shape[0] * sx, img.shape[1] * sy)
         self.histogram.setLevels(*levels)
         self.histogram.setHistogramRange(*levels)
@@ -48,3 +94,5 @@ class Heatmap(pg.GraphicsLayoutWidget):
 
     def clear(self) -> None:
         self.image.clear()
+        self.marks.hide()
+        self.nonfinite = {}

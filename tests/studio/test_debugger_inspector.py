@@ -106,6 +106,47 @@ def test_a_new_shape_shows_its_two_largest_axes(qtbot):
     assert (panel.y_axis.currentIndex(), panel.x_axis.currentIndex()) == (0, 2)
 
 
+def test_nan_and_inf_cells_stand_out_with_a_legend(qtbot):
+    """Debugging numerics: NaN cells were drawn as holes (the view's black background) and ±Inf
+    in the colour map's end colours, like the largest and smallest finite values. They are
+    drawn in colours of their own over the map, named with this slice's counts."""
+    import warnings
+
+    from PySide6.QtCore import QPointF
+    from PySide6.QtGui import QImage
+
+    from nac_studio.widgets.heatmap import NONFINITE_COLOURS
+    panel = InspectorPanel(Subject("result", 1))
+    qtbot.addWidget(panel)
+    panel.resize(500, 500)
+    panel.show()
+    arr = np.arange(6 * 8, dtype=np.float32).reshape(6, 8)
+    arr[1, :] = np.nan
+    arr[3, 2] = np.inf
+    arr[:, 7] = -np.inf
+    panel.show_loaded(loaded_for(arr))
+    heat = panel._image
+    assert heat.nonfinite == {"NaN": 7, "+Inf": 1, "−Inf": 6}
+    marks = heat.marks.image                        # columns × rows, RGBA
+    assert tuple(marks[0, 1, :3]) == NONFINITE_COLOURS["NaN"] and tuple(marks[2, 3, :3]) == NONFINITE_COLOURS["+Inf"]
+    assert tuple(marks[7, 4, :3]) == NONFINITE_COLOURS["−Inf"] and marks[0, 0, 3] == 0     # finite: not covered
+    legend = panel.nonfinite_note
+    assert legend.isVisible() and "NaN 7" in legend.text() and "+Inf 1" in legend.text() and "of 48 values" in legend.text()
+    # drawn: the pixels of a NaN cell (row 1, column 3) are magenta on screen
+    qtbot.wait(50)
+    img: QImage = heat.grab().toImage()
+    centre = heat.mapFromScene(heat.getView().mapViewToScene(QPointF(3.5, 1.5)))
+    c = img.pixelColor(centre.x(), centre.y())
+    assert (c.red(), c.green(), c.blue()) == NONFINITE_COLOURS["NaN"]
+    # a slice of NaN only: said so, and no "All-NaN slice" warning from the level histogram
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        panel.show_loaded(loaded_for(np.full((4, 4), np.nan, np.float32)))
+    assert "every value of this slice (16) is NaN" in legend.text()
+    panel.show_loaded(loaded_for(np.ones((4, 4), np.float32)))
+    assert not legend.isVisible() and not heat.marks.isVisible()
+
+
 @pytest.mark.timing
 def test_4096_square_heatmap_opens_and_reslices_fast(qtbot):
     panel = InspectorPanel(Subject("result", 1))
