@@ -125,6 +125,10 @@ def load_subject(session, nac, subject: Subject, host=None, path: Optional[str] 
     return Loaded(title, r.tensor, r, _histogram(r.tensor), tick=tick)
 
 
+#: A line of at most this many values shows each value as a point too.
+LINE_POINTS_MARKED = 256
+
+
 def stats_text(r) -> str:
     """One block of text for the stats line and the clipboard."""
     if r is None or r.tensor is None:
@@ -750,9 +754,32 @@ class InspectorPanel(QWidget):
             return
         # 1-D: the tensor; N-D: the first row of the heatmap slice (the columns' axis)
         row = sl[0] if sl.ndim == 2 else sl
-        row = np.abs(row) if row.dtype.kind == "c" else row
+        row = (np.abs(row) if row.dtype.kind == "c" else row).astype(np.float64, copy=False)
         xs = np.arange(row.size) if xs is None else xs
-        self._line_plot.plot(xs, row.astype(np.float64, copy=False), pen=pg.mkPen((40, 110, 200), width=1.5))
+        finite = np.isfinite(row)
+        # NaN and ±Inf break the line where they are (one of them in a path drew nothing at all),
+        # and are marked at the finite range's middle, top and bottom in the heatmap's colours;
+        # a short row shows every point (a finite one between two breaks is a lone point)
+        few = row.size <= LINE_POINTS_MARKED
+        if finite.any():
+            # ±Inf as NaN: the view's range then comes from the finite values alone
+            line = row if finite.all() else np.where(finite, row, np.nan)
+            self._line_plot.plot(xs, line, connect="finite", pen=pg.mkPen((40, 110, 200), width=1.5),
+                                 symbol="o" if few else None, symbolSize=5, symbolPen=None, symbolBrush=(40, 110, 200))
+        if not finite.all():
+            from ..widgets.heatmap import NONFINITE_COLOURS
+            vals = row[finite]
+            lo, hi = (float(vals.min()), float(vals.max())) if vals.size else (0.0, 1.0)
+            if self._line_plot.plotItem.legend is None:
+                self._line_plot.addLegend(offset=(-8, 8))
+            for kind, mask, y, symbol in (("NaN", np.isnan(row), (lo + hi) / 2, "x"),
+                                          ("+Inf", row == np.inf, hi, "t1"), ("−Inf", row == -np.inf, lo, "t")):
+                if mask.any():
+                    self._line_plot.plot(xs[mask], np.full(int(mask.sum()), y), pen=None, symbol=symbol, symbolSize=9,
+                                         symbolPen=None, symbolBrush=NONFINITE_COLOURS[kind],
+                                         name=f"{kind} ({int(mask.sum()):,})")
+        elif self._line_plot.plotItem.legend is not None:
+            self._line_plot.plotItem.legend.clear()
 
     # -- export ----------------------------------------------------------------------------
     def export_npy(self, path: str) -> None:

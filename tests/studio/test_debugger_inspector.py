@@ -145,6 +145,20 @@ def test_nan_and_inf_cells_stand_out_with_a_legend(qtbot):
     assert "every value of this slice (16) is NaN" in legend.text()
     panel.show_loaded(loaded_for(np.ones((4, 4), np.float32)))
     assert not legend.isVisible() and not heat.marks.isVisible()
+    # the Line tab: the line breaks at NaN/±Inf (with one of them in it nothing was drawn, and
+    # -Inf in the view's range maths hid the line) and each kind is marked and named
+    row = np.array([1.0, np.inf, -np.inf, 2.0, np.nan, 3.0], np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        panel.show_loaded(loaded_for(row))
+        panel.tabs.setCurrentWidget(panel.line_page)
+        qtbot.wait(50)
+    items = panel._line_plot.plotItem.listDataItems()
+    line = items[0].getData()[1]
+    np.testing.assert_array_equal(np.isnan(line), [False, True, True, False, True, False])
+    assert sorted(i.name() for i in items[1:]) == ["+Inf (1)", "NaN (1)", "−Inf (1)"]
+    (_x0, _x1), (y0, y1) = panel._line_plot.plotItem.viewRange()
+    assert -1 < y0 <= 1 and 3 <= y1 < 5                   # the finite values' range
 
 
 @pytest.mark.timing
