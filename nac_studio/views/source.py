@@ -27,9 +27,12 @@ from PySide6.QtWidgets import QLabel, QPlainTextDocumentLayout, QPlainTextEdit, 
 
 from nac_engine.errors import NacFormatError
 from nac_engine.format.source_map import SourceEntry, SourceFiles, read_source_map
+from nac_engine.isa.optable import OP_OUTPUT
 
 from ..qt_document import rebind
 
+#: Readers of a parameter (or values an output returns) looked at for a source line.
+LINE_SEARCH_MAX = 64
 
 
 def _format(color: str, bold: bool = False, italic: bool = False) -> QTextCharFormat:
@@ -183,6 +186,12 @@ class SourceView(QWidget):
         module = entry.module_path or "(top-level module)"
         parts = [f"<b>{_esc(module)}</b> &nbsp;·&nbsp; node <code>{_esc(entry.node_name)}</code>"
                  f" &nbsp;·&nbsp; {where} {tick}"]
+        via = self._line_for(tick) if entry.file is None else None
+        if via is not None:
+            # a parameter, an input or an output: the line of the instruction it feeds (or returns)
+            t, entry, relation = via
+            parts[0] += (f"<br>no line of its own; {relation} tick {t} (node <code>{_esc(entry.node_name)}</code>)"
+                         f", here:")
         if entry.file is None:
             header = parts[0] + "<br>no source line recorded (a parameter, an input or an output)"
             if self._shown_key == (entry, None, header):
@@ -234,6 +243,24 @@ class SourceView(QWidget):
         self._highlight(line)
         if line is None and text is not None and entry.line:
             self._scroll_to(entry.line)   # not highlighted: that line no longer reads the recorded code
+
+    def _line_for(self, tick: int) -> Optional[tuple]:
+        """For an instruction with no line of its own: ``(tick, entry, relation)`` of the nearest
+        one with a line — a parameter's or an input's first reader, the value an output returns —
+        or None."""
+        smap, nac = self.source_map(), self.qdoc.doc.nac
+        if not hasattr(smap, "entry") or not 0 <= tick < len(nac.instructions):
+            return None
+        ins = nac.instructions[tick]
+        if ins.a == OP_OUTPUT:
+            candidates, relation = sorted({tick + x for x in ins.d or () if x < 0}, reverse=True), "returns the value of"
+        else:
+            candidates, relation = nac.users(tick), "first read by"
+        for t in candidates[:LINE_SEARCH_MAX]:
+            e = smap.entry(t)
+            if e is not None and e.file is not None:
+                return t, e, relation
+        return None
 
     def _show_text(self, path: Optional[str], text: str) -> None:
         """Put a file's text in the editor: its own document, loaded and highlighted on first use

@@ -74,10 +74,20 @@ def test_source_pane_shows_and_highlights_the_line_of_the_selected_tick(window, 
     # the calls that led there (source map version 2): the model's forward, at its `self.head(h)` line
     call_line = FACTORY.splitlines().index("        return self.head(h)") + 1
     assert f"called from Net.forward :{call_line}" in view.header.text()
-    # a parameter: its module, no line
-    window.active.select(Selection("instruction", 2))
-    qtbot.waitUntil(lambda: view.shown_entry is not None and view.shown_entry.tick == 2, timeout=3000)
-    assert view.highlighted_line() is None and "body" in view.header.text()
+    # a parameter has no line of its own: its module, and the line of its first reader (an empty
+    # pane before); the return instruction: the line of the value it returns
+    nac = read(str(compiled / "f.nac"))
+    param = next(i.index for i in nac.instructions if nac.instruction_name(i) == "param")
+    reader = nac.users(param)[0]
+    window.active.select(Selection("instruction", param))
+    qtbot.waitUntil(lambda: view.shown_entry is not None and view.shown_entry.tick == param, timeout=3000)
+    body_line = FACTORY.splitlines().index("        h = torch.relu(self.body(x))") + 1
+    assert view.highlighted_line() == body_line and "body" in view.header.text()
+    assert f"no line of its own; first read by tick {reader}" in view.header.text()
+    ret = len(nac.instructions) - 1
+    window.active.select(Selection("instruction", ret))
+    qtbot.waitUntil(lambda: "returns the value of" in view.header.text(), timeout=3000)
+    assert view.highlighted_line() == entry.line          # the softmax's line: what the model returns
 
 
 def test_source_pane_falls_back_to_the_recorded_line(window, qtbot, compiled):
