@@ -21,6 +21,7 @@ from typing import Optional
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtGui import QColor
 
 #: The most samples per axis a heatmap window asks for (about a screen's pixels).
 DISPLAY_SIDE = 1024
@@ -65,6 +66,17 @@ def heat_window(shape: tuple, y: Optional[int], x: int, fixed: dict, y_range: tu
         else:
             window.append(int(fixed.get(d, 0)))
     return window, tuple(steps)
+
+
+def value_cell(v, role):
+    """A value's text, or for NaN/±Inf the heatmap's colour of its kind behind dark text."""
+    if role == Qt.ItemDataRole.DisplayRole:
+        return f"{v:.7g}" if isinstance(v, (float, np.floating)) else str(v)
+    from ..widgets.heatmap import NONFINITE_COLOURS, nonfinite_kind
+    kind = nonfinite_kind(v)
+    if kind is None:
+        return None
+    return QColor(*NONFINITE_COLOURS[kind]) if role == Qt.ItemDataRole.BackgroundRole else QColor(0, 0, 0)
 
 
 def stride_note(steps: tuple, y_axis: Optional[int], x_axis: int) -> str:
@@ -127,22 +139,25 @@ class PagedValuesModel(QAbstractTableModel):
             return None
         if role == Qt.ItemDataRole.TextAlignmentRole:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if role != Qt.ItemDataRole.DisplayRole:
+        display = role == Qt.ItemDataRole.DisplayRole
+        if not display and role not in (Qt.ItemDataRole.BackgroundRole, Qt.ItemDataRole.ForegroundRole):
             return None
         shape = self.tensor.shape
         idx = np.unravel_index(index.row(), shape)
         if index.column() < len(shape):
-            return str(int(idx[index.column()]))
+            return str(int(idx[index.column()])) if display else None
         page = int(idx[0]) // self._rows_per_page
         values = self._pages.get(page)
         if values is None:
+            if not display:
+                return None
             if page in self._failed:
                 return "(unreadable)"
             self._request(page)
             return "…"
-        self._pages.move_to_end(page)
-        v = values.reshape(-1)[index.row() - page * self._rows_per_page * self._row_values]
-        return f"{v:.7g}" if isinstance(v, (float, np.floating)) else str(v)
+        if display:
+            self._pages.move_to_end(page)
+        return value_cell(values.reshape(-1)[index.row() - page * self._rows_per_page * self._row_values], role)
 
     def _request(self, page: int) -> None:
         if page in self._pending or self.host is None:

@@ -30,7 +30,7 @@ from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 from ..debug_session import Subject
 from ..icons import icon
 from ..qt_document import rebind
-from .large_tensor import LargeTensor, PagedValuesModel, heat_window, stride_for, stride_note
+from .large_tensor import LargeTensor, PagedValuesModel, heat_window, stride_for, stride_note, value_cell
 
 #: Panels beyond the follower; the oldest is closed when one more is pinned.
 MAX_PINNED = 4
@@ -178,13 +178,12 @@ class ValuesModel(QAbstractTableModel):
             return None
         if role == Qt.ItemDataRole.TextAlignmentRole:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if role != Qt.ItemDataRole.DisplayRole:
+        if role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.BackgroundRole, Qt.ItemDataRole.ForegroundRole):
             return None
         idx = np.unravel_index(index.row(), self.array.shape)
         if index.column() < self.array.ndim:
-            return str(int(idx[index.column()]))
-        v = self.array[idx]
-        return f"{v:.7g}" if isinstance(v, (float, np.floating)) else str(v)
+            return str(int(idx[index.column()])) if role == Qt.ItemDataRole.DisplayRole else None
+        return value_cell(self.array[idx], role)
 
 
 # --------------------------------------------------------------------------- one panel

@@ -30,6 +30,13 @@ def nonfinite_legend(counts: dict[str, int], cells: int) -> str:
         f" of {cells:,} values in this slice"
 
 
+def nonfinite_kind(v) -> Optional[str]:
+    """"NaN", "+Inf" or "−Inf" for such a float, else None."""
+    if not isinstance(v, (float, np.floating)) or np.isfinite(v):
+        return None
+    return "NaN" if np.isnan(v) else "+Inf" if v > 0 else "−Inf"
+
+
 def _swatch(kind: str) -> str:
     r, g, b = NONFINITE_COLOURS[kind]
     # a dark outline: the white of −Inf must show on a light palette too

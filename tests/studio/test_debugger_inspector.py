@@ -138,6 +138,14 @@ def test_nan_and_inf_cells_stand_out_with_a_legend(qtbot):
     centre = heat.mapFromScene(heat.getView().mapViewToScene(QPointF(3.5, 1.5)))
     c = img.pixelColor(centre.x(), centre.y())
     assert (c.red(), c.green(), c.blue()) == NONFINITE_COLOURS["NaN"]
+    # the Values tab: those cells in the same colours
+    from PySide6.QtCore import Qt
+    vals = panel.values
+    nan_row, finite_row = 1 * 8 + 0, 0
+    assert vals.data(vals.index(nan_row, 2)) == "nan"
+    bg = vals.data(vals.index(nan_row, 2), Qt.ItemDataRole.BackgroundRole)
+    assert (bg.red(), bg.green(), bg.blue()) == NONFINITE_COLOURS["NaN"]
+    assert vals.data(vals.index(finite_row, 2), Qt.ItemDataRole.BackgroundRole) is None
     # a slice of NaN only: said so, and no "All-NaN slice" warning from the level histogram
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
