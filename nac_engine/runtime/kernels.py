@@ -605,11 +605,37 @@ def getitem(container, index):
     return operator.getitem(container, index)
 
 
+def grouped_mm(x, weight, offs):
+    """Hugging Face's grouped matrix product of mixture-of-experts layers (Mixtral, Qwen-MoE,
+    OLMoE...), the custom op ``transformers.grouped_mm_fallback`` they export to where torch's
+    own ``_grouped_mm`` cannot run: ``x`` holds the tokens sorted by expert, ``offs`` the
+    cumulative token count per expert; rows ``offs[i-1]:offs[i]`` are multiplied by expert
+    ``i``'s ``weight[i]`` (input_dim × output_dim)."""
+    if x.dim() != 2 or weight.dim() != 3 or offs.dim() != 1 or x.shape[1] != weight.shape[1] \
+            or offs.shape[0] > weight.shape[0]:
+        raise ValueError(f"grouped_mm: input {list(x.shape)}, weight {list(weight.shape)} and offsets "
+                         f"{list(offs.shape)} do not fit (S×K, E×K×N, at most E offsets)")
+    if x.is_meta or offs.is_meta:        # the shape pass: the result's shape needs no offsets
+        return x.new_empty(x.shape[0], weight.shape[2])
+    ends = offs.tolist()
+    if any(b < a for a, b in zip([0] + ends, ends)) or (ends and ends[-1] > x.shape[0]):
+        raise ValueError(f"grouped_mm: offsets {ends[:8]}{'…' if len(ends) > 8 else ''} are not cumulative "
+                         f"token counts of {x.shape[0]} rows")
+    out = x.new_zeros(x.shape[0], weight.shape[2])
+    start = 0
+    for i, end in enumerate(ends):
+        if end > start:
+            torch.mm(x[start:end], weight[i], out=out[start:end])
+        start = end
+    return out
+
+
 # Explicit adapters for ATen ops whose NAC encoding differs from their schema, beyond what
-# binding handles. Keyed by full name.
+# binding handles, and the few library custom ops exported models carry. Keyed by full name.
 _ATEN_ADAPTERS: dict[str, Callable] = {
     "aten.sym_size.int": sym_size_int,
     "getitem": getitem, "operator.getitem": getitem,
+    "transformers.grouped_mm_fallback.default": grouped_mm,
 }
 
 

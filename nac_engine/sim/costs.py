@@ -86,8 +86,14 @@ class Cost:
 
 
 # --------------------------------------------------------------------------- op tables
+#: Library custom ops exported models carry, by the ATen op they compute like.
+CUSTOM_OPS = {"transformers.grouped_mm_fallback.default": "_grouped_mm"}
+
+
 def base_name(op: str) -> str:
-    """``aten.add.Tensor`` → ``add``; ``nac.matmul`` → ``matmul``; ``getitem`` → ``getitem``."""
+    """``aten.add.Tensor`` → ``add``; ``nac.matmul`` → ``matmul``; ``getitem`` → ``getitem``;
+    a custom op of :data:`CUSTOM_OPS` → its ATen kin's."""
+    op = CUSTOM_OPS.get(op, op)
     if op.startswith("aten.") or op.startswith("nac."):
         parts = op.split(".")
         return parts[1] if len(parts) > 1 else op
@@ -96,7 +102,7 @@ def base_name(op: str) -> str:
     return op
 
 
-GEMM_OPS = {"mm", "bmm", "matmul", "linear", "einsum", "addmm", "baddbmm", "addbmm", "addmv", "mv", "dot",
+GEMM_OPS = {"mm", "bmm", "matmul", "linear", "einsum", "addmm", "baddbmm", "addbmm", "addmv", "mv", "dot", "_grouped_mm",
             "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
             "conv_transpose2d", "conv_transpose3d", "scaled_dot_product_attention",
             "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention"}
@@ -203,6 +209,8 @@ def gemms(ins: InstrInfo) -> list[Gemm]:
             return [_matmul_dims(ts[0], ts[1], out)]
         if b in ("addmm", "baddbmm", "addbmm", "addmv"):
             return [_matmul_dims(ts[1], ts[2], out)]
+        if b == "_grouped_mm":            # each of the S rows times one expert's K×N weight
+            return [Gemm(ts[0].shape[0], ts[0].shape[1], ts[1].shape[-1])]
         if b == "linear":
             x, w = ts[0], ts[1]
             k = x.shape[-1] if x.shape else 1

@@ -65,9 +65,10 @@ _OVERLOAD = re.compile(r"\.(default|Tensor|Scalar|int|dim|self|out|using_ints|Te
 
 
 def op_base_name(name: str) -> str:
-    """``aten.layer_norm.default`` → ``layer_norm``; ``nac.add`` → ``add``."""
+    """``aten.layer_norm.default`` → ``layer_norm``; ``nac.add`` → ``add``;
+    ``transformers.grouped_mm_fallback.default`` → ``grouped_mm_fallback``."""
     s = name
-    for pre in ("aten.", "nac.", "prims.", "torch.", "ops."):
+    for pre in ("aten.", "nac.", "prims.", "torch.", "ops.", "transformers."):
         if s.startswith(pre):
             s = s[len(pre):]
             break

@@ -57,7 +57,7 @@ _EXACT = {}
 for _cls, _names in {
     "matmul": "matmul mm bmm addmm baddbmm addbmm linear einsum conv1d conv2d conv3d convolution conv_transpose1d "
               "conv_transpose2d conv_transpose3d scaled_dot_product_attention scaled_dot_product_flash_attention "
-              "scaled_dot_product_efficient_attention addmv mv dot outer bilinear",
+              "scaled_dot_product_efficient_attention addmv mv dot outer bilinear grouped_mm grouped_mm_fallback",
     "elementwise": "add sub rsub mul div neg pow sqrt rsqrt exp exp2 expm1 log log2 log10 log1p where gt ge lt le "
                    "eq ne abs clamp clamp_min clamp_max clip maximum minimum reciprocal erf erfc sin cos tan sign "
                    "floor ceil round trunc masked_fill fill bitwise_and bitwise_or bitwise_not bitwise_xor "

@@ -208,3 +208,20 @@ def test_regrouping_does_not_turn_a_trailing_flag_into_the_values_tensor():
     x, i, v = torch.zeros(5), torch.tensor([1, 1, 3]), torch.tensor([1.0, 2.0, 3.0])
     got = Kernels()("aten.index_put.default")(x, i, v, True)
     assert torch.equal(got, torch.index_put(x, (i,), v, accumulate=True))
+
+
+def test_grouped_mm_of_mixture_of_experts_layers():
+    """``transformers.grouped_mm_fallback`` (what Mixtral, Qwen-MoE and OLMoE expert layers export
+    to): rows offs[i-1]:offs[i] times expert i's weight, empty groups allowed; offsets that are not
+    cumulative counts of the rows are the kernel's clean error; on the meta device, the shape."""
+    fn = K("transformers.grouped_mm_fallback.default")
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(7, 4, generator=g), torch.randn(3, 4, 5, generator=g)
+    offs = torch.tensor([2, 2, 7], dtype=torch.int32)                 # expert 1 gets no token
+    want = torch.cat([x[0:2] @ w[0], x[2:7] @ w[2]])
+    torch.testing.assert_close(fn(x, w, offs), want, rtol=0, atol=1e-6)
+    for bad in ([3, 2, 7], [2, 2, 9], [1, 2, 3, 7]):
+        with pytest.raises(ValueError, match="grouped_mm"):
+            fn(x, w, torch.tensor(bad))
+    meta = fn(x.to("meta"), w.to("meta"), offs.to("meta"))
+    assert meta.is_meta and tuple(meta.shape) == (7, 5)
