@@ -175,11 +175,13 @@ def example_inputs(model: Any, *, batch: int = 1, seq_len: Optional[int] = None,
     gen = torch.Generator().manual_seed(seed)
     accepted = set(inspect.signature(model.forward).parameters)
     if main == "input_ids":
-        limit = next((getattr(config, a) for a in ("max_position_embeddings", "n_positions", "n_ctx")
-                      if isinstance(getattr(config, a, None), int)), None)
+        # a text-and-image model (CLIP, SigLIP...) keeps its tokens' figures in text_config
+        text = getattr(config, "text_config", None) or config
+        limit = next((getattr(c, a) for c in (config, text) for a in ("max_position_embeddings", "n_positions", "n_ctx")
+                      if isinstance(getattr(c, a, None), int)), None)
         if limit is not None and seq_len > limit:
             raise CompileError(f"--seq-len {seq_len} exceeds the model's {limit} positions", stage="hf")
-        vocab = int(getattr(config, "vocab_size", 0) or 0)
+        vocab = int(getattr(config, "vocab_size", 0) or getattr(text, "vocab_size", 0) or 0)
         if vocab <= 0:
             raise CompileError("the config has no vocab_size to draw token ids from", stage="hf")
         out = {"input_ids": torch.randint(0, vocab, (batch, seq_len), generator=gen)}
@@ -188,13 +190,11 @@ def example_inputs(model: Any, *, batch: int = 1, seq_len: Optional[int] = None,
         if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in accepted:
             # T5-style: the decoder needs its own ids (the encoder alone: --hf-class T5EncoderModel)
             out["decoder_input_ids"] = torch.randint(0, vocab, (batch, seq_len), generator=gen)
+        if "pixel_values" in accepted:      # ... and both towers run: an image beside the text
+            out["pixel_values"] = _pixels(getattr(config, "vision_config", None) or config, image_size, batch, gen)
         return out
     if main == "pixel_values":
-        size = image_size or getattr(config, "image_size", None) or 224
-        if isinstance(size, (list, tuple)):
-            size = size[0]
-        channels = int(getattr(config, "num_channels", 3) or 3)
-        return {"pixel_values": torch.randn(batch, channels, int(size), int(size), generator=gen)}
+        return {"pixel_values": _pixels(config, image_size, batch, gen)}
     if main == "input_values" and isinstance(getattr(config, "num_mel_bins", None), int) \
             and isinstance(getattr(config, "max_length", None), int):
         # spectrogram transformers (AST): a fixed (frames, mel bins) patch grid, not raw samples
@@ -221,6 +221,14 @@ def example_inputs(model: Any, *, batch: int = 1, seq_len: Optional[int] = None,
         return out
     raise CompileError(f"no example inputs for main input {main!r}; compile it from Python with "
                        f"nac_engine.compile(model, args)", stage="hf")
+
+
+def _pixels(config: Any, image_size: Optional[int], batch: int, gen) -> Any:
+    size = image_size or getattr(config, "image_size", None) or 224
+    if isinstance(size, (list, tuple)):
+        size = size[0]
+    channels = int(getattr(config, "num_channels", 3) or 3)
+    return torch.randn(batch, channels, int(size), int(size), generator=gen)
 
 
 def _target_positions(config: Any) -> int:

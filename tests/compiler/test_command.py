@@ -83,6 +83,31 @@ def test_compile_hf_config_report_json(tmp_path, capsys):
     assert out0.shape == (2, 6, 16)
 
 
+def test_compile_hf_text_and_image_model(tmp_path, capsys):
+    """CLIP (as SigLIP): the token figures are in text_config ("the config has no vocab_size to
+    draw token ids from" before), and both towers run: the file takes ids and pixels and its
+    outputs equal the model's."""
+    import torch
+    import transformers as tf
+    cfg = dict(model_type="clip", projection_dim=8,
+               text_config=dict(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                intermediate_size=32, max_position_embeddings=16),
+               vision_config=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                                  image_size=16, patch_size=8))
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    out = tmp_path / "clip.nac"
+    assert main(["compile", "--hf", str(tmp_path), "--seq-len", "5", "-o", str(out)]) == 0, capsys.readouterr().err
+    nac = nac_engine.read(str(out))
+    assert [n.name for n in nac.input_names] == ["input_ids", "attention_mask", "pixel_values"]
+    torch.manual_seed(0)
+    model = tf.CLIPModel(tf.CLIPConfig.from_dict(cfg)).eval()      # the compile's seed-0 weights
+    ids, pix = np.arange(5).reshape(1, 5) % 50, np.random.default_rng(0).standard_normal((1, 3, 16, 16), np.float32)
+    got = nac_engine.run(nac, inputs={"input_ids": ids, "pixel_values": pix, "attention_mask": np.ones((1, 5), np.int64)})
+    with torch.no_grad():
+        ref = model(input_ids=torch.from_numpy(ids), pixel_values=torch.from_numpy(pix))
+    np.testing.assert_allclose(got[0], ref.logits_per_image.numpy(), rtol=1e-4, atol=1e-5)
+
+
 def test_errors_are_one_line_with_the_users_source(tmp_path, factory, capsys):
     assert main(["compile", f"{factory}:branchy", "-o", str(tmp_path / "x.nac")]) == 2
     err = capsys.readouterr().err.strip()
