@@ -219,6 +219,10 @@ def example_inputs(model: Any, *, batch: int = 1, seq_len: Optional[int] = None,
             out["decoder_input_ids"] = torch.randint(0, vocab, (batch, min(seq_len, _target_positions(config))),
                                                      generator=gen)
         return out
+    if main == "past_values" and isinstance(getattr(config, "context_length", None), int) \
+            and isinstance(getattr(config, "num_input_channels", None), int):
+        # a time series (PatchTST, PatchTSMixer): context_length steps of each channel
+        return {"past_values": torch.randn(batch, config.context_length, config.num_input_channels, generator=gen)}
     raise CompileError(f"no example inputs for main input {main!r}; compile it from Python with "
                        f"nac_engine.compile(model, args)", stage="hf")
 

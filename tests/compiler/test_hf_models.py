@@ -17,6 +17,8 @@ CONFIGS = {
     "vit": dict(model_type="vit", hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
                 image_size=16, patch_size=4),
     "resnet": dict(model_type="resnet", embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], layer_type="basic"),
+    "patchtst": dict(model_type="patchtst", num_input_channels=2, context_length=32, patch_length=8, patch_stride=8,
+                     d_model=16, num_attention_heads=2, num_hidden_layers=1, ffn_dim=32),
     "mixtral": dict(model_type="mixtral", vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                     num_key_value_heads=1, intermediate_size=64, max_position_embeddings=64, num_local_experts=4,
                     num_experts_per_tok=2),
@@ -59,6 +61,15 @@ def test_resnet(tmp_path):
     m = build(tmp_path, "resnet", image_size=32)
     c = compile_and_check(m.model, (), m.kwargs)
     assert c.nac.header.num_outputs == 2
+
+
+def test_a_time_series_model_gets_its_past_values(tmp_path):
+    """PatchTST (as PatchTSMixer): the main input is a window of past values, context_length steps of
+    each channel ("no example inputs for main input 'past_values'" before)."""
+    m = build(tmp_path, "patchtst")
+    assert tuple(m.kwargs["past_values"].shape) == (1, 32, 2)
+    c = compile_and_check(m.model, (), m.kwargs)
+    assert [n.name for n in c.nac.input_names] == ["past_values"]
 
 
 def test_mixture_of_experts_runs_and_simulates(tmp_path):
