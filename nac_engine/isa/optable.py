@@ -25,6 +25,16 @@ def custom_op_start(version: str) -> int:
     return max(standard_ops(version)) + 1
 
 
+def uninitialised(op: str) -> bool:
+    """Whether op ``op`` (``aten.empty_like.default``, ``aten::new_empty``...) returns whatever memory
+    the allocator hands out: ``empty``, ``empty_like``, ``new_empty``, ``empty_strided``, the quantised
+    ``_empty_*``. torch has no tag for this; the ATen naming convention says it (``empty`` as a word)."""
+    name = op.split("::")[-1]
+    parts = name.split(".")
+    base = parts[1] if len(parts) > 1 and parts[0] in ("aten", "nac", "prims") else parts[0]
+    return "empty" in base.strip("_").split("_")
+
+
 # Signature codes (seed 000 §5.2.3)
 TENSOR_CODES = frozenset("QKVMBWTP")
 CONST_CODES = frozenset("SAfibsc")

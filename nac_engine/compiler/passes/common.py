@@ -6,6 +6,7 @@ from typing import Any, Optional
 
 import torch
 
+from ...isa.optable import uninitialised
 from ..graph import Graph, Node, TensorSpec
 
 aten = torch.ops.aten
@@ -13,13 +14,10 @@ aten = torch.ops.aten
 
 def undefined_result(target: Any) -> bool:
     """``empty``, ``empty_like``, ``new_empty``, ``empty_strided``, ``empty_permuted``, the quantised
-    ``_empty_*``...: the result is whatever the allocator hands out. Evaluated at compile time it
-    would bake that memory into the file (different bytes on every compile). torch has no tag for
-    this, so the ATen naming convention decides: ``empty`` as a word of the op's name."""
-    if not isinstance(target, torch._ops.OpOverload):
-        return False
-    name = target._schema.name.split("::")[-1]
-    return "empty" in name.strip("_").split("_")
+    ``_empty_*``... (:func:`~nac_engine.isa.optable.uninitialised`): the result is whatever the
+    allocator hands out. Evaluated at compile time it would bake that memory into the file
+    (different bytes on every compile)."""
+    return isinstance(target, torch._ops.OpOverload) and uninitialised(target._schema.name)
 
 
 def is_pure(target: Any) -> bool:
