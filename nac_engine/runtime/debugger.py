@@ -49,7 +49,7 @@ import numpy as np
 WORKER_IDLE_S = 5.0
 
 from ..format.model import NacFile
-from ..isa.optable import OP_CONTROL_FLOW, OP_INPUT
+from ..isa.optable import OP_CONTROL_FLOW, OP_INPUT, uninitialised
 from .errors import NacRuntimeError
 from .expr import TICK_NAME, Expr, ExprError, to_python
 from .history import Checkpoints, ResultHistory
@@ -442,8 +442,10 @@ class Debugger:
                        param: Optional[str] = None, condition: Optional[str] = None,
                        ticks: Optional[list] = None, label: str = "") -> Breakpoint:
         """One location (tick, several ``ticks`` such as a source line's, op-name glob,
-        parameter-name glob) and/or a condition. A condition alone is tested at every tick. A
-        glob that matches nothing is an error."""
+        parameter-name glob) and/or a condition. A condition alone is tested at every tick but
+        those whose value is uninitialised memory (``torch.empty`` and kin: whatever the allocator
+        handed out, NaN bit patterns included, until an op fills it). A glob that matches
+        nothing is an error."""
         if sum(x is not None for x in (tick, op, param, ticks)) > 1:
             raise ValueError("give at most one of tick, ticks, op, param")
         ins = self.session.instructions
@@ -474,6 +476,10 @@ class Debugger:
             expr = Expr({"nan": "any(isnan(x))", "inf": "any(isinf(x))"}.get(condition, condition),
                         self._param_names)
             labels.append(f"if {expr.text}")
+        if ticks is None and expr is not None:
+            garbage = {i.index for i in ins if i.a >= 10 and uninitialised(self.nac.instruction_name(i))}
+            if garbage:
+                ticks = frozenset(range(len(ins))) - garbage
         bp = Breakpoint(self._next_bp, " ".join(labels) or "always", ticks, expr)
         self._next_bp += 1
         self.breakpoints.append(bp)

@@ -245,3 +245,42 @@ def test_watches_and_conditions_can_name_parameters():
     dbg.add_breakpoint(condition="max(abs(x)) > max(abs(fc3.bias)) * 0")
     assert dbg.continue_().kind == "breakpoint" and dbg.tick == 0
     nac.close()
+
+
+def test_a_condition_at_every_tick_skips_uninitialised_memory(tmp_path, monkeypatch):
+    """`torch.empty` hands out whatever memory it finds, NaN bit patterns included, until an op
+    fills it: a NaN (or any condition) breakpoint placed everywhere does not stop there; one placed
+    on that very tick still does."""
+    import torch
+
+    import nac_engine
+    from nac_engine.compiler.external import write_compiled
+    from nac_engine.runtime.kernels import Kernels
+    from nac_engine.runtime.prepared import forget_plans
+
+    class Fill(torch.nn.Module):
+        def forward(self, x):
+            perm = torch.argsort(x[:, 0])                  # rows in an order known at run time
+            out = torch.empty_like(x)
+            out[perm] = 2 * x                              # every row written
+            return out + 1
+    path = tmp_path / "fill.nac"
+    write_compiled(nac_engine.compile(Fill(), (torch.randn(4, 3),)), str(path))
+    resolve = Kernels._resolve
+
+    def garbage(self, name):        # what a reused allocation may hold: NaN patterns
+        fn = resolve(self, name)
+        return (lambda *a, **k: fn(*a, **k).fill_(float("nan"))) if name.startswith("aten.empty") else fn
+    monkeypatch.setattr(Kernels, "_resolve", garbage)
+    forget_plans()
+    try:
+        dbg = Debugger(str(path), feeds=[np.ones((4, 3), np.float32)])
+        empty = next(i.index for i in dbg.session.instructions if dbg.nac.instruction_name(i).startswith("aten.empty"))
+        dbg.break_on_nan()
+        assert dbg.continue_().kind == "end"              # stopped at the empty buffer before
+        assert np.isnan(dbg.value(empty).numpy()).all()   # (its garbage is there to see)
+        dbg.restart()
+        dbg.add_breakpoint(tick=empty, condition="nan")
+        assert (dbg.continue_().kind, dbg.tick) == ("breakpoint", empty)
+    finally:
+        forget_plans()
