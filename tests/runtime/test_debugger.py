@@ -247,7 +247,7 @@ def test_watches_and_conditions_can_name_parameters():
     nac.close()
 
 
-def test_a_condition_at_every_tick_skips_uninitialised_memory(tmp_path, monkeypatch):
+def test_a_condition_at_every_tick_skips_uninitialised_memory(tmp_path):
     """`torch.empty` hands out whatever memory it finds, NaN bit patterns included, until an op
     fills it: a NaN (or any condition) breakpoint placed everywhere does not stop there; one placed
     on that very tick still does."""
@@ -257,6 +257,7 @@ def test_a_condition_at_every_tick_skips_uninitialised_memory(tmp_path, monkeypa
     from nac_engine.compiler.external import write_compiled
     from nac_engine.runtime.kernels import Kernels
     from nac_engine.runtime.prepared import forget_plans
+    from nac_engine.runtime.session import Session
 
     class Fill(torch.nn.Module):
         def forward(self, x):
@@ -266,15 +267,15 @@ def test_a_condition_at_every_tick_skips_uninitialised_memory(tmp_path, monkeypa
             return out + 1
     path = tmp_path / "fill.nac"
     write_compiled(nac_engine.compile(Fill(), (torch.randn(4, 3),)), str(path))
-    resolve = Kernels._resolve
-
-    def garbage(self, name):        # what a reused allocation may hold: NaN patterns
-        fn = resolve(self, name)
-        return (lambda *a, **k: fn(*a, **k).fill_(float("nan"))) if name.startswith("aten.empty") else fn
-    monkeypatch.setattr(Kernels, "_resolve", garbage)
-    forget_plans()
+    class Garbage(Kernels):
+        """What a reused allocation may hold: NaN patterns (this session's kernels only)."""
+        def _resolve(self, name):
+            fn = super()._resolve(name)
+            return (lambda *a, **k: fn(*a, **k).fill_(float("nan"))) if name.startswith("aten.empty") else fn
+    forget_plans()                  # call plans are shared by op across sessions: none from before...
     try:
-        dbg = Debugger(str(path), feeds=[np.ones((4, 3), np.float32)])
+        session = Session(str(path), feeds=[np.ones((4, 3), np.float32)], kernels=Garbage())
+        dbg = Debugger(session)
         empty = next(i.index for i in dbg.session.instructions if dbg.nac.instruction_name(i).startswith("aten.empty"))
         dbg.break_on_nan()
         assert dbg.continue_().kind == "end"              # stopped at the empty buffer before
@@ -283,4 +284,4 @@ def test_a_condition_at_every_tick_skips_uninitialised_memory(tmp_path, monkeypa
         dbg.add_breakpoint(tick=empty, condition="nan")
         assert (dbg.continue_().kind, dbg.tick) == ("breakpoint", empty)
     finally:
-        forget_plans()
+        forget_plans()              # ... and none of this one's after
