@@ -62,7 +62,7 @@ class KvStep(torch.nn.Module):
         self.model = model
         self.slots = int(slots)
         self.layers = config.num_hidden_layers
-        self.kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+        self.kv_heads = _kv_heads(model)
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
         self._layer = _layer_class()
 
@@ -103,3 +103,19 @@ def step_inputs(step: KvStep, kind: str, tokens: int) -> dict:
 
 
 __all__ = ["KvStep", "step_inputs", "STEPS"]
+
+
+def _kv_heads(model: Any) -> int:
+    """Key/value heads per layer: the config's ``num_key_value_heads`` (grouped-query models), else
+    what the attention modules keep (Falcon's multi-query layers have one, whatever its config's
+    ``num_kv_heads`` says), else one per attention head."""
+    config = model.config
+    n = getattr(config, "num_key_value_heads", None)
+    if isinstance(n, int) and n > 0:
+        return n
+    for module in model.modules():
+        for attr in ("num_key_value_heads", "num_kv_heads"):
+            n = getattr(module, attr, None)
+            if isinstance(n, int) and n > 0:
+                return n
+    return config.num_attention_heads

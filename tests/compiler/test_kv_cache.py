@@ -85,3 +85,29 @@ def test_refusals(llama, capsys):
         generate(files["decode"], files["prefill"], [1, 2], 2)
     assert nac(["generate", files["prefill"], files["decode"], "--ids", "1,x"]) == 2
     assert "--ids" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("family", ["falcon", "mixtral"])
+def test_other_families_decode_as_transformers_generates(tmp_path, family):
+    """Falcon's multi-query layers keep one key/value head whatever its config's num_kv_heads says
+    (the cache was sized for one per attention head and the prefill's export failed); Mixtral's
+    expert layers run through transformers' grouped matrix product."""
+    import transformers
+    extra = dict(num_key_value_heads=1, num_local_experts=4, num_experts_per_tok=2, intermediate_size=64) \
+        if family == "mixtral" else {}
+    config = transformers.AutoConfig.for_model(model_type=family, hidden_size=32, num_hidden_layers=2,
+                                               num_attention_heads=2, vocab_size=VOCAB, max_position_embeddings=64,
+                                               **extra)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    model.save_pretrained(tmp_path / "hf")
+    files = {}
+    for kind in ("prefill", "decode"):
+        files[kind] = str(tmp_path / f"{kind}.nac")
+        assert nac(["compile", "--hf", str(tmp_path / "hf"), "--kv-cache", kind, "--seq-len", "6", "--cache-slots",
+                    "16", "-o", files[kind]]) == 0
+    prompt = [5, 17, 3, 99, 42, 8]
+    got = generate(files["prefill"], files["decode"], prompt, 6)
+    want_tokens, want_logits = _reference(model, prompt, 6)
+    for step, (a, b) in enumerate(zip(got.logits, want_logits)):
+        assert float(np.abs(a - b).max() / np.abs(b).max()) <= 1e-4, step
