@@ -102,9 +102,6 @@ def step_inputs(step: KvStep, kind: str, tokens: int) -> dict:
             "past_keys": torch.zeros(step.cache_shape()), "past_values": torch.zeros(step.cache_shape())}
 
 
-__all__ = ["KvStep", "step_inputs", "STEPS"]
-
-
 def _kv_heads(model: Any) -> int:
     """Key/value heads per layer: the config's ``num_key_value_heads`` (grouped-query models), else
     what the attention modules keep (Falcon's multi-query layers have one, whatever its config's
@@ -119,3 +116,6 @@ def _kv_heads(model: Any) -> int:
             if isinstance(n, int) and n > 0:
                 return n
     return config.num_attention_heads
+
+
+__all__ = ["KvStep", "step_inputs", "STEPS"]
