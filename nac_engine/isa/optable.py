@@ -25,6 +25,11 @@ def custom_op_start(version: str) -> int:
     return max(standard_ops(version)) + 1
 
 
+#: Library custom ops exported models carry, by the ATen op they compute like (the simulator costs
+#: them, and the graph colours them, as that op).
+CUSTOM_OP_KIN = {"transformers.grouped_mm_fallback.default": "aten._grouped_mm.default"}
+
+
 def uninitialised(op: str) -> bool:
     """Whether op ``op`` (``aten.empty_like.default``, ``aten::new_empty``...) returns whatever memory
     the allocator hands out: ``empty``, ``empty_like``, ``new_empty``, ``empty_strided``, the quantised

@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 from math import ceil
 from typing import Optional
 
+from ..isa.optable import CUSTOM_OP_KIN
 from .config import HardwareConfig
 from .einsum_cost import Gemm, einsum_gemms  # Gemm: the record both build
 from ..runtime.shapes import InstrInfo, TensorInfo
@@ -86,14 +87,10 @@ class Cost:
 
 
 # --------------------------------------------------------------------------- op tables
-#: Library custom ops exported models carry, by the ATen op they compute like.
-CUSTOM_OPS = {"transformers.grouped_mm_fallback.default": "_grouped_mm"}
-
-
 def base_name(op: str) -> str:
     """``aten.add.Tensor`` → ``add``; ``nac.matmul`` → ``matmul``; ``getitem`` → ``getitem``;
-    a custom op of :data:`CUSTOM_OPS` → its ATen kin's."""
-    op = CUSTOM_OPS.get(op, op)
+    a library custom op (:data:`~nac_engine.isa.optable.CUSTOM_OP_KIN`) → its ATen kin's."""
+    op = CUSTOM_OP_KIN.get(op, op)
     if op.startswith("aten.") or op.startswith("nac."):
         parts = op.split(".")
         return parts[1] if len(parts) > 1 else op

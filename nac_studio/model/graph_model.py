@@ -38,7 +38,7 @@ import numpy as np
 from nac_engine.isa.coerce import use_note
 from nac_engine.format.model import NacFile
 from nac_engine.text.literals import format_literal
-from nac_engine.isa.optable import OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
+from nac_engine.isa.optable import CUSTOM_OP_KIN, OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
 
 from .document import Selection
 from .graph_labels import node_attributes, op_base_name
@@ -57,7 +57,7 @@ _EXACT = {}
 for _cls, _names in {
     "matmul": "matmul mm bmm addmm baddbmm addbmm linear einsum conv1d conv2d conv3d convolution conv_transpose1d "
               "conv_transpose2d conv_transpose3d scaled_dot_product_attention scaled_dot_product_flash_attention "
-              "scaled_dot_product_efficient_attention addmv mv dot outer bilinear grouped_mm grouped_mm_fallback",
+              "scaled_dot_product_efficient_attention addmv mv dot outer bilinear grouped_mm",
     "elementwise": "add sub rsub mul div neg pow sqrt rsqrt exp exp2 expm1 log log2 log10 log1p where gt ge lt le "
                    "eq ne abs clamp clamp_min clamp_max clip maximum minimum reciprocal erf erfc sin cos tan sign "
                    "floor ceil round trunc masked_fill fill bitwise_and bitwise_or bitwise_not bitwise_xor "
@@ -85,7 +85,7 @@ def op_class(name: str) -> str:
     if name.startswith("<") or name in ("input", "param", "state", "lifted", "saved", "target",
                                          "return", "subreturn", "sgd_step", "end_train"):
         return "other" if name in ("<CONTROL_FLOW>", "<CONVERGENCE>") else "io"
-    base = op_base_name(name).rstrip("_")
+    base = op_base_name(CUSTOM_OP_KIN.get(name, name)).rstrip("_")
     key = base.lstrip("_")
     if key in _EXACT:
         return _EXACT[key]

@@ -766,17 +766,16 @@ class InspectorPanel(QWidget):
             self._line_plot.plot(xs, line, connect="finite", pen=pg.mkPen((40, 110, 200), width=1.5),
                                  symbol="o" if few else None, symbolSize=5, symbolPen=None, symbolBrush=(40, 110, 200))
         if not finite.all():
-            from ..widgets.heatmap import NONFINITE_COLOURS
+            from ..widgets.heatmap import NONFINITE_COLOURS, nonfinite_masks
             vals = row[finite]
             lo, hi = (float(vals.min()), float(vals.max())) if vals.size else (0.0, 1.0)
             if self._line_plot.plotItem.legend is None:
                 self._line_plot.addLegend(offset=(-8, 8))
-            for kind, mask, y, symbol in (("NaN", np.isnan(row), (lo + hi) / 2, "x"),
-                                          ("+Inf", row == np.inf, hi, "t1"), ("−Inf", row == -np.inf, lo, "t")):
-                if mask.any():
-                    self._line_plot.plot(xs[mask], np.full(int(mask.sum()), y), pen=None, symbol=symbol, symbolSize=9,
-                                         symbolPen=None, symbolBrush=NONFINITE_COLOURS[kind],
-                                         name=f"{kind} ({int(mask.sum()):,})")
+            where = {"NaN": ((lo + hi) / 2, "x"), "+Inf": (hi, "t1"), "−Inf": (lo, "t")}    # y and marker
+            for kind, mask, n in nonfinite_masks(row):
+                y, symbol = where[kind]
+                self._line_plot.plot(xs[mask], np.full(n, y), pen=None, symbol=symbol, symbolSize=9, symbolPen=None,
+                                     symbolBrush=NONFINITE_COLOURS[kind], name=f"{kind} ({n:,})")
         elif self._line_plot.plotItem.legend is not None:
             self._line_plot.plotItem.legend.clear()
 

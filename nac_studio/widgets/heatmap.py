@@ -30,6 +30,18 @@ def nonfinite_legend(counts: dict[str, int], cells: int) -> str:
         f" of {cells:,} values in this slice"
 
 
+def nonfinite_masks(values: np.ndarray) -> list:
+    """``(kind, mask, count)`` of each non-finite kind present in a float array ([] when none)."""
+    if values.dtype.kind != "f" or np.isfinite(values).all():
+        return []
+    out = []
+    for kind, mask in (("NaN", np.isnan(values)), ("+Inf", values == np.inf), ("−Inf", values == -np.inf)):
+        n = int(np.count_nonzero(mask))
+        if n:
+            out.append((kind, mask, n))
+    return out
+
+
 def nonfinite_kind(v) -> Optional[str]:
     """"NaN", "+Inf" or "−Inf" for such a float, else None."""
     if not isinstance(v, (float, np.floating)) or np.isfinite(v):
@@ -78,14 +90,12 @@ class Heatmap(pg.GraphicsLayoutWidget):
         says the caller knows there is none (a 4096² slice need not be scanned for them)."""
         x0, y0 = pos or (0, 0)
         sx, sy = scale or (1, 1)
-        self.nonfinite = {}
-        if not finite and img.dtype.kind == "f" and not np.isfinite(img).all():
+        masks = [] if finite else nonfinite_masks(img)
+        self.nonfinite = {kind: n for kind, _mask, n in masks}
+        if masks:
             rgba = np.zeros(img.shape + (4,), np.uint8)
-            for kind, mask in (("NaN", np.isnan(img)), ("+Inf", img == np.inf), ("−Inf", img == -np.inf)):
-                n = int(np.count_nonzero(mask))
-                if n:
-                    self.nonfinite[kind] = n
-                    rgba[mask] = NONFINITE_COLOURS[kind] + (255,)
+            for kind, mask, _n in masks:
+                rgba[mask] = NONFINITE_COLOURS[kind] + (255,)
             self.marks.setImage(rgba, autoLevels=False)
             self.marks.setRect(x0, y0, img.shape[0] * sx, img.shape[1] * sy)
         self.marks.setVisible(bool(self.nonfinite))
