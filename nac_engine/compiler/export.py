@@ -124,14 +124,21 @@ def decompose_program(ep, extra: Iterable = ()):
         raise export_error(e, what="decomposition") from None
 
 
+_QUIET_LOGGERS = (("torch.fx.experimental.symbolic_shapes", logging.ERROR),
+                  ("torch._subclasses.fake_tensor", logging.CRITICAL))
+
+
 @contextlib.contextmanager
 def _quiet_failures():
     """On a failed export torch prints the half-traced graph to stderr and logs a guard warning;
     our error says what failed, once, with the user's line. So both are held back during the export
     and what was written to stderr is passed on only if the export succeeds."""
-    log = logging.getLogger("torch.fx.experimental.symbolic_shapes")
-    level = log.level
-    log.setLevel(logging.ERROR)
+    # Their handlers hold the stderr of their creation, out of redirect_stderr's reach: the guard
+    # warnings, and the fake-tensor pass's 20-line traceback of a shape error our message names.
+    quieted = [(logging.getLogger(name), level) for name, level in _QUIET_LOGGERS]
+    saved = [log.level for log, _ in quieted]
+    for log, level in quieted:
+        log.setLevel(level)
     held = io.StringIO()
     ok = False
     try:
@@ -139,7 +146,8 @@ def _quiet_failures():
             yield
         ok = True
     finally:
-        log.setLevel(level)
+        for (log, _), level in zip(quieted, saved):
+            log.setLevel(level)
         if ok and held.getvalue():
             sys.stderr.write(held.getvalue())
 

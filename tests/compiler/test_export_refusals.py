@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -198,3 +200,19 @@ def test_a_torch_ao_dynamic_quant_model_is_told_to_quantise_with_nac():
     e = _refusal(model, (torch.randn(1, 4),))
     assert "module '0' is a torch.ao quantised" in e.message and "--quant int8_channel" in e.message
     assert "torch says: AttributeError" in e.message and "Traceback" not in str(e)
+
+
+def test_a_shape_error_is_said_once_without_torchs_fake_tensor_traceback(tmp_path):
+    """A wrong example-input shape: our one-line refusal, not torch's 20-line fake-tensor log
+    written straight to the terminal before it (torch's handler holds the real stderr, so this
+    runs in a process of its own)."""
+    model = tmp_path / "model.py"
+    model.write_text("import torch\n"
+                     "def make_model():\n"
+                     "    return torch.nn.Linear(8, 4), (torch.randn(1, 9),)\n")
+    r = subprocess.run([sys.executable, "-m", "nac_engine.cli", "compile", f"{model}:make_model",
+                        "-o", str(tmp_path / "m.nac")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert "same reduction dim" in r.stderr
+    assert "fake_tensor" not in r.stderr and "Traceback" not in r.stderr, r.stderr[:2000]
+    assert len(r.stderr.strip().splitlines()) <= 3, r.stderr
