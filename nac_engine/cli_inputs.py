@@ -14,9 +14,7 @@ from .files import open_regular
 
 def _refuse_directory(path: str) -> None:
     if os.path.isdir(path):
-        config = os.path.isfile(os.path.join(path, "config.json"))
-        raise CliError(f"{path}: is a directory; give a .nac file"
-                       + (f" (a Hugging Face model? nac compile --hf {path} -o model.nac)" if config else ""))
+        raise CliError(f"{path}: {with_compile_hint(path, 'is a directory; give a .nac file')}")
 
 
 def open_nac(path: str, strict: bool = True):

@@ -73,9 +73,14 @@ _NOT_NAC_HINTS = {
 
 
 def with_compile_hint(path: str, reason: str) -> str:
-    """``reason``, and for a model file that is not NAC at all (``model.py``, ``.onnx``...) the
-    command that makes a .nac of it (the command line's error and the Studio's empty graph)."""
+    """``reason``, and for a model file that is not NAC at all (``model.py``, ``.onnx``...) or a
+    Hugging Face directory the command that makes a .nac of it (the command line's errors, the
+    Studio's failed open and its empty graph)."""
     import os
+    if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, "config.json")):
+            return f"{reason} (a Hugging Face model? nac compile --hf {path} -o model.nac)"
+        return reason
     hint = _NOT_NAC_HINTS.get(os.path.splitext(str(path))[1].lower())
     if hint and "not a NAC file" in reason:
         return f"{reason}; {hint.format(path=path)}"

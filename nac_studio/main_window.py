@@ -21,6 +21,8 @@ from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QDockWidget, QF
                                QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
                                QToolBar, QToolButton, QVBoxLayout, QWidget)
 
+from nac_engine.errors import with_compile_hint
+
 from . import dock_layout, icons, ui_gc
 from .model import schedule_problems
 from .commands import CommandRegistry
@@ -543,9 +545,9 @@ class MainWindow(QMainWindow):
         if isinstance(exc, Cancelled):
             self.show_message(f"Opening {Path(path).name} cancelled")
             return
-        msg = f"Could not open {path}: {exc}"
-        self.show_message(msg, 10000)
-        self.openFailed.emit(path, str(exc))
+        reason = with_compile_hint(path, str(exc))
+        self.show_message(f"Could not open {path}: {reason}", 10000)
+        self.openFailed.emit(path, reason)
 
     def reload_active(self) -> None:
         """Read the active file again. The old version stays on screen while the new one is

@@ -108,3 +108,16 @@ def test_a_fifo_or_a_device_is_refused_not_waited_on(window, qtbot, tmp_path):
             window.open_path(str(path))
         assert words in blocker.args[1]
     assert not window.docs
+
+
+def test_a_hugging_face_directory_is_refused_with_the_command_that_compiles_it(window, qtbot, tmp_path):
+    """Opening (or dropping) a model's directory instead of its .nac: the refusal says how to
+    make one, as the command line does."""
+    model = tmp_path / "my-model"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "gpt2"}')
+    with qtbot.waitSignal(window.openFailed, timeout=10000) as blocker:
+        window.open_path(str(model))
+    assert f"nac compile --hf {model} -o model.nac" in blocker.args[1]
+    assert "nac compile --hf" in window.statusBar().currentMessage()
+    assert not window.docs
