@@ -726,18 +726,33 @@ class MainWindow(QMainWindow):
         # a status message gets only what the permanent widgets leave: with the task title's
         # full width a 1024-px window showed "Opened gpt2_12x768.n" of the open message
         self.task_indicator.set_text_width(max(120, min(TASK_TEXT_WIDTH, (event.size().width() - 700) // 2)))
+        self._fit_doc_summary()
 
     def show_message(self, text: str, timeout: int = 5000) -> None:
         self.statusBar().showMessage(text, timeout)
 
     def _update_doc_label(self) -> None:
         if self.active is None:
-            self.doc_label.setText("")
+            self.set_doc_summary("")
             return
         nac = self.active.nac
         version = f"v{nac.header.version}" if nac.header_decoded else "unreadable header"
-        self.doc_label.setText(f"  NAC {version} · {len(nac.instructions):,} instructions · "
-                               f"{len(nac.params):,} params · {_human_size(nac.size)}  ")
+        self.set_doc_summary(f"NAC {version} · {len(nac.instructions):,} instructions · "
+                             f"{len(nac.params):,} params · {_human_size(nac.size)}")
+
+    def set_doc_summary(self, text: str) -> None:
+        """The status bar's line about the active file (full text in its tooltip)."""
+        self._doc_summary = text
+        self.doc_label.setToolTip(text)
+        self._fit_doc_summary()
+
+    def _fit_doc_summary(self) -> None:
+        # Messages ("Opened x.nac in 0.4 s — 3 problems", errors) are drawn only left of the
+        # permanent widgets: on a narrow window the file summary gives way to them.
+        text = getattr(self, "_doc_summary", "")
+        room = max(160, self.width() - self.task_indicator.sizeHint().width() - 480)
+        fitted = self.doc_label.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, room)
+        self.doc_label.setText(f"  {fitted}  " if fitted else "")
 
     def _on_problem_count(self, n: int) -> None:
         dock = self.docks["problems"]

@@ -146,8 +146,8 @@ class PeerSupport(QObject):
         if peer is not None and peer.format == "tvmr":
             self.machine_dock.show()
             self.machine_dock.raise_()
-        if peer is not None and hasattr(self.window, "doc_label"):
-            self.window.doc_label.setText(f"  {peer_status(peer)}  ")
+        if peer is not None and hasattr(self.window, "set_doc_summary"):
+            self.window.set_doc_summary(peer_status(peer))
 
     def _can_convert(self) -> bool:
         qdoc = self.window.active

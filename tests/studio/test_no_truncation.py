@@ -131,15 +131,23 @@ def test_truncation_check_catches_a_cut_cell(qtbot, window, demo_path):
 
 
 @pytest.mark.parametrize("size", [(1600, 1000), (1024, 700)])
-def test_status_message_fits_left_of_the_permanent_widgets(qtbot, window, demo_path, size):
+@pytest.mark.parametrize("damaged", [False, True], ids=["demo", "with-a-problem"])
+def test_status_message_fits_left_of_the_permanent_widgets(qtbot, window, demo_path, tmp_path, size, damaged):
     """The status bar draws a message only left of its permanent widgets (task indicator,
-    file summary) and clips it there: the open message must fit at both default sizes."""
+    file summary) and clips it there: the open message must fit at both default sizes, with
+    its problem count too (the file summary gives way; its tooltip keeps the whole line)."""
+    path = demo_path
+    if damaged:
+        path = tmp_path / "model_weights.safetensors"
+        path.write_bytes(b"@\x00\x00\x00{}" + bytes(64))
     window.resize(*size)
     qtbot.wait(50)
-    window.open_and_wait(demo_path)
+    window.open_and_wait(str(path))
     qtbot.wait(50)
     sb = window.statusBar()
     message = sb.currentMessage()
     assert message.startswith("Opened ")
+    assert ("problem" in message) == damaged
     room = min(w.geometry().left() for w in (window.task_indicator, window.doc_label)) - 8
     assert sb.fontMetrics().horizontalAdvance(message) <= room, (message, room)
+    assert window.doc_label.toolTip().startswith("NAC ")
