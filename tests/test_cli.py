@@ -59,6 +59,11 @@ def test_dis_asm_round_trip_via_cli(capsys, tmp_path):
     code, _, err = run(capsys, "asm", text, "-o", out, "--weights", path)
     assert code == 0, err
     assert out.read_bytes() == path.read_bytes()
+    # without --weights: the listing names the data, and the error says where it comes from
+    code, _, err = run(capsys, "asm", text, "-o", out)
+    assert code == 2 and "the text has only its name; pass the original .nac" in err and "None" not in err
+    code, _, err = run(capsys, "asm", text, "-o", out, "--weights", NAC_FILES[0])
+    assert code == 2 and f"not found in {NAC_FILES[0]}" in err, err
 
 
 @corpus

@@ -108,8 +108,7 @@ class _WeightSource:
         if self.st is not None and name in self.st.keys():
             arr = np.ascontiguousarray(self.st.get_tensor(name))
             return arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
-        raise LookupError(f"tensor data for parameter {name!r} not found in {self.label}; "
-                          f"pass the original .nac or a .safetensors with --weights")
+        raise self._missing(f"tensor data for parameter {name!r}", "the original .nac or a .safetensors")
 
     def resource(self, name: str) -> bytes:
         return self._named("rsrc", name, "resource file").data
@@ -127,8 +126,14 @@ class _WeightSource:
                 table.setdefault(item.name, []).append(item)
         items = table.get(name)
         if not items:
-            raise LookupError(f"{what} {name!r} not found in {self.label}")
+            raise self._missing(f"{what} {name!r}", "the original .nac")
         return items.pop() if len(items) > 1 else items[0]
+
+    def _missing(self, what: str, where: str) -> LookupError:
+        # the text names the data (a listing keeps only its size); it comes from --weights
+        if self.nac is None and self.st is None:
+            return LookupError(f"{what}: the text has only its name; pass {where} with --weights")
+        return LookupError(f"{what} not found in {self.label}; pass {where} that has it with --weights")
 
 
 class _Assembler:
