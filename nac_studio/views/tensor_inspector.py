@@ -53,8 +53,10 @@ class Loaded:
 
 
 def _histogram(arr: Optional[np.ndarray]) -> Optional[tuple]:
-    if arr is None or arr.dtype.kind not in "biuf" or arr.size == 0:
+    if arr is None or arr.dtype.kind not in "biufc" or arr.size == 0:
         return None
+    if arr.dtype.kind == "c":           # of the magnitudes |z|, as the statistics
+        arr = np.abs(arr)
     a = arr.astype(np.float64, copy=False) if arr.dtype.kind in "bf" or arr.dtype.itemsize > 4 else arr
     finite = a[np.isfinite(a)] if a.dtype.kind == "f" else a.ravel()
     if finite.size == 0:
@@ -694,9 +696,9 @@ class InspectorPanel(QWidget):
             self.heat_holder.addWidget(self._image)
 
     def _draw_held(self, sl: np.ndarray) -> None:
-        img = sl.astype(np.float32, copy=False) if sl.dtype.kind in "bc" or sl.dtype == np.float16 else sl
-        if img.dtype.kind == "c":
-            img = np.abs(img)
+        # complex values as their magnitude |z|, as the statistics, levels and Line tab take them
+        img = np.abs(sl) if sl.dtype.kind == "c" else sl
+        img = img.astype(np.float32, copy=False) if img.dtype.kind == "b" or img.dtype == np.float16 else img
         # Levels from the whole tensor's finite range (computed off the UI thread): slices
         # compare on one colour scale, and NaN/Inf never reach pyqtgraph's range maths.
         r = self.result

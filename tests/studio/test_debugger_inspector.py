@@ -169,6 +169,24 @@ def test_nan_and_inf_cells_stand_out_with_a_legend(qtbot):
     assert -1 < y0 <= 1 and 3 <= y1 < 5                   # the finite values' range
 
 
+def test_complex_values_are_drawn_as_their_magnitude(qtbot):
+    """A complex tensor (an FFT's, a rotary embedding's): the statistics are of |z|; the heatmap
+    drew the real part on |z|'s colour levels (with numpy's ComplexWarning), and there was no
+    histogram. All three now show |z|."""
+    import warnings
+    panel = InspectorPanel(Subject("result", 1))
+    qtbot.addWidget(panel)
+    z = (np.arange(12, dtype=np.float32) - 6).reshape(3, 4) * np.complex64(1j) + 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        panel.show_loaded(loaded_for(z))
+        panel.tabs.setCurrentWidget(panel.hist_page)
+        qtbot.wait(20)
+    np.testing.assert_allclose(panel._image.image.image, np.abs(z).T, rtol=1e-6)
+    counts, edges = _histogram(z)
+    assert counts.sum() == z.size and edges[0] == pytest.approx(3.0) and edges[-1] == pytest.approx(np.abs(z).max())
+
+
 @pytest.mark.timing
 def test_4096_square_heatmap_opens_and_reslices_fast(qtbot):
     panel = InspectorPanel(Subject("result", 1))
