@@ -137,7 +137,8 @@ def stats_text(r) -> str:
         return ""
     def f(v):
         return "—" if v is None else f"{v:.6g}"
-    return (f"shape {list(r.shape)}  {r.dtype}\nmin {f(r.min)}  max {f(r.max)}  mean {f(r.mean)}  std {f(r.std)}"
+    of = "  (of |z|)" if str(r.dtype).startswith("complex") else ""
+    return (f"shape {list(r.shape)}  {r.dtype}{of}\nmin {f(r.min)}  max {f(r.max)}  mean {f(r.mean)}  std {f(r.std)}"
             f"\nNaN {r.nan_count:,}  Inf {r.inf_count:,}  zero {r.zero_count:,}")
 
 

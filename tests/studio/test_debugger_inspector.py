@@ -183,6 +183,7 @@ def test_complex_values_are_drawn_as_their_magnitude(qtbot):
         panel.tabs.setCurrentWidget(panel.hist_page)
         qtbot.wait(20)
     np.testing.assert_allclose(panel._image.image.image, np.abs(z).T, rtol=1e-6)
+    assert "complex64  (of |z|)" in panel.stats.text()
     counts, edges = _histogram(z)
     assert counts.sum() == z.size and edges[0] == pytest.approx(3.0) and edges[-1] == pytest.approx(np.abs(z).max())
 
