@@ -958,4 +958,7 @@ class HardwareView(QWidget):
         default = {"trace": "trace.json", "csv": "instructions.csv"}.get(what, f"{what}.png")
         path, _ = QFileDialog.getSaveFileName(self, "Export", default, filt)
         if path:
-            self.export(what, path)
+            try:
+                self.export(what, path)
+            except OSError as e:
+                self.message.emit(f"Could not write {path}: {e.strerror or e}")

@@ -21,7 +21,7 @@ from typing import Any, Optional
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QMessageBox,
                                QScrollArea, QSizePolicy, QSlider, QSpinBox, QSplitter, QTableView, QTabWidget, QToolButton,
                                QVBoxLayout, QWidget)
 
@@ -798,7 +798,10 @@ class InspectorPanel(QWidget):
         name = (self.loaded.title.split()[0] if self.loaded and self.loaded.title else "tensor").replace("/", "_")
         path, _ = QFileDialog.getSaveFileName(self, "Export tensor", f"{name}.npy", "NumPy (*.npy)")
         if path:
-            self.export_npy(path)
+            try:
+                self.export_npy(path)
+            except OSError as e:
+                QMessageBox.warning(self, "Export failed", f"Could not write {path}: {e.strerror or e}")
 
     def copy_stats(self) -> str:
         body = large_stats_text(self.large, self.large_stats) if self.large is not None and self.large_stats \

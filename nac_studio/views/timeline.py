@@ -554,4 +554,7 @@ class TimelineView(QWidget):
             return
         path, _ = QFileDialog.getSaveFileName(self, "Export Timeline", "timeline.png", "PNG (*.png);;SVG (*.svg)")
         if path:
-            self.export(path)
+            try:
+                self.export(path)
+            except OSError as e:
+                self.message.emit(f"Could not write {path}: {e.strerror or e}")

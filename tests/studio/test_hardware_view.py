@@ -199,6 +199,40 @@ def test_exports(window, qtbot, tmp_path):
     assert b"<svg" in (tmp_path / "l.svg").read_bytes()[:400]
 
 
+def test_an_export_that_cannot_be_written_is_said_not_raised(window, qtbot, tmp_path, monkeypatch):
+    """Export CSV / Chrome trace (hardware) and the inspector's .npy to a folder that does not
+    exist: each says so in the window; none escapes as an exception (the timeline's export:
+    test_timeline)."""
+    from PySide6.QtWidgets import QFileDialog, QMessageBox
+
+    from nac_studio.views.tensor_inspector import InspectorPanel
+    path = _corpus("mlp")
+    qdoc, view = _simulate(window, qtbot, path, _feeds(path))
+    target = tmp_path / "gone" / "out"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(target), "")))
+    warned = []
+    monkeypatch.setattr(QMessageBox, "warning", staticmethod(lambda *a, **k: warned.append(a[2])))
+    said = []
+    window.statusBar().messageChanged.connect(said.append)
+    errors = []
+    monkeypatch.setattr("sys.excepthook", lambda *exc: errors.append(exc))
+    for cmd in ("sim.exportCsv", "sim.exportTrace"):
+        window.commands.run(cmd)
+        qtbot.waitUntil(lambda: any("Could not write" in m for m in said), timeout=5000)
+        said.clear()
+        window.statusBar().clearMessage()
+    from nac_engine.runtime.debugger import TickResult
+    from nac_studio.debug_session import Subject
+    from nac_studio.views.tensor_inspector import Loaded
+    panel = InspectorPanel(Subject("result", 1))
+    qtbot.addWidget(panel)
+    arr = np.ones((2, 3), np.float32)
+    panel.show_loaded(Loaded("t", arr, TickResult(1, "t", arr), None))
+    panel.export_dialog()
+    assert warned and "Could not write" in warned[-1]
+    assert not errors, errors
+
+
 def test_lane_names_thin_out_in_a_short_plot(qtbot):
     """Twelve lane names in a plot with room for six would be drawn over each other: every k-th
     is shown; with room for all, all are."""

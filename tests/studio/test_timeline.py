@@ -263,3 +263,16 @@ def test_every_command_lane_is_named_at_1024x700(window, qtbot, mlp_path):
     qtbot.wait(100)                        # the dock settles at its height; the names follow it
     assert named() == ["lint", "PRELOAD", "SAVE_RESULT", "FORWARD", "FREE"]
     assert window.docks["timeline"].height() <= 700 // 2 + 1
+
+
+def test_an_export_that_cannot_be_written_is_said_not_raised(window, qtbot, mlp_path, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+    qdoc, view = _show(window, qtbot, mlp_path, _feeds(mlp_path))
+    qtbot.waitUntil(view.plot_complete, timeout=10000)
+    target = tmp_path / "gone" / "timeline.png"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(target), "")))
+    errors = []
+    monkeypatch.setattr("sys.excepthook", lambda *exc: errors.append(exc))
+    view.export_dialog()
+    assert window.statusBar().currentMessage().startswith(f"Could not write {target}")
+    assert not errors and not target.exists()
