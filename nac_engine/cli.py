@@ -301,7 +301,7 @@ def cmd_run(args) -> int:
             if isinstance(e, MissingInputError) and not inputs and feeds is None:
                 from .format.input_signature import missing_inputs_hint
                 raise CliError(f"{args.file}: {e}{missing_inputs_hint(e.missing)}") from None
-            raise CliError(f"{args.file}: {e}{input_hint(inputs, feeds, e)}") from None
+            raise CliError(f"{args.file}: {e}{input_hint(inputs, feeds, e, nac)}") from None
     refs = [_load_npy(p) for p in args.compare or []]
     if args.out:
         os.makedirs(args.out, exist_ok=True)

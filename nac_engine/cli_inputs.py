@@ -138,11 +138,24 @@ def shaped_inputs(nac, shaped, seed: int) -> dict:
         raise CliError(f"--input: {e}") from None
 
 
-def input_hint(inputs, feeds, err) -> str:
+def input_hint(inputs, feeds, err, nac=None) -> str:
     """When an instruction fails on values the user supplied, the likeliest fix is the inputs:
-    say which were given, with their shapes, so the one-line error says what to change."""
+    say which were given, with their shapes, so the one-line error says what to change; a named
+    input of another dtype than the file's input signature records is named with both."""
     if "failed" not in str(err) or not (inputs or feeds):
         return ""
+    recorded = {}
+    if nac is not None and inputs:
+        from .format.input_signature import read_input_signature
+        try:
+            recorded = {s.name: s.dtype for s in read_input_signature(nac) or () if s.kind == "input"}
+        except NacFormatError:      # a broken signature: verify's business, not this hint's
+            pass
+    other = [f"{k} is {getattr(v.dtype, 'name', v.dtype)} where the file was compiled for {recorded[k]}"
+             for k, v in inputs.items() if k in recorded and hasattr(v, "dtype")
+             and str(getattr(v.dtype, "name", v.dtype)).removeprefix("torch.") != recorded[k]]
+    if other:
+        return f" ({'; '.join(other)})"
 
     def form(v) -> str:
         shape = getattr(v, "shape", None)

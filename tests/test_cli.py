@@ -242,6 +242,10 @@ def test_info_shows_the_input_shapes_and_a_wrong_shape_is_refused_saying_both(ca
     assert main(["run", str(demo), "--input", "image=1x3x30x30"]) == 2
     err = capsys.readouterr().err
     assert "input 'image' expects 1x3x16x16 float32, got 1x3x30x30 float32" in err and "Traceback" not in err
+    # the right shape in another dtype: the kernel's refusal names the input and both dtypes
+    assert main(["run", str(demo), "--input", "image=1x3x16x16:float16"]) == 2
+    err = capsys.readouterr().err
+    assert "(image is float16 where the file was compiled for float32)" in err, err
 
 
 def test_one_exit_code_rule_for_every_command(monkeypatch, capsys, tmp_path):
