@@ -10,7 +10,9 @@ expression can only ever call the whitelisted tensor functions below)::
     cmp   := sum (('<'|'<='|'>'|'>='|'=='|'!=') sum)?
     sum   := term (('+'|'-') term)*
     term  := unary (('*'|'/') unary)*
-    unary := ('-'|'+') unary | atom
+    unary := ('-'|'+') unary | post
+    post  := atom ('[' index (',' index)* ']')*
+    index := expr | [expr] ':' [expr] [':' expr] | '...'
     atom  := NUMBER | NAME | FUNC '(' expr (',' expr)* ')' | '(' expr ')'
 
 Names: ``x`` (the tick's result), ``t<N>`` or ``v<N>`` (the result of tick N, e.g. ``t12``; ``v12``
@@ -18,7 +20,10 @@ is how every view names that value), ``nan``, ``inf``,
 ``true``, ``false``, and the caller's ``extra_names`` — the debugger passes the file's parameter
 names, so ``max(abs(fc1.weight))`` works. A dotted name is one token that must be in
 ``extra_names``: there is no attribute access (``x.__class__`` is an error). Values are torch tensors or Python numbers; reductions use the population
-standard deviation (like numpy's ``std``) and compute in float64 so int tensors work too.
+standard deviation (like numpy's ``std``) and compute in float64 so int tensors work too;
+``mean``, ``sum``, ``std``, ``argmax`` and ``argmin`` take an optional dimension (``mean(x, -1)``).
+Indexing is numpy's basic indexing with integers, slices and ``...`` (``v12[0, -1, :8]``); an
+index must be a whole number.
 
 ``compile_expr("max(abs(x)) > 1e3")`` → :class:`Expr`; ``expr.evaluate(lookup)`` where
 ``lookup(name)`` returns the value of ``x`` / ``t<N>``. Parse errors are :class:`ExprError` with
@@ -71,14 +76,35 @@ def _min(a, b=None):
     return torch.min(_t(a)) if b is None else torch.minimum(_t(a), _t(b))
 
 
+def _whole(v, what: str = "an index") -> int:
+    """A Python int from an int, a whole float or a one-element integer tensor."""
+    if isinstance(v, torch.Tensor):
+        if v.numel() != 1 or v.is_floating_point() or v.is_complex():
+            raise ExprError(f"{what} must be a whole number, not a tensor of shape {tuple(v.shape)} {v.dtype}")
+        v = v.item()
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+        raise ExprError(f"{what} must be a whole number, got {v!r}")
+    return int(v)
+
+
+def _along(fn, **kw):
+    """A reduction over everything, or along one dimension (``mean(x, -1)``)."""
+    def call(a, dim=None):
+        a = _t(a)
+        return fn(a, **kw) if dim is None else fn(a, dim=_whole(dim, "a dimension"), **kw)
+    return call
+
+
 # name -> (function, min args, max args)
 FUNCTIONS: dict[str, tuple[Callable, int, int]] = {
     "abs": (lambda a: torch.abs(_t(a)), 1, 1),
     "max": (_max, 1, 2),
     "min": (_min, 1, 2),
-    "mean": (lambda a: torch.mean(_f(_t(a))), 1, 1),
-    "std": (lambda a: torch.std(_f(_t(a)), correction=0), 1, 1),
-    "sum": (lambda a: torch.sum(_f(_t(a))), 1, 1),
+    "mean": (_along(lambda a, **k: torch.mean(_f(a), **k)), 1, 2),
+    "std": (_along(lambda a, **k: torch.std(_f(a), correction=0, **k)), 1, 2),
+    "sum": (_along(lambda a, **k: torch.sum(_f(a), **k)), 1, 2),
+    "argmax": (_along(lambda a, **k: torch.argmax(_f(a), **k)), 1, 2),
+    "argmin": (_along(lambda a, **k: torch.argmin(_f(a), **k)), 1, 2),
     "any": (lambda a: torch.any(_t(a)), 1, 1),
     "all": (lambda a: torch.all(_t(a)), 1, 1),
     "isnan": (lambda a: torch.isnan(_t(a)), 1, 1),
@@ -92,6 +118,10 @@ FUNCTIONS: dict[str, tuple[Callable, int, int]] = {
     "sqrt": (lambda a: torch.sqrt(_f(_t(a))), 1, 1),
     "exp": (lambda a: torch.exp(_f(_t(a))), 1, 1),
     "log": (lambda a: torch.log(_f(_t(a))), 1, 1),
+    "sin": (lambda a: torch.sin(_f(_t(a))), 1, 1),
+    "cos": (lambda a: torch.cos(_f(_t(a))), 1, 1),
+    "tanh": (lambda a: torch.tanh(_f(_t(a))), 1, 1),
+    "sigmoid": (lambda a: torch.sigmoid(_f(_t(a))), 1, 1),
 }
 CONSTANTS = {"nan": math.nan, "inf": math.inf, "true": True, "false": False}
 TICK_NAME = re.compile(r"[tv]\d+\Z")   # t12 and v12 both name tick 12's result
@@ -102,7 +132,7 @@ _TOKEN = re.compile(r"""
     (?P<ws>\s+)
   | (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<name>[A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_0-9]+)*)
-  | (?P<op><=|>=|==|!=|[-+*/<>(),])
+  | (?P<op><=|>=|==|!=|\.\.\.|[-+*/<>(),\[\]:])
 """, re.VERBOSE)
 
 
@@ -225,7 +255,38 @@ class _Parser:
             node = self.unary()
             self.depth -= 1
             return ("neg", node) if tok.text == "-" else node
-        return self.atom()
+        node = self.atom()
+        while self.peek().text == "[":
+            node = self.subscript(node)
+        return node
+
+    def subscript(self, node):
+        self.nested(self.take())                      # '['
+        items = []
+        while True:
+            tok = self.peek()
+            items.append(self.index())
+            if items[-1] == ("ellipsis",) and items.count(("ellipsis",)) > 1:
+                self.error("an index can have only one '...'", tok)
+            if not self.accept(","):
+                break
+        if not self.accept("]"):
+            self.error("expected ']' or ','", self.peek())
+        self.depth -= 1
+        return ("index", node, items)
+
+    def index(self):
+        if self.accept("..."):
+            return ("ellipsis",)
+        parts = [None if self.peek().text in (":", ",", "]") else self.or_()]
+        if not self.accept(":"):
+            if parts[0] is None:
+                self.error("expected an index", self.peek())
+            return parts[0]
+        parts.append(None if self.peek().text in (":", ",", "]") else self.or_())
+        if self.accept(":"):
+            parts.append(None if self.peek().text in (",", "]") else self.or_())
+        return ("slice", *parts, *[None] * (3 - len(parts)))
 
     def atom(self):
         tok = self.take()
@@ -372,7 +433,40 @@ class Expr:
             return _arith(node[1], self._eval(node[2], lookup), self._eval(node[3], lookup))
         if kind == "call":
             return FUNCTIONS[node[1]][0](*[self._eval(a, lookup) for a in node[2]])
+        if kind == "index":
+            return self._index(self._eval(node[1], lookup), node[2], lookup)
         raise AssertionError(kind)
+
+    def _index(self, value, items, lookup):
+        if not isinstance(value, torch.Tensor) or value.dim() == 0:
+            raise ExprError("only a tensor with dimensions can be indexed")
+        key = []
+        for item in items:
+            if item == ("ellipsis",):
+                key.append(Ellipsis)
+            elif isinstance(item, tuple) and item[0] == "slice":
+                bounds = [None if b is None else _whole(self._eval(b, lookup), "a slice bound") for b in item[1:]]
+                if bounds[2] is not None and bounds[2] <= 0:
+                    raise ExprError(f"a slice step must be positive, got {bounds[2]}")
+                key.append(slice(*bounds))
+            else:
+                key.append(_whole(self._eval(item, lookup)))
+        dims = sum(1 for k in key if k is not Ellipsis)
+        if dims > value.dim():
+            raise ExprError(f"{dims} indices for a tensor of {value.dim()} dimension(s), shape {tuple(value.shape)}")
+        for d, k in zip(_dims_of(key, value.dim()), key):
+            if isinstance(k, int) and not -value.shape[d] <= k < value.shape[d]:
+                raise ExprError(f"index {k} is out of range for dimension {d} of size {value.shape[d]}")
+        return value[tuple(key)]
+
+
+def _dims_of(key: list, ndim: int) -> list:
+    """The tensor dimension each index of ``key`` addresses (``...`` stands for the ones left)."""
+    if Ellipsis not in key:
+        return list(range(len(key)))
+    e = key.index(Ellipsis)
+    after = len(key) - e - 1
+    return list(range(e)) + [None] + list(range(ndim - after, ndim))
 
 
 def compile_expr(text: str, extra_names=()) -> Expr:

@@ -57,7 +57,9 @@ def test_names_reported():
     ("x < 1 < 2", 7, "chained"),
     ("mean(x) ; 1", 9, "character ';'"),
     ("abs(x, x)", 1, "takes 1"),
-    ("x[0]", 2, "character '['"),
+    ("x[]", 3, "expected an index"),
+    ("x[0", 4, "expected ']'"),
+    ("x[..., ...]", 8, "only one '...'"),
     ("lambda: 1", 1, "unknown name"),
     ("", 1, "end of expression"),
     ("x ** 2", 4, "symbol '*'"),
@@ -78,3 +80,32 @@ def test_evaluation_errors_are_expr_errors():
     with pytest.raises(ExprError) as err:
         ev("max(x)", torch.tensor([]))
     assert err.value.column is None
+
+
+def test_indexing_is_numpys_basic_indexing():
+    """A watch on one row or one element (v12[0, -1, :8]) as a numpy user writes it."""
+    t = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(2, 3, 4)
+    for text, want in (("x[0, -1, :2]", t[0, -1, :2]), ("x[..., 1]", t[..., 1]), ("x[1][2][3]", t[1, 2, 3]),
+                       ("x[:, 1:3, ::2]", t[:, 1:3, ::2]), ("x[0, argmax(x[0, :, 0])]", t[0, 2]),
+                       ("-x[1, 0, 0] + 1", -t[1, 0, 0] + 1), ("x[1.0, 0]", t[1, 0]), ("x[:]", t)):
+        assert torch.equal(torch.as_tensor(ev(text, t)), want), text
+    assert compile_expr("max(abs(x[0, :, 1])) > 8").test(lambda name: t)
+    assert compile_expr("t12[0] + x[1, 0, 0]").names == {"t12", "x"}
+    for text, words in (("x[0, 3]", "index 3 is out of range for dimension 1 of size 3"),
+                        ("x[..., 4]", "index 4 is out of range for dimension 2 of size 4"),
+                        ("x[0, 0, 0, 0]", "4 indices for a tensor of 3 dimension(s)"),
+                        ("x[0.5]", "must be a whole number"), ("x[x]", "must be a whole number"),
+                        ("x[::-1]", "step must be positive"), ("(1 + 2)[0]", "only a tensor with dimensions")):
+        with pytest.raises(ExprError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            ev(text, t)
+
+
+def test_reductions_along_a_dimension_and_more_functions():
+    t = torch.tensor([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]])
+    assert torch.allclose(ev("mean(x, -1)", t), t.mean(-1))
+    assert torch.allclose(ev("sum(x, 0)", t), t.sum(0))
+    assert torch.allclose(ev("std(x, 1)", t), t.std(1, correction=0))
+    assert ev("argmax(x)", t).item() == 5 and ev("argmin(x, 1)", t).tolist() == [0, 1]
+    assert ev("tanh(0) + sigmoid(0) + cos(0) + sin(0)", t).item() == pytest.approx(1.5)
+    with pytest.raises(ExprError, match="a dimension must be a whole number"):
+        ev("mean(x, 0.5)", t)
