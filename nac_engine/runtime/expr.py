@@ -115,6 +115,7 @@ FUNCTIONS: dict[str, tuple[Callable, int, int]] = {
     "count_zero": (lambda a: (_t(a) == 0).sum(), 1, 1),
     "norm": (lambda a: torch.linalg.vector_norm(_f(_t(a)).double()), 1, 1),
     "numel": (lambda a: _t(a).numel(), 1, 1),
+    "shape": (lambda a: torch.tensor(list(_t(a).shape), dtype=torch.int64), 1, 1),
     "sqrt": (lambda a: torch.sqrt(_f(_t(a))), 1, 1),
     "exp": (lambda a: torch.exp(_f(_t(a))), 1, 1),
     "log": (lambda a: torch.log(_f(_t(a))), 1, 1),
@@ -307,6 +308,10 @@ class _Parser:
                 return ("var", tok.text)
             if "." in tok.text and not self.extra_names:
                 self.error("attribute access is not allowed", _Tok("op", ".", tok.col + tok.text.index(".")))
+            head, _, attr = tok.text.rpartition(".")
+            if head and (head == "x" or _TICK_NAME.match(head) or head in self.extra_names):
+                hint = f"; write shape({head})" if attr in ("shape", "size") else ""
+                self.error(f"values have no attributes ({tok.text!r}){hint}", tok)
             if tok.text in CONSTANTS:
                 return ("num", CONSTANTS[tok.text])
             self.error(f"unknown name {tok.text!r} (names: x, t<N> or v<N>, nan, inf, true, false"

@@ -109,3 +109,12 @@ def test_reductions_along_a_dimension_and_more_functions():
     assert ev("tanh(0) + sigmoid(0) + cos(0) + sin(0)", t).item() == pytest.approx(1.5)
     with pytest.raises(ExprError, match="a dimension must be a whole number"):
         ev("mean(x, 0.5)", t)
+
+
+def test_shape_is_a_function_and_attributes_say_so():
+    t = torch.zeros(2, 3, 5)
+    assert ev("shape(x)[2] * numel(x[0])", t).item() == 75
+    for text, words in (("x.shape", "write shape(x)"), ("v12.size", "write shape(v12)"),
+                        ("fc1.weight.shape", "write shape(fc1.weight)"), ("x.T", "values have no attributes")):
+        with pytest.raises(ExprError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            Expr(text, extra_names=["fc1.weight"])
