@@ -133,7 +133,7 @@ def cmd_sim(args) -> int:
             from ..format.input_signature import missing_inputs_hint
             raise CliError(f"{args.file}: {e}{missing_inputs_hint(e.missing)}") from None
         if isinstance(e, NacRuntimeError):
-            raise CliError(f"{args.file}: {e}{input_hint(inputs, feeds, e, nac)}") from None
+            raise CliError(f"{args.file}: {e}{input_hint(inputs, feeds, e)}") from None
         raise
     if args.trace:
         from .trace import write_trace
