@@ -32,6 +32,7 @@ from typing import Any, Callable, Optional
 from ..cli_error import CliError
 from ..errors import NacFormatError
 from ..format.source_map import SourceFiles
+from . import log_messages
 from . import values as V
 from .service import DebugService
 
@@ -77,6 +78,7 @@ class Adapter:
         self._bps: dict[str, list] = {"source": [], "instruction": [], "function": [], "exception": []}
         self._source_bps: dict[str, list] = {}
         self._hit_conditions: dict[int, tuple] = {}
+        self._log_messages: dict[int, list] = {}    # logpoint id -> its parsed message
         self._break_on_error = True
         self._next_id = 1
         self._exception: Optional[dict] = None
@@ -154,7 +156,8 @@ class Adapter:
             "supportsReadMemoryRequest": True, "supportsExceptionInfoRequest": True,
             "supportsEvaluateForHovers": True, "supportsSetVariable": True, "supportsSteppingGranularity": False,
             "supportsDelayedStackTraceLoading": False, "supportsValueFormattingOptions": False,
-            "supportsCancelRequest": False, "exceptionBreakpointFilters": EXCEPTION_FILTERS})
+            "supportsCancelRequest": False, "supportsLogPoints": True,
+            "exceptionBreakpointFilters": EXCEPTION_FILTERS})
         return _ANSWERED
 
     def _req_launch(self, args, request):
@@ -354,7 +357,7 @@ class Adapter:
         try:
             while True:
                 state = self.service.act(action, tick=tick, breakpoints=breakpoints)
-                if not self._skip_by_hit_condition(state):
+                if self._stops_here(state):
                     break
                 action = "continue" if action != "reverseContinue" else action
             if progress is not None:
@@ -372,18 +375,27 @@ class Adapter:
                     d.on_tick.remove(progress.tick)
                 progress.end()
 
-    def _skip_by_hit_condition(self, state: dict) -> bool:
-        """Whether this breakpoint stop is one every hit breakpoint's hit condition rejects."""
+    def _stops_here(self, state: dict) -> bool:
+        """Whether the action ends at this stop. The logpoints hit here print their message (on a
+        step too). A breakpoint stop goes on when no breakpoint hit here wants it: each one's hit
+        condition rejects this hit, or it is a logpoint."""
         r = state.get("reason") or {}
-        if r.get("kind") != "breakpoint" or state.get("finished") and not r.get("breakpoints"):
-            return False
         ids = r.get("breakpoints") or []
         hits = {b["id"]: b["hits"] for b in state.get("breakpoints", [])}
-        for bid in ids:
-            cond = self._hit_conditions.get(bid)
-            if cond is None or _hit_ok(cond, hits.get(bid, 0)):
-                return False
-        return bool(ids)
+        wanted = [bid for bid in ids if bid not in self._hit_conditions
+                  or _hit_ok(self._hit_conditions[bid], hits.get(bid, 0))]
+        for bid in wanted:
+            if bid in self._log_messages:
+                self.output(log_messages.render(self._log_messages[bid], self._evaluate_here) + "\n", "console")
+        if r.get("kind") != "breakpoint" or not ids:
+            return True
+        return any(bid not in self._log_messages for bid in wanted)
+
+    def _evaluate_here(self, text: str):
+        return self.service.debugger.evaluate(text)
+
+    def _param_names(self) -> frozenset:
+        return frozenset(p.name for p in self.nac.params.values())
 
     def _after(self, state: dict, reason: Optional[str]) -> None:
         error = state.get("error")
@@ -511,7 +523,8 @@ class Adapter:
         entries = []
         for b in wanted:
             entries.append({"id": self._new_id(), "source": source, "line": b["line"],
-                            "condition": b.get("condition") or "", "hitCondition": b.get("hitCondition") or ""})
+                            "condition": b.get("condition") or "", "hitCondition": b.get("hitCondition") or "",
+                            "logMessage": b.get("logMessage") if isinstance(b.get("logMessage"), str) else ""})
         self._source_bps[key] = entries
         self._bps["source"] = [e for es in self._source_bps.values() for e in es]
         results = self._install()
@@ -565,6 +578,7 @@ class Adapter:
         """Every breakpoint to the service as one list (it replaces them all); the DAP answer per id."""
         specs, answers = [], {}
         self._hit_conditions.clear()
+        self._log_messages.clear()
         for e in self._bps["source"]:
             answer = {"id": e["id"], "line": e["line"], "source": e["source"]}
             if self.nac is None:
@@ -573,9 +587,13 @@ class Adapter:
                 ticks = self._ticks_for(e["source"], e["line"])
                 if not ticks:
                     answer.update(verified=False, message=f"no instruction of this model comes from line {e['line']}")
+                elif e["logMessage"] and (why := log_messages.check(e["logMessage"], self._param_names())):
+                    answer.update(verified=False, message=f"log message: {why}")
                 else:
                     specs.append({"id": e["id"], "kind": "ticks", "ticks": ticks, "value": f"line {e['line']}",
                                   "condition": e["condition"]})
+                    if e["logMessage"]:
+                        self._log_messages[e["id"]] = log_messages.parse(e["logMessage"])
             answers[e["id"]] = answer
         for e in self._bps["instruction"]:
             answers[e["id"]] = {"id": e["id"], "instructionReference": str(e["ref"])}

@@ -224,3 +224,34 @@ def test_a_source_edited_since_the_compile_shows_and_breaks_at_its_lines_now(cli
     frames = client.request("stackTrace", {"threadId": 1})["body"]["stackFrames"]
     assert frames[0]["line"] == softmax and frames[0]["source"]["path"] == str(src)
     assert any(f["line"] == head_call for f in frames[1:])
+
+
+def test_logpoints_print_their_message_and_do_not_stop(client, models):
+    """A breakpoint with a logMessage (print-debugging without editing the model): each pass
+    prints the message with its {expressions} evaluated there, and the run does not stop; a
+    hit condition thins it out; a bad message is an unverified breakpoint saying why."""
+    src = str(models / "model.py")
+    body, softmax, log = marker_line(NESTED, "body"), marker_line(NESTED, "softmax"), marker_line(NESTED, "log")
+    client.request("initialize", {"adapterID": "nac", "linesStartAt1": True, "columnsStartAt1": True})
+    caps = client.request("initialize", {"adapterID": "nac"}, ok=False)
+    client.request("launch", {"program": str(models / "model.nac")})
+    client.wait_event("initialized")
+    answer = client.request("setBreakpoints", {"source": {"path": src}, "breakpoints": [
+        {"line": body, "logMessage": "body max {max(abs(x))} rows {shape(x)[0]} {{literal}}"},
+        {"line": softmax, "logMessage": "softmax {x[0, :2]}", "hitCondition": "2"},
+        {"line": log, "logMessage": "oops {x[]}"},
+        {"line": log}]})["body"]["breakpoints"]
+    assert [b["verified"] for b in answer] == [True, True, False, True]
+    assert "log message" in answer[2]["message"] and "expected an index" in answer[2]["message"]
+    client.request("configurationDone")
+    lines = []
+    while (msg := client.events.get(timeout=60)).get("event") != "stopped":
+        if msg.get("event") == "output" and msg["body"].get("category") == "console":
+            lines.append(msg["body"]["output"])
+    assert msg["body"]["reason"] == "breakpoint" and client.top()["line"] == log     # the plain breakpoint
+    logged = [ln for ln in lines if ln.startswith(("body ", "softmax "))]
+    assert len(logged) >= 2 and logged[0].startswith("body max ") and logged[0].endswith(" rows 2 {literal}\n"), lines
+    float(logged[0].split()[2])                                  # a number, not a tensor's text
+    # the softmax line is one linear then the softmax: hit 2 is the softmax's result
+    assert any(ln.startswith("softmax f32[2] min ") for ln in logged), logged
+    assert caps["body"].get("supportsLogPoints") is True
