@@ -18,6 +18,7 @@ host sent and announces it. ``cancel`` pauses a running action between two instr
 from __future__ import annotations
 
 import time
+from collections import deque
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Optional
@@ -35,6 +36,8 @@ IDLE, RUNNING, STOPPED, FINISHED, ERROR = "idle", "running", "stopped", "finishe
 #: Breakpoint kinds the pane offers; ``value`` means: tick number, op glob, parameter glob,
 #: nothing (nan/inf), or an expression of the engine's condition language.
 BREAKPOINT_KINDS = ("tick", "op", "param", "nan", "inf", "expr")
+#: Lines the Debug Console keeps (a logpoint in a loop prints per pass).
+CONSOLE_LINES = 5000
 INPUT_MODES = ("random", "zeros", "ones", "npy", "text", "stored")
 
 
@@ -161,6 +164,7 @@ class BreakpointSpec:
     id: int = 0
     hits: int = 0
     error: str = ""               # why the engine refused it, or its condition's last error
+    log: str = ""                 # a logpoint's message ({expressions} evaluated): printed, no stop
 
     @property
     def label(self) -> str:
@@ -170,16 +174,19 @@ class BreakpointSpec:
             text = f"if {self.value}"
         else:
             text = f"{self.kind} {self.value}"
-        return text + (f" if {self.condition}" if self.condition and self.kind != "expr" else "")
+        return text + (f" if {self.condition}" if self.condition and self.kind != "expr" else "") \
+            + (" (log)" if self.log else "")
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "value": self.value, "condition": self.condition, "enabled": self.enabled}
+        return {"kind": self.kind, "value": self.value, "condition": self.condition, "enabled": self.enabled,
+                **({"log": self.log} if self.log else {})}
 
     @classmethod
     def from_json(cls, d: dict) -> Optional["BreakpointSpec"]:
         if not isinstance(d, dict) or d.get("kind") not in BREAKPOINT_KINDS:
             return None
-        return cls(d["kind"], str(d.get("value", "")), str(d.get("condition", "")), bool(d.get("enabled", True)))
+        return cls(d["kind"], str(d.get("value", "")), str(d.get("condition", "")), bool(d.get("enabled", True)),
+                   log=str(d.get("log") or ""))
 
 
 @dataclass
@@ -225,6 +232,9 @@ class DebugSession:
         self.inputs_confirmed = not any(not s.has_stored and s.shape is None for s in self.slots)
         self.breakpoints: list[BreakpointSpec] = []
         self.watches: list[str] = []
+        # the Debug Console: logpoints' lines and evaluated expressions, newest last
+        self.console: deque[str] = deque(maxlen=CONSOLE_LINES)
+        self.console_total = 0        # lines ever printed (the view appends the new ones)
         self.debugger = None          # the RemoteDebugger of the current run
         self.state = IDLE
         self.reason = None            # the last StopReason
@@ -459,12 +469,14 @@ class DebugSession:
             self.error_tick = getattr(exc, "tick", None)
             if self.error_tick is None:
                 self.error_tick = self.debugger.next_tick
+            self._take_log()
             self._sync_hits()
             if announce:
                 self.notify()
             return None
         self.reason = reason
         self.state = FINISHED if self.debugger.finished else STOPPED
+        self._take_log()
         self._sync_hits()
         if announce:
             self.notify()
@@ -563,7 +575,7 @@ class DebugSession:
         self.notify()
 
     def edit_breakpoint(self, spec_id: int, *, value: Optional[str] = None, condition: Optional[str] = None,
-                        enabled: Optional[bool] = None) -> None:
+                        enabled: Optional[bool] = None, log: Optional[str] = None) -> None:
         spec = self.breakpoint(spec_id)
         if spec is None:
             return
@@ -571,6 +583,8 @@ class DebugSession:
             spec.value = str(value).strip()
         if condition is not None:
             spec.condition = condition.strip()
+        if log is not None:
+            spec.log = log.strip()
         if enabled is not None:
             spec.enabled = bool(enabled)
         self._install()
@@ -623,6 +637,25 @@ class DebugSession:
                 spec.hits = hits
                 if error:
                     spec.error = error
+
+    # -- the debug console ----------------------------------------------------------------
+    def _take_log(self) -> None:
+        """The lines the logpoints printed during the action that just ended."""
+        for line in self.debugger.take_log():
+            self.console_print(f"[tick {line.get('tick')}] {line.get('text', '')}")
+
+    def console_print(self, text: str) -> None:
+        self.console.append(text)
+        self.console_total += 1
+
+    def evaluate(self, text: str) -> Future:
+        """An expression's value at the execution point (the Debug Console's input line): the
+        Future's result is the value (a number, an array, text); an error is its exception."""
+        if self.debugger is None:
+            f: Future = Future()
+            f.set_exception(RuntimeError("not running: start a run (F5 or F10) first"))
+            return f
+        return self.debugger.evaluate(text)
 
     # -- watches --------------------------------------------------------------------------
     def add_watch(self, text: str) -> None:

@@ -47,6 +47,7 @@ from .views.breakpoints import BreakpointsView
 from .views.tensor_inspector import TensorInspectorView
 from .views.variables import VariablesView
 from .views.watches import WatchesView
+from .views.debug_console import DebugConsoleView
 from .views.timeline import TimelineView
 from .views.hardware import HardwareView
 from .views.sweep import SweepView
@@ -65,7 +66,7 @@ FILE_FILTER = "NAC models (*.nac);;All files (*)"
 #: The panels, in the order of the View menu. The graph is the central widget.
 VIEW_CLASSES = (StructureView, HexView, DisassemblyView, PropertiesView, ProblemsView, VariablesView, WatchesView,
                 BreakpointsView, TensorInspectorView, TimelineView, HardwareView, SourceView, DiffView,
-                SweepView)
+                SweepView, DebugConsoleView)
 
 
 def fitted_geometry(window: QRect, available: QRect) -> QRect:

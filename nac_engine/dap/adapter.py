@@ -32,7 +32,6 @@ from typing import Any, Callable, Optional
 from ..cli_error import CliError
 from ..errors import NacFormatError
 from ..format.source_map import SourceFiles
-from . import log_messages
 from . import values as V
 from .service import DebugService
 
@@ -45,7 +44,6 @@ EXCEPTION_FILTERS = [
     {"filter": "error", "label": "Kernel error", "description": "Stop where a kernel fails", "default": True},
 ]
 _V_TOKEN = re.compile(r"\bv(\d+)\b")
-_HIT = re.compile(r"^\s*(>=|>|==|%|=)?\s*(\d+)\s*$")
 
 
 class RequestError(Exception):
@@ -77,8 +75,6 @@ class Adapter:
         self._frames: list[dict] = []
         self._bps: dict[str, list] = {"source": [], "instruction": [], "function": [], "exception": []}
         self._source_bps: dict[str, list] = {}
-        self._hit_conditions: dict[int, tuple] = {}
-        self._log_messages: dict[int, list] = {}    # logpoint id -> its parsed message
         self._break_on_error = True
         self._next_id = 1
         self._exception: Optional[dict] = None
@@ -355,11 +351,9 @@ class Adapter:
         if progress is not None:
             d.on_tick.append(progress.tick)
         try:
-            while True:
-                state = self.service.act(action, tick=tick, breakpoints=breakpoints)
-                if self._stops_here(state):
-                    break
-                action = "continue" if action != "reverseContinue" else action
+            state = self.service.act(action, tick=tick, breakpoints=breakpoints)
+            for line in state.get("log") or ():          # the logpoints passed on the way
+                self.output(line["text"] + "\n", "console")
             if progress is not None:
                 progress.end()
             self._running.clear()
@@ -374,28 +368,6 @@ class Adapter:
                 if progress.tick in d.on_tick:
                     d.on_tick.remove(progress.tick)
                 progress.end()
-
-    def _stops_here(self, state: dict) -> bool:
-        """Whether the action ends at this stop. The logpoints hit here print their message (on a
-        step too). A breakpoint stop goes on when no breakpoint hit here wants it: each one's hit
-        condition rejects this hit, or it is a logpoint."""
-        r = state.get("reason") or {}
-        ids = r.get("breakpoints") or []
-        hits = {b["id"]: b["hits"] for b in state.get("breakpoints", [])}
-        wanted = [bid for bid in ids if bid not in self._hit_conditions
-                  or _hit_ok(self._hit_conditions[bid], hits.get(bid, 0))]
-        for bid in wanted:
-            if bid in self._log_messages:
-                self.output(log_messages.render(self._log_messages[bid], self._evaluate_here) + "\n", "console")
-        if r.get("kind") != "breakpoint" or not ids:
-            return True
-        return any(bid not in self._log_messages for bid in wanted)
-
-    def _evaluate_here(self, text: str):
-        return self.service.debugger.evaluate(text)
-
-    def _param_names(self) -> frozenset:
-        return frozenset(p.name for p in self.nac.params.values())
 
     def _after(self, state: dict, reason: Optional[str]) -> None:
         error = state.get("error")
@@ -577,8 +549,6 @@ class Adapter:
     def _install(self, announce: bool = False) -> dict[int, dict]:
         """Every breakpoint to the service as one list (it replaces them all); the DAP answer per id."""
         specs, answers = [], {}
-        self._hit_conditions.clear()
-        self._log_messages.clear()
         for e in self._bps["source"]:
             answer = {"id": e["id"], "line": e["line"], "source": e["source"]}
             if self.nac is None:
@@ -587,43 +557,33 @@ class Adapter:
                 ticks = self._ticks_for(e["source"], e["line"])
                 if not ticks:
                     answer.update(verified=False, message=f"no instruction of this model comes from line {e['line']}")
-                elif e["logMessage"] and (why := log_messages.check(e["logMessage"], self._param_names())):
-                    answer.update(verified=False, message=f"log message: {why}")
                 else:
                     specs.append({"id": e["id"], "kind": "ticks", "ticks": ticks, "value": f"line {e['line']}",
-                                  "condition": e["condition"]})
-                    if e["logMessage"]:
-                        self._log_messages[e["id"]] = log_messages.parse(e["logMessage"])
+                                  "condition": e["condition"], "hitCondition": e["hitCondition"],
+                                  "log": e["logMessage"]})
             answers[e["id"]] = answer
         for e in self._bps["instruction"]:
             answers[e["id"]] = {"id": e["id"], "instructionReference": str(e["ref"])}
             if e["tick"] is None:
                 answers[e["id"]].update(verified=False, message=f"{e['ref']!r} is not a tick")
             else:
-                specs.append({"id": e["id"], "kind": "tick", "value": str(e["tick"]), "condition": e["condition"]})
+                specs.append({"id": e["id"], "kind": "tick", "value": str(e["tick"]), "condition": e["condition"],
+                              "hitCondition": e["hitCondition"]})
         for e in self._bps["function"]:
             answers[e["id"]] = {"id": e["id"]}
             name = e["name"].strip()
             if name.startswith("param:"):
-                specs.append({"id": e["id"], "kind": "param", "value": name[6:].strip(), "condition": e["condition"]})
+                specs.append({"id": e["id"], "kind": "param", "value": name[6:].strip(), "condition": e["condition"],
+                              "hitCondition": e["hitCondition"]})
             else:
                 if self.nac is not None and not any(ch in name for ch in "*?[") and \
                         not any(self.nac.instruction_name(i) == name for i in self.nac.instructions):
                     name += ".*"           # "aten.linear" means every overload of it
-                specs.append({"id": e["id"], "kind": "op", "value": name, "condition": e["condition"]})
+                specs.append({"id": e["id"], "kind": "op", "value": name, "condition": e["condition"],
+                              "hitCondition": e["hitCondition"]})
         for e in self._bps["exception"]:
             answers[e["id"]] = {"id": e["id"]}
             specs.append({"id": e["id"], "kind": e["filter"], "value": ""})
-        for group in ("source", "instruction", "function"):
-            for e in self._bps[group]:
-                if e["hitCondition"]:
-                    m = _HIT.match(str(e["hitCondition"]))
-                    if m is None:
-                        answers[e["id"]].update(verified=False, message=f"hit condition {e['hitCondition']!r}: "
-                                                "give N, >=N, >N, ==N or %N")
-                        specs = [s for s in specs if s["id"] != e["id"]]
-                    else:
-                        self._hit_conditions[e["id"]] = (m.group(1) or ">=", int(m.group(2)))
         if self.service is not None:
             for r in self.service.set_breakpoints(specs):
                 a = answers[r["id"]]
@@ -1066,17 +1026,6 @@ class _Progress:
 #: A run shows progress once it has taken this long, and updates it this often.
 PROGRESS_AFTER_S = 0.5
 PROGRESS_EVERY_S = 0.25
-
-
-def _hit_ok(cond: tuple, hits: int) -> bool:
-    op, n = cond
-    if op == "%":
-        return n > 0 and hits % n == 0
-    if op in ("==", "="):
-        return hits == n
-    if op == ">":
-        return hits > n
-    return hits >= n
 
 
 def _source_arg(args: dict, command: str) -> dict:

@@ -11,25 +11,33 @@ hand, so a front end draws a stop without asking again. Breakpoints are given as
 them (``{"id", "kind", "value", "condition", "enabled", "hits"}``, kinds ``tick``, ``op``,
 ``param``, ``nan``, ``inf``, ``expr``, and ``ticks`` with a list in ``"ticks"``: a source
 line's instructions) and replaced as a whole, as DAP's ``setBreakpoints``
-does; a front end's ids are kept, and each answer names them.
+does; a front end's ids are kept, and each answer names them. DAP's ``hitCondition`` (``N``,
+``>=N``, ``>N``, ``==N``, ``%N``: which hits count) and ``log`` (a logpoint's message,
+:mod:`.log_messages`) apply here, for both front ends: an action passes a logpoint, printing
+its message into the state's ``log``, and a hit its hit condition rejects, without stopping.
 
 Threads: one action at a time (the host's debug lane); :meth:`pause` may be called from any
 thread and stops a running action between two instructions.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Optional
 
 import numpy as np
 
 from ..format.residency import Residency
 from ..runtime.tick_result import as_numpy
+from . import log_messages
 
 #: Step-back history the debugger keeps before it recomputes from checkpoints.
 HISTORY_BYTES = 512 << 20
 #: Largest watch value sent as an array (bigger ones are sent as their printed summary).
 WATCH_ARRAY_LIMIT = 1 << 16
+#: Log lines one action keeps (a logpoint inside a loop of a long run); later ones are counted.
+LOG_LINES_MAX = 10_000
 _EVICTED = object()
+_HIT = re.compile(r"^\s*(>=|>|==|%|=)?\s*(\d+)\s*$")
 
 
 class DebugService:
@@ -42,6 +50,8 @@ class DebugService:
         self._specs: list[dict] = []
         self._engine_bps: dict[int, Any] = {}      # front end's breakpoint id -> the Debugger's Breakpoint
         self._errors: dict[int, str] = {}
+        self._logs: dict[int, list] = {}           # id -> a logpoint's parsed message
+        self._hit_rules: dict[int, tuple] = {}     # id -> (operator, N) of its hit condition
         self._watches: list[str] = []
         self._kept: Optional[tuple] = None         # (feeds, Session) of the last run, for the next launch
         self._residency: Optional[Residency] = None
@@ -69,10 +79,14 @@ class DebugService:
                 d.remove_breakpoint(bp)
         self._engine_bps.clear()
         self._errors.clear()
+        self._logs.clear()
+        self._hit_rules.clear()
         for spec in self._specs:
             sid = spec.get("id")
-            message = ""
-            if d is not None:
+            message = _check_extras(self.nac, spec)
+            if message:
+                pass
+            elif d is not None:
                 try:
                     bp = d.add_breakpoint(**_engine_args(spec))
                 except Exception as exc:     # noqa: BLE001 - ValueError, IndexError, ExprError: the spec's problem
@@ -85,6 +99,12 @@ class DebugService:
                 message = check_breakpoint(self.nac, spec)
             if message:
                 self._errors[sid] = message
+            else:
+                if spec.get("log"):
+                    self._logs[sid] = log_messages.parse(str(spec["log"]))
+                if spec.get("hitCondition"):
+                    m = _HIT.match(str(spec["hitCondition"]))
+                    self._hit_rules[sid] = (m.group(1) or ">=", int(m.group(2)))
             out.append({"id": sid, "verified": not message, "message": message})
         return out
 
@@ -137,6 +157,34 @@ class DebugService:
         ``stepIn`` | ``stepOut`` | ``restart`` -> state.
         A kernel's error ends the action; the state then carries ``error`` (message and tick)."""
         d = self._need()
+        if action in ("stepIn", "stepOut"):         # where it ends is decided once, from here
+            action, tick, breakpoints = "runTo", self.step_target(deeper=action == "stepIn"), True
+        log: list[dict] = []
+        dropped = 0
+        while True:
+            self._act_once(d, action, tick, breakpoints)
+            r = d.stop_reason
+            by_engine_id = {bp.id: sid for sid, bp in self._engine_bps.items()}
+            ids = [by_engine_id[b] for b in (r.breakpoints if r is not None else ()) if b in by_engine_id]
+            wanted = [sid for sid in ids if sid not in self._hit_rules
+                      or _hit_ok(self._hit_rules[sid], self._engine_bps[sid].hits)]
+            for sid in wanted:
+                if sid in self._logs:
+                    if len(log) < LOG_LINES_MAX:
+                        log.append({"id": sid, "tick": d.tick,
+                                    "text": log_messages.render(self._logs[sid], d.evaluate)})
+                    else:
+                        dropped += 1
+            if self._failure is not None or r is None or r.kind != "breakpoint" or not ids \
+                    or any(sid not in self._logs for sid in wanted):
+                break
+        if dropped:
+            log.append({"id": None, "tick": d.tick, "text": f"… and {dropped:,} more log lines"})
+        state = self.state()
+        state["log"] = log
+        return state
+
+    def _act_once(self, d, action: str, tick: Optional[int], breakpoints: bool) -> None:
         self._failure = None
         try:
             if action == "next":
@@ -151,8 +199,6 @@ class DebugService:
                 d.restart()
             elif action == "reverseContinue":
                 d.reverse_continue()
-            elif action in ("stepIn", "stepOut"):
-                d.run_to(self.step_target(deeper=action == "stepIn"), breakpoints=True)
             else:
                 raise ValueError(f"unknown action {action!r}")
         except (IndexError, ValueError) as exc:
@@ -164,7 +210,16 @@ class DebugService:
                              "type": type(exc).__name__}
         if self._failure is not None and self._failure["tick"] is None:
             self._failure["tick"] = d.next_tick
-        return self.state()
+
+    def evaluate(self, text: str) -> dict:
+        """``{"value", "error"}``: an expression of the engine's language at the execution point
+        (the value as plain data, as a watch's)."""
+        from ..runtime.expr import ExprError
+        d = self._need()
+        try:
+            return {"value": _plain(d.evaluate(str(text))), "error": ""}
+        except ExprError as e:
+            return {"value": None, "error": str(e)}
 
     def step_target(self, *, deeper: bool) -> int:
         """Where a step into (``deeper``) or out of the current module stops: the first later
@@ -293,6 +348,29 @@ def _engine_args(spec: dict) -> dict:
     if condition and kind in ("tick", "ticks", "op", "param"):
         kw["condition"] = condition
     return kw
+
+
+def _check_extras(nac, spec: dict) -> str:
+    """What is wrong with a spec's hit condition or log message ("" when nothing)."""
+    hit = spec.get("hitCondition")
+    if hit and _HIT.match(str(hit)) is None:
+        return f"hit condition {hit!r}: give N, >=N, >N, ==N or %N"
+    if spec.get("log"):
+        why = log_messages.check(str(spec["log"]), frozenset(p.name for p in nac.params.values()))
+        if why:
+            return f"log message: {why}"
+    return ""
+
+
+def _hit_ok(rule: tuple, hits: int) -> bool:
+    op, n = rule
+    if op == "%":
+        return n > 0 and hits % n == 0
+    if op in ("==", "="):
+        return hits == n
+    if op == ">":
+        return hits > n
+    return hits >= n
 
 
 def check_breakpoint(nac, spec: dict) -> str:

@@ -254,6 +254,10 @@ def set_watches(ctx: Context, args: dict) -> Any:
     return {"state": service.state()}
 
 
+def evaluate(ctx: Context, args: dict) -> Any:
+    return ctx.state.debug(args["path"]).evaluate(str(args.get("expression", "")))
+
+
 #: How often a running action reports its tick (the status bar's "Running… tick N").
 RUNNING_EVENT_S = 0.1
 
@@ -384,7 +388,8 @@ def handlers() -> dict[str, Handler]:
            "nac/paramWindow": Handler(param_window, "view"), "nac/run": Handler(run_file),
            "nac/sugiyama": Handler(sugiyama), "nac/shapes": Handler(shapes), "nac/layout": Handler(layout),
            "launch": Handler(launch, "debug"), "nac/setBreakpoints": Handler(set_breakpoints, "debug"),
-           "nac/setWatches": Handler(set_watches, "debug"), "pause": Handler(pause, "now"),
+           "nac/setWatches": Handler(set_watches, "debug"), "evaluate": Handler(evaluate, "debug"),
+           "pause": Handler(pause, "now"),
            "next": Handler(_action("next"), "debug"), "continue": Handler(_action("continue"), "debug"),
            "stepBack": Handler(_action("stepBack"), "debug"), "stepIn": Handler(_action("stepIn"), "debug"),
            "stepOut": Handler(_action("stepOut"), "debug"),

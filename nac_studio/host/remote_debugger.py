@@ -116,6 +116,26 @@ class RemoteDebugger:
         """The step-back history: ``{budget, held, dropped}`` (bytes, bytes, results)."""
         return dict(self._state.get("history") or {})
 
+    def take_log(self) -> list:
+        """The lines the logpoints printed during the last action (each once)."""
+        return list(self._state.pop("log", None) or [])
+
+    def evaluate(self, text: str) -> Future:
+        """An expression's value at the stop; an ExprError's text is the Future's exception."""
+        out: Future = Future()
+
+        def done(f: Future) -> None:
+            if f.exception() is not None:
+                out.set_exception(f.exception())
+                return
+            body = f.result() or {}
+            if body.get("error"):
+                out.set_exception(ValueError(body["error"]))
+            else:
+                out.set_result(body.get("value"))
+        self._send("evaluate", expression=str(text)).add_done_callback(done)
+        return out
+
     def apply(self, state: Optional[dict]) -> None:
         if isinstance(state, dict) and state.get("running"):
             self._state = state

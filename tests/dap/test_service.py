@@ -183,3 +183,34 @@ def test_the_state_says_when_the_step_back_history_dropped_results(nac):
     assert note.startswith(" · step-back history full") and f"{h['dropped']:,} older results dropped" in note
     Stub.history = {"budget": 100, "held": 10, "dropped": 0}
     assert DebugSession.history_note(type("S", (), {"debugger": Stub()})()) == ""
+
+
+def test_logpoints_and_hit_conditions_serve_both_front_ends(nac):
+    """In the service, so the Studio and `nac dap` behave alike: a logpoint's line per pass in the
+    state's log and no stop; a hit condition skips the hits it rejects; both checked up front."""
+    linears = [i.index for i in nac.instructions if nac.instruction_name(i) == "aten.linear.default"]
+    relu = next(i.index for i in nac.instructions if "relu" in nac.instruction_name(i))
+    svc = DebugService(nac)
+    verdicts = svc.set_breakpoints([
+        {"id": 1, "kind": "op", "value": "aten.linear*", "log": "lin {shape(x)[1]} {{x}}"},
+        {"id": 2, "kind": "op", "value": "aten.linear*", "hitCondition": "2"},
+        {"id": 3, "kind": "op", "value": "aten.relu*", "log": "bad {"},
+        {"id": 4, "kind": "op", "value": "aten.relu*", "hitCondition": "often"}])
+    assert [v["verified"] for v in verdicts] == [True, True, False, False]
+    assert verdicts[2]["message"].startswith("log message: ") and "hit condition 'often'" in verdicts[3]["message"]
+    svc.launch(feeds_of(nac))
+    state = svc.act("continue")
+    # the first linear: logged, the hit condition ">= 2" not met yet: no stop; the second: both
+    assert [(e["id"], e["tick"], e["text"]) for e in state["log"]] == \
+        [(1, linears[0], "lin 16 {x}"), (1, linears[1], "lin 4 {x}")]
+    assert state["reason"]["kind"] == "breakpoint" and state["tick"] == linears[1] > relu
+    state = svc.act("continue")
+    assert state["finished"] and state["log"] == []
+    # a plain step onto a logpoint prints it too
+    svc.launch(feeds_of(nac))
+    svc.set_breakpoints([{"id": 1, "kind": "op", "value": "aten.linear*", "log": "at {x[0, 0]}"}])
+    svc.act("runTo", linears[0] - 1)
+    state = svc.act("next")
+    assert state["tick"] == linears[0] and [e["id"] for e in state["log"]] == [1]
+    assert svc.evaluate(f"v{linears[0]}[0, 0]")["value"] == pytest.approx(float(state["log"][0]["text"][3:]), rel=1e-5)
+    assert svc.evaluate("v99999")["error"]

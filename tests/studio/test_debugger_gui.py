@@ -11,6 +11,7 @@ from PySide6.QtCore import QPoint, Qt
 
 from nac_engine.runtime.debugger import Debugger
 from nac_studio.model.document import Selection
+from nac_studio.views.breakpoints import COL_HITS
 from tests.corpus_paths import CORPUS
 from tests.studio.conftest import wait_idle
 
@@ -141,7 +142,7 @@ def test_breakpoint_f9_stops_and_survives_reopen(window, qtbot, studio_settings)
     assert s.tick == 6 and s.reason.kind == "breakpoint"
     assert "breakpoint" in window.debug.label.text()
     bp_view = window.views["breakpoints"]
-    assert bp_view.table.item(0, 5).text() == "1"        # hit count
+    assert bp_view.table.item(0, COL_HITS).text() == "1"        # hit count
     watches = window.views["watches"]
     ref = Debugger(str(MLP), feeds=[np.load(MLP_FEED)])
     ref.run_to(6)

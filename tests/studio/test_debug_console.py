@@ -1,0 +1,78 @@
+"""Logpoints and the Debug Console in the Studio: a breakpoint given a log message (in the
+Breakpoints pane's cell) prints to the Debug Console each time the run passes it, with its
+{expressions} evaluated there, and F5 does not stop at it; a message that does not parse is
+refused in its row; the console's input line evaluates an expression at the execution point."""
+from __future__ import annotations
+
+import pytest
+import torch
+from PySide6.QtCore import Qt
+
+from nac_studio.views.breakpoints import COL_LOG
+from tests.studio.test_debugger_gui import press, wait_stopped
+from tests.studio.test_debugger_runs import compiled
+
+
+class TwoLinears(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(4, 6)
+        self.b = torch.nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+def _log_cell(window, row: int = 0):
+    view = window.views["breakpoints"]
+    return view.table.item(row, COL_LOG)
+
+
+def test_a_logpoint_prints_to_the_console_and_f5_runs_through(window, qtbot, tmp_path):
+    path = compiled(tmp_path, TwoLinears(), (torch.randn(2, 4),), "two")
+    qdoc = window.open_and_wait(path)
+    s = qdoc.doc.debug
+    linears = [i.index for i in qdoc.nac.instructions if qdoc.nac.instruction_name(i) == "aten.linear.default"]
+    assert len(linears) == 2
+    bp_view = window.views["breakpoints"]
+    bp_view.kind.setCurrentText("op")
+    bp_view.value.setText("aten.linear*")
+    bp_view.add_from_editor()
+    _log_cell(window).setText("linear {shape(x)[1]} wide, max {max(abs(x))}, row {x[0, :2]}")  # as an edit in place
+    assert s.breakpoints[0].log.startswith("linear {shape(x)[1]}")
+    window.docks["debug_console"].show()
+    window.docks["debug_console"].raise_()
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    assert s.state == "finished", s.describe()             # it did not stop at the logpoints
+    console = window.views["debug_console"]
+    qtbot.waitUntil(lambda: len(console.lines()) >= 2, timeout=5000)
+    lines = console.lines()
+    assert lines[0].startswith(f"[tick {linears[0]}] linear 6 wide, max ") and " row f32[2] min " in lines[0]
+    assert lines[1].startswith(f"[tick {linears[1]}] linear 3 wide, max ")
+    assert s.breakpoints[0].hits == 2
+    # the input line evaluates at the execution point (here: the end)
+    console.input.setText(f"v{linears[1]}[1, :2]")
+    qtbot.keyClick(console.input, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: len(console.lines()) >= 4, timeout=5000)
+    out = s.result(linears[1]).tensor[1, :2]
+    assert console.lines()[2] == f"> v{linears[1]}[1, :2]"
+    shown = [float(x) for x in console.lines()[3].strip(" []").split()]
+    assert shown == pytest.approx(out.tolist(), abs=6e-6), (console.lines()[3], out)
+    console.input.setText("v99999")
+    qtbot.keyClick(console.input, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: len(console.lines()) >= 6, timeout=5000)
+    assert console.lines()[5].startswith("  error: ") and "99999" in console.lines()[5]
+    # a message that does not parse: refused in the row, the breakpoint is not installed
+    _log_cell(window).setText("oops {x[}")
+    qtbot.waitUntil(lambda: bool(s.breakpoints[0].error), timeout=5000)
+    assert "log message" in s.breakpoints[0].error
+
+
+def test_the_log_message_is_kept_with_the_files_breakpoints(window, qtbot, tmp_path):
+    """Breakpoints persist per file (their JSON form): the log message with them."""
+    from nac_studio.debug_session import BreakpointSpec
+    spec = BreakpointSpec("op", "aten.linear*", log="max {max(x)}")
+    again = BreakpointSpec.from_json(spec.to_json())
+    assert again.log == "max {max(x)}" and again.label.endswith("(log)")
+    assert "log" not in BreakpointSpec("tick", "3").to_json()
