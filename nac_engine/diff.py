@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .format.build_recipe import build_seed
+from .format.build_recipe import build_hf_options, build_seed
 from .format.input_signature import read_input_signature
 from .format.blocks import tick_blocks
 from .format.model import NacFile
@@ -331,6 +332,11 @@ def diff_files(a, b, inputs: Optional[Mapping[str, Any]] = None, feeds: Optional
             x.close()
 
 
+def is_hf_source(ref: str) -> bool:
+    """A Hugging Face model's directory (or its config.json) rather than ``FILE.py:FACTORY``."""
+    return os.path.isdir(ref) or os.path.basename(ref) == "config.json" and os.path.isfile(ref)
+
+
 def _signature_shapes(nac) -> Optional[list]:
     """The file's recorded user inputs as ``SHAPE:DTYPE`` (what ``nac compile --input`` takes)."""
     specs = read_input_signature(nac)
@@ -342,8 +348,9 @@ def _signature_shapes(nac) -> Optional[list]:
 def diff_eager(a, factory: str, inputs: Optional[Mapping[str, Any]] = None, *, tolerance: float = 1e-3,
                metric: str = "max_abs", seed: int = 0, cancel: Optional[Callable[[], bool]] = None,
                progress: Optional[Callable[[int, int], None]] = None) -> DiffResult:
-    """``a`` against PyTorch eager of ``FILE.py:FACTORY``'s model: its ``torch.export`` graph (decomposed
-    as the compiler does) run node by node, each node's value matched by ``a``'s source map node name."""
+    """``a`` against PyTorch eager of ``FILE.py:FACTORY``'s model (or of a Hugging Face directory's,
+    built with the ``--hf`` options ``a`` records): its ``torch.export`` graph (decomposed as the
+    compiler does) run node by node, each node's value matched by ``a``'s source map node name."""
     import torch
 
     from .compiler.command import model_from_factory
@@ -359,7 +366,11 @@ def diff_eager(a, factory: str, inputs: Optional[Mapping[str, Any]] = None, *, t
         # initialisation), and for a factory returning a bare module the file's recorded inputs
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(build_seed(na))
-            model, args, kwargs = model_from_factory(factory, _signature_shapes(na))
+            if is_hf_source(factory):
+                from .compiler.command import hf_model
+                model, args, kwargs = hf_model(factory, build_hf_options(na), build_seed(na), stream=False)[:3]
+            else:
+                model, args, kwargs = model_from_factory(factory, _signature_shapes(na))
         program = decompose_program(trace_program(model, args, kwargs), set())
         eager_values, eager_outputs = _run_program(program, inputs, cancel)
         keys = _source_keys(na) or {}

@@ -1,4 +1,4 @@
-"""``nac diff A.nac B.nac|--eager FILE.py:FACTORY``: where two runs of a model part (see
+"""``nac diff A.nac B.nac|--eager FILE.py:FACTORY|HF_DIR``: where two runs of a model part (see
 :mod:`nac_engine.diff`). Outside ``runtime/`` so that building the parser does not load torch."""
 from __future__ import annotations
 
@@ -8,13 +8,16 @@ import sys
 
 def add_parser(sub) -> None:
     s = sub.add_parser("diff", help="run two files on the same inputs and find where their values part",
-                       description="Run A and B (or A and PyTorch eager of --eager FILE.py:FACTORY) on the same "
+                       description="Run A and B (or A and PyTorch eager of --eager FILE.py:FACTORY, or of a "
+                                   "Hugging Face directory built as nac compile --hf built A) on the same "
                                    "inputs, match their values (source map, else op sequence, else outputs), and "
                                    "print each matched pair's errors and the first divergence. Exit 1 when they "
                                    "diverge.")
     s.add_argument("a", metavar="A.nac")
     s.add_argument("b", metavar="B.nac", nargs="?")
-    s.add_argument("--eager", metavar="FILE.py:FACTORY", help="compare A with PyTorch eager of this model")
+    s.add_argument("--eager", metavar="FILE.py:FACTORY|HF_DIR",
+                   help="compare A with PyTorch eager of this model (a Hugging Face directory: with the --hf "
+                        "options A was compiled with)")
     s.add_argument("--inputs", action="append", metavar="NAME=x.npy|NAME=SHAPE[:DTYPE]",
                    help="a named input (default: A's recorded input signature, seeded random)")
     s.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
@@ -60,13 +63,15 @@ def cmd_diff(args) -> int:
     from .cli_error import CliError
     from .errors import NacFormatError
     from .format.input_signature import missing_inputs_hint
-    from .diff import diff_eager, diff_files
+    from .diff import diff_eager, diff_files, is_hf_source
     from .runtime.errors import MissingInputError, NacRuntimeError
     if (args.b is None) == (args.eager is None):
-        raise CliError("give B.nac or --eager FILE.py:FACTORY (one of them)")
+        raise CliError("give B.nac or --eager FILE.py:FACTORY|HF_DIR (one of them)")
     # the arguments first: a mistake is said at once, before torch loads for the runs
-    for label, path in (("A", args.a), ("B", args.b), ("--eager", (args.eager or "").rpartition(":")[0] or None)):
-        if path is not None:
+    eager = None if args.eager is None or is_hf_source(args.eager) else \
+        (args.eager.rpartition(":")[0] if ":" in args.eager else args.eager)
+    for label, path in (("A", args.a), ("B", args.b), ("--eager", eager)):
+        if path:
             _check_file(label, path)
     inputs = _inputs(args, args.a)
     try:

@@ -191,6 +191,31 @@ def model_from_factory(ref: str, inputs):
     return model, args, kwargs
 
 
+def hf_model(path: str, options: dict, seed: int, stream: bool = True):
+    """``(model, args, kwargs, checkpoint, notes)`` of a Hugging Face directory as ``nac compile
+    --hf`` builds it from ``options`` (``build_recipe.HF_OPTIONS``: class, random weights, batch,
+    lengths, key/value-cache step); ``nac diff --eager DIR`` builds the same with a file's record."""
+    from . import hf
+    hf_class = options.get("class") or "AutoModel"
+    kv = options.get("kv_cache")
+    if kv and hf_class == "AutoModel":
+        hf_class = "AutoModelForCausalLM"      # generation needs the LM head
+    batch = options.get("batch") or 1
+    m = hf.build(path, model_class=hf_class, random_weights=bool(options.get("random_weights")), seed=seed,
+                 batch=batch, seq_len=options.get("seq_len"), image_size=options.get("image_size"), stream=stream)
+    model, kwargs, checkpoint, notes = m.model, m.kwargs, m.checkpoint, m.notes
+    if kv:
+        from .kv_cache import KvStep, step_inputs
+        if batch != 1:
+            raise ValueError("--kv-cache compiles batch 1")
+        model = KvStep(m.model, options.get("cache_slots") or 64)
+        kwargs = step_inputs(model, kv, options.get("seq_len") or 32)
+        notes = [n for n in notes if n != hf.CACHE_NOTE]
+        if checkpoint is not None:
+            checkpoint.wrapper = "model"           # KvStep.model holds the checkpoint's model
+    return model, (), kwargs, checkpoint, notes
+
+
 def _tokenizer_dir(args) -> str | None:
     if args.tokenizer is None:
         return None
@@ -239,23 +264,11 @@ def cmd_compile(args) -> int:
         if args.lookahead < 0:
             raise ValueError("--lookahead must be >= 0")
         if args.hf:
-            from . import hf
-            hf_class = args.hf_class
-            if args.kv_cache and hf_class == "AutoModel":
-                hf_class = "AutoModelForCausalLM"      # generation needs the LM head
-            m = hf.build(args.hf, model_class=hf_class, random_weights=args.random_weights, seed=args.seed,
-                         batch=args.batch, seq_len=args.seq_len, image_size=args.image_size)
-            model, margs, mkwargs, checkpoint = m.model, (), m.kwargs, m.checkpoint
-            if args.kv_cache:
-                from .kv_cache import KvStep, step_inputs
-                if args.batch != 1:
-                    raise ValueError("--kv-cache compiles batch 1")
-                model = KvStep(m.model, args.cache_slots)
-                mkwargs = step_inputs(model, args.kv_cache, args.seq_len or 32)
-                m.notes = [n for n in m.notes if n != hf.CACHE_NOTE]
-                if checkpoint is not None:
-                    checkpoint.wrapper = "model"           # KvStep.model holds the checkpoint's model
-            for note in m.notes:                       # what --hf changed, e.g. use_cache off
+            hf_options = {"class": args.hf_class, "random_weights": args.random_weights, "batch": args.batch,
+                          "seq_len": args.seq_len, "image_size": args.image_size, "kv_cache": args.kv_cache,
+                          "cache_slots": args.cache_slots if args.kv_cache else None}
+            model, margs, mkwargs, checkpoint, notes = hf_model(args.hf, hf_options, args.seed)
+            for note in notes:                         # what --hf changed, e.g. use_cache off
                 print(f"nac: note: {note}", file=sys.stderr)
         else:
             import torch
@@ -272,7 +285,7 @@ def cmd_compile(args) -> int:
                             tokenizer=tokenizer, debug_info=not args.no_debug_info, checkpoint=checkpoint)
         # kept like the input signature (with --no-debug-info too): nac diff --eager needs it
         # to build the same weights
-        set_build_recipe(res.nac, seed=args.seed)
+        set_build_recipe(res.nac, seed=args.seed, hf=hf_options if args.hf else None)
         with weight_progress(res.nac) as progress:
             written = write_compiled(res.nac, args.output, progress)
     except CompileError as e:
@@ -284,7 +297,7 @@ def cmd_compile(args) -> int:
         return _fail(str(e))
     rep = res.report
     if args.hf:
-        rep.warnings[:0] = m.notes
+        rep.warnings[:0] = notes
     rep.files = list(written)
     rep.file_bytes = os.path.getsize(args.output)
     if args.json:

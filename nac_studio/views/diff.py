@@ -55,7 +55,7 @@ class DiffView(QWidget):
         self._results = weakref.WeakKeyDictionary()     # document -> its last DiffResult
         self._inputs = weakref.WeakKeyDictionary()      # document -> (input choices, confirmed) the diff ran with
         self.other = QLineEdit(self)
-        self.other.setPlaceholderText("second .nac file, or FILE.py:FACTORY for PyTorch eager")
+        self.other.setPlaceholderText("second .nac file, or FILE.py:FACTORY or a Hugging Face directory for PyTorch eager")
         self.other.returnPressed.connect(self.run)
         browse = QToolButton(self)
         browse.setText("…")
@@ -264,7 +264,7 @@ class DiffView(QWidget):
             self.status.setText("The tolerance must be a number ≥ 0.")
             return None
         if not target:
-            self.status.setText("Choose a second .nac file or a FILE.py:FACTORY.")
+            self.status.setText("Choose a second .nac file, a FILE.py:FACTORY or a Hugging Face directory.")
             return None
         try:
             feeds = self._feeds()

@@ -232,3 +232,51 @@ def test_uninitialised_memory_is_not_compared(tmp_path, capsys):
     filled = [p for p in res.pairs if p.tick_a > empty[0].tick_a and p.max_abs is not None]
     assert filled and filled[0].max_abs == 0          # the permutation it holds once filled: equal
     assert not res.diverged
+
+
+TINY_GPT2 = {"model_type": "gpt2", "vocab_size": 100, "n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": 64,
+             "bos_token_id": 0, "eos_token_id": 0}
+
+
+@pytest.mark.parametrize("extra", [["--seed", "3", "--seq-len", "8"], ["--batch", "2", "--seq-len", "5"],
+                                   ["--kv-cache", "decode", "--cache-slots", "16", "--seq-len", "8"]])
+def test_a_hugging_face_compile_diffs_against_its_directory(tmp_path, capsys, extra):
+    """`nac diff model.nac --eager HF_DIR` builds transformers' model as `nac compile --hf` built
+    it (seed, random weights, batch, lengths, the key/value-cache step: recorded in the file), so
+    a correct compile does not diverge, and an int8 compile of it does, with the layer named."""
+    import json
+    from nac_engine.format.build_recipe import build_hf_options
+    from nac_engine.format.reader import read
+    d = tmp_path / "tiny-gpt2"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(TINY_GPT2))
+    assert main(["compile", "--hf", str(d), "-o", str(tmp_path / "f.nac")] + extra) == 0
+    with read(str(tmp_path / "f.nac")) as nac:
+        options = build_hf_options(nac)
+    assert options["class"] == "AutoModel" and options["random_weights"] is False
+    assert ("kv_cache" in options) == ("--kv-cache" in extra)
+    capsys.readouterr()
+    code, out, err = _cli(capsys, "diff", tmp_path / "f.nac", "--eager", d)
+    assert code == 0 and "no divergence" in out and "source-map" in out, out + err
+    if "--kv-cache" in extra:
+        return
+    assert main(["compile", "--hf", str(d), "-o", str(tmp_path / "q.nac"), "--quant", "int8_channel"] + extra) == 0
+    capsys.readouterr()
+    code, out, err = _cli(capsys, "diff", tmp_path / "q.nac", "--eager", d / "config.json")
+    assert code == 1 and "first divergence: tick" in out and "h.0." in out.split("first divergence")[1], out + err
+
+
+def test_a_recorded_hf_option_of_the_wrong_kind_is_a_format_error(tmp_path):
+    from nac_engine.errors import NacFormatError
+    from nac_engine.format.build_recipe import build_hf_options, set_build_recipe
+    from nac_engine.format.model import NacFile
+    nac = NacFile()
+    nac.rsrc = []
+    set_build_recipe(nac, seed=0, hf={"class": "AutoModel", "seq_len": 8, "unknown": 1, "batch": None})
+    assert build_hf_options(nac) == {"class": "AutoModel", "seq_len": 8}
+    for bad in ({"batch": -1}, {"seq_len": "8"}, {"class": 3}, {"random_weights": 1}, {"eval": "x"}):
+        payload = json.dumps({"version": 1, "seed": 0, "hf": bad}).encode()
+        from nac_engine.format.model import Resource
+        nac.rsrc = [Resource("nac-studio/build", _payload=payload)]
+        with pytest.raises(NacFormatError, match="nac-studio/build"):
+            build_hf_options(nac)
