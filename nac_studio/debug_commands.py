@@ -26,7 +26,7 @@ from concurrent.futures import Future
 from typing import Optional
 
 from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal
-from PySide6.QtWidgets import QToolBar
+from PySide6.QtWidgets import QInputDialog, QToolBar
 
 from . import debug_marks
 from .debug_session import ERROR, DebugSession
@@ -303,6 +303,26 @@ class DebugController(QObject):
         spec = s.toggle_tick_breakpoint(tick)
         self.window.show_message(f"Breakpoint set on tick {tick}" if spec else f"Breakpoint on tick {tick} removed")
 
+    def add_logpoint(self) -> None:
+        """A logpoint on the selected instruction: its message (with {expressions}) goes to the
+        Debug Console each time the run passes, and the run goes on."""
+        s, tick = self.session, self.cursor_tick()
+        if s is None or tick is None:
+            self.window.show_message("Add Logpoint: select an instruction first")
+            return
+        text, ok = QInputDialog.getText(self.window, "Add Logpoint",
+                                        f"Print each time tick {tick} runs ({{expressions}} are evaluated there):",
+                                        text=f"v{tick} max {{max(abs(x))}}")
+        if not ok or not text.strip():
+            return
+        spec = s.add_breakpoint("tick", str(tick), announce=False)
+        s.edit_breakpoint(spec.id, log=text)
+        dock = self.window.docks.get("debug_console")
+        if dock is not None:
+            dock.show()
+            dock.raise_()
+        self.window.show_message(f"Logpoint #{spec.id} on tick {tick}" + (f": {spec.error}" if spec.error else ""))
+
     def inspect_selection(self):
         """Pin an inspector on the selected parameter, or the selected tick's result."""
         from .debug_session import Subject
@@ -536,6 +556,10 @@ def register_debug_commands(window) -> DebugController:
     c.add("debug.toggleBreakpoint", "Toggle Breakpoint", ctl.toggle_breakpoint, shortcut="F9", icon="breakpoint",
           menu="Debug", group="d", enabled=lambda: has_doc() and ctl.cursor_tick() is not None,
           tip="Break on the selected instruction")
+    c.add("debug.addLogpoint", "Add Logpoint…", ctl.add_logpoint, menu="Debug", group="d", order=1,
+          enabled=lambda: has_doc() and ctl.cursor_tick() is not None,
+          tip="Print a message (with {expressions} evaluated there) to the Debug Console each time the selected "
+              "instruction runs, without stopping")
     c.add("debug.inspect", "Inspect Tensor", ctl.inspect_selection, icon="tensor", menu="Debug", group="e", order=1,
           enabled=lambda: has_doc() and window.active.selection is not None and not ctl.is_running(),
           tip="Pin a tensor inspector on the selected parameter or executed instruction")

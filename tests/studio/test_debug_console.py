@@ -76,3 +76,31 @@ def test_the_log_message_is_kept_with_the_files_breakpoints(window, qtbot, tmp_p
     again = BreakpointSpec.from_json(spec.to_json())
     assert again.log == "max {max(x)}" and again.label.endswith("(log)")
     assert "log" not in BreakpointSpec("tick", "3").to_json()
+
+
+def test_add_logpoint_on_the_selected_instruction(window, qtbot, tmp_path, monkeypatch):
+    """Debug › Add Logpoint… (VS Code's name): the message asked for, a tick breakpoint with it,
+    the console raised; F5 prints it and runs to the end."""
+    from PySide6.QtWidgets import QInputDialog
+
+    from nac_studio.model.document import Selection
+    path = compiled(tmp_path, TwoLinears(), (torch.randn(2, 4),), "two")
+    qdoc = window.open_and_wait(path)
+    s = qdoc.doc.debug
+    relu = next(i.index for i in qdoc.nac.instructions if "relu" in qdoc.nac.instruction_name(i))
+    qdoc.select(Selection("instruction", relu))
+    asked = []
+    monkeypatch.setattr(QInputDialog, "getText", staticmethod(
+        lambda *a, **k: (asked.append(k.get("text")), ("relu {count_zero(x)} zeros", True))[1]))
+    window.commands.run("debug.addLogpoint")
+    assert asked == [f"v{relu} max {{max(abs(x))}}"]
+    (spec,) = s.breakpoints
+    assert (spec.kind, spec.value, spec.log) == ("tick", str(relu), "relu {count_zero(x)} zeros")
+    assert window.docks["debug_console"].isVisible()
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    assert s.state == "finished"
+    console = window.views["debug_console"]
+    qtbot.waitUntil(lambda: len(console.lines()) == 1, timeout=5000)
+    zeros = int((s.result(relu).tensor == 0).sum())
+    assert console.lines() == [f"[tick {relu}] relu {zeros} zeros"]
