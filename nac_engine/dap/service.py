@@ -375,9 +375,12 @@ def _hit_ok(rule: tuple, hits: int) -> bool:
 
 def check_breakpoint(nac, spec: dict) -> str:
     """Before a run: what the engine would refuse (a bad number, a glob matching nothing, an
-    expression that does not parse); "" when nothing."""
+    expression, a log message or a hit condition that does not parse); "" when nothing."""
     from fnmatch import fnmatchcase
     from ..isa.optable import OP_INPUT
+    extras = _check_extras(nac, spec)
+    if extras:
+        return extras
     kind, value = spec.get("kind"), str(spec.get("value", "")).strip()
     condition = str(spec.get("condition", "")).strip()
     n = len(nac.instructions)

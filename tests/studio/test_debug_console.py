@@ -34,6 +34,11 @@ def test_a_logpoint_prints_to_the_console_and_f5_runs_through(window, qtbot, tmp
     s = qdoc.doc.debug
     linears = [i.index for i in qdoc.nac.instructions if qdoc.nac.instruction_name(i) == "aten.linear.default"]
     assert len(linears) == 2
+    # before any run, a message that does not parse is said in its row at once
+    bad = s.add_breakpoint("tick", str(linears[0]))
+    s.edit_breakpoint(bad.id, log="{x[}")
+    assert bad.error.startswith("log message: ")
+    s.remove_breakpoint(bad.id)
     bp_view = window.views["breakpoints"]
     bp_view.kind.setCurrentText("op")
     bp_view.value.setText("aten.linear*")
