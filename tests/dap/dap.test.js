@@ -293,6 +293,24 @@ describe('nac dap', function () {
 			assert.strictEqual((await top(dc)).name, 'head (aten.softmax.int)');
 		});
 
+		it('prints a logpoint\'s message to the debug console and runs through it', async () => {
+			const logged = [];
+			dc.on('output', e => { if (e.body.category === 'console') logged.push(e.body.output); });
+			await Promise.all([
+				dc.waitForEvent('initialized').then(async () => {
+					const r = await dc.setBreakpointsRequest({ source: { path: SRC }, breakpoints: [
+						{ line: L.softmax, logMessage: 'p {max(x)} {{ok}}' }, { line: L.log }] });
+					assert.deepStrictEqual(r.body.breakpoints.map(b => b.verified), [true, true]);
+					return dc.configurationDoneRequest();
+				}),
+				dc.launch({ program: F.model }),
+			]);
+			await dc.assertStoppedLocation('breakpoint', { path: SRC, line: L.log });
+			const lines = logged.filter(s => s.startsWith('p '));
+			assert.strictEqual(lines.length, 2);          // the line's linear, then its softmax
+			assert.match(lines[1], /^p 0\.\d+ \{ok\}\n$/);
+		});
+
 		it('stops on a function breakpoint for an op and for a parameter', async () => {
 			await start(dc, { program: F.model }, () => dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: 'aten.relu' }, { name: 'param:head.proj.*' }] }));
 			assert.match((await top(dc)).name, /aten\.relu/);
