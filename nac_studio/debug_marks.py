@@ -14,6 +14,8 @@ from typing import Optional
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QBrush, QColor, QIcon, QPainter, QPen, QPixmap, QPolygonF
 
+from .debug_session import LOGPOINT
+
 EXEC_COLOR = QColor("#2e9d4a")       # the execution point (VS Code's "current line" green-yellow family)
 BREAK_COLOR = QColor("#d0443c")
 ERROR_COLOR = QColor("#d0443c")
@@ -27,7 +29,7 @@ class DebugMarks:
         self.exec_tick: Optional[int] = None
         self.error_tick: Optional[int] = None
         self.error = ""
-        self.breakpoints: dict[int, bool] = {}
+        self.breakpoints: dict[int, bool | str] = {}    # tick -> its mark (DebugSession.breakpoint_ticks)
         self.running = False
         if session is None:
             return
@@ -58,16 +60,21 @@ def error_row_color(dark: bool) -> QColor:
 
 
 @lru_cache(maxsize=16)
-def gutter_icon(breakpoint: Optional[bool], current: bool, error: bool, size: int = 14) -> QIcon:
-    """Breakpoint dot (filled: enabled, ring: disabled) under the arrow of the current
-    instruction, or a cross where the run failed."""
+def gutter_icon(breakpoint, current: bool, error: bool, size: int = 14) -> QIcon:
+    """Breakpoint dot (filled: enabled, ring: disabled; a diamond: a logpoint, as in VS Code)
+    under the arrow of the current instruction, or a cross where the run failed."""
     pm = QPixmap(size * 2, size * 2)
     pm.setDevicePixelRatio(2.0)
     pm.fill(Qt.GlobalColor.transparent)
     p = QPainter(pm)
     p.setRenderHint(QPainter.RenderHint.Antialiasing)
     r = size / 2
-    if breakpoint is not None:
+    if breakpoint == LOGPOINT:
+        p.setPen(QPen(BREAK_COLOR, 1.4))
+        p.setBrush(QBrush(BREAK_COLOR))
+        d = r * 0.7
+        p.drawPolygon(QPolygonF([QPointF(r, r - d), QPointF(r + d, r), QPointF(r, r + d), QPointF(r - d, r)]))
+    elif breakpoint is not None:
         p.setPen(QPen(BREAK_COLOR, 1.4))
         p.setBrush(QBrush(BREAK_COLOR) if breakpoint else Qt.BrushStyle.NoBrush)
         p.drawEllipse(QPointF(r, r), r * 0.62, r * 0.62)
@@ -137,7 +144,7 @@ def _current_layer(marks: DebugMarks) -> dict:
 
 
 def _breakpoint_layer(marks: DebugMarks) -> dict:
-    return {t: (None, None, "●" if enabled else "○") for t, enabled in marks.breakpoints.items()}
+    return {t: (None, None, "◆" if mark == LOGPOINT else "●" if mark else "○") for t, mark in marks.breakpoints.items()}
 
 
 def hex_ranges(doc, marks: DebugMarks) -> list[tuple[int, int]]:

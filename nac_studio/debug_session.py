@@ -36,6 +36,8 @@ IDLE, RUNNING, STOPPED, FINISHED, ERROR = "idle", "running", "stopped", "finishe
 #: Breakpoint kinds the pane offers; ``value`` means: tick number, op glob, parameter glob,
 #: nothing (nan/inf), or an expression of the engine's condition language.
 BREAKPOINT_KINDS = ("tick", "op", "param", "nan", "inf", "expr")
+#: ``breakpoint_ticks()``'s mark of a tick where only logpoints are enabled.
+LOGPOINT = "log"
 #: Lines the Debug Console keeps (a logpoint in a loop prints per pass).
 CONSOLE_LINES = 5000
 INPUT_MODES = ("random", "zeros", "ones", "npy", "text", "stored")
@@ -598,17 +600,21 @@ class DebugSession:
                 return None
         return self.add_breakpoint("tick", str(tick))
 
-    def breakpoint_ticks(self) -> dict[int, bool]:
-        """tick -> enabled, for every instruction a tick/op/param breakpoint sits on (the
-        gutter and graph dots); computed from the file, so it works before any run. Every stop
-        asks, so an op or parameter glob is matched against the file once per change of the
-        breakpoints, not once per step."""
-        key = tuple((spec.kind, spec.value, spec.enabled) for spec in self.breakpoints)
+    def breakpoint_ticks(self) -> dict[int, bool | str]:
+        """tick -> True (an enabled breakpoint), False (disabled ones only) or ``LOGPOINT`` (enabled
+        logpoints only: the run prints there and goes on), for every instruction a tick/op/param
+        breakpoint sits on (the gutter and graph marks); computed from the file, so it works before
+        any run. Every stop asks, so an op or parameter glob is matched against the file once per
+        change of the breakpoints, not once per step."""
+        key = tuple((spec.kind, spec.value, spec.enabled, bool(spec.log)) for spec in self.breakpoints)
         if self._bp_ticks is None or self._bp_ticks[0] != key:
-            out: dict[int, bool] = {}
+            rank = {False: 0, LOGPOINT: 1, True: 2}          # what a tick's mark shows: the strongest
+            out: dict[int, bool | str] = {}
             for spec in self.breakpoints:
+                mark = (LOGPOINT if spec.log else True) if spec.enabled else False
                 for t in self.ticks_of(spec):
-                    out[t] = out.get(t, False) or spec.enabled
+                    if rank[mark] >= rank[out.get(t, False)]:
+                        out[t] = mark
             self._bp_ticks = (key, out)
         return dict(self._bp_ticks[1])
 

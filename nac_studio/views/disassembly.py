@@ -172,7 +172,7 @@ class DisassemblyModel(QAbstractTableModel):
         self.current_tick: Optional[int] = None
         self.exec_tick: Optional[int] = None        # the debugger's execution point (not the selection)
         self.error_tick: Optional[int] = None       # where the run failed
-        self.breakpoints: dict[int, bool] = {}      # tick -> enabled
+        self.breakpoints: dict[int, bool | str] = {}    # tick -> its mark (debug_session.breakpoint_ticks)
         self.error_text = ""                        # why the run failed at error_tick
         self.problem_ticks: dict[int, str] = {}     # damaged tick -> reason (graph_problems, as the graph)
         self.measured: dict[int, float] = {}        # tick -> seconds, from a Profile run

@@ -109,3 +109,26 @@ def test_add_logpoint_on_the_selected_instruction(window, qtbot, tmp_path, monke
     qtbot.waitUntil(lambda: len(console.lines()) == 1, timeout=5000)
     zeros = int((s.result(relu).tensor == 0).sum())
     assert console.lines() == [f"[tick {relu}] relu {zeros} zeros"]
+
+
+def test_a_logpoint_is_marked_as_a_diamond(window, qtbot, tmp_path):
+    """VS Code's mark: a tick where only logpoints are enabled shows a diamond (gutter icon and
+    graph badge ◆); a plain breakpoint on the same tick wins (●)."""
+    from nac_studio import debug_marks
+    from nac_studio.debug_session import LOGPOINT
+    path = compiled(tmp_path, TwoLinears(), (torch.randn(2, 4),), "two")
+    qdoc = window.open_and_wait(path)
+    s = qdoc.doc.debug
+    t = next(i.index for i in qdoc.nac.instructions if "relu" in qdoc.nac.instruction_name(i))
+    lp = s.add_breakpoint("tick", str(t))
+    s.edit_breakpoint(lp.id, log="{x}")
+    assert s.breakpoint_ticks() == {t: LOGPOINT}
+    marks = debug_marks.DebugMarks(s)
+    assert debug_marks.graph_overlays(marks)["debug.breakpoints"][t][2] == "◆"
+    diamond = debug_marks.gutter_icon(LOGPOINT, False, False).pixmap(14, 14).toImage()
+    dot = debug_marks.gutter_icon(True, False, False).pixmap(14, 14).toImage()
+    assert diamond != dot
+    s.add_breakpoint("tick", str(t))
+    assert s.breakpoint_ticks() == {t: True}
+    s.edit_breakpoint(lp.id, enabled=False)
+    assert s.breakpoint_ticks() == {t: True}
