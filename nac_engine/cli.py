@@ -25,6 +25,7 @@ EXIT_CODES_HELP = ("exit codes (every command): 0 ok; 1 the answer is no (verify
 from .cli_error import CliError  # noqa: E402  (one class whether cli.py runs as __main__ or not)
 from .cli_inputs import input_hint, load_npy as _load_npy, open_nac as _open, open_peer_file as _open_peer  # noqa: E402
 from .cli_inputs import converted_peer, named_items, shaped_inputs as _shaped_inputs, split_inputs  # noqa: E402
+from .cli_inputs import add_import_argument, load_imports  # noqa: E402
 
 
 def cmd_info(args) -> int:
@@ -279,6 +280,7 @@ def cmd_run(args) -> int:
         return _run_tvmr(args, peer)
     inputs, shaped = split_inputs(named_items(args.input))
     feeds = [_load_npy(p) for p in args.feed] if args.feed else None
+    load_imports(args.imports)
     with (converted_peer(args.file, peer.format) if peer is not None else _open(args.file)) as nac:
         if shaped:
             inputs.update(_shaped_inputs(nac, shaped, args.seed))
@@ -478,6 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --compare: exit 1 if the relative error exceeds REL")
     s.add_argument("--break", dest="breaks", action="append", metavar="SPEC",
                    help="stop and print at tick:N, op:GLOB, param:GLOB, nan, inf or if:EXPR (repeatable)")
+    add_import_argument(s)
     s.add_argument("--check-mmap", action="store_true", help="execute the MMAP schedule too and report it")
     s.add_argument("-v", "--verbose", action="store_true", help="with --check-mmap: list hazards too")
     s.set_defaults(func=cmd_run)

@@ -165,3 +165,19 @@ def input_hint(inputs, feeds, err, nac=None) -> str:
         return f"{'x'.join(str(d) for d in shape) or 'scalar'}:{getattr(dtype, 'name', dtype)}"
     given = [f"{k}={form(v)}" for k, v in (inputs or {}).items()] + [form(v) for v in feeds or []]
     return f" (inputs given: {', '.join(given)}; check their shapes and dtypes against the model)"
+
+
+def add_import_argument(parser) -> None:
+    parser.add_argument("--import", dest="imports", action="append", metavar="FILE.py|MODULE",
+                        help="import this first: the code that registers the file's custom operators "
+                             "(torch.library) so they can run (repeatable; runs that code: use code you trust)")
+
+
+def load_imports(refs) -> None:
+    """``--import`` refs, imported in order (once each); a failure is one CliError naming the
+    file and line."""
+    from .compiler.command import import_operator_code
+    try:
+        import_operator_code(refs)
+    except ValueError as e:
+        raise CliError(f"--import {e}") from None

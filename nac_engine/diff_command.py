@@ -27,6 +27,8 @@ def add_parser(sub) -> None:
     s.add_argument("--params", action="store_true", help="also compare parameter loads (quantised weights)")
     s.add_argument("--all", action="store_true", help="print every matched pair, not only the first 40")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
+    from .cli_inputs import add_import_argument
+    add_import_argument(s)
     s.set_defaults(func=cmd_diff)
 
 
@@ -60,6 +62,8 @@ def _fmt(v) -> str:
 
 
 def cmd_diff(args) -> int:
+    from .cli_inputs import load_imports
+    load_imports(args.imports)
     from .cli_error import CliError
     from .errors import NacFormatError
     from .format.input_signature import missing_inputs_hint

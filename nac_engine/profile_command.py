@@ -23,6 +23,8 @@ def add_parser(sub) -> None:
     s.add_argument("--top", type=int, default=15, metavar="K", help="how many of the slowest to list (default 15)")
     s.add_argument("--hw", metavar="PRESET_OR_TOML", help="also simulate on this hardware and print its cycles")
     s.add_argument("--json", action="store_true", help="print every instruction's figures as JSON")
+    from .cli_inputs import add_import_argument
+    add_import_argument(s)
     s.set_defaults(func=cmd_profile)
 
 
@@ -44,6 +46,8 @@ def _us(seconds) -> str:
 
 
 def cmd_profile(args) -> int:
+    from .cli_inputs import load_imports
+    load_imports(args.imports)
     from .cli_error import CliError
     from .cli_inputs import converted_peer, open_nac, open_peer_file
     from .runtime.errors import NacRuntimeError

@@ -26,7 +26,7 @@ from concurrent.futures import Future
 from typing import Optional
 
 from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal
-from PySide6.QtWidgets import QInputDialog, QToolBar
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QToolBar
 
 from . import debug_marks
 from .debug_session import ERROR, DebugSession
@@ -351,6 +351,23 @@ class DebugController(QObject):
             return None
         return q.doc.tick_of(q.selection) if q.selection is not None else q.doc.tick
 
+    def load_operator_code(self, path: Optional[str] = None) -> None:
+        """The Python file that registers the file's custom operators (torch.library): the engine
+        host imports it before each run of this file; kept with the file's breakpoints. A run in
+        progress is ended: the next one imports it."""
+        s = self.session
+        if s is None:
+            return
+        if path is None:
+            path, _ = QFileDialog.getOpenFileName(self.window, "Load Operator Code", "", "Python (*.py)")
+            if not path:
+                return
+        if path not in s.imports:
+            s.imports.append(path)
+        if s.active:
+            s.end()
+        self.window.show_message(f"{os.path.basename(path)} is imported before each run of this file")
+
     def show_inputs(self, then: Optional[tuple] = None) -> None:
         """The Inputs dialog (non-modal; ``then``: the action to launch once accepted)."""
         from .widgets.inputs_dialog import InputsDialog
@@ -563,6 +580,10 @@ def register_debug_commands(window) -> DebugController:
     c.add("debug.inspect", "Inspect Tensor", ctl.inspect_selection, icon="tensor", menu="Debug", group="e", order=1,
           enabled=lambda: has_doc() and window.active.selection is not None and not ctl.is_running(),
           tip="Pin a tensor inspector on the selected parameter or executed instruction")
+    c.add("debug.loadOperatorCode", "Load Operator Code…", lambda: ctl.load_operator_code(), menu="Debug", group="e",
+          order=2, enabled=lambda: has_doc() and not ctl.is_running(),
+          tip="A Python file that registers the model's custom operators (torch.library), imported by the "
+              "engine before each run of this file")
     c.add("debug.inputs", "Inputs…", lambda: ctl.show_inputs(), shortcut="Ctrl+Shift+I", menu="Debug", group="e",
           enabled=lambda: has_doc() and not ctl.is_running(), tip="Choose the values fed to the file's inputs")
     c.add("debug.restartEngine", "Restart Engine", window.restart_engine, menu="Debug", group="f",

@@ -234,6 +234,9 @@ class DebugSession:
         self.inputs_confirmed = not any(not s.has_stored and s.shape is None for s in self.slots)
         self.breakpoints: list[BreakpointSpec] = []
         self.watches: list[str] = []
+        # code that registers the file's custom operators (torch.library), imported by the engine
+        # host before a run: Debug › Load Operator Code…, kept per file
+        self.imports: list[str] = []
         # the Debug Console: logpoints' lines and evaluated expressions, newest last
         self.console: deque[str] = deque(maxlen=CONSOLE_LINES)
         self.console_total = 0        # lines ever printed (the view appends the new ones)
@@ -362,7 +365,7 @@ class DebugSession:
         self.debugger = RemoteDebugger(self.connection, self.path, self.nac)
         self._stats.clear()
         self._summaries.clear()
-        launched = self.debugger.launch(feeds, self._specs(), list(self.watches))
+        launched = self.debugger.launch(feeds, self._specs(), list(self.watches), list(self.imports))
         launched.add_done_callback(lambda f, d=self.debugger: self.post(lambda: self._verdicts(d, f)))
         self.state, self.reason, self.error, self.error_tick = STOPPED, None, "", None
 
@@ -757,7 +760,8 @@ class DebugSession:
     # -- persistence ----------------------------------------------------------------------
     def to_json(self) -> dict:
         return {"breakpoints": [b.to_json() for b in self.breakpoints], "watches": list(self.watches),
-                "inputs": {str(k): c.to_json() for k, c in self.choices.items()}}
+                "inputs": {str(k): c.to_json() for k, c in self.choices.items()},
+                **({"imports": list(self.imports)} if self.imports else {})}
 
     def load_json(self, data: dict) -> None:
         """Breakpoints, watches and input choices saved for this file (bad entries skipped)."""
@@ -766,10 +770,14 @@ class DebugSession:
         for d in data.get("breakpoints", []) or []:
             spec = BreakpointSpec.from_json(d)
             if spec is not None:
-                self.add_breakpoint(spec.kind, spec.value, spec.condition, spec.enabled, announce=False)
+                added = self.add_breakpoint(spec.kind, spec.value, spec.condition, spec.enabled, announce=False)
+                if spec.log:
+                    self.edit_breakpoint(added.id, log=spec.log)
         for w in data.get("watches", []) or []:
             if isinstance(w, str) and w.strip() and w not in self.watches:
                 self.watches.append(w.strip())
+        self.imports = [r for r in data.get("imports") or [] if isinstance(r, str) and r][:16] \
+            if isinstance(data.get("imports"), list) else []
         inputs = data.get("inputs") or {}
         if isinstance(inputs, dict) and inputs:
             choices = {}

@@ -114,10 +114,44 @@ def load_factory(ref: str):
     head, sep, tail = ref.rpartition(":")
     if sep and tail.isidentifier() and not (len(head) == 1 and head.isalpha()):   # not a Windows drive
         target, name = head, tail
+    module = import_user_module(target)
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise ValueError(f"{target} defines no callable {name!r} (give FILE.py:FACTORY)")
+    return fn
+
+
+#: Operator code imported by this process (``nac run --import``, the engine host, ``nac dap``), by
+#: absolute path or module name: a second import would register its torch.library ops again,
+#: which torch refuses.
+_IMPORTED_OPERATOR_CODE: set[str] = set()
+
+
+def import_operator_code(refs) -> None:
+    """Import each ``FILE.py`` or ``package.module`` once per process: the code that registers a
+    file's custom operators (torch.library), so the interpreter finds them. ValueError (one line,
+    the user's file and line) when one fails."""
+    for ref in refs or ():
+        if not isinstance(ref, str) or not ref:
+            raise ValueError(f"{ref!r} is not a file or module name")
+        key = os.path.abspath(ref) if ref.endswith(".py") or os.sep in ref else ref
+        if key in _IMPORTED_OPERATOR_CODE:
+            continue
+        try:
+            import_user_module(ref, f"_nac_operators_{len(_IMPORTED_OPERATOR_CODE)}")
+        except ValueError as e:
+            raise ValueError(str(e) if str(e).startswith(ref) else f"{ref}: {e}") from None
+        _IMPORTED_OPERATOR_CODE.add(key)
+
+
+def import_user_module(target: str, module_name: str = "_nac_compile_model"):
+    """``FILE.py`` (its directory importable while it loads) or ``package.module``, imported: the
+    user's model code, or the code that registers their torch.library ops (``nac run --import``).
+    Its errors are one line naming the user's file and line."""
     if target.endswith(".py") or os.sep in target or os.path.exists(target):
         if not os.path.isfile(target):
             raise ValueError(f"{target}: no such file")
-        spec = importlib.util.spec_from_file_location("_nac_compile_model", os.path.abspath(target))
+        spec = importlib.util.spec_from_file_location(module_name, os.path.abspath(target))
         module = importlib.util.module_from_spec(spec)
         sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
         try:
@@ -128,10 +162,7 @@ def load_factory(ref: str):
     else:
         with user_code(target):
             module = importlib.import_module(target)
-    fn = getattr(module, name, None)
-    if not callable(fn):
-        raise ValueError(f"{target} defines no callable {name!r} (give FILE.py:FACTORY)")
-    return fn
+    return module
 
 
 @contextlib.contextmanager
@@ -216,6 +247,13 @@ def hf_model(path: str, options: dict, seed: int, stream: bool = True):
     return model, (), kwargs, checkpoint, notes
 
 
+def _custom_operators(nac) -> list[str]:
+    """``namespace::op`` of each custom operator (torch.library) the compiled file calls."""
+    from ..runtime.kernels import needs_operator_code
+    names = {nac.instruction_name(i) for i in nac.instructions if i.a >= 10}
+    return sorted({"::".join(n.split(".")[:2]) for n in names if needs_operator_code(n)})
+
+
 def _tokenizer_dir(args) -> str | None:
     if args.tokenizer is None:
         return None
@@ -288,6 +326,10 @@ def cmd_compile(args) -> int:
         set_build_recipe(res.nac, seed=args.seed, hf=hf_options if args.hf else None)
         with weight_progress(res.nac) as progress:
             written = write_compiled(res.nac, args.output, progress)
+        custom = _custom_operators(res.nac)
+        if custom:
+            print(f"nac: note: the model calls custom operator(s) {', '.join(custom)}: running the file needs "
+                  "the code that registers them (nac run --import FILE.py)", file=sys.stderr)
     except CompileError as e:
         if args.verbose:
             print(str(e), file=sys.stderr)

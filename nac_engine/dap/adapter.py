@@ -166,6 +166,14 @@ class Adapter:
         program = args.get("program")
         if not isinstance(program, str) or not program:
             raise RequestError("launch: 'program' (the .nac file to debug) is required")
+        imports = args.get("imports") or []
+        if not isinstance(imports, list) or not all(isinstance(r, str) and r for r in imports):
+            raise RequestError("launch: 'imports' must be a list of .py files or module names")
+        from ..compiler.command import import_operator_code
+        try:
+            import_operator_code(imports)     # the program's custom operators (torch.library)
+        except ValueError as e:
+            raise RequestError(f"launch: imports: {e}") from None
         from ..cli_inputs import open_nac
         nac = open_nac(program)
         try:

@@ -688,6 +688,13 @@ class Kernels:
             return self._resolve_aten(name)
         if name in _OPERATOR_NAMES:
             return getattr(operator, name)
+        op = registered_op(name)
+        if op is not None:                  # a library's or the user's own torch.library op, loaded here
+            return _SchemaKernel(op, self)
+        if custom_op_name(name):
+            raise NotSupported(f"no kernel for op {name!r}: a custom operator (torch.library) that this "
+                               f"process has not loaded; load the code that defines it (nac run --import "
+                               f"FILE.py; the Studio's Debug › Load Operator Code…; nac dap's launch 'imports')")
         raise NotSupported(f"no kernel for op {name!r} (not a standard NAC op, not aten.*, "
                            f"not a known Python operator)")
 
@@ -715,6 +722,31 @@ class Kernels:
         if overload == "default" and callable(method):
             return _TensorMethod(op_name)
         raise NotSupported(f"{name!r}: no torch.ops.aten.{op_name} in torch {torch.__version__}")
+
+
+def custom_op_name(name: str) -> bool:
+    """``namespace.op[.overload]`` of an operator outside ATen and NAC's own (``mylib.scale.default``
+    for ``mylib::scale``): one a library or the user's code registers with torch.library."""
+    parts = name.split(".")
+    return len(parts) in (2, 3) and all(p.isidentifier() for p in parts) and parts[0] not in ("aten", "nac", "prims")
+
+
+def needs_operator_code(name: str) -> bool:
+    """A custom operator the interpreter runs only with its defining code loaded (not one it has a
+    kernel of its own for, such as transformers' grouped matmul)."""
+    return custom_op_name(name) and name not in _ATEN_ADAPTERS and name not in _HAND
+
+
+def registered_op(name: str):
+    """``torch.ops.<namespace>.<op>.<overload>`` of a custom op name when this process has it
+    registered (its defining code imported), else None."""
+    if not custom_op_name(name):
+        return None
+    ns, op, *overload = name.split(".")
+    try:
+        return getattr(getattr(getattr(torch.ops, ns), op), overload[0] if overload else "default")
+    except (AttributeError, RuntimeError):
+        return None
 
 
 class _TensorMethod:

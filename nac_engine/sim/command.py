@@ -35,6 +35,8 @@ def add_parser(sub) -> None:
     s.add_argument("--cpu-budget", default="256M", metavar="BYTES",
                    help="bytes shape propagation may compute on the CPU for ops without a meta kernel and "
                         "<CONTROL_FLOW> predicates (4096, 256M, 1G; default 256M); the rest runs on meta")
+    from ..cli_inputs import add_import_argument
+    add_import_argument(s)
     s.set_defaults(func=cmd_sim)
 
 
@@ -90,6 +92,8 @@ def _overrides(sets) -> dict:
 
 
 def cmd_sim(args) -> int:
+    from ..cli_inputs import load_imports
+    load_imports(args.imports)
     from ..cli_error import CliError
     from ..errors import NacFormatError
     from .config import HardwareConfigError, load_hardware

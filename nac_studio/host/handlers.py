@@ -234,7 +234,10 @@ def run_file(ctx: Context, args: dict) -> Any:
 
 # -- the debugger (shaped as DAP's requests; see nac_engine.dap.service) ----------------------------
 def launch(ctx: Context, args: dict) -> Any:
-    """``{path, feeds, breakpoints, watches}`` -> the run's state and the breakpoints' verdicts."""
+    """``{path, feeds, breakpoints, watches, imports}`` -> the run's state and the breakpoints'
+    verdicts (``imports``: the code that registers the file's custom operators, imported once)."""
+    from nac_engine.compiler.command import import_operator_code
+    import_operator_code(args.get("imports") or [])
     service = ctx.state.debug(args["path"], launch=True)
     verdicts = service.set_breakpoints(args.get("breakpoints") or [])
     service.set_watches(args.get("watches") or [])

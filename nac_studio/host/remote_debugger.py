@@ -145,10 +145,11 @@ class RemoteDebugger:
         req = self.connection.request(command, {"path": self.path, **arguments})
         return req.future
 
-    def launch(self, feeds: list, breakpoints: list, watches: list) -> Future:
-        """Start the run in the host (queued before any action that follows)."""
+    def launch(self, feeds: list, breakpoints: list, watches: list, imports: Optional[list] = None) -> Future:
+        """Start the run in the host (queued before any action that follows); ``imports``: the code
+        that registers the file's custom operators, imported there first."""
         self.launched = self._then_state(self._send("launch", feeds=feeds, breakpoints=breakpoints,
-                                                    watches=watches), "breakpoints")
+                                                    watches=watches, imports=list(imports or [])), "breakpoints")
         return self.launched
 
     def set_breakpoints(self, specs: list) -> Future:
