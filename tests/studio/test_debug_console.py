@@ -75,12 +75,23 @@ def test_a_logpoint_prints_to_the_console_and_f5_runs_through(window, qtbot, tmp
 
 
 def test_the_log_message_is_kept_with_the_files_breakpoints(window, qtbot, tmp_path):
-    """Breakpoints persist per file (their JSON form): the log message with them."""
-    from nac_studio.debug_session import BreakpointSpec
+    """Breakpoints persist per file (their JSON form): the log message with them, back when the
+    file is opened again."""
+    import json
+
+    from nac_studio.debug_session import BreakpointSpec, DebugSession
     spec = BreakpointSpec("op", "aten.linear*", log="max {max(x)}")
     again = BreakpointSpec.from_json(spec.to_json())
     assert again.log == "max {max(x)}" and again.label.endswith("(log)")
     assert "log" not in BreakpointSpec("tick", "3").to_json()
+    path = compiled(tmp_path, TwoLinears(), (torch.randn(2, 4),), "two")
+    s = window.open_and_wait(path).doc.debug
+    b = s.add_breakpoint("op", "aten.linear*")
+    s.edit_breakpoint(b.id, log="max {max(x)}")
+    saved = json.loads(json.dumps(s.to_json()))
+    reopened = DebugSession(s.nac)
+    reopened.load_json(saved)
+    assert [(x.kind, x.value, x.log) for x in reopened.breakpoints] == [("op", "aten.linear*", "max {max(x)}")]
 
 
 def test_add_logpoint_on_the_selected_instruction(window, qtbot, tmp_path, monkeypatch):
