@@ -255,3 +255,19 @@ def test_logpoints_print_their_message_and_do_not_stop(client, models):
     # the softmax line is one linear then the softmax: hit 2 is the softmax's result
     assert any(ln.startswith("softmax f32[2] min ") for ln in logged), logged
     assert caps["body"].get("supportsLogPoints") is True
+
+
+def test_launch_imports_the_code_of_the_programs_custom_operators(client, tmp_path):
+    """`imports` in the launch configuration: the code that registers the model's torch.library
+    operators, imported by the adapter before the run; a bad entry is the launch's error."""
+    from tests.studio.test_custom_operators import MODEL, OPS
+    (tmp_path / "ops.py").write_text(OPS)
+    (tmp_path / "model.py").write_text(MODEL)
+    r = subprocess.run([sys.executable, "-m", "nac_engine.cli", "compile", str(tmp_path / "model.py"), "-o",
+                        str(tmp_path / "m.nac")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    bad = client.start({"program": str(tmp_path / "m.nac"), "imports": [str(tmp_path / "nosuch.py")]})
+    assert not bad["success"] and "imports" in bad["message"] and "no such file" in bad["message"]
+    launched = client.start({"program": str(tmp_path / "m.nac"), "imports": [str(tmp_path / "ops.py")]})
+    assert launched["success"], launched
+    client.wait_event("terminated")            # ran to the end through the custom op
