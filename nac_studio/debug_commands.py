@@ -362,11 +362,14 @@ class DebugController(QObject):
             path, _ = QFileDialog.getOpenFileName(self.window, "Load Operator Code", "", "Python (*.py)")
             if not path:
                 return
-        if path not in s.imports:
-            s.imports.append(path)
+        done = s.add_import(path)
         if s.active:
             s.end()
-        self.window.show_message(f"{os.path.basename(path)} is imported before each run of this file")
+        name = os.path.basename(path)
+        self.window.show_message(f"Importing {name}…")
+        done.add_done_callback(lambda f: s.post(lambda: self.window.show_message(
+            f"Could not import {name}: {f.exception()}" if f.exception() is not None
+            else f"{name} imported: its operators run; it is imported again before each run of this file", 10000)))
 
     def show_inputs(self, then: Optional[tuple] = None) -> None:
         """The Inputs dialog (non-modal; ``then``: the action to launch once accepted)."""

@@ -472,7 +472,7 @@ class DebugSession:
             self.state = ERROR
             self.error = str(exc)
             self.error_tick = getattr(exc, "tick", None)
-            if self.error_tick is None:
+            if self.error_tick is None and not getattr(exc, "at_launch", False):
                 self.error_tick = self.debugger.next_tick
             self._take_log()
             self._sync_hits()
@@ -503,7 +503,8 @@ class DebugSession:
             return f"Running… tick {done:,}/{total:,}"
         took = f" ({self.elapsed * 1000:.0f} ms)" if self.elapsed < 1 else f" ({self.elapsed:.2f} s)"
         if self.state == ERROR:
-            return f"Error at tick {self.error_tick}: {self.error.splitlines()[0] if self.error else ''}{took}"
+            where = f" at tick {self.error_tick}" if self.error_tick is not None else ""
+            return f"Error{where}: {self.error.splitlines()[0] if self.error else ''}{took}"
         r = self.reason
         if self.state == FINISHED:
             return f"Finished after tick {self.tick}{took}{self.history_note()}"
@@ -646,6 +647,14 @@ class DebugSession:
                 spec.hits = hits
                 if error:
                     spec.error = error
+
+    # -- custom operators -----------------------------------------------------------------
+    def add_import(self, path: str) -> Future:
+        """Code that registers the file's custom operators: imported by the engine host now (for
+        a simulation or a profile before any run) and before each run; kept with the file."""
+        if path not in self.imports:
+            self.imports.append(path)
+        return self.connection.request("nac/importOperatorCode", {"imports": [path]}).future
 
     # -- the debug console ----------------------------------------------------------------
     def _take_log(self) -> None:

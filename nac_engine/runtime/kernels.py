@@ -693,8 +693,9 @@ class Kernels:
             return _SchemaKernel(op, self)
         if custom_op_name(name):
             raise NotSupported(f"no kernel for op {name!r}: a custom operator (torch.library) that this "
-                               f"process has not loaded; load the code that defines it (nac run --import "
-                               f"FILE.py; the Studio's Debug › Load Operator Code…; nac dap's launch 'imports')")
+                               f"process has not loaded; load the code that defines it (--import FILE.py on "
+                               f"the command line; the Studio's Debug › Load Operator Code…; nac dap's launch "
+                               f"'imports')")
         raise NotSupported(f"no kernel for op {name!r} (not a standard NAC op, not aten.*, "
                            f"not a known Python operator)")
 

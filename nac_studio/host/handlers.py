@@ -257,6 +257,13 @@ def set_watches(ctx: Context, args: dict) -> Any:
     return {"state": service.state()}
 
 
+def import_operator_code(ctx: Context, args: dict) -> Any:
+    """``{imports}``: the code that registers a file's custom operators, imported now (once)."""
+    from nac_engine.compiler.command import import_operator_code as load
+    load(args.get("imports") or [])
+    return {}
+
+
 def evaluate(ctx: Context, args: dict) -> Any:
     return ctx.state.debug(args["path"]).evaluate(str(args.get("expression", "")))
 
@@ -392,6 +399,7 @@ def handlers() -> dict[str, Handler]:
            "nac/sugiyama": Handler(sugiyama), "nac/shapes": Handler(shapes), "nac/layout": Handler(layout),
            "launch": Handler(launch, "debug"), "nac/setBreakpoints": Handler(set_breakpoints, "debug"),
            "nac/setWatches": Handler(set_watches, "debug"), "evaluate": Handler(evaluate, "debug"),
+           "nac/importOperatorCode": Handler(import_operator_code, "debug"),
            "pause": Handler(pause, "now"),
            "next": Handler(_action("next"), "debug"), "continue": Handler(_action("continue"), "debug"),
            "stepBack": Handler(_action("stepBack"), "debug"), "stepIn": Handler(_action("stepIn"), "debug"),

@@ -30,11 +30,13 @@ class StopReason:
 
 
 class RunError(RuntimeError):
-    """An action ended in an error (a kernel failed); ``tick`` is where."""
+    """An action ended in an error (a kernel failed); ``tick`` is where. ``at_launch``: the run
+    never started (its inputs or operator code were refused): no tick is to blame."""
 
-    def __init__(self, message: str, tick: Optional[int]):
+    def __init__(self, message: str, tick: Optional[int], at_launch: bool = False):
         super().__init__(message)
         self.tick = tick
+        self.at_launch = at_launch
 
 
 class RemoteDebugger:
@@ -183,6 +185,13 @@ class RemoteDebugger:
 
         def done(f: Future) -> None:
             self.running_tick = None
+            # the launch is answered first (one debug lane): when it failed, this action's "no run"
+            # is not the reason the user needs, the launch's is
+            launch = self.launched
+            failed = launch.exception() if launch is not None and launch.done() else None
+            if failed is not None:
+                out.set_exception(RunError(f"the run could not start: {failed}", None, at_launch=True))
+                return
             if f.exception() is not None:
                 out.set_exception(f.exception())
                 return

@@ -64,7 +64,7 @@ def _cli(*argv) -> subprocess.CompletedProcess:
 def test_nac_run_says_what_to_load_and_runs_with_it(model_dir, tmp_path):
     r = _cli("run", model_dir / "m.nac")
     assert r.returncode == 2 and "no kernel for op 'nactest.scale_shift.default': a custom operator" in r.stderr
-    assert "nac run --import FILE.py" in r.stderr
+    assert "--import FILE.py on the command line" in r.stderr
     r = _cli("run", model_dir / "m.nac", "--import", model_dir / "ops.py", "--import", model_dir / "ops.py",
              "--out", tmp_path)
     assert r.returncode == 0, r.stderr
@@ -87,6 +87,22 @@ def test_the_studio_loads_the_operator_code_kept_with_the_file(window, qtbot, mo
     assert s.state == "error" and "Load Operator Code" in s.error, s.error
     window.debug.load_operator_code(str(model_dir / "ops.py"))      # as the command's file dialog gives it
     assert s.imports == [str(model_dir / "ops.py")] and s.to_json()["imports"] == s.imports
+    qtbot.waitUntil(lambda: "ops.py imported" in window.statusBar().currentMessage(), timeout=30000)
+    # imported at once: a simulation (shapes need the op) works before any run
+    view = window.views["hardware"]
+    window.docks["hardware"].show()
+    window.docks["hardware"].raise_()
+    assert view.load_hardware("edge-32x32")
+    task = view.simulate()
+    qtbot.waitUntil(task.done, timeout=60000)
+    assert task.error is None, task.error
     press(qtbot, window, Qt.Key.Key_F5)
     wait_stopped(qtbot, window, timeout=60000)
     assert s.state == "finished", s.describe()
+    # the kept file has gone since: the run cannot start, and the window says why (not "no run")
+    window.commands.run("debug.stop")
+    s.imports.append(str(model_dir / "moved_away.py"))
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window, timeout=60000)
+    assert s.state == "error" and s.error_tick is None
+    assert s.describe().startswith("Error: the run could not start: ") and "moved_away.py: no such file" in s.error
