@@ -6,6 +6,11 @@ range); an unknown key, a wrong type or an out-of-range value raises
 [1, 65536], got -3``). Omitted keys take the defaults in :data:`SCHEMA`, so a file only says
 what differs.
 
+``[ops]`` says what an op costs where the simulator's own tables do not know it (a custom
+operator of your accelerator, or to override one): ``"mylib::fused_gelu" = "elementwise"`` (one
+of :data:`OP_COST_CLASSES`: costed like those ops) or ``= 120`` (that many cycles on the vector
+unit); keys are ``namespace::op`` names or globs (``"mylib::*"``), the first that matches wins.
+
 ``load_hardware(spec)`` accepts a preset name (``edge-32x32``; the files in
 ``nac_engine/sim/presets/``), a path to a ``.toml`` file, a mapping (already-parsed TOML) or a
 :class:`HardwareConfig`. ``overrides={"array.rows": 64}`` replaces single keys before
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import importlib.resources
 import math
+from fnmatch import fnmatchcase
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +49,9 @@ ARRAY_TIMINGS = ("scalesim", "pipelined", "tile")
 CORE_MODELS = ("event", "refcore")
 VECTOR_CLASSES = ("elementwise", "compare", "reduction", "unknown")
 MMAP_ACTIONS = ("preload", "save_result", "forward", "free")
+#: What an ``[ops]`` entry may cost an op as (classes whose cost needs only the op's tensor sizes).
+OP_COST_CLASSES = ("elementwise", "compare", "reduction", "reduction2", "sfu", "softmax", "norm", "copy", "alias")
+MAX_OP_RULES = 256
 
 
 class HardwareConfigError(ValueError):
@@ -272,6 +281,21 @@ class HardwareConfig:
     dtype_bytes: Mapping[str, int]
     source: Optional[str] = None
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    ops: Mapping[str, Any] = field(default_factory=dict)    # [ops]: name or glob -> class or cycles
+    _op_rules: dict = field(default_factory=dict, repr=False, compare=False)   # op name -> its rule, once
+
+    def op_rule(self, op: str) -> Any:
+        """The ``[ops]`` entry for an instruction's op (``mylib.fused.default`` is matched as
+        ``mylib::fused``, and as written), or None; each op name is matched once (a 7B model has
+        tens of thousands of instructions, of a few dozen ops)."""
+        if not self.ops:
+            return None
+        if op not in self._op_rules:
+            parts = op.split(".")
+            names = (op, "::".join(parts[:2])) if len(parts) >= 2 else (op,)
+            self._op_rules[op] = next((rule for pattern, rule in self.ops.items()
+                                       if any(fnmatchcase(n, pattern) for n in names)), None)
+        return self._op_rules[op]
 
     def element_bytes(self, dtype: str) -> int:
         """Bytes per element of ``dtype`` (torch name, e.g. ``float32``); unknown names count 4
@@ -329,12 +353,16 @@ def build_hardware(doc: Mapping[str, Any], source: Optional[str] = None) -> Hard
     _check_depth(doc, "hardware description")
     values: dict[str, dict[str, Any]] = {sec: {} for sec in SCHEMA}
     tables: dict[str, dict[str, int]] = {t: dict(d) for t, (d, *_r) in _FREE_TABLES.items()}
+    ops: dict[str, Any] = {}
 
     def walk(node: Mapping[str, Any], prefix: str) -> None:
         for key, v in node.items():
             if not isinstance(key, str):
                 raise HardwareConfigError(f"{prefix or 'top level'}: keys must be strings")
             dotted = f"{prefix}.{key}" if prefix else key
+            if dotted == "ops":
+                _read_op_rules(v, ops)
+                continue
             if dotted in _FREE_TABLES:
                 _read_free_table(dotted, v, tables[dotted])
                 continue
@@ -372,7 +400,8 @@ def build_hardware(doc: Mapping[str, Any], source: Optional[str] = None) -> Hard
         refcore=RefcoreConfig(**rc),
         dtype_bytes=MappingProxyType(tables["dtype_bytes"]),
         source=source,
-        raw=_raw_of(resolved, tables),
+        raw=_raw_of(resolved, tables, ops),
+        ops=MappingProxyType(ops),
     )
     return cfg
 
@@ -393,7 +422,25 @@ def _read_free_table(key: str, v: Any, into: dict) -> None:
         into[name] = n
 
 
-def _raw_of(resolved: dict, tables: dict) -> dict:
+def _read_op_rules(v: Any, into: dict) -> None:
+    if not isinstance(v, Mapping):
+        raise HardwareConfigError('ops: expected a table of "namespace::op" = "class" or cycles')
+    if len(v) > MAX_OP_RULES:
+        raise HardwareConfigError(f"ops: at most {MAX_OP_RULES} entries")
+    for name, rule in v.items():
+        if not isinstance(name, str) or not name or len(name) > 200:
+            raise HardwareConfigError(f"ops: bad op name {name!r}")
+        if isinstance(rule, str):
+            if rule not in OP_COST_CLASSES:
+                raise HardwareConfigError(f"ops.{name}: expected cycles or one of {', '.join(OP_COST_CLASSES)}, "
+                                          f"got {rule!r}")
+        elif isinstance(rule, bool) or not isinstance(rule, int) or not 0 <= rule <= CYC:
+            raise HardwareConfigError(f"ops.{name}: expected cycles (an integer in [0, {CYC}]) or one of "
+                                      f"{', '.join(OP_COST_CLASSES)}, got {rule!r}")
+        into[name] = rule
+
+
+def _raw_of(resolved: dict, tables: dict, ops: Optional[dict] = None) -> dict:
     out: dict = {}
     for sec, vals in resolved.items():
         if sec == "":
@@ -405,6 +452,8 @@ def _raw_of(resolved: dict, tables: dict) -> dict:
         node.update(vals)
     out["dtype_bytes"] = dict(tables["dtype_bytes"])
     out["vector"]["cycles_per_vector"] = dict(tables["vector.cycles_per_vector"])
+    if ops:
+        out["ops"] = dict(ops)
     return out
 
 

@@ -435,7 +435,10 @@ def instruction_cost(ins: InstrInfo, hw: HardwareConfig) -> Cost:
     """Cost of one regular instruction on ``hw`` (system instructions cost nothing here)."""
     if ins.kind != "op":
         return Cost("core", 0, {}, op_class="system")
-    cls = op_class(ins.op)
+    rule = hw.op_rule(ins.op)       # the hardware file's [ops]: what its own ops cost
+    if isinstance(rule, int):
+        return Cost("vector", rule, {"vector": rule}, op_class="custom", detail={"cycles": "[ops]"})
+    cls = rule or op_class(ins.op)
     if cls == "gemm":
         gs = gemms(ins)
         if gs:

@@ -60,6 +60,11 @@ def _err(doc):
     ({"refcore": {"latency": {"preload": "slow"}}}, "refcore.latency.preload"),
     ({"refcore": {"latency": {"prefetch": 1}}}, "refcore.latency.prefetch"),
     ({"refcore": {"memory_semantics": "eager"}}, "refcore.memory_semantics"),
+    ({"ops": {"mylib::f": "gemm"}}, "ops.mylib::f: expected cycles or one of elementwise"),
+    ({"ops": {"mylib::f": -1}}, "ops.mylib::f: expected cycles"),
+    ({"ops": {"mylib::f": True}}, "ops.mylib::f"),
+    ({"ops": 3}, "ops: expected a table"),
+    ({"ops": {f"o{i}": 1 for i in range(257)}}, "ops: at most 256 entries"),
 ])
 def test_bad_values_name_the_key(doc, needle):
     assert needle in _err(doc)

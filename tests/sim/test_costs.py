@@ -129,3 +129,22 @@ def test_unparseable_recurrent_shapes_stay_unknown():
     c = instruction_cost(x, hw)
     assert (c.op_class, c.known) == ("unknown", False)
     assert np.isfinite(c.cycles)
+
+
+def test_the_hardware_file_says_what_its_own_ops_cost():
+    """[ops]: a custom operator (or any op) costed as a class or as fixed cycles; globs, the first
+    match wins; matched as namespace::op and as the file names it."""
+    ins = InstrInfo(0, "mylib.fused_gelu.default", "op", (T(4, 256),), (TensorInfo((4, 256), "float32"),))
+    plain = load_hardware("edge-32x32")
+    assert instruction_cost(ins, plain).op_class == "unknown" and not instruction_cost(ins, plain).known
+    hw = plain.with_overrides({"ops": {"mylib::fused_gelu": 120, "mylib::*": "softmax"}})
+    c = instruction_cost(ins, hw)
+    assert (c.unit, c.cycles, c.op_class, c.known) == ("vector", 120, "custom", True)
+    other = InstrInfo(1, "mylib.other.default", "op", (T(4, 256),), (TensorInfo((4, 256), "float32"),))
+    soft = InstrInfo(2, "aten._softmax.default", "op", (T(4, 256),), (TensorInfo((4, 256), "float32"),))
+    assert instruction_cost(other, hw).cycles == instruction_cost(soft, plain).cycles
+    assert instruction_cost(other, hw).op_class == "softmax"
+    # overriding a known op, written as the file names it
+    hw2 = plain.with_overrides({"ops": {"aten._softmax.default": 7}})
+    assert instruction_cost(soft, hw2).cycles == 7
+    assert hw2.to_dict()["ops"] == {"aten._softmax.default": 7}
