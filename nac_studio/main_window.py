@@ -209,6 +209,11 @@ class MainWindow(QMainWindow):
 
         self._register_commands()
         self._build_menus()
+        # right-click on an instruction (a disassembly row, a graph node): the debugger's actions on it
+        node_actions = [None if i is None else self.commands.action(i) for i in
+                        ("debug.runToCursor", "debug.toggleBreakpoint", "debug.addLogpoint", None, "debug.inspect")]
+        self.disassembly_view.row_actions = node_actions
+        self.graph.node_actions = node_actions
         self._build_toolbar()
         self._build_statusbar()
         self.tasks.started.connect(self._task_started)

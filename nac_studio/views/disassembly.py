@@ -18,7 +18,7 @@ import numpy as np
 from PySide6.QtCore import (QAbstractTableModel, QEvent, QItemSelectionModel, QModelIndex, QPersistentModelIndex,
                             QRect, QSize, Qt, QTimer, Signal)
 from PySide6.QtGui import QColor, QFontMetrics, QGuiApplication, QPalette
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QStyle,
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMenu, QStyle,
                                QStyledItemDelegate, QStyleOptionViewItem, QTableView, QVBoxLayout, QWidget)
 
 from nac_engine.format.model import NacFile
@@ -598,6 +598,11 @@ class DisassemblyView(QWidget):
         hh.setHighlightSections(False)
         self.delegate = ArgumentsDelegate(self.table)
         self.delegate.linkActivated.connect(self._on_link)
+        # right-click: the window's actions on the row under the pointer (breakpoint, logpoint, run
+        # to here, inspect), given by the window: this view knows no commands
+        self.row_actions: list = []
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._context_menu)
         self.table.setItemDelegateForColumn(COL_ARGS, self.delegate)
         self.table.selectionModel().currentRowChanged.connect(self._on_current_row)
         self.table.viewport().installEventFilter(self)    # a click in the tick column's gutter: breakpoint
@@ -792,6 +797,16 @@ class DisassemblyView(QWidget):
             return
         self.qdoc.select(sel, source=self)
         self.reveal(sel)    # a link goes somewhere else: follow it (our own echo is ignored)
+
+    def _context_menu(self, pos) -> None:
+        idx = self.table.indexAt(pos)
+        if not idx.isValid() or not self.row_actions:
+            return
+        self.select_tick(self.model.tick_at(idx.row()))     # the actions act on the selection
+        menu = QMenu(self)
+        for action in self.row_actions:       # a disabled one shows greyed (run to here while running)
+            menu.addSeparator() if action is None else menu.addAction(action)
+        menu.exec(self.table.viewport().mapToGlobal(pos))
 
     def select_tick(self, tick: int) -> None:
         """Make ``tick``'s row current (as a click would)."""

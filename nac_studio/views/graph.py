@@ -205,6 +205,9 @@ class GraphView(QWidget):
         self.canvas.nodeActivated.connect(self._on_node_activated)
         self.canvas.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.canvas.customContextMenuRequested.connect(self._context_menu)
+        # the window's actions on a node under the pointer (breakpoint, logpoint, run to here,
+        # inspect), given by the window: this view knows no commands
+        self.node_actions: list = []
 
         bar = QToolBar(self)
         bar.setIconSize(QSize(16, 16))
@@ -688,6 +691,10 @@ class GraphView(QWidget):
             if nd.kind == "group":
                 menu.addAction(f"Expand {nd.op}", lambda p=nd.op: self.expand_block(p))
             else:
+                self._on_node_clicked(node)                 # the window's actions act on the selection
+                for action in self.node_actions:    # a disabled one shows greyed
+                    menu.addSeparator() if action is None else menu.addAction(action)
+                menu.addSeparator()
                 prefix = self._block_of(node)
                 if prefix is not None:
                     menu.addAction(f"Collapse {prefix}", lambda p=prefix: self.collapse_block(p))

@@ -143,3 +143,44 @@ def test_a_logpoint_is_marked_as_a_diamond(window, qtbot, tmp_path):
     assert s.breakpoint_ticks() == {t: True}
     s.edit_breakpoint(lp.id, enabled=False)
     assert s.breakpoint_ticks() == {t: True}
+
+
+def test_right_click_on_an_instruction_offers_the_debuggers_actions(window, qtbot, tmp_path):
+    """A disassembly row or a graph node: Run to Cursor, Toggle Breakpoint, Add Logpoint…, Inspect
+    Tensor, acting on what was clicked (it becomes the selection)."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+    path = compiled(tmp_path, TwoLinears(), (torch.randn(2, 4),), "two")
+    qdoc = window.open_and_wait(path)
+    shown = []
+
+    def read_and_close_the_menu(tries=[0]):          # the popup's own event loop runs this
+        menu = QApplication.activePopupWidget()
+        if menu is None:
+            tries[0] += 1
+            if tries[0] < 300:                          # no menu at all: the test fails on `shown`
+                QTimer.singleShot(10, read_and_close_the_menu)
+            return
+        shown.append([x.text() for x in menu.actions() if not x.isSeparator()])
+        menu.close()
+    relu = next(i.index for i in qdoc.nac.instructions if "relu" in qdoc.nac.instruction_name(i))
+    view = window.disassembly_view
+    rect = view.table.visualRect(view.model.index(view.model.row_of_tick(relu), 1))
+    QTimer.singleShot(0, read_and_close_the_menu)
+    view.table.customContextMenuRequested.emit(rect.center())
+    assert shown[-1][:4] == ["Run to Cursor", "Toggle Breakpoint", "Add Logpoint…", "Inspect Tensor"]
+    assert qdoc.doc.tick_of(qdoc.selection) == relu
+    window.commands.run("debug.toggleBreakpoint")          # acts on the clicked row
+    assert [(b.kind, b.value) for b in qdoc.doc.debug.breakpoints] == [("tick", str(relu))]
+    # a graph node (the graph shows ops; pick the first linear's)
+    graph = window.graph
+    qtbot.waitUntil(lambda: graph.shown is not None and graph.canvas.layout_ is not None, timeout=20000)
+    linear = next(i.index for i in qdoc.nac.instructions if qdoc.nac.instruction_name(i) == "aten.linear.default")
+    node = next(n for n, nd in enumerate(graph.shown.nodes) if nd.selection().key == linear)
+    x, y = graph.canvas.layout_.pos[node]
+    graph.canvas.center_on(node)
+    qtbot.wait(20)
+    QTimer.singleShot(0, read_and_close_the_menu)
+    graph.canvas.customContextMenuRequested.emit(graph.canvas.scene_to_screen(float(x), float(y)).toPoint())
+    assert shown[-1][:4] == ["Run to Cursor", "Toggle Breakpoint", "Add Logpoint…", "Inspect Tensor"]
+    assert qdoc.doc.tick_of(qdoc.selection) == linear
