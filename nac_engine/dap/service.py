@@ -83,10 +83,9 @@ class DebugService:
         self._hit_rules.clear()
         for spec in self._specs:
             sid = spec.get("id")
-            message = _check_extras(self.nac, spec)
-            if message:
-                pass
-            elif d is not None:
+            if d is None:
+                message = check_breakpoint(self.nac, spec)      # its hit condition and log message too
+            elif (message := _check_extras(self.nac, spec)) == "":
                 try:
                     bp = d.add_breakpoint(**_engine_args(spec))
                 except Exception as exc:     # noqa: BLE001 - ValueError, IndexError, ExprError: the spec's problem
@@ -95,8 +94,6 @@ class DebugService:
                     bp.enabled = bool(spec.get("enabled", True))
                     bp.hits = int(spec.get("hits", 0) or 0)
                     self._engine_bps[sid] = bp
-            else:
-                message = check_breakpoint(self.nac, spec)
             if message:
                 self._errors[sid] = message
             else:
