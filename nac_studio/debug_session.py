@@ -362,6 +362,8 @@ class DebugSession:
         this file's last run."""
         from .host.remote_debugger import RemoteDebugger
         feeds = self.feeds()
+        if self.console:          # the Debug Console keeps earlier runs' lines: mark where this one starts
+            self.console_print("── new run ──")
         self.debugger = RemoteDebugger(self.connection, self.path, self.nac)
         self._stats.clear()
         self._summaries.clear()
@@ -665,6 +667,10 @@ class DebugSession:
     def console_print(self, text: str) -> None:
         self.console.append(text)
         self.console_total += 1
+
+    def console_clear(self) -> None:
+        self.console.clear()
+        self.notify()
 
     def evaluate(self, text: str) -> Future:
         """An expression's value at the execution point (the Debug Console's input line): the

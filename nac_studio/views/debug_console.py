@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLineEdit, QPlainTextEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLineEdit, QPlainTextEdit, QToolButton, QVBoxLayout, QWidget
 
+from ..icons import icon
 from ..qt_document import rebind
 from ..theme import mono_font
 from .watches import format_value
@@ -39,11 +40,21 @@ class DebugConsoleView(QWidget):
         self.input.setPlaceholderText("Evaluate at the execution point: max(abs(x)), v12[0, :4], mean(fc1.weight) …")
         self.input.setClearButtonEnabled(True)
         self.input.returnPressed.connect(self.evaluate_input)
+        clear = QToolButton(self)
+        clear.setIcon(icon("close"))
+        clear.setToolTip("Clear the console")
+        clear.setAutoRaise(True)
+        clear.clicked.connect(lambda _c=False: self.session.console_clear() if self.session is not None else None)
+        self.clear_button = clear
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.input, 1)
+        row.addWidget(clear)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
         lay.addWidget(self.text, 1)
-        lay.addWidget(self.input)
+        lay.addLayout(row)
         self.set_document(qdoc)
 
     @property
@@ -89,8 +100,9 @@ class DebugConsoleView(QWidget):
         lines = s.console if s is not None else ()
         total = s.console_total if s is not None else 0
         shown_session, shown = self._shown
-        if shown_session is not s or total < shown or total - shown > len(lines):
-            self.text.setPlainText("\n".join(lines))          # another file, or more than is kept
+        cleared = not lines and not self.text.document().isEmpty()
+        if shown_session is not s or total < shown or total - shown > len(lines) or cleared:
+            self.text.setPlainText("\n".join(lines))          # another file, cleared, or more than is kept
         elif total > shown:
             for line in list(lines)[len(lines) - (total - shown):]:
                 self.text.appendPlainText(line)

@@ -68,6 +68,18 @@ def test_a_logpoint_prints_to_the_console_and_f5_runs_through(window, qtbot, tmp
     qtbot.keyClick(console.input, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: len(console.lines()) >= 6, timeout=5000)
     assert console.lines()[5].startswith("  error: ") and "99999" in console.lines()[5]
+    # a second run's lines follow a mark; the clear button empties the console
+    window.commands.run("debug.stop")
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    qtbot.waitUntil(lambda: len(console.lines()) >= 9, timeout=5000)
+    assert console.lines()[6] == "── new run ──" and console.lines()[7].startswith(f"[tick {linears[0]}] linear 6")
+    console.clear_button.click()
+    assert console.lines() == [] and not s.console
+    console.input.setText("1 + 1")
+    qtbot.keyClick(console.input, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: len(console.lines()) == 2, timeout=5000)
+    assert console.lines() == ["> 1 + 1", "  2"]
     # a message that does not parse: refused in the row, the breakpoint is not installed
     _log_cell(window).setText("oops {x[}")
     qtbot.waitUntil(lambda: bool(s.breakpoints[0].error), timeout=5000)
