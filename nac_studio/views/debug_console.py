@@ -9,7 +9,6 @@ from typing import Optional
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLineEdit, QPlainTextEdit, QToolButton, QVBoxLayout, QWidget
 
-from ..icons import icon
 from ..qt_document import rebind
 from ..theme import mono_font
 from .watches import format_value
@@ -41,7 +40,7 @@ class DebugConsoleView(QWidget):
         self.input.setClearButtonEnabled(True)
         self.input.returnPressed.connect(self.evaluate_input)
         clear = QToolButton(self)
-        clear.setIcon(icon("close"))
+        clear.setText("Clear")              # a word: an ✕ beside a pane reads as "close the pane"
         clear.setToolTip("Clear the console")
         clear.setAutoRaise(True)
         clear.clicked.connect(lambda _c=False: self.session.console_clear() if self.session is not None else None)
