@@ -196,3 +196,21 @@ def test_right_click_on_an_instruction_offers_the_debuggers_actions(window, qtbo
     graph.canvas.customContextMenuRequested.emit(graph.canvas.scene_to_screen(float(x), float(y)).toPoint())
     assert shown[-1][:4] == ["Run to Cursor", "Toggle Breakpoint", "Add Logpoint…", "Inspect Tensor"]
     assert qdoc.doc.tick_of(qdoc.selection) == linear
+
+
+def test_the_input_line_remembers_what_was_evaluated(qtbot):
+    """Up and Down walk the expressions evaluated before, as a shell's history does."""
+    from nac_studio.views.debug_console import DebugConsoleView
+    view = DebugConsoleView()
+    qtbot.addWidget(view)
+    view._history = ["max(x)", "v3[0, :2]"]
+    view.input.setFocus()
+    view.show()
+    qtbot.waitUntil(view.input.hasFocus, timeout=2000)
+    qtbot.keyClick(view.input, Qt.Key.Key_Up)
+    assert view.input.text() == "v3[0, :2]"
+    qtbot.keyClick(view.input, Qt.Key.Key_Up)
+    assert view.input.text() == "max(x)"
+    qtbot.keyClick(view.input, Qt.Key.Key_Down)
+    qtbot.keyClick(view.input, Qt.Key.Key_Down)
+    assert view.input.text() == ""
