@@ -249,9 +249,10 @@ def hf_model(path: str, options: dict, seed: int, stream: bool = True):
 
 def _custom_operators(nac) -> list[str]:
     """``namespace::op`` of each custom operator (torch.library) the compiled file calls."""
+    from ..isa.optable import qualified_name
     from ..runtime.kernels import needs_operator_code
     names = {nac.instruction_name(i) for i in nac.instructions if i.a >= 10}
-    return sorted({"::".join(n.split(".")[:2]) for n in names if needs_operator_code(n)})
+    return sorted({qualified_name(n) for n in names if needs_operator_code(n)})
 
 
 def _tokenizer_dir(args) -> str | None:

@@ -30,6 +30,19 @@ def custom_op_start(version: str) -> int:
 CUSTOM_OP_KIN = {"transformers.grouped_mm_fallback.default": "aten._grouped_mm.default"}
 
 
+def custom_op_name(name: str) -> bool:
+    """``namespace.op[.overload]`` of an operator outside ATen and NAC's own (``mylib.scale.default``
+    for ``mylib::scale``): one a library or the user's code registers with torch.library."""
+    parts = name.split(".")
+    return len(parts) in (2, 3) and all(p.isidentifier() for p in parts) and parts[0] not in ("aten", "nac", "prims")
+
+
+def qualified_name(op: str) -> str:
+    """torch's ``namespace::op`` of a file's op name (``mylib.scale.default`` → ``mylib::scale``)."""
+    parts = op.split(".")
+    return "::".join(parts[:2]) if len(parts) >= 2 else op
+
+
 def uninitialised(op: str) -> bool:
     """Whether op ``op`` (``aten.empty_like.default``, ``aten::new_empty``...) returns whatever memory
     the allocator hands out: ``empty``, ``empty_like``, ``new_empty``, ``empty_strided``, the quantised

@@ -32,6 +32,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from ..isa.coerce import InexactCoercion, exact, is_scalar, try_exact
+from ..isa.optable import custom_op_name
 from ..format.model import is_tensor_placeholder  # noqa: F401  (re-exported: session reads it from here)
 from .errors import NotSupported
 
@@ -723,13 +724,6 @@ class Kernels:
         if overload == "default" and callable(method):
             return _TensorMethod(op_name)
         raise NotSupported(f"{name!r}: no torch.ops.aten.{op_name} in torch {torch.__version__}")
-
-
-def custom_op_name(name: str) -> bool:
-    """``namespace.op[.overload]`` of an operator outside ATen and NAC's own (``mylib.scale.default``
-    for ``mylib::scale``): one a library or the user's code registers with torch.library."""
-    parts = name.split(".")
-    return len(parts) in (2, 3) and all(p.isidentifier() for p in parts) and parts[0] not in ("aten", "nac", "prims")
 
 
 def needs_operator_code(name: str) -> bool:

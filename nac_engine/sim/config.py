@@ -32,6 +32,7 @@ from typing import Any, Mapping, Optional
 
 from ..errors import NacFormatError
 from ..files import open_regular
+from ..isa.optable import qualified_name
 
 #: The bundled presets: package data, found through importlib.resources (a wheel ships them).
 PRESET_DIR = Path(str(importlib.resources.files("nac_engine.sim").joinpath("presets")))
@@ -291,8 +292,7 @@ class HardwareConfig:
         if not self.ops:
             return None
         if op not in self._op_rules:
-            parts = op.split(".")
-            names = (op, "::".join(parts[:2])) if len(parts) >= 2 else (op,)
+            names = (op, qualified_name(op))
             self._op_rules[op] = next((rule for pattern, rule in self.ops.items()
                                        if any(fnmatchcase(n, pattern) for n in names)), None)
         return self._op_rules[op]
