@@ -315,8 +315,7 @@ class DebugController(QObject):
                                         text=f"v{tick} max {{max(abs(x))}}")
         if not ok or not text.strip():
             return
-        spec = s.add_breakpoint("tick", str(tick), announce=False)
-        s.edit_breakpoint(spec.id, log=text)
+        spec = s.add_breakpoint("tick", str(tick), log=text)
         dock = self.window.docks.get("debug_console")
         if dock is not None:
             dock.show()

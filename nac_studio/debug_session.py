@@ -560,10 +560,11 @@ class DebugSession:
         self.notify()
 
     def add_breakpoint(self, kind: str, value: str = "", condition: str = "", enabled: bool = True,
-                       announce: bool = True) -> BreakpointSpec:
+                       announce: bool = True, log: str = "") -> BreakpointSpec:
+        """``log``: a logpoint's message (printed to the Debug Console; the run goes on)."""
         if kind not in BREAKPOINT_KINDS:
             raise ValueError(f"unknown breakpoint kind {kind!r}")
-        spec = BreakpointSpec(kind, str(value).strip(), condition.strip(), enabled, self._next_id)
+        spec = BreakpointSpec(kind, str(value).strip(), condition.strip(), enabled, self._next_id, log=log.strip())
         self._next_id += 1
         self.breakpoints.append(spec)
         self._install()
@@ -785,9 +786,7 @@ class DebugSession:
         for d in data.get("breakpoints", []) or []:
             spec = BreakpointSpec.from_json(d)
             if spec is not None:
-                added = self.add_breakpoint(spec.kind, spec.value, spec.condition, spec.enabled, announce=False)
-                if spec.log:
-                    self.edit_breakpoint(added.id, log=spec.log)
+                self.add_breakpoint(spec.kind, spec.value, spec.condition, spec.enabled, announce=False, log=spec.log)
         for w in data.get("watches", []) or []:
             if isinstance(w, str) and w.strip() and w not in self.watches:
                 self.watches.append(w.strip())
