@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QDockWidget, QF
 
 from nac_engine.errors import with_compile_hint
 
+from .widgets.image_files import could_not_write
 from . import dock_layout, icons, ui_gc
 from .model import schedule_problems
 from .commands import CommandRegistry
@@ -378,6 +379,7 @@ class MainWindow(QMainWindow):
         self.cancel_button.setToolTip("Cancel the running task")
         self.cancel_button.clicked.connect(self.cancel_current_task)
         self.doc_label = QLabel(self)
+        self._doc_summary = ""            # the whole line; the label shows what fits (_fit_doc_summary)
         sb.addPermanentWidget(self.task_indicator)
         sb.addPermanentWidget(self.doc_label)
 
@@ -697,16 +699,13 @@ class MainWindow(QMainWindow):
         """Save the graph as PNG or SVG (asks where when ``path`` is not given)."""
         if self.graph.shown is None:
             return None
-        if path is None:
-            stem = Path(self.active.doc.path or "graph").stem if self.active is not None else "graph"
-            path, _ = QFileDialog.getSaveFileName(self, f"Export Graph as {fmt.upper()}",
-                                                  f"{stem}-graph.{fmt}", f"{fmt.upper()} (*.{fmt})")
-            if not path:
-                return None
+        path = path or self.graph.export_path(fmt)
+        if not path:
+            return None
         try:
-            (self.graph.export_svg if fmt == "svg" else self.graph.export_png)(path)
+            self.graph.export(fmt, path)
         except OSError as e:
-            self.show_message(f"Could not write {path}: {e.strerror or e}")
+            self.show_message(could_not_write(path, e))
             return None
         self.show_message(f"Saved {path}")
         return path
@@ -755,7 +754,7 @@ class MainWindow(QMainWindow):
     def _fit_doc_summary(self) -> None:
         # Messages ("Opened x.nac in 0.4 s — 3 problems", errors) are drawn only left of the
         # permanent widgets: on a narrow window the file summary gives way to them.
-        text = getattr(self, "_doc_summary", "")
+        text = self._doc_summary
         room = max(160, self.width() - self.task_indicator.sizeHint().width() - 480)
         fitted = self.doc_label.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, room)
         self.doc_label.setText(f"  {fitted}  " if fitted else "")
@@ -905,7 +904,7 @@ class MainWindow(QMainWindow):
             try:
                 write_png(self.grab(), path)
             except OSError as e:
-                self.show_message(f"Could not write {path}: {e.strerror or e}")
+                self.show_message(could_not_write(path, e))
                 return
             self.show_message(f"Saved {path}")
 

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLin
 
 from nac_engine.errors import with_compile_hint
 
+from ..widgets.image_files import could_not_write
 from ..qt_document import rebind
 from ..model.document import Selection
 from ..model.graph_layout import GraphLayout, LayoutCancelled, layout_graph
@@ -253,8 +254,8 @@ class GraphView(QWidget):
         export.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         export.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(export)
-        self.act_png = menu.addAction("Export PNG…", self._export_png_dialog)
-        self.act_svg = menu.addAction("Export SVG…", self._export_svg_dialog)
+        self.act_png = menu.addAction("Export PNG…", lambda: self._export_dialog("png"))
+        self.act_svg = menu.addAction("Export SVG…", lambda: self._export_dialog("svg"))
         export.setMenu(menu)
         bar.addWidget(export)
 
@@ -859,27 +860,24 @@ class GraphView(QWidget):
             base = os.path.splitext(self.qdoc.doc.path)[0] + "_graph"
         return f"{base}.{ext}"
 
-    def _export_png_dialog(self) -> None:
+    def export_path(self, fmt: str) -> Optional[str]:
+        """Where to export the graph as ``fmt`` (png, svg): asked, None when cancelled."""
+        path, _ = QFileDialog.getSaveFileName(self, f"Export graph as {fmt.upper()}", self._default_export_name(fmt),
+                                              f"{fmt.upper()} image (*.{fmt})")
+        return path or None
+
+    def export(self, fmt: str, path: str) -> None:
+        (self.export_svg if fmt == "svg" else self.export_png)(path)
+
+    def _export_dialog(self, fmt: str) -> None:
         if self.layout_ is None:
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Export graph as PNG", self._default_export_name("png"),
-                                              "PNG image (*.png)")
+        path = self.export_path(fmt)
         if path:
-            self._export(self.export_png, path)
-
-    def _export_svg_dialog(self) -> None:
-        if self.layout_ is None:
-            return
-        path, _ = QFileDialog.getSaveFileName(self, "Export graph as SVG", self._default_export_name("svg"),
-                                              "SVG image (*.svg)")
-        if path:
-            self._export(self.export_svg, path)
-
-    def _export(self, write, path: str) -> None:
-        try:
-            write(path)
-        except OSError as e:
-            QMessageBox.warning(self, "Export failed", f"Could not write {path}: {e.strerror or e}")
+            try:
+                self.export(fmt, path)
+            except OSError as e:
+                QMessageBox.warning(self, "Export failed", could_not_write(path, e))
 
 
 def _esc(text: str) -> str:

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (QSizePolicy, QAbstractItemView, QComboBox, QDoubl
                                QMenu, QSpinBox, QSplitter, QTableView, QTabWidget, QTextBrowser, QToolBar, QToolButton,
                                QVBoxLayout, QWidget)
 
+from ..widgets.image_files import could_not_write
 from ..model.document import Selection
 from ..icons import icon
 from ..qt_document import rebind
@@ -961,4 +962,4 @@ class HardwareView(QWidget):
             try:
                 self.export(what, path)
             except OSError as e:
-                self.message.emit(f"Could not write {path}: {e.strerror or e}")
+                self.message.emit(could_not_write(path, e))

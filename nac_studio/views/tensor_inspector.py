@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxL
 
 from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 
+from ..widgets.image_files import could_not_write
 from ..debug_session import Subject
 from ..icons import icon
 from ..qt_document import rebind
@@ -801,7 +802,7 @@ class InspectorPanel(QWidget):
             try:
                 self.export_npy(path)
             except OSError as e:
-                QMessageBox.warning(self, "Export failed", f"Could not write {path}: {e.strerror or e}")
+                QMessageBox.warning(self, "Export failed", could_not_write(path, e))
 
     def copy_stats(self) -> str:
         body = large_stats_text(self.large, self.large_stats) if self.large is not None and self.large_stats \

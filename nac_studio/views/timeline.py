@@ -26,6 +26,7 @@ from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QSizePolicy, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QLabel, QSpinBox, QToolBar,
                                QToolButton, QVBoxLayout, QWidget)
 
+from ..widgets.image_files import could_not_write
 from ..model.document import Selection
 from ..icons import icon
 from ..qt_document import rebind
@@ -557,4 +558,4 @@ class TimelineView(QWidget):
             try:
                 self.export(path)
             except OSError as e:
-                self.message.emit(f"Could not write {path}: {e.strerror or e}")
+                self.message.emit(could_not_write(path, e))

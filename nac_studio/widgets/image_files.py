@@ -1,7 +1,8 @@
 """The images the Studio writes (graph and plot exports, window screenshots): encoded in memory,
 then written whole through the engine's atomic write. A failed or interrupted export leaves the
 file that was there, and a path that is not a regular file (a FIFO a user picked by mistake) is
-refused with ``OSError`` instead of blocking the window on an open that never returns."""
+refused with ``OSError`` instead of blocking the window on an open that never returns.
+:func:`could_not_write` is how every export (images, CSV, traces, ``.npy``) says it failed."""
 from __future__ import annotations
 
 from typing import Callable
@@ -10,6 +11,11 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, QSize
 from PySide6.QtGui import QPainter
 
 from nac_engine.format.writer import atomic_write
+
+
+def could_not_write(path: str, exc: OSError) -> str:
+    """The one line a failed export shows the user."""
+    return f"Could not write {path}: {exc.strerror or exc}"
 
 
 def png_bytes(image) -> bytes:
