@@ -138,6 +138,11 @@ def shaped_inputs(nac, shaped, seed: int) -> dict:
         raise CliError(f"--input: {e}") from None
 
 
+def _dtype_name(v) -> str:
+    """``float16`` for a numpy array's or a torch tensor's dtype alike."""
+    return str(getattr(v.dtype, "name", v.dtype)).removeprefix("torch.")
+
+
 def input_hint(inputs, feeds, err, nac=None) -> str:
     """When an instruction fails on values the user supplied, the likeliest fix is the inputs:
     say which were given, with their shapes, so the one-line error says what to change; a named
@@ -151,18 +156,16 @@ def input_hint(inputs, feeds, err, nac=None) -> str:
             recorded = {s.name: s.dtype for s in read_input_signature(nac) or () if s.kind == "input"}
         except NacFormatError:      # a broken signature: verify's business, not this hint's
             pass
-    other = [f"{k} is {getattr(v.dtype, 'name', v.dtype)} where the file was compiled for {recorded[k]}"
-             for k, v in inputs.items() if k in recorded and hasattr(v, "dtype")
-             and str(getattr(v.dtype, "name", v.dtype)).removeprefix("torch.") != recorded[k]]
+    other = [f"{k} is {_dtype_name(v)} where the file was compiled for {recorded[k]}"
+             for k, v in inputs.items() if k in recorded and hasattr(v, "dtype") and _dtype_name(v) != recorded[k]]
     if other:
         return f" ({'; '.join(other)})"
 
     def form(v) -> str:
         shape = getattr(v, "shape", None)
-        dtype = getattr(v, "dtype", None)
         if shape is None:
             return type(v).__name__
-        return f"{'x'.join(str(d) for d in shape) or 'scalar'}:{getattr(dtype, 'name', dtype)}"
+        return f"{'x'.join(str(d) for d in shape) or 'scalar'}:{_dtype_name(v)}"
     given = [f"{k}={form(v)}" for k, v in (inputs or {}).items()] + [form(v) for v in feeds or []]
     return f" (inputs given: {', '.join(given)}; check their shapes and dtypes against the model)"
 
