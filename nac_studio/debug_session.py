@@ -657,7 +657,7 @@ class DebugSession:
         a simulation or a profile before any run) and before each run; kept with the file."""
         if path not in self.imports:
             self.imports.append(path)
-        return self.connection.request("nac/importOperatorCode", {"imports": [path]}).future
+        return self.connection.import_operator_code([path]).future
 
     # -- the debug console ----------------------------------------------------------------
     def _take_log(self) -> None:
@@ -792,6 +792,8 @@ class DebugSession:
                 self.watches.append(w.strip())
         self.imports = [r for r in data.get("imports") or [] if isinstance(r, str) and r][:16] \
             if isinstance(data.get("imports"), list) else []
+        if self.imports:        # what the user loaded for this file: its shapes and simulation need it too
+            self.connection.import_operator_code(self.imports)
         inputs = data.get("inputs") or {}
         if isinstance(inputs, dict) and inputs:
             choices = {}

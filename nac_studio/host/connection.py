@@ -105,6 +105,9 @@ class HostConnection:
         self._log = None
         self._env: dict = {}
         self._warm_zygote = False     # on this host's first real answer (its imports are done)
+        #: code that registers custom operators, imported by every host this connection starts
+        #: (a restarted host needs it before a simulation or a layout, not only before a run)
+        self.operator_code: list[str] = []
 
     @property
     def alive(self) -> bool:
@@ -141,7 +144,17 @@ class HostConnection:
                                             name="engine-host-reader", daemon=True)
             self._reader.start()
             init = self._request("initialize", {"adapterID": "nac-studio", "protocolVersion": PROTOCOL_VERSION})
+            for path in self.operator_code:     # one each: a file moved away does not keep the others out
+                self._request("nac/importOperatorCode", {"imports": [path]})
         init.future.add_done_callback(self._check_version)
+
+    def import_operator_code(self, paths: list[str]) -> Request:
+        """Import ``paths`` in the host now, and in every host started after this one."""
+        with self._lock:
+            for path in paths:
+                if path not in self.operator_code:
+                    self.operator_code.append(path)
+            return self.request("nac/importOperatorCode", {"imports": list(paths)})
 
     def _check_version(self, future: Future) -> None:
         if future.exception() is not None:

@@ -4,6 +4,8 @@ launch ``imports``, the Studio's Debug › Load Operator Code… (kept per file)
 equals eager. The code is imported once per process (torch refuses a second registration)."""
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 
@@ -106,3 +108,33 @@ def test_the_studio_loads_the_operator_code_kept_with_the_file(window, qtbot, mo
     wait_stopped(qtbot, window, timeout=60000)
     assert s.state == "error" and s.error_tick is None
     assert s.describe().startswith("Error: the run could not start: ") and "moved_away.py: no such file" in s.error
+
+
+def _simulate(qtbot, window):
+    view = window.views["hardware"]
+    window.docks["hardware"].show()
+    window.docks["hardware"].raise_()
+    assert view.load_hardware("edge-32x32")
+    task = view.simulate()
+    qtbot.waitUntil(task.done, timeout=60000)
+    return task.error
+
+
+def test_a_fresh_engine_host_gets_the_operator_code_back(window, qtbot, model_dir):
+    """After the host dies and Restart Engine, and when the file is reopened in a fresh host,
+    a simulation (which needs the op's shapes) works before any run."""
+    ops = str(model_dir / "ops.py")
+    qdoc = window.open_and_wait(model_dir / "m.nac")
+    window.debug.load_operator_code(ops)
+    qtbot.waitUntil(lambda: "ops.py imported" in window.statusBar().currentMessage(), timeout=30000)
+    os.kill(window.host.pid, signal.SIGKILL)
+    qtbot.waitUntil(lambda: "engine stopped" in window.statusBar().currentMessage(), timeout=30000)
+    window.commands.run("debug.restartEngine")
+    assert _simulate(qtbot, window) is None
+    # reopened with what was kept for the file, in a host that has never seen the code
+    window.close_document(qdoc)
+    window.host.connection.operator_code.clear()
+    window.commands.run("debug.restartEngine")
+    qdoc = window.open_and_wait(model_dir / "m.nac")
+    assert qdoc.doc.debug.imports == [ops]
+    assert _simulate(qtbot, window) is None
