@@ -167,6 +167,7 @@ class BreakpointSpec:
     hits: int = 0
     error: str = ""               # why the engine refused it, or its condition's last error
     log: str = ""                 # a logpoint's message ({expressions} evaluated): printed, no stop
+    hit_condition: str = ""       # which hits stop (DAP's hitCondition: N, >=N, >N, ==N, %N)
 
     @property
     def label(self) -> str:
@@ -177,18 +178,19 @@ class BreakpointSpec:
         else:
             text = f"{self.kind} {self.value}"
         return text + (f" if {self.condition}" if self.condition and self.kind != "expr" else "") \
-            + (" (log)" if self.log else "")
+            + (f" (hit {self.hit_condition})" if self.hit_condition else "") + (" (log)" if self.log else "")
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "value": self.value, "condition": self.condition, "enabled": self.enabled,
-                **({"log": self.log} if self.log else {})}
+                **({"log": self.log} if self.log else {}),
+                **({"hitCondition": self.hit_condition} if self.hit_condition else {})}
 
     @classmethod
     def from_json(cls, d: dict) -> Optional["BreakpointSpec"]:
         if not isinstance(d, dict) or d.get("kind") not in BREAKPOINT_KINDS:
             return None
         return cls(d["kind"], str(d.get("value", "")), str(d.get("condition", "")), bool(d.get("enabled", True)),
-                   log=str(d.get("log") or ""))
+                   log=str(d.get("log") or ""), hit_condition=str(d.get("hitCondition") or ""))
 
 
 @dataclass
@@ -367,6 +369,8 @@ class DebugSession:
         self.debugger = RemoteDebugger(self.connection, self.path, self.nac)
         self._stats.clear()
         self._summaries.clear()
+        for spec in self.breakpoints:     # hits count within a run (a hit condition's "the 3rd")
+            spec.hits = 0
         launched = self.debugger.launch(feeds, self._specs(), list(self.watches), list(self.imports))
         launched.add_done_callback(lambda f, d=self.debugger: self.post(lambda: self._verdicts(d, f)))
         self.state, self.reason, self.error, self.error_tick = STOPPED, None, "", None
@@ -560,11 +564,13 @@ class DebugSession:
         self.notify()
 
     def add_breakpoint(self, kind: str, value: str = "", condition: str = "", enabled: bool = True,
-                       announce: bool = True, log: str = "") -> BreakpointSpec:
-        """``log``: a logpoint's message (printed to the Debug Console; the run goes on)."""
+                       announce: bool = True, log: str = "", hit_condition: str = "") -> BreakpointSpec:
+        """``log``: a logpoint's message (printed to the Debug Console; the run goes on).
+        ``hit_condition``: which of its hits stop (``5``, ``>=5``, ``>5``, ``==5``, ``%5``)."""
         if kind not in BREAKPOINT_KINDS:
             raise ValueError(f"unknown breakpoint kind {kind!r}")
-        spec = BreakpointSpec(kind, str(value).strip(), condition.strip(), enabled, self._next_id, log=log.strip())
+        spec = BreakpointSpec(kind, str(value).strip(), condition.strip(), enabled, self._next_id, log=log.strip(),
+                              hit_condition=hit_condition.strip())
         self._next_id += 1
         self.breakpoints.append(spec)
         self._install()
@@ -584,7 +590,8 @@ class DebugSession:
         self.notify()
 
     def edit_breakpoint(self, spec_id: int, *, value: Optional[str] = None, condition: Optional[str] = None,
-                        enabled: Optional[bool] = None, log: Optional[str] = None) -> None:
+                        enabled: Optional[bool] = None, log: Optional[str] = None,
+                        hit_condition: Optional[str] = None) -> None:
         spec = self.breakpoint(spec_id)
         if spec is None:
             return
@@ -594,6 +601,8 @@ class DebugSession:
             spec.condition = condition.strip()
         if log is not None:
             spec.log = log.strip()
+        if hit_condition is not None:
+            spec.hit_condition = hit_condition.strip()
         if enabled is not None:
             spec.enabled = bool(enabled)
         self._install()
@@ -786,7 +795,8 @@ class DebugSession:
         for d in data.get("breakpoints", []) or []:
             spec = BreakpointSpec.from_json(d)
             if spec is not None:
-                self.add_breakpoint(spec.kind, spec.value, spec.condition, spec.enabled, announce=False, log=spec.log)
+                self.add_breakpoint(spec.kind, spec.value, spec.condition, spec.enabled, announce=False, log=spec.log,
+                                    hit_condition=spec.hit_condition)
         for w in data.get("watches", []) or []:
             if isinstance(w, str) and w.strip() and w not in self.watches:
                 self.watches.append(w.strip())

@@ -193,6 +193,8 @@ class DebugService:
             elif action == "runTo":
                 d.run_to(int(tick), breakpoints=breakpoints)
             elif action == "restart":
+                for bp in self._engine_bps.values():     # a hit condition counts within a run
+                    bp.hits = 0
                 d.restart()
             elif action == "reverseContinue":
                 d.reverse_continue()

@@ -1,7 +1,8 @@
 """Breakpoints pane: every breakpoint of the file — tick, op pattern, parameter, NaN, Inf or an
 expression of the engine's condition language — with enable/disable, hit count and edit in
-place (the value, the condition and the log message cells: a breakpoint with a log message is a
-logpoint, which prints to the Debug Console instead of stopping). Breakpoints live in the debug session as specs, so
+place (the value, the condition, the hit condition and the log message cells: a breakpoint with
+a log message is a logpoint, which prints to the Debug Console instead of stopping; a hit
+condition such as ``>=5`` or ``%10`` says which of its hits in a run count). Breakpoints live in the debug session as specs, so
 they can be set before a run and persist per file; one the engine refuses (a glob that matches
 nothing, a bad expression) shows why in its row. Double-click a row whose breakpoint sits on
 instructions selects the first of them.
@@ -20,8 +21,10 @@ from ..model.document import Selection
 from ..icons import icon
 from ..qt_document import rebind
 
-COLUMNS = ("On", "#", "Kind", "Where / expression", "Condition", "Log message", "Hits", "Problem")
-COL_ON, COL_ID, COL_KIND, COL_VALUE, COL_COND, COL_LOG, COL_HITS, COL_ERROR = range(8)
+COLUMNS = ("On", "#", "Kind", "Where / expression", "Condition", "Hit condition", "Log message", "Hits", "Problem")
+COL_ON, COL_ID, COL_KIND, COL_VALUE, COL_COND, COL_HIT, COL_LOG, COL_HITS, COL_ERROR = range(9)
+HIT_TIP = ("Which hits in a run stop (or print): 5 or >=5 from the 5th on, >5 after the 5th, ==5 the 5th only, "
+           "%5 every 5th; empty: every hit")
 _HINTS = {"tick": "tick number, e.g. 42", "op": "op glob, e.g. aten.softmax*", "param": "parameter glob, e.g. fc1.*",
           "nan": "(no value: any NaN in the result)", "inf": "(no value: any Inf in the result)",
           "expr": "condition, e.g. max(abs(x)) > 100"}
@@ -72,7 +75,7 @@ class BreakpointsView(QWidget):
         hh.setStretchLastSection(True)
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         ch = self.fontMetrics().horizontalAdvance("0")
-        for col, w in enumerate((4, 4, 7, 24, 18, 18, 6)):
+        for col, w in enumerate((4, 4, 7, 24, 18, 8, 18, 6)):
             self.table.setColumnWidth(col, ch * w + 12)
         self.table.itemChanged.connect(self._item_changed)
         self.table.cellDoubleClicked.connect(self._double_clicked)
@@ -134,12 +137,14 @@ class BreakpointsView(QWidget):
             s.edit_breakpoint(spec_id, value=item.text())
         elif item.column() == COL_COND:
             s.edit_breakpoint(spec_id, condition=item.text())
+        elif item.column() == COL_HIT:
+            s.edit_breakpoint(spec_id, hit_condition=item.text())
         elif item.column() == COL_LOG:
             s.edit_breakpoint(spec_id, log=item.text())
 
     def _double_clicked(self, row: int, col: int) -> None:
         s = self.session
-        if s is None or col in (COL_VALUE, COL_COND, COL_LOG, COL_ON):
+        if s is None or col in (COL_VALUE, COL_COND, COL_HIT, COL_LOG, COL_ON):
             return
         spec = s.breakpoint(int(self.table.item(row, COL_ID).data(Qt.ItemDataRole.UserRole)))
         ticks = s.ticks_of(spec) if spec is not None else []
@@ -159,17 +164,21 @@ class BreakpointsView(QWidget):
                 on.setCheckState(Qt.CheckState.Checked if spec.enabled else Qt.CheckState.Unchecked)
                 on.setIcon(icon("breakpoint"))
                 self.table.setItem(r, COL_ON, on)
-                cells = (str(spec.id), spec.kind, spec.value, spec.condition, spec.log, str(spec.hits), spec.error)
-                for col, text in zip((COL_ID, COL_KIND, COL_VALUE, COL_COND, COL_LOG, COL_HITS, COL_ERROR), cells):
+                cells = (str(spec.id), spec.kind, spec.value, spec.condition, spec.hit_condition, spec.log,
+                         str(spec.hits), spec.error)
+                for col, text in zip((COL_ID, COL_KIND, COL_VALUE, COL_COND, COL_HIT, COL_LOG, COL_HITS, COL_ERROR),
+                                     cells):
                     item = QTableWidgetItem(text)
                     flags = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
                     editable = col == COL_VALUE and spec.kind not in ("nan", "inf") or \
-                        col == COL_COND and spec.kind in ("tick", "op", "param") or col == COL_LOG
+                        col == COL_COND and spec.kind in ("tick", "op", "param") or col in (COL_HIT, COL_LOG)
                     if editable:
                         flags |= Qt.ItemFlag.ItemIsEditable
                     item.setFlags(flags)
                     if col == COL_ID:
                         item.setData(Qt.ItemDataRole.UserRole, spec.id)
+                    if col == COL_HIT:
+                        item.setToolTip(HIT_TIP)
                     if col == COL_LOG:
                         item.setToolTip("A logpoint: print this (each {expression} evaluated there) to the "
                                         "Debug Console and go on, instead of stopping")
