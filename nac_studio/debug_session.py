@@ -534,7 +534,7 @@ class DebugSession:
 
     def _label_of(self, spec_id: int) -> str:
         spec = self.breakpoint(spec_id)
-        return f"#{spec.id} ({spec.label})" if spec is not None else f"#{spec_id}"
+        return f"#{spec.id} {spec.label}" if spec is not None else f"#{spec_id}"
 
     # -- breakpoints ----------------------------------------------------------------------
     def _specs(self) -> list[dict]:
