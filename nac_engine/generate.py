@@ -35,15 +35,15 @@ def _inputs_of(nac) -> dict:
     return {s.name: s for s in sig}
 
 
-def _check_pair(prefill, decode) -> tuple[int, int]:
-    """(prompt length T of the prefill, cache slots) after checking the two files fit together."""
+def _check_pair(prefill, decode) -> tuple[int, tuple]:
+    """(prompt length T of the prefill, the decode step's cache shape) after checking that the
+    two files fit together (the prefill's cache is checked against it when the prefill has run:
+    the file does not record its outputs' shapes)."""
     pre, dec = _inputs_of(prefill), _inputs_of(decode)
     if set(pre) != {"input_ids"} or not {"input_ids", "cache_position", "past_keys", "past_values"} <= set(dec):
         raise GenerationError("these are not a prefill and a decode-step file (nac compile --kv-cache prefill|decode): "
                               f"their inputs are {sorted(pre)} and {sorted(dec)}")
-    t = int(pre["input_ids"].shape[-1])
-    slots = int(dec["past_keys"].shape[3])
-    return t, slots
+    return int(pre["input_ids"].shape[-1]), tuple(int(n) for n in dec["past_keys"].shape)
 
 
 class Stepper:
@@ -58,7 +58,8 @@ class Stepper:
     """
 
     def __init__(self, prefill, decode, prompt_ids, tokens: int, eos: Optional[int] = None):
-        self.t, self.slots = _check_pair(prefill, decode)
+        self.t, self.cache_shape = _check_pair(prefill, decode)
+        self.slots = self.cache_shape[3]
         self.prompt = [int(i) for i in prompt_ids]
         if not self.prompt:
             raise GenerationError("the prompt is empty")
@@ -84,6 +85,14 @@ class Stepper:
 
     def after_prefill(self, outputs) -> Optional[dict]:
         logits, keys, values = outputs
+        got = tuple(np.shape(keys))
+        if got != self.cache_shape:
+            raise GenerationError(
+                f"the prefill's key/value cache is {'x'.join(map(str, got))} but the decode step takes "
+                f"{'x'.join(map(str, self.cache_shape))}"
+                + (f" ({got[3]} slots against {self.slots}): compile both with the same --cache-slots"
+                   if len(got) == 5 and got[:3] + got[4:] == self.cache_shape[:3] + self.cache_shape[4:] else
+                   ": they are not from the same model"))
         head = min(len(self.prompt), self.t)
         self.position = head
         return self._next(np.asarray(logits)[0, head - 1], keys, values)

@@ -74,9 +74,15 @@ class GenerationController(QObject):
         self._task = task
 
     def _prefilled(self, stepper, body: dict) -> None:
+        from nac_engine.generate import GenerationError
         if stepper is not self.stepper:
             return
-        self._feed(stepper.after_prefill(body["outputs"]))
+        try:
+            inputs = stepper.after_prefill(body["outputs"])
+        except GenerationError as exc:          # the prefill's cache does not fit the decode step
+            self._failed(stepper, exc)
+            return
+        self._feed(inputs)
 
     def _feed(self, inputs: Optional[dict]) -> None:
         """The next decode run on ``inputs``, stopped before tick 0; or the end of the generation."""

@@ -87,18 +87,22 @@ class KvStep(torch.nn.Module):
 
 def step_inputs(step: KvStep, kind: str, tokens: int) -> dict:
     """Example inputs for a ``kind`` step: the prompt's ``tokens`` ids for a prefill; one id, its
-    position (``tokens``) and an empty cache for a decode step."""
+    position and an empty cache for a decode step (the position is an input of the file, so the
+    example's value, ``tokens`` where the cache has room, does not shape it)."""
     if kind not in STEPS:
         raise CompileError(f"--kv-cache must be one of {', '.join(STEPS)}, not {kind!r}", stage="hf")
-    if tokens >= step.slots:
-        raise CompileError(f"the cache has {step.slots} slots; a {tokens}-token prompt leaves none to generate "
-                           "into (raise --cache-slots)", stage="hf")
+    if kind == "prefill" and tokens >= step.slots:
+        raise CompileError(f"the cache has {step.slots} slots (--cache-slots); a {tokens}-token prompt (--seq-len) "
+                           "leaves none to generate into: raise --cache-slots", stage="hf")
+    if step.slots < 2:
+        raise CompileError(f"a decode step needs a cache of at least 2 slots, not {step.slots} (--cache-slots)",
+                           stage="hf")
     vocab = int(getattr(step.model.config, "vocab_size", 2) or 2)
     gen = torch.Generator().manual_seed(0)
     if kind == "prefill":
         return {"input_ids": torch.randint(0, vocab, (1, tokens), generator=gen)}
     return {"input_ids": torch.randint(0, vocab, (1, 1), generator=gen),
-            "cache_position": torch.tensor([tokens]),
+            "cache_position": torch.tensor([min(tokens, step.slots - 1)]),
             "past_keys": torch.zeros(step.cache_shape()), "past_values": torch.zeros(step.cache_shape())}
 
 

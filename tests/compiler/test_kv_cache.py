@@ -2,6 +2,8 @@
 ``nac_engine.generate``, give transformers' greedy ``generate`` tokens and logits."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -85,6 +87,23 @@ def test_refusals(llama, capsys):
         generate(files["decode"], files["prefill"], [1, 2], 2)
     assert nac(["generate", files["prefill"], files["decode"], "--ids", "1,x"]) == 2
     assert "--ids" in capsys.readouterr().err
+
+
+def test_a_decode_step_needs_no_seq_len_and_a_mismatched_pair_is_named(llama, tmp_path, capsys):
+    """A decode step's position is an input: a cache smaller than the default --seq-len (32)
+    compiles without --seq-len. A prefill whose cache has other slots than the decode step's
+    is refused by name (it was an internal error from the first decode run)."""
+    _, files, _ = llama
+    directory = str(Path(files["prefill"]).parent / "hf")
+    small = str(tmp_path / "dec16.nac")
+    assert nac(["compile", "--hf", directory, "--kv-cache", "decode", "--cache-slots", "16", "-o", small]) == 0
+    capsys.readouterr()
+    assert nac(["generate", files["prefill"], small, "--ids", "1,2,3", "--tokens", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "(40 slots against 16): compile both with the same --cache-slots" in err and "internal error" not in err
+    assert nac(["compile", "--hf", directory, "--kv-cache", "prefill", "--seq-len", "8", "--cache-slots", "8",
+                "-o", str(tmp_path / "p.nac")]) == 2
+    assert "leaves none to generate into: raise --cache-slots" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("family", ["falcon", "mixtral"])

@@ -4,6 +4,8 @@ inside it, Next Token (Ctrl+Shift+F10) finishes it and starts the next — and t
 ones ``nac_engine.generate`` (what ``nac generate`` runs) chooses."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from PySide6.QtCore import Qt
@@ -63,3 +65,15 @@ def test_generate_is_offered_only_for_a_decode_step_file(window, qtbot, pair):
     window.open_and_wait(pair["prefill"])
     assert not window.commands.get("debug.generate").is_enabled()
     assert prefill_beside(pair["prefill"]) is None
+
+
+def test_a_prefill_whose_cache_does_not_fit_says_so(window, qtbot, pair, tmp_path):
+    other = str(tmp_path / "tiny_prefill8.nac")
+    assert nac(["compile", "--hf", str(Path(pair["prefill"]).parent / "hf"), "--kv-cache", "prefill", "--seq-len", "4",
+                "--cache-slots", "8", "-o", other]) == 0
+    qdoc = window.open_and_wait(pair["decode"])
+    gen = window.generation
+    gen.start(qdoc, other, [5, 17], 2)
+    qtbot.waitUntil(lambda: gen.state == "failed", timeout=60000)
+    assert "(8 slots against 16): compile both with the same --cache-slots" in gen.message
+    assert "8 slots against 16" in window.statusBar().currentMessage()
