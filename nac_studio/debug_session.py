@@ -364,7 +364,9 @@ class DebugSession:
         this file's last run."""
         from .host.remote_debugger import RemoteDebugger
         feeds = self.feeds()
-        if self.console:          # the Debug Console keeps earlier runs' lines: mark where this one starts
+        if self.console and not self.console[-1].startswith("──"):
+            # the Debug Console keeps earlier runs' lines: mark where this one starts (unless a
+            # front end just marked it, as a generation does for each token's run)
             self.console_print("── new run ──")
         self.debugger = RemoteDebugger(self.connection, self.path, self.nac)
         self._stats.clear()

@@ -2,7 +2,10 @@
 run per token (issue 25 §1). The decode-step document is the one being debugged: every view
 follows its runs as they follow any run, F10/F5/Step Back work inside each token's run, and
 **Next Token** (Ctrl+Shift+F10) finishes the current run, takes the argmax of its logits, and
-starts the next run on the token and the updated cache, stopped before tick 0.
+starts the next run on the token and the updated cache, stopped before tick 0. The Debug Console
+keeps the transcript: the prompt, each token as it is chosen (its text, id and logit beside the
+runner-up's: a near-tie is where a quantised or compiled model may pick another word), each
+token's decode run, and the generated text.
 
 The bookkeeping (prompt padding, positions, which token is chosen, when to stop) is the engine's
 ``nac_engine.generate.Stepper``, the same code ``nac generate`` runs, so the Studio generates the
@@ -66,6 +69,9 @@ class GenerationController(QObject):
         with read(prefill_path, strict=False) as prefill:
             stepper = Stepper(prefill, qdoc.nac, prompt_ids, tokens)      # GenerationError: the files do not pair
         self.qdoc, self.stepper, self.prefill_path = qdoc, stepper, prefill_path
+        stepper.on_token = lambda step, token, logits, st=stepper: self._print_token(st, step, token, logits)
+        self._print(f"── generation: {tokens} token(s) after the prompt {self._words(stepper.prompt)} "
+                    f"({len(stepper.prompt)} ids), prefill {os.path.basename(prefill_path)} ──")
         self._set("prefill", f"Generation: running the prefill ({os.path.basename(prefill_path)})…")
         task = qdoc.host.request("nac/run", {"path": prefill_path, "inputs": stepper.prefill_inputs()},
                                  title="Prefill", supersede="generation")
@@ -93,11 +99,13 @@ class GenerationController(QObject):
         s = self.qdoc.doc.debug
         if inputs is None:
             s.feed_override = None
+            self._print(f"generated: {self.text()}")
             self._set("done", f"Generation done: {self.text()}")
             return
         if s.active:
             self.window.debug.stop_session(self.qdoc)
         s.feed_override = inputs
+        self._print(f"── decode run for token {len(self.stepper.tokens) + 1} of {self.stepper.wanted} ──")
         self.window.debug.start_stopped(self.qdoc)
         n, wanted = len(self.stepper.tokens), self.stepper.wanted
         self._set("stepping", f"Generation: token {n}/{wanted} so far: {self.text()} — the decode run for the "
@@ -154,20 +162,42 @@ class GenerationController(QObject):
     # -- what it says -----------------------------------------------------------------------
     def text(self) -> str:
         """The generated tokens, as text when a file embeds a tokenizer, else as ids."""
-        if self.stepper is None:
-            return ""
-        ids = list(self.stepper.tokens)
+        return self._words(self.stepper.tokens) if self.stepper is not None else ""
+
+    def _failed(self, stepper, exc) -> None:
+        if stepper is self.stepper and type(exc).__name__ != "Cancelled":
+            self._print(f"generation stopped: {exc}")
+            self._set("failed", f"Generation stopped: {exc}")
+
+    # -- the transcript in the Debug Console -------------------------------------------------
+    def _print(self, text: str) -> None:
+        s = self.qdoc.doc.debug if self.qdoc is not None else None
+        if s is not None:
+            s.console_print(text)
+            s.notify()
+
+    def _words(self, ids: list) -> str:
+        """Token ids as the embedded tokenizer reads them (repr), else the ids themselves."""
         tok = self.qdoc.doc.debug.tokenizer if self.qdoc is not None else None
         if tok is not None:
             try:
-                return repr(tok.decode(ids))
+                return repr(tok.decode(list(ids)))
             except Exception:     # noqa: BLE001 - ids it cannot decode: show them
                 pass
         return "[" + ", ".join(map(str, ids)) + "]"
 
-    def _failed(self, stepper, exc) -> None:
-        if stepper is self.stepper and type(exc).__name__ != "Cancelled":
-            self._set("failed", f"Generation stopped: {exc}")
+    def _print_token(self, stepper, step: int, token: int, logits) -> None:
+        if stepper is not self.stepper:
+            return
+        import numpy as np
+        last = np.asarray(logits, np.float32).ravel()
+        line = f"token {step + 1}: {self._words([token])} (id {token}, logit {float(last[token]):.4g}"
+        if last.size > 1:
+            rest = last.copy()
+            rest[token] = -np.inf
+            second = int(np.argmax(rest))
+            line += f"; runner-up {self._words([second])} id {second}, logit {float(last[second]):.4g}"
+        self._print(line + ")")
 
     def _set(self, state: str, message: str) -> None:
         self.state, self.message = state, message

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from PySide6.QtCore import Qt
@@ -59,6 +60,17 @@ def test_a_generation_is_stepped_one_decode_run_per_token(window, qtbot, pair):
     assert gen.state == "done" and gen.stepper.tokens == want
     assert str(want[-1]) in gen.message and not window.commands.get("debug.nextToken").is_enabled()
     assert s.feed_override is None
+    # the Debug Console keeps the transcript: the prompt, each token (with the runner-up), each run
+    lines = list(s.console)
+    assert lines[0].startswith(f"── generation: {n} token(s) after the prompt [5, 17, 42] (3 ids), prefill tiny_prefill")
+    chosen = [ln for ln in lines if ln.startswith("token ")]
+    assert [int(ln.split("(id ")[1].split(",")[0]) for ln in chosen] == want
+    ref = generate(pair["prefill"], pair["decode"], prompt, n)
+    second = int(np.argsort(ref.logits[0])[-2])
+    assert f"runner-up [{second}] id {second}, logit " in chosen[0]
+    assert sum(ln.startswith("── decode run for token ") for ln in lines) == n - 1
+    assert "── new run ──" not in lines and lines[-1] == f"generated: {gen.text()}"
+    assert window.views["debug_console"].lines() == lines
 
 
 def test_generate_is_offered_only_for_a_decode_step_file(window, qtbot, pair):
