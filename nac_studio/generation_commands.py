@@ -191,13 +191,17 @@ class GenerationController(QObject):
             return
         import numpy as np
         last = np.asarray(logits, np.float32).ravel()
-        line = f"token {step + 1}: {self._words([token])} (id {token}, logit {float(last[token]):.4g}"
+        has_text = self.qdoc.doc.debug.tokenizer is not None
+
+        def named(i: int) -> str:
+            return f"{self._words([i])} id {i}" if has_text else f"id {i}"
+        line = f"token {step + 1}: {named(token)}, logit {float(last[token]):.4g}"
         if last.size > 1:
             rest = last.copy()
             rest[token] = -np.inf
             second = int(np.argmax(rest))
-            line += f"; runner-up {self._words([second])} id {second}, logit {float(last[second]):.4g}"
-        self._print(line + ")")
+            line += f" (runner-up {named(second)}, logit {float(last[second]):.4g})"
+        self._print(line)
 
     def _set(self, state: str, message: str) -> None:
         self.state, self.message = state, message

@@ -64,10 +64,10 @@ def test_a_generation_is_stepped_one_decode_run_per_token(window, qtbot, pair):
     lines = list(s.console)
     assert lines[0].startswith(f"── generation: {n} token(s) after the prompt [5, 17, 42] (3 ids), prefill tiny_prefill")
     chosen = [ln for ln in lines if ln.startswith("token ")]
-    assert [int(ln.split("(id ")[1].split(",")[0]) for ln in chosen] == want
+    assert [int(ln.split(": id ")[1].split(",")[0]) for ln in chosen] == want
     ref = generate(pair["prefill"], pair["decode"], prompt, n)
     second = int(np.argsort(ref.logits[0])[-2])
-    assert f"runner-up [{second}] id {second}, logit " in chosen[0]
+    assert f" (runner-up id {second}, logit " in chosen[0]
     assert sum(ln.startswith("── decode run for token ") for ln in lines) == n - 1
     assert "── new run ──" not in lines and lines[-1] == f"generated: {gen.text()}"
     assert window.views["debug_console"].lines() == lines
