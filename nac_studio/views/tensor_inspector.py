@@ -322,6 +322,7 @@ class InspectorPanel(QWidget):
         lay.addLayout(buttons)
         lay.addWidget(self.stats)
         lay.addWidget(self.tabs, 1)
+        lay.addStretch(0)       # takes the room only while the tabs are hidden (no value to show)
         self._set_title("")
 
     def _tool(self, icon_name: str, tip: str, slot) -> QToolButton:
@@ -410,6 +411,8 @@ class InspectorPanel(QWidget):
         self._hist = loaded.raw_hist if stored else loaded.hist
         text = stats_text(self.result)
         self.stats.setText(text or loaded.note)
+        # no value (before tick 0, no run, a non-tensor): its note alone, not an empty black plot
+        self.tabs.setVisible(self.array is not None)
         self.export_button.setEnabled(self.array is not None)
         self.copy_button.setEnabled(bool(text))
         self._rebuild_axes()
@@ -430,6 +433,7 @@ class InspectorPanel(QWidget):
             self.table.setModel(want)
         if large is None:
             return
+        self.tabs.setVisible(True)
         self._fitted_shape = None          # a held tensor shown after this one is fitted afresh
         self.array = self.result = self._hist = None
         self.export_button.setEnabled(False)

@@ -240,3 +240,16 @@ def test_a_result_still_loading_is_never_shown_as_the_current_one(window, qtbot,
     gate.set()
     qtbot.waitUntil(lambda: panel.loaded.tick == 3, timeout=20000)
     assert "loading" not in panel.title.text() and panel.stats.isEnabled()
+
+
+def test_with_no_value_the_inspector_shows_its_note_not_an_empty_plot(qtbot):
+    panel = InspectorPanel(Subject("result"))
+    qtbot.addWidget(panel)
+    panel.resize(300, 600)
+    panel.show()
+    panel.show_loaded(Loaded("before tick 0", None, None, None, note="Nothing has executed yet (F10 steps)"))
+    assert panel.tabs.isHidden() and panel.stats.text() == "Nothing has executed yet (F10 steps)"
+    # the note sits under the title, not spread down the panel
+    assert panel.stats.geometry().bottom() < panel.height() // 3
+    panel.show_loaded(loaded_for(np.arange(12, dtype=np.float32).reshape(3, 4)))
+    assert not panel.tabs.isHidden() and panel.tabs.height() > panel.height() // 2
