@@ -33,7 +33,7 @@ from ..cli_error import CliError
 from ..errors import NacFormatError
 from ..format.source_map import SourceFiles
 from . import values as V
-from .service import DebugService
+from .service import DebugService, completions
 
 THREAD_ID = 1
 DISASSEMBLY_REF = 1
@@ -80,6 +80,7 @@ class Adapter:
         self._exception: Optional[dict] = None
         self._terminated = False
         self._progress_events = False
+        self._column_base = 1             # DAP columns count from 1 unless the client says otherwise
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _write(self, message: dict) -> None:
@@ -144,6 +145,7 @@ class Adapter:
     # -- session ----------------------------------------------------------------------------------
     def _req_initialize(self, args, request):
         self._progress_events = bool(args.get("supportsProgressReporting"))
+        self._column_base = 0 if args.get("columnsStartAt1") is False else 1
         self._respond(request, {
             "supportsConfigurationDoneRequest": True, "supportsConditionalBreakpoints": True,
             "supportsHitConditionalBreakpoints": True, "supportsFunctionBreakpoints": True,
@@ -152,7 +154,8 @@ class Adapter:
             "supportsReadMemoryRequest": True, "supportsExceptionInfoRequest": True,
             "supportsEvaluateForHovers": True, "supportsSetVariable": True, "supportsSteppingGranularity": False,
             "supportsDelayedStackTraceLoading": False, "supportsValueFormattingOptions": False,
-            "supportsCancelRequest": False, "supportsLogPoints": True,
+            "supportsCancelRequest": False, "supportsLogPoints": True, "supportsCompletionsRequest": True,
+            "completionTriggerCharacters": ["."],
             "exceptionBreakpointFilters": EXCEPTION_FILTERS})
         return _ANSWERED
 
@@ -972,6 +975,24 @@ class Adapter:
             if k in var:
                 out[k] = var[k]
         return out
+
+    def _req_completions(self, args, request):
+        """The debug console's completions: functions, ``x``, the constants, parameter names and
+        the values of the tick at hand (``vN``), replacing the name typed before the column."""
+        text, column = args.get("text"), args.get("column")
+        if not isinstance(text, str) or type(column) is not int:
+            raise RequestError("completions: 'text' and 'column' are required")
+        nac = self.service.nac if self.service is not None else None
+        d = self.service.debugger if self.service is not None else None
+        cursor = column - self._column_base
+        if nac is None:
+            from ..runtime.expr import completions as complete
+            start, found = complete(text, cursor)
+        else:
+            start, found = completions(nac, d.tick if d is not None else None, text, cursor)
+        kinds = {"function": "function", "value": "value", "variable": "variable"}
+        return {"targets": [{"label": label, "text": label, "type": kinds[kind], "start": start + self._column_base,
+                             "length": max(0, cursor - start)} for label, kind in found]}
 
     def _req_readMemory(self, args, request):
         d = self._need_run()

@@ -372,6 +372,23 @@ def _hit_ok(rule: tuple, hits: int) -> bool:
     return hits >= n
 
 
+def completion_names(nac, tick: Optional[int]) -> list[str]:
+    """The names an expression at ``tick`` may want completed: the file's parameters, then the
+    values this tick reads and its own result as ``vN`` (what the views call them)."""
+    names = [p.name for p in nac.params.values()]
+    if tick is not None and 0 <= tick < len(nac.instructions):
+        ins = nac.instructions[tick]
+        names += [f"v{a.producer}" for a in nac.arguments(ins) if a.kind == "ref" and a.producer is not None]
+        names.append(f"v{tick}")
+    return names
+
+
+def completions(nac, tick: Optional[int], text: str, cursor: int) -> tuple[int, list[tuple[str, str]]]:
+    """:func:`~nac_engine.runtime.expr.completions` with :func:`completion_names` (both front ends)."""
+    from ..runtime.expr import completions as complete
+    return complete(text, cursor, completion_names(nac, tick))
+
+
 def check_breakpoint(nac, spec: dict) -> str:
     """Before a run: what the engine would refuse (a bad number, a glob matching nothing, an
     expression, a log message or a hit condition that does not parse); "" when nothing."""

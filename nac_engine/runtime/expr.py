@@ -474,6 +474,30 @@ def _dims_of(key: list, ndim: int) -> list:
     return list(range(e)) + [None] + list(range(ndim - after, ndim))
 
 
+#: The name being typed at the cursor (a dotted parameter name included).
+_PARTIAL = re.compile(r"[A-Za-z_][A-Za-z_0-9.]*\Z")
+#: Completions one request lists at most (a 7B model has ~300 parameters).
+COMPLETIONS_MAX = 500
+
+
+def completions(text: str, cursor: int, names=()) -> tuple[int, list[tuple[str, str]]]:
+    """What may be typed at ``cursor`` of ``text`` (a debug console's or watch's completion):
+    ``(start, [(candidate, kind), ...])`` where the candidate replaces ``text[start:cursor]``;
+    kind is ``function`` (inserted with its ``(``), ``value`` (``x`` and the constants) or
+    ``variable`` (``names``: the caller's parameter and tick names). Nothing inside a number
+    (``1e3``)."""
+    head = text[:max(0, min(cursor, len(text)))]
+    m = _PARTIAL.search(head, max(0, len(head) - 1024))     # a name is short: the search stays linear
+    prefix = m.group(0) if m else ""
+    start = len(head) - len(prefix)
+    if start and (head[start - 1].isdigit() or head[start - 1] == "."):
+        return len(head), []
+    found = [(f + "(", "function") for f in sorted(FUNCTIONS) if f.startswith(prefix)]
+    found += [(v, "value") for v in ("x", *CONSTANTS) if v.startswith(prefix) and v != prefix]
+    found += [(n, "variable") for n in sorted(set(names)) if n.startswith(prefix) and n != prefix]
+    return start, found[:COMPLETIONS_MAX]
+
+
 def compile_expr(text: str, extra_names=()) -> Expr:
     return Expr(text, extra_names)
 

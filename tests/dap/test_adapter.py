@@ -271,3 +271,24 @@ def test_launch_imports_the_code_of_the_programs_custom_operators(client, tmp_pa
     launched = client.start({"program": str(tmp_path / "m.nac"), "imports": [str(tmp_path / "ops.py")]})
     assert launched["success"], launched
     client.wait_event("terminated")            # ran to the end through the custom op
+
+
+def test_the_debug_console_completes_functions_parameters_and_the_ticks_values(client, models):
+    """``completions`` (the debug console's): a function with its bracket, a parameter's dotted
+    name from its first letters, the values the tick at hand reads as ``vN``; each target
+    replaces what was typed before the (1-based) column; nothing inside a number."""
+    src = str(models / "model.py")
+    client.start({"program": str(models / "model.nac")}, breakpoints={src: [marker_line(NESTED, "softmax")]})
+    client.stopped()
+    caps_text = "max(abs(he"
+    got = client.request("completions", {"text": caps_text, "column": len(caps_text) + 1})["body"]["targets"]
+    assert [t["label"] for t in got] == ["head.proj.bias", "head.proj.weight"]
+    assert all(t["start"] == 9 and t["length"] == 2 and t["type"] == "variable" for t in got)
+    got = client.request("completions", {"text": "me", "column": 3})["body"]["targets"]
+    assert got[0]["label"] == "mean(" and got[0]["type"] == "function"
+    tick = int(client.top()["instructionPointerReference"])
+    got = {t["label"] for t in client.request("completions", {"text": "v", "column": 2})["body"]["targets"]}
+    assert f"v{tick}" in got and len(got) >= 2            # its result and what it reads
+    assert client.request("completions", {"text": "1e", "column": 3})["body"]["targets"] == []
+    bad = client.request("completions", {"text": "x"}, ok=False)
+    assert not bad["success"] and "'column'" in bad["message"]

@@ -118,3 +118,19 @@ def test_shape_is_a_function_and_attributes_say_so():
                         ("fc1.weight.shape", "write shape(fc1.weight)"), ("x.T", "values have no attributes")):
         with pytest.raises(ExprError, match=words.replace("(", r"\(").replace(")", r"\)")):
             Expr(text, extra_names=["fc1.weight"])
+
+
+def test_completions_replace_the_name_typed_before_the_cursor():
+    from nac_engine.runtime.expr import completions
+    assert completions("max(ab", 6) == (4, [("abs(", "function")])
+    assert completions("mean(enc) + 1", 8, ["encoder.w", "enc2", "dec"]) == (5, [("enc2", "variable"), ("encoder.w", "variable")])
+    assert completions("1e", 2) == (2, []) and completions("x + 2.5e", 8) == (8, [])
+    start, found = completions("", 0, ["p"])
+    assert start == 0 and ("x", "value") in found and ("p", "variable") in found and ("mean(", "function") in found
+    assert completions("abs", 99)[0] == 0                    # a cursor past the end is the end
+    # a long line costs a short look back, not a scan of all of it
+    import time
+    text = "a" * 2_000_000 + "("
+    t = time.perf_counter()
+    assert completions(text, len(text)) [1][0] == ("abs(", "function")
+    assert time.perf_counter() - t < 2.0

@@ -214,3 +214,45 @@ def test_the_input_line_remembers_what_was_evaluated(qtbot):
     qtbot.keyClick(view.input, Qt.Key.Key_Down)
     qtbot.keyClick(view.input, Qt.Key.Key_Down)
     assert view.input.text() == ""
+
+
+def test_tab_completes_in_the_console_input(window, qtbot, tmp_path):
+    path = compiled(tmp_path, TwoLinears(), (torch.randn(2, 4),), "two")
+    qdoc = window.open_and_wait(path)
+    s = qdoc.doc.debug
+    window.docks["debug_console"].show()
+    window.docks["debug_console"].raise_()
+    console = window.views["debug_console"]
+    # before a run: functions and parameter names
+    console.input.setFocus()
+    console.input.setText("max(ab")
+    qtbot.keyClick(console.input, Qt.Key.Key_Tab)
+    assert console.input.text() == "max(abs(" and console.input.hasFocus()     # Tab did not move the focus
+    qtbot.keyClicks(console.input, "b.w")
+    qtbot.keyClick(console.input, Qt.Key.Key_Tab)
+    assert console.input.text() == "max(abs(b.weight"
+    console.input.setText("max(abs(a")              # a.bias, a.weight, abs(, all(, ...: nothing more in common
+    assert "a.bias" in console.complete() and console.input.text() == "max(abs(a"
+    console.completer.popup().hide()
+    # several: their common start is written in and the list offered; Return takes the chosen one
+    console.input.setText("max(abs(a.w")
+    qtbot.keyClick(console.input, Qt.Key.Key_Tab)
+    assert console.input.text() == "max(abs(a.weight"
+    console.input.setText("max(abs(a.")
+    qtbot.keyClick(console.input, Qt.Key.Key_Tab)
+    assert console.input.text() == "max(abs(a." and console.completer.popup().isVisible()
+    popup = console.completer.popup()
+    assert [popup.model().index(r, 0).data() for r in range(popup.model().rowCount())] == ["a.bias", "a.weight"]
+    qtbot.keyClick(popup, Qt.Key.Key_Down)
+    qtbot.keyClick(popup, Qt.Key.Key_Down)
+    qtbot.keyClick(popup, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: console.input.text() == "max(abs(a.weight", timeout=2000)
+    assert console.input.cursorPosition() == len("max(abs(a.weight")
+    # stopped at a tick: its values by the names every pane shows
+    linear = next(i.index for i in qdoc.nac.instructions if qdoc.nac.instruction_name(i) == "aten.linear.default")
+    s.add_breakpoint("tick", str(linear))
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    console.input.setText("v")
+    assert f"v{linear}" in console.complete()
+    console.completer.popup().hide()
