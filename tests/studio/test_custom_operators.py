@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from nac_engine.cli import main
 from tests.studio.test_debugger_gui import press, wait_stopped
 
 OPS = '''import torch
