@@ -1,7 +1,8 @@
 """The Studio's heavy jobs as engine host requests (Qt-free; they run in the host): simulation
 (of this file, or of another on the same hardware), sweeps, the values' sizes behind the MMAP
 timeline, diffs, and Profile runs (measured time per instruction). Each answers plain data the window turns back into the engine's objects
-(``SimResult.from_data``, ``DiffResult.from_data``, ``SweepRow``), so the views are unchanged."""
+(``SimResult.from_data``, ``DiffResult.from_data``, ``SweepRow``), so the views are unchanged; and
+saving the file with a re-planned MMAP schedule."""
 from __future__ import annotations
 
 import dataclasses
@@ -85,6 +86,23 @@ def value_sizes(ctx: Context, args: dict) -> Any:
     return {str(k): int(v) for k, v in value_nbytes_of(prog).items()}
 
 
+def save_with_schedule(ctx: Context, args: dict) -> Any:
+    """``{path, out, planner, sizes}`` (planner: a label such as ``min-peak`` or ``lookahead 4``;
+    sizes: {tick: bytes}, the timeline's) -> ``{size, violations, hazards}``: the file re-planned
+    and written atomically to ``out``, then linted as read back. In the host: encoding a file with
+    its weights inside is hundreds of MB of copying the window must not wait behind."""
+    from nac_engine.compiler.replan import parse_planner, replan, save_with_schedule as save
+    from nac_engine.format import read
+    from nac_engine.format.mmap_lint import check_schedule
+    sizes = {int(k): int(v) for k, v in (args.get("sizes") or {}).items()}
+    plan = replan(ctx.state.nac(args["path"]), sizes, parse_planner(str(args["planner"])))
+    ctx.check()
+    size = save(ctx.state.nac(args["path"]), plan.records, args["out"])
+    with read(args["out"]) as saved:
+        report = check_schedule(saved)
+    return {"size": size, "violations": len(report.violations), "hazards": len(report.hazards)}
+
+
 def diff(ctx: Context, args: dict) -> Any:
     """``{path, other, feeds, tolerance, metric}`` (other: a .nac path or FILE.py:FACTORY) ->
     DiffResult data."""
@@ -131,4 +149,4 @@ def profile(ctx: Context, args: dict) -> Any:
 
 
 HANDLERS = {"nac/profile": profile, "nac/simulate": simulate, "nac/simulateFile": simulate_file, "nac/sweep": sweep,
-            "nac/valueSizes": value_sizes, "nac/diff": diff}
+            "nac/valueSizes": value_sizes, "nac/diff": diff, "nac/saveWithSchedule": save_with_schedule}

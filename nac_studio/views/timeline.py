@@ -510,30 +510,21 @@ class TimelineView(QWidget):
         return parse_planner(label)
 
     def save_with_schedule(self, label: str, path: str):
-        """Re-plan with ``label`` and save to ``path`` in the background; returns the task.
-        The result is ``(bytes written, ScheduleReport of the saved file)``."""
+        """Re-plan with ``label`` and save to ``path`` in the engine host; returns the task. Its
+        result is ``{size, violations, hazards}`` (the saved file linted as read back)."""
         st = self.state
         if st is None or st.sizes is None:
             raise RuntimeError("the timeline is not computed yet")
-        planner = self.planner_named(label)
+        self.planner_named(label)            # a label that does not parse is refused here, at once
         qdoc = self.qdoc
 
-        def work(ctx, nac, sizes, planner, path):
-            from nac_engine.compiler.replan import replan, save_with_schedule
-            from nac_engine.format import read
-            from nac_engine.format.mmap_lint import check_schedule
-            plan = replan(nac, sizes, planner)
-            ctx.check()
-            size = save_with_schedule(nac, plan.records, path)
-            with read(path) as saved:
-                return size, check_schedule(saved)
-
         def done(result, path=path, label=label):
-            size, report = result
-            self.message.emit(f"Saved {Path(path).name} with the {label} schedule ({size:,} bytes): lint "
-                              f"{len(report.violations)} violation(s), {len(report.hazards)} hazard(s)")
-        return qdoc.tasks.submit(f"Saving with the {label} schedule", work, qdoc.nac, st.sizes, planner, path,
-                                 on_done=done, on_error=lambda e: self.message.emit(f"Save failed: {e}"))
+            self.message.emit(f"Saved {Path(path).name} with the {label} schedule ({result['size']:,} bytes): lint "
+                              f"{result['violations']} violation(s), {result['hazards']} hazard(s)")
+        return qdoc.host.submit(f"Saving with the {label} schedule", "nac/saveWithSchedule",
+                                {"path": qdoc.doc.path, "out": str(path), "planner": label,
+                                 "sizes": {str(k): int(v) for k, v in st.sizes.items()}},
+                                on_done=done, on_error=lambda e: self.message.emit(f"Save failed: {e}"))
 
     def save_dialog(self) -> None:
         if self.state is None or self.state.sizes is None:
