@@ -81,7 +81,11 @@ def with_compile_hint(path: str, reason: str) -> str:
         if os.path.isfile(os.path.join(path, "config.json")):
             return f"{reason} (a Hugging Face model? nac compile --hf {path} -o model.nac)"
         return reason
-    hint = _NOT_NAC_HINTS.get(os.path.splitext(str(path))[1].lower())
-    if hint and "not a NAC file" in reason:
+    base, ext = os.path.splitext(str(path))
+    hint = _NOT_NAC_HINTS.get(ext.lower())
+    if ext.lower() == ".safetensors" and os.path.isfile(base + ".nac"):
+        hint = f"this is the weights file of {os.path.basename(base)}.nac (its external weights): open {base}.nac"
+    # only where the header says it is no NAC at all (too short for one, or other magic bytes)
+    if hint and ("not a NAC file" in reason or "a NAC header needs" in reason):
         return f"{reason}; {hint.format(path=path)}"
     return reason

@@ -309,6 +309,16 @@ def test_a_model_file_given_where_a_nac_belongs_gets_the_command_to_run(capsys, 
     onnx.write_bytes(b"\x08\x07\x12\x07pytorch" + bytes(64))
     code, _, err = run(capsys, "info", str(onnx))
     assert code != 0 and "not a NAC file" in err and "compile the model first" in err
+    tiny = tmp_path / "tiny.onnx"             # shorter than a NAC header: the same advice
+    tiny.write_bytes(b"\x08\x07\x12\x07pytorch")
+    code, _, err = run(capsys, "info", str(tiny))
+    assert code != 0 and "a NAC header needs" in err and "compile the model first" in err
+    # a compiled file's external weights, opened instead of the file: open that file
+    (tmp_path / "m.nac").write_bytes(b"NAC")
+    weights = tmp_path / "m.safetensors"
+    weights.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{}" + bytes(14))
+    code, _, err = run(capsys, "run", str(weights))
+    assert code != 0 and f"this is the weights file of m.nac (its external weights): open {tmp_path / 'm.nac'}" in err
     hf = tmp_path / "tiny-llama"
     hf.mkdir()
     (hf / "config.json").write_text("{}")
