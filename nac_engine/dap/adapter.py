@@ -46,6 +46,20 @@ EXCEPTION_FILTERS = [
 _V_TOKEN = re.compile(r"\bv(\d+)\b")
 
 
+
+def _under(cwd: str, program_dir: str, inputs):
+    """A launch's ``inputs`` with each relative .npy path that is not next to the program but is
+    under ``cwd`` made absolute (the program's directory is looked in first, as without ``cwd``)."""
+    if not isinstance(inputs, dict):
+        return inputs
+    out = {}
+    for name, value in inputs.items():
+        if isinstance(value, str) and not os.path.isabs(value) and not os.path.exists(os.path.join(program_dir, value)) \
+                and os.path.exists(os.path.join(cwd, value)):
+            value = os.path.join(cwd, value)
+        out[name] = value
+    return out
+
 class RequestError(Exception):
     """A request the adapter refuses; its text is the error response's message."""
 
@@ -172,6 +186,15 @@ class Adapter:
         imports = args.get("imports") or []
         if not isinstance(imports, list) or not all(isinstance(r, str) and r for r in imports):
             raise RequestError("launch: 'imports' must be a list of .py files or module names")
+        cwd = args.get("cwd")
+        if cwd is not None:
+            # the configuration's relative paths are the project's, wherever the editor started us
+            if not isinstance(cwd, str) or not os.path.isdir(cwd):
+                raise RequestError(f"launch: 'cwd' {cwd!r} is not a directory")
+            program = os.path.join(cwd, program)
+            imports = [os.path.join(cwd, r) if r.endswith(".py") else r for r in imports]
+            args = {**args, "program": program, "imports": imports,
+                    "inputs": _under(cwd, os.path.dirname(os.path.abspath(program)), args.get("inputs"))}
         from ..compiler.command import import_operator_code
         try:
             import_operator_code(imports)     # the program's custom operators (torch.library)

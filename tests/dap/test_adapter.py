@@ -292,3 +292,31 @@ def test_the_debug_console_completes_functions_parameters_and_the_ticks_values(c
     assert client.request("completions", {"text": "1e", "column": 3})["body"]["targets"] == []
     bad = client.request("completions", {"text": "x"}, ok=False)
     assert not bad["success"] and "'column'" in bad["message"]
+
+
+def test_a_launch_cwd_resolves_the_configurations_relative_paths(models, tmp_path):
+    """``cwd`` (an editor's project directory): the program, a .py import and an .npy input given
+    relative to it are found wherever the adapter was started; a cwd that is no directory is refused."""
+    import numpy as np
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    np.save(models / "x_cwd.npy", np.ones((2, 6), np.float32))
+    (models / "noop_ops.py").write_text("IMPORTED = True\n")
+    client = DapClient(cwd=str(elsewhere))
+    try:
+        launched = client.start({"program": "model.nac", "cwd": str(models), "stopOnEntry": True,
+                                 "inputs": {"x": "x_cwd.npy"}, "imports": ["noop_ops.py"]})
+        assert launched["success"], launched.get("message")
+        client.stopped()
+        scopes = client.request("scopes", {"frameId": client.top()["id"]})["body"]["scopes"]
+        inputs = next(s for s in scopes if s["name"].startswith("Inputs"))
+        x = client.request("variables", {"variablesReference": inputs["variablesReference"]})["body"]["variables"][0]
+        assert x["value"].startswith("f32[2,6] min 1 max 1"), x
+    finally:
+        client.close()
+    client = DapClient(cwd=str(elsewhere))
+    try:
+        r = client.start({"program": "model.nac", "cwd": str(tmp_path / "nowhere")})
+        assert not r["success"] and "'cwd'" in r["message"] and "is not a directory" in r["message"]
+    finally:
+        client.close()
