@@ -1,21 +1,18 @@
 """Debug Console: what the logpoints printed on the way (``[tick 41] attn max 3.2``), and an
 input line that evaluates an expression of the engine's language at the execution point
 (``max(abs(x))``, ``v12[0, :4]``, ``mean(fc1.weight)``) — VS Code's Debug Console for a model.
-Tab completes a function, a parameter's dotted name or a value of the tick at hand (``vN``): one
-candidate is written in, several are offered in a list (the same candidates ``nac dap`` gives an
-editor). The lines belong to the file's debug session, so switching tabs keeps each file's own."""
+Tab completes a function, a parameter's dotted name or a value of the tick at hand (``vN``;
+widgets/expression_completer.py). The lines belong to the file's debug session, so switching tabs keeps each file's own."""
 from __future__ import annotations
 
 from typing import Optional
 
-import os
-
-from PySide6.QtCore import QEvent, QStringListModel, Qt
-from PySide6.QtWidgets import (QCompleter, QHBoxLayout, QLineEdit, QPlainTextEdit, QToolButton, QVBoxLayout,
-                               QWidget)
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QLineEdit, QPlainTextEdit, QToolButton, QVBoxLayout, QWidget
 
 from ..qt_document import rebind
 from ..theme import mono_font
+from ..widgets.expression_completer import ExpressionCompleter
 from .watches import format_value
 
 #: Expressions the input line remembers (Up/Down).
@@ -44,13 +41,8 @@ class DebugConsoleView(QWidget):
         self.input.setPlaceholderText("Evaluate at the execution point: max(abs(x)), v12[0, :4], mean(fc1.weight) …")
         self.input.setClearButtonEnabled(True)
         self.input.returnPressed.connect(self.evaluate_input)
-        self.input.installEventFilter(self)         # Tab completes (a line edit would move the focus)
-        self.completer = QCompleter(QStringListModel(self), self)
-        self.completer.setWidget(self.input)
-        self.completer.setCaseSensitivity(Qt.CaseSensitivity.CaseSensitive)
-        # queued: QCompleter writes the bare candidate into a line edit it serves first
-        self.completer.activated.connect(self._chosen, Qt.ConnectionType.QueuedConnection)
-        self._replace = ("", 0, 0)                  # (text, start, end): the typed name a completion replaces
+        self.completion = ExpressionCompleter(self.input, lambda: self.session)     # Tab
+        self.completer = self.completion.completer
         clear = QToolButton(self)
         clear.setText("Clear")              # a word: an ✕ beside a pane reads as "close the pane"
         clear.setToolTip("Clear the console")
@@ -97,47 +89,6 @@ class DebugConsoleView(QWidget):
         exc = future.exception()
         s.console_print(f"  error: {exc}" if exc is not None else "  " + format_value(future.result()))
         s.notify()
-
-    # -- completion ---------------------------------------------------------------------------
-    def eventFilter(self, obj, event) -> bool:
-        if obj is self.input and event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Tab \
-                and not self.completer.popup().isVisible():
-            self.complete()
-            return True
-        return super().eventFilter(obj, event)
-
-    def complete(self) -> list[str]:
-        """Tab: the candidates for the name before the cursor; one is written in, several are
-        listed (their common start written in first). Returns them."""
-        from nac_engine.dap.service import completions
-        s = self.session
-        if s is None:
-            return []
-        text, cursor = self.input.text(), self.input.cursorPosition()
-        start, found = completions(s.nac, s.tick if s.active and s.tick >= 0 else None, text, cursor)
-        labels = [label for label, _kind in found]
-        if not labels:
-            return []
-        self._replace = (text, start, cursor)
-        common = os.path.commonprefix(labels)
-        if len(labels) == 1 or len(common) > cursor - start:
-            self._insert(labels[0] if len(labels) == 1 else common)
-        if len(labels) > 1:
-            self.completer.model().setStringList(labels)
-            self.completer.setCompletionPrefix(common)
-            self.completer.complete()
-        return labels
-
-    def _insert(self, label: str) -> None:
-        text, start, end = self._replace
-        text = text[:start] + label + text[end:]
-        self.input.setText(text)
-        self.input.setCursorPosition(start + len(label))
-        self._replace = (text, start, start + len(label))
-
-    def _chosen(self, label: str) -> None:
-        self._insert(label)
-        self.input.setFocus()
 
     def keyPressEvent(self, event) -> None:
         if self.input.hasFocus() and event.key() in (Qt.Key.Key_Up, Qt.Key.Key_Down) and self._history:

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLin
 
 from ..icons import icon
 from ..qt_document import rebind
+from ..widgets.expression_completer import ExpressionCompleter
 
 COLUMNS = ("Expression", "Value")
 
@@ -40,6 +41,7 @@ class WatchesView(QWidget):
         self.editor.setPlaceholderText("Add a watch: max(abs(x)), mean(fc1.weight), t12 …")
         self.editor.setClearButtonEnabled(True)
         self.editor.returnPressed.connect(self.add_from_editor)
+        self.completion = ExpressionCompleter(self.editor, lambda: self.session)     # Tab
         remove = QToolButton(self)
         remove.setIcon(icon("close"))
         remove.setToolTip("Remove the selected watch")

@@ -232,7 +232,7 @@ def test_tab_completes_in_the_console_input(window, qtbot, tmp_path):
     qtbot.keyClick(console.input, Qt.Key.Key_Tab)
     assert console.input.text() == "max(abs(b.weight"
     console.input.setText("max(abs(a")              # a.bias, a.weight, abs(, all(, ...: nothing more in common
-    assert "a.bias" in console.complete() and console.input.text() == "max(abs(a"
+    assert "a.bias" in console.completion.complete() and console.input.text() == "max(abs(a"
     console.completer.popup().hide()
     # several: their common start is written in and the list offered; Return takes the chosen one
     console.input.setText("max(abs(a.w")
@@ -254,5 +254,13 @@ def test_tab_completes_in_the_console_input(window, qtbot, tmp_path):
     press(qtbot, window, Qt.Key.Key_F5)
     wait_stopped(qtbot, window)
     console.input.setText("v")
-    assert f"v{linear}" in console.complete()
+    assert f"v{linear}" in console.completion.complete()
     console.completer.popup().hide()
+    # the Watches editor completes the same way
+    watches = window.views["watches"]
+    window.docks["watches"].show()
+    window.docks["watches"].raise_()
+    watches.editor.setFocus()
+    watches.editor.setText("mean(b.b")
+    qtbot.keyClick(watches.editor, Qt.Key.Key_Tab)
+    assert watches.editor.text() == "mean(b.bias"
