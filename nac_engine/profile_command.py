@@ -45,6 +45,17 @@ def _us(seconds) -> str:
     return "-" if seconds is None else f"{seconds * 1e6:,.1f}"
 
 
+def _modules(nac) -> dict:
+    """tick -> the module that ran it (``h.37.mlp.c_fc``), from the source map ({} without one)."""
+    from .errors import NacFormatError
+    from .format.source_map import read_source_map
+    try:
+        smap = read_source_map(nac)
+    except NacFormatError:
+        return {}
+    return {e.tick: e.module_path for e in smap.entries if e.module_path} if smap is not None else {}
+
+
 def cmd_profile(args) -> int:
     from .cli_inputs import load_imports
     load_imports(args.imports)
@@ -61,6 +72,7 @@ def cmd_profile(args) -> int:
             prof = profile(nac, inputs, feeds, repeat=args.repeat)
         except NacRuntimeError as e:
             raise CliError(f"{args.file}: {e}") from None
+        where = _modules(nac)
         sim = None
         if args.hw:
             from .sim.api import simulate
@@ -71,7 +83,7 @@ def cmd_profile(args) -> int:
     cycles = sim.cycles_by_tick() if sim else {}
     clock = sim.clock_hz if sim else None
     if args.json:
-        rows = [{"tick": t, "op": prof.ops[t],
+        rows = [{"tick": t, "op": prof.ops[t], "module": where.get(t, ""),
                  "measured_s": None if prof.seconds[t] != prof.seconds[t] else float(prof.seconds[t]),
                  "cycles": cycles.get(t), "simulated_s": cycles[t] / clock if t in cycles else None}
                 for t in range(len(prof.ops))]
@@ -94,7 +106,7 @@ def cmd_profile(args) -> int:
         if sim is not None:
             c = cycles.get(t)
             line += f"  {c:>12,}  {_us(c / clock):>12}" if c is not None else f"  {'-':>12}  {'-':>12}"
-        print(f"{line}  {prof.ops[t]}")
+        print(f"{line}  {prof.ops[t]}" + (f"  ({where[t]})" if where.get(t) else ""))
     print(f"\nslowest ops (all their instructions)\n{'measured µs':>12}  {'share':>6}  {'count':>5}  op")
     for op, s, n in prof.by_op()[:args.top]:
         print(f"{_us(s):>12}  {s / measured if measured else 0:>6.1%}  {n:>5}  {op}")

@@ -72,3 +72,21 @@ def test_a_mind_program_is_profiled_after_converting_it_in_memory(tmp_path, caps
     tvmr.write_bytes(b"TVMR" + bytes(60))
     assert main(["profile", str(tvmr)]) == 2
     assert "nac profile" in capsys.readouterr().err
+
+
+def test_the_slowest_instructions_name_the_module_that_ran_them(capsys):
+    """A 12-layer model's 12 matrix products look alike: the source map says whose each is."""
+    from nac_engine.format.source_map import read_source_map
+    bert = DEMO.with_name("demo_bert_tiny.nac")   # compiled with a source map
+    modules = {e.tick: e.module_path for e in read_source_map(read(str(bert))).entries}
+    assert main(["profile", str(bert), "--top", "6", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    rows = out.split("slowest instructions")[1].split("slowest ops")[0].strip().splitlines()[1:]
+    named = [r for r in rows if r.endswith(")")]
+    assert named, rows
+    for row in named:
+        tick = int(row.split()[0])
+        assert row.endswith(f"  ({modules[tick]})")
+    assert main(["profile", str(bert), "--json", "--repeat", "1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert all(r["module"] == modules.get(r["tick"], "") for r in data["instructions"])
