@@ -45,23 +45,13 @@ def _us(seconds) -> str:
     return "-" if seconds is None else f"{seconds * 1e6:,.1f}"
 
 
-def _modules(nac) -> dict:
-    """tick -> the module that ran it (``h.37.mlp.c_fc``), from the source map ({} without one)."""
-    from .errors import NacFormatError
-    from .format.source_map import read_source_map
-    try:
-        smap = read_source_map(nac)
-    except NacFormatError:
-        return {}
-    return {e.tick: e.module_path for e in smap.entries if e.module_path} if smap is not None else {}
-
-
 def cmd_profile(args) -> int:
     from .cli_inputs import load_imports
     load_imports(args.imports)
     from .cli_error import CliError
     from .cli_inputs import converted_peer, open_nac, open_peer_file
     from .runtime.errors import NacRuntimeError
+    from .format.source_map import module_paths
     from .runtime.profile import profile
     if args.repeat < 1 or args.top < 0:
         raise CliError("--repeat must be at least 1 and --top at least 0")
@@ -72,7 +62,7 @@ def cmd_profile(args) -> int:
             prof = profile(nac, inputs, feeds, repeat=args.repeat)
         except NacRuntimeError as e:
             raise CliError(f"{args.file}: {e}") from None
-        where = _modules(nac)
+        where = module_paths(nac)
         sim = None
         if args.hw:
             from .sim.api import simulate

@@ -106,6 +106,18 @@ def _clip(s: str) -> str:
     return s if len(s) <= MAX_TEXT else s[:MAX_TEXT - 1] + "…"
 
 
+def module_paths(nac) -> dict[int, str]:
+    """Tick -> the module that ran it (``h.24.mlp.c_fc``; whitespace folded, so it prints on one
+    line), for listings and tables that must never fail over a comment: {} when the file has no
+    source map or one that does not decode."""
+    try:
+        smap = read_source_map(nac)
+    except NacFormatError:
+        return {}
+    return {e.tick: " ".join(e.module_path.split()) for e in smap.entries if e.module_path} \
+        if smap is not None else {}
+
+
 def read_source_map(nac) -> Optional[SourceMap]:
     """The file's source map, ``None`` when it has none. Decoded once per resource entry and
     shared (the Studio's Source, IR Text and graph grouping all ask for it as a file opens, and

@@ -26,6 +26,7 @@ from ..format.const_table import constant_values, pool_values
 from ..format.instruction_table import InstructionTable, byte_words, distinct_encodings
 from ..format.lazy_records import walk_records
 from ..format.name_tables import made_parameter, parameter_names
+from ..format.source_map import module_paths
 from ..format.model import Constant, NacFile, TensorMeta
 from .literals import format_f32, format_literal, format_name
 from ..isa.mep import MepStream, decode_mep, encode_instruction, format_mep, format_mep_blocks, parse_mep
@@ -65,7 +66,7 @@ def iter_disassembly(nac: NacFile, *, mmap_comments: bool = False, source_name: 
         for n in walk_records(nac.input_names):
             yield f".input {n.index} {format_name(n.name)}"
     by_tick = nac.mmap_by_tick() if mmap_comments else {}
-    modules = _module_paths(nac)
+    modules = module_paths(nac)
     yield ".ops"
     tick_notes = {}      # tick -> notes that depend on the tick, not on the encoding
     if not derivable:
@@ -259,18 +260,6 @@ def _mmap_lines(records):
 
 
 _SHORT = {"SAVE_RESULT": "SAVE", "PRELOAD": "PRELOAD", "FREE": "FREE", "FORWARD": "FORWARD"}
-
-
-def _module_paths(nac: NacFile) -> dict:
-    """Tick -> module path from the file's source map (this project's RSRC extension); a map that
-    does not decode is left out of a listing, which must never fail for a comment."""
-    from ..errors import NacFormatError
-    from ..format.source_map import read_source_map
-    try:
-        smap = read_source_map(nac)
-    except NacFormatError:
-        return {}
-    return {e.tick: " ".join(e.module_path.split()) for e in smap.entries} if smap is not None else {}
 
 
 def _short(name: str) -> str:

@@ -66,9 +66,10 @@ def _profile_result(body: dict):
     return Profile.from_data(body)
 
 
-def profile_html(prof, sim=None, sim_label: str = "", top: int = 15) -> str:
+def profile_html(prof, sim=None, sim_label: str = "", top: int = 15, modules: Optional[dict] = None) -> str:
     """The Profile tab: the run's measured time, the slowest instructions (with the simulated
-    cycles of the same instructions when a simulation ran) and the slowest ops."""
+    cycles of the same instructions when a simulation ran, and the module that ran each:
+    ``modules``, tick -> module path) and the slowest ops."""
     import html
     measured = float(sum(v for v in prof.seconds.tolist() if v == v)) or 1e-12
     cycles = sim.cycles_by_tick() if sim else {}
@@ -84,14 +85,16 @@ def profile_html(prof, sim=None, sim_label: str = "", top: int = 15) -> str:
         parts = op.split(".")
         return html.escape(parts[-2] if len(parts) >= 3 else op)
     cols = "<tr><th align=left>tick</th><th align=left>op</th><th align=right>measured µs</th><th align=right>share</th>" \
-           + ("<th align=right>cycles</th><th align=right>sim. µs</th>" if sim else "") + "</tr>"
+           + ("<th align=right>cycles</th><th align=right>sim. µs</th>" if sim else "") \
+           + ("<th align=left>module</th>" if modules else "") + "</tr>"
     rows = []
     for t, sec in prof.slowest(top):
         c = cycles.get(t)
         sim_cells = (cell(f"{c:,}", True) + cell(f"{c / sim.clock_hz * 1e6:,.2f}", True) if c is not None
                      else cell("-", True) * 2) if sim else ""
         rows.append("<tr>" + cell(f"<a href='tick:{t}'>t{t}</a>") + cell(short(prof.ops[t]))
-                    + cell(f"{sec * 1e6:,.1f}", True) + cell(f"{sec / measured:.1%}", True) + sim_cells + "</tr>")
+                    + cell(f"{sec * 1e6:,.1f}", True) + cell(f"{sec / measured:.1%}", True) + sim_cells
+                    + (cell(html.escape(modules.get(t, ""))) if modules else "") + "</tr>")
     ops = "".join("<tr>" + cell(short(op)) + cell(n, True) + cell(f"{sec * 1e6:,.1f}", True)
                   + cell(f"{sec / measured:.1%}", True) + "</tr>" for op, sec, n in prof.by_op()[:top])
     return (head + "<p><b>Slowest instructions</b></p><table cellspacing=0 cellpadding=2>" + cols + "".join(rows)
@@ -518,8 +521,10 @@ class HardwareView(QWidget):
         if prof is None:
             self.profile_view.setHtml(_PROFILE_HINT)
             return
+        from nac_engine.format.source_map import module_paths
         self.profile_view.setHtml(profile_html(prof, st.run.result if st.run is not None else None,
-                                               st.run.label if st.run is not None else ""))
+                                               st.run.label if st.run is not None else "",
+                                               modules=module_paths(self.qdoc.nac) if self.qdoc is not None else None))
 
     def _profile_link(self, url) -> None:
         text = url.toString()

@@ -43,9 +43,11 @@ def test_profile_beside_the_simulation(window, qtbot):
     cycles = {r.tick: r.end_cycle - r.issue_cycle for r in st.run.result.instructions}
     assert view.tabs.currentWidget() is view.profile_view
     cells = [c.strip() for c in text.split("Slowest instructions")[1].split("Slowest ops")[0].split("\n") if c.strip()]
-    first = cells.index("sim. µs") + 1           # the header's last cell; then the slowest row
-    assert cells[first:first + 6] == [f"t{slow_tick}", _short(prof.ops[slow_tick]), f"{slow_s * 1e6:,.1f}",
-                                      cells[first + 3], f"{cycles[slow_tick]:,}", cells[first + 5]]
+    first = cells.index("module") + 1            # the header's last cell; then the slowest row
+    from nac_engine.format.source_map import module_paths
+    assert cells[first:first + 7] == [f"t{slow_tick}", _short(prof.ops[slow_tick]), f"{slow_s * 1e6:,.1f}",
+                                      cells[first + 3], f"{cycles[slow_tick]:,}", cells[first + 5],
+                                      module_paths(qdoc.nac)[slow_tick]]        # the module that ran it
     assert "Slowest ops" in text and _short(prof.by_op()[0][0]) in text
     # the Instructions table's measured column
     m = view.table_model
