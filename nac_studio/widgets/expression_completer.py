@@ -29,8 +29,9 @@ class ExpressionCompleter(QObject):
         self._replace = ("", 0, 0)                  # (text, start, end): the typed name a completion replaces
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt's name
+        # an empty line keeps Tab for moving the focus on (keyboard users need it)
         if obj is self.line and event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Tab \
-                and not self.completer.popup().isVisible():
+                and not self.completer.popup().isVisible() and self.line.text()[:self.line.cursorPosition()].strip():
             self.complete()
             return True
         return super().eventFilter(obj, event)

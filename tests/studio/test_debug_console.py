@@ -264,3 +264,6 @@ def test_tab_completes_in_the_console_input(window, qtbot, tmp_path):
     watches.editor.setText("mean(b.b")
     qtbot.keyClick(watches.editor, Qt.Key.Key_Tab)
     assert watches.editor.text() == "mean(b.bias"
+    watches.editor.clear()                       # an empty line: Tab moves the focus on, as anywhere
+    qtbot.keyClick(watches.editor, Qt.Key.Key_Tab)
+    assert not watches.editor.hasFocus()
