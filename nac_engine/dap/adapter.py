@@ -200,8 +200,14 @@ class Adapter:
             import_operator_code(imports)     # the program's custom operators (torch.library)
         except ValueError as e:
             raise RequestError(f"launch: imports: {e}") from None
-        from ..cli_inputs import open_nac
-        nac = open_nac(program)
+        from ..cli_inputs import converted_peer, open_nac, open_peer_file
+        peer = open_peer_file(program)           # a MIND .ir is debugged as its NAC, as nac run runs it
+        if peer is not None:
+            nac = converted_peer(program, peer.format, "nac dap")
+            self.output(f"{program}: a {peer.format} program, converted to NAC in memory (nac convert writes it); "
+                        "stepping its instructions", "important")
+        else:
+            nac = open_nac(program)
         try:
             feeds, slots = self._make_feeds(nac, program, args)
         except BaseException:

@@ -286,18 +286,23 @@ class SourceFiles:
         return self._found[key]
 
 
+#: What a source map may name as its source: PyTorch code, and a MIND program converted to NAC.
+SOURCE_SUFFIXES = (".py", ".ir")
+
+
 def locate_source(file: Optional[str], near: Optional[str] = None) -> Optional[str]:
     """A readable local copy of a recorded source ``file``, or ``None``.
 
     Recorded paths are relative to a library directory, a project root or the working directory
     (see :mod:`nac_engine.compiler.debug_info`), so they are looked for under the directory of
     ``near`` (the .nac file) and its ancestors, the working directory, and the interpreter's
-    library paths. The path comes from the file being opened, so only ``.py`` files and no
-    ``..`` components are accepted: a crafted map cannot make a viewer show an arbitrary file."""
+    library paths. The path comes from the file being opened, so only source files
+    (:data:`SOURCE_SUFFIXES`) and no ``..`` components are accepted: a crafted map cannot make a
+    viewer show an arbitrary file."""
     import os
     import sys
     import sysconfig
-    if not file or not file.endswith(".py") or ".." in file.replace("\\", "/").split("/"):
+    if not file or not file.endswith(SOURCE_SUFFIXES) or ".." in file.replace("\\", "/").split("/"):
         return None
     if os.path.isabs(file):
         return file if os.path.isfile(file) else None

@@ -16,13 +16,15 @@ class AdapterFactory {
 }
 
 class ConfigurationProvider {
-	// F5 on an open .nac file without a launch.json: debug that file
+	// F5 on an open .nac file (or a MIND .ir program, debugged as its NAC) without a launch.json:
+	// debug that file
 	resolveDebugConfiguration(folder, config) {
 		if (!config.type && !config.request && !config.name) {
 			const editor = vscode.window.activeTextEditor;
 			const file = editor && editor.document.fileName;
-			if (file && file.endsWith('.nac')) {
-				return { type: 'nac', request: 'launch', name: 'Debug the .nac file', program: file, stopOnEntry: true };
+			if (file && (file.endsWith('.nac') || file.endsWith('.ir'))) {
+				return { type: 'nac', request: 'launch', name: 'Debug ' + file.split(/[\\/]/).pop(), program: file,
+					stopOnEntry: true };
 			}
 		}
 		if (!config.program) {

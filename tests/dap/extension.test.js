@@ -52,6 +52,9 @@ describe('the VS Code extension', function () {
 		activeFile = '/models/gpt2.nac';
 		const c = provider.resolveDebugConfiguration(undefined, {});
 		assert.deepStrictEqual([c.type, c.request, c.program], ['nac', 'launch', '/models/gpt2.nac']);
+		activeFile = '/models/net.ir';                  // a MIND program: debugged as its NAC
+		const ir = provider.resolveDebugConfiguration(undefined, {});
+		assert.deepStrictEqual([ir.type, ir.program, ir.name], ['nac', '/models/net.ir', 'Debug net.ir']);
 		activeFile = '/src/model.py';
 		const none = await provider.resolveDebugConfiguration(undefined, { type: 'nac', request: 'launch', name: 'x' });
 		assert.strictEqual(none, undefined);

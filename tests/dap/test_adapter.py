@@ -320,3 +320,24 @@ def test_a_launch_cwd_resolves_the_configurations_relative_paths(models, tmp_pat
         assert not r["success"] and "'cwd'" in r["message"] and "is not a directory" in r["message"]
     finally:
         client.close()
+
+
+def test_a_mind_program_is_debugged_as_its_nac_with_breakpoints_on_its_lines(tmp_path):
+    """``program: model.ir`` (what nac run takes): converted in memory, its frames are the .ir's
+    own lines and a breakpoint set on one of them stops there."""
+    ir = tmp_path / "net.ir"
+    ir.write_bytes(b'%0 = Input() {name: "x"} : Tensor<f32, [2, 3]>\n%1 = Relu(%0) : Tensor<f32, [2, 3]>\n'
+                   b'%2 = BinOp(Mul, %1, %1) : Tensor<f32, [2, 3]>\noutputs: %2\n')
+    client = DapClient()
+    try:
+        launched = client.start({"program": str(ir), "inputs": {"x": "2x3:float32"}}, breakpoints={str(ir): [3]})
+        assert launched["success"], launched.get("message")
+        assert client.stopped()["reason"] == "breakpoint"
+        top = client.top()
+        assert top["line"] == 3 and top["source"]["path"] == str(ir)
+        said = [m["body"]["output"] for m in client.received if m.get("event") == "output"]
+        assert any("a mind program, converted to NAC in memory" in o for o in said), said
+        client.request("continue", {"threadId": 1})
+        client.wait_event("terminated")
+    finally:
+        client.close()
