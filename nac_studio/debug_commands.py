@@ -296,6 +296,12 @@ class DebugController(QObject):
         return self._launch(action, *args, from_command=True)
 
     def toggle_breakpoint(self) -> None:
+        source = self.window.views.get("source")
+        if source is not None and source.editor.hasFocus():      # F9 in the Source pane: that line
+            said = source.toggle_breakpoint_at_cursor()
+            if said is not None:
+                self.window.show_message(said)
+                return
         s, tick = self.session, self.cursor_tick()
         if s is None or tick is None:
             self.window.show_message("Toggle Breakpoint: select an instruction first")

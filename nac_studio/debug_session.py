@@ -35,7 +35,7 @@ from .model.input_slots import InputSlotInfo, input_slots  # noqa: F401  (re-exp
 IDLE, RUNNING, STOPPED, FINISHED, ERROR = "idle", "running", "stopped", "finished", "error"
 #: Breakpoint kinds the pane offers; ``value`` means: tick number, op glob, parameter glob,
 #: nothing (nan/inf), or an expression of the engine's condition language.
-BREAKPOINT_KINDS = ("tick", "op", "param", "nan", "inf", "expr")
+BREAKPOINT_KINDS = ("tick", "op", "param", "nan", "inf", "expr", "line")
 #: ``breakpoint_ticks()``'s mark of a tick where only logpoints are enabled.
 LOGPOINT = "log"
 #: Lines the Debug Console keeps (a logpoint in a loop prints per pass).
@@ -256,6 +256,8 @@ class DebugSession:
         self._summaries: dict[int, Any] = {}  # tick -> TickResult without its array (too big to send)
         self._tokenizer: Any = False
         self._bp_ticks: Optional[tuple] = None   # (what the breakpoints were, their ticks): one glob match per edit
+        self._smap: Any = False                  # the source map (None without one), read on first use
+        self._sources = None                     # SourceFiles: a line breakpoint's file as it reads now
         self._host_kept = False                  # the host keeps the last run's loaded weights
         # values given by a program rather than chosen by the user (a generation's decode step:
         # the last step's cache and token); by input name, they win over the choices
@@ -540,7 +542,14 @@ class DebugSession:
 
     # -- breakpoints ----------------------------------------------------------------------
     def _specs(self) -> list[dict]:
-        return [{**spec.to_json(), "id": spec.id, "hits": spec.hits} for spec in self.breakpoints]
+        return [{**self._engine_spec(spec), "hits": spec.hits} for spec in self.breakpoints]
+
+    def _engine_spec(self, spec: BreakpointSpec) -> dict:
+        """The spec as the engine takes it: a source line as the ticks it made."""
+        out = {**spec.to_json(), "id": spec.id}
+        if spec.kind == "line":
+            out.update(kind="ticks", ticks=self.line_ticks(spec.value), value=f"line {spec.value}")
+        return out
 
     def _install(self) -> None:
         """Hand every breakpoint to the running debugger (the host answers which it refused);
@@ -549,7 +558,7 @@ class DebugSession:
         if self.debugger is None:
             from nac_engine.dap.service import check_breakpoint
             for spec in self.breakpoints:
-                spec.error = check_breakpoint(self.nac, {**spec.to_json(), "id": spec.id})
+                spec.error = check_breakpoint(self.nac, self._engine_spec(spec))
             return
         d = self.debugger
         f = d.set_breakpoints(self._specs())
@@ -618,6 +627,50 @@ class DebugSession:
                 return None
         return self.add_breakpoint("tick", str(tick))
 
+    def toggle_line_breakpoint(self, file: str, line: int) -> Optional[BreakpointSpec]:
+        """F9 in the Source pane: remove the breakpoint on ``file:line`` (``file`` as the source map
+        names it, ``line`` as the file reads now) if there is one, else add it."""
+        value = f"{file}:{line}"
+        for spec in self.breakpoints:
+            if spec.kind == "line" and spec.value == value:
+                self.remove_breakpoint(spec.id)
+                return None
+        return self.add_breakpoint("line", value)
+
+    def line_ticks(self, value: str) -> list[int]:
+        """A line breakpoint's ticks. ``value`` is ``FILE:LINE``: FILE as the source map names it
+        (or the end of that name: ``model.py``), LINE as the file reads now (it may have been
+        edited since the compile)."""
+        from nac_engine.format.source_map import SourceFiles, line_ticks
+        file, _, line = value.strip().rpartition(":")
+        smap = self.source_map()
+        if not file or not line.strip().isdigit() or smap is None:
+            return []
+        files = {e.file for e in smap.entries if e.file} | {f[1] for e in smap.entries for f in e.stack if f[1]}
+        recorded = file if file in files else next(
+            (f for f in sorted(files) if f.replace("\\", "/").endswith("/" + file.lstrip("/"))), None)
+        if recorded is None:
+            return []
+        if self._sources is None:
+            self._sources = SourceFiles()
+        sources = self._sources
+
+        def now(rec, ln, code):
+            local = sources.locate(rec, self.path) if ln else None
+            return (sources.line_now(local, ln, code) or ln) if local and sources.readable(local) else ln
+        return line_ticks(smap, recorded, int(line), now)
+
+    def source_map(self):
+        """The file's SourceMap, or None (none recorded, or one that does not decode)."""
+        if self._smap is False:
+            from nac_engine.errors import NacFormatError
+            from nac_engine.format.source_map import read_source_map
+            try:
+                self._smap = read_source_map(self.nac)
+            except NacFormatError:
+                self._smap = None
+        return self._smap
+
     def breakpoint_ticks(self) -> dict[int, bool | str]:
         """tick -> True (an enabled breakpoint), False (disabled ones only) or ``LOGPOINT`` (enabled
         logpoints only: the run prints there and goes on), for every instruction a tick/op/param
@@ -650,6 +703,8 @@ class DebugSession:
         if spec.kind == "param" and spec.value:
             return [i.index for i in nac.instructions if i.a == OP_INPUT and i.b == 1
                     and (p := nac.param_for(i)) is not None and fnmatchcase(p.name, spec.value)]
+        if spec.kind == "line":
+            return self.line_ticks(spec.value)
         return []
 
     def _sync_hits(self) -> None:

@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional
 
 from ..cli_error import CliError
 from ..errors import NacFormatError
-from ..format.source_map import SourceFiles
+from ..format.source_map import SourceFiles, line_ticks
 from . import values as V
 from .service import DebugService, completions
 
@@ -648,17 +648,7 @@ class Adapter:
         recorded = self._recorded_file(source)
         if recorded is None or self._smap is None:
             return []
-        now = self._line_now
-        direct = [e.tick for e in self._smap.entries if e.file == recorded and now(recorded, e.line, e.code) == line]
-        if direct:
-            return direct
-        out, last = [], -2
-        for e in self._smap.entries:
-            if any(f[1] == recorded and now(recorded, f[2], f[3]) == line for f in e.stack):
-                if e.tick != last + 1:
-                    out.append(e.tick)
-                last = e.tick
-        return out
+        return line_ticks(self._smap, recorded, line, self._line_now)
 
     def _recorded_file(self, source: dict) -> Optional[str]:
         """The source map's name for the file an editor gives (by path, or our sourceReference)."""

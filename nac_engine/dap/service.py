@@ -335,6 +335,8 @@ def _engine_args(spec: dict) -> dict:
         kw["tick"] = int(value)
     elif kind == "ticks":
         kw["ticks"] = [int(t) for t in spec.get("ticks") or ()]
+        if not kw["ticks"]:         # (what check_breakpoint says before a run)
+            raise ValueError(f"no instruction at {spec.get('value') or 'those ticks'}")
         kw["label"] = value
     elif kind in ("op", "param"):
         kw[kind] = value

@@ -106,6 +106,25 @@ def _clip(s: str) -> str:
     return s if len(s) <= MAX_TEXT else s[:MAX_TEXT - 1] + "…"
 
 
+def line_ticks(smap: "SourceMap", recorded: str, line: int, line_now=None) -> list[int]:
+    """The ticks source ``line`` of ``recorded`` (the map's name for a file) made: the ticks whose
+    op is on it; else, for a line that calls a module or function, the first tick of each run of
+    ticks inside that call (a line breakpoint's ticks, in ``nac dap`` and the Studio).
+    ``line_now(recorded, line, code)`` says where a recorded line stands in the file now (the
+    file may have changed since the compile); without it the recorded numbers are used."""
+    now = line_now or (lambda _file, ln, _code: ln)
+    direct = [e.tick for e in smap.entries if e.file == recorded and now(recorded, e.line, e.code) == line]
+    if direct:
+        return direct
+    out, last = [], -2
+    for e in smap.entries:
+        if any(f[1] == recorded and now(recorded, f[2], f[3]) == line for f in e.stack):
+            if e.tick != last + 1:
+                out.append(e.tick)
+            last = e.tick
+    return out
+
+
 def module_paths(nac) -> dict[int, str]:
     """Tick -> the module that ran it (``h.24.mlp.c_fc``; whitespace folded, so it prints on one
     line), for listings and tables that must never fail over a comment: {} when the file has no

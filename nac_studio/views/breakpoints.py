@@ -1,5 +1,5 @@
-"""Breakpoints pane: every breakpoint of the file — tick, op pattern, parameter, NaN, Inf or an
-expression of the engine's condition language — with enable/disable, hit count and edit in
+"""Breakpoints pane: every breakpoint of the file — tick, op pattern, parameter, NaN, Inf, an
+expression of the engine's condition language or a line of the model's source — with enable/disable, hit count and edit in
 place (the value, the condition, the hit condition and the log message cells: a breakpoint with
 a log message is a logpoint, which prints to the Debug Console instead of stopping; a hit
 condition such as ``>=5`` or ``%10`` says which of its hits in a run count). Breakpoints live in the debug session as specs, so
@@ -27,7 +27,8 @@ HIT_TIP = ("Which hits in a run stop (or print): 5 or >=5 from the 5th on, >5 af
            "%5 every 5th; empty: every hit")
 _HINTS = {"tick": "tick number, e.g. 42", "op": "op glob, e.g. aten.softmax*", "param": "parameter glob, e.g. fc1.*",
           "nan": "(no value: any NaN in the result)", "inf": "(no value: any Inf in the result)",
-          "expr": "condition, e.g. max(abs(x)) > 100"}
+          "expr": "condition, e.g. max(abs(x)) > 100",
+          "line": "file.py:LINE of your model's code, e.g. model.py:24 (or F9 in the Source pane)"}
 
 
 class BreakpointsView(QWidget):
@@ -171,7 +172,7 @@ class BreakpointsView(QWidget):
                     item = QTableWidgetItem(text)
                     flags = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
                     editable = col == COL_VALUE and spec.kind not in ("nan", "inf") or \
-                        col == COL_COND and spec.kind in ("tick", "op", "param") or col in (COL_HIT, COL_LOG)
+                        col == COL_COND and spec.kind in ("tick", "op", "param", "line") or col in (COL_HIT, COL_LOG)
                     if editable:
                         flags |= Qt.ItemFlag.ItemIsEditable
                     item.setFlags(flags)

@@ -8,6 +8,10 @@ are resolved, files read (again when they change on disk) and recorded lines fou
 in a file changed since the compile (the user's edits, another library release) by
 :class:`nac_engine.format.source_map.SourceFiles`, which ``nac dap`` uses too.
 
+F9 (or the editor's context menu) on a line of a file shown here sets a line breakpoint there: the
+run stops at the ticks that line made (``DebugSession.toggle_line_breakpoint``); the lines with one
+are tinted red (paler when disabled).
+
 A debugger step must not cost work proportional to the source file: each file is loaded and
 highlighted once into its own text document (kept per path; the editor switches documents
 when the tick's file changes), and a refresh whose entry, file and header are unchanged does
@@ -83,6 +87,9 @@ class SourceView(QWidget):
         self._shown_key: Optional[tuple] = None   # what is on screen: (entry, path, header), to skip repeats
         self.shown_path: Optional[str] = None    # the file on screen (None: recorded line only)
         self.shown_entry: Optional[SourceEntry] = None
+        self.shown_file: Optional[str] = None    # the source map's name for the file on screen
+        self._exec_line: Optional[int] = None    # the highlighted (execution or selected) line
+        self._bp_lines: dict[int, bool] = {}     # line -> enabled, of the line breakpoints in the shown file
         self.header = QLabel(self)
         self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.header.setWordWrap(True)
@@ -104,6 +111,8 @@ class SourceView(QWidget):
         lay.addWidget(self.header)
         lay.addWidget(self.editor, 1)
         self.editor.viewport().installEventFilter(self)
+        self.editor.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.editor.customContextMenuRequested.connect(self._context_menu)
         self._follow = False       # the view is centred on the highlighted line, and the user has not scrolled
         self.editor.verticalScrollBar().actionTriggered.connect(self._user_scrolled)
         self.set_document(qdoc)
@@ -112,7 +121,7 @@ class SourceView(QWidget):
         if obj is self.editor.viewport():
             if event.type() == QEvent.Type.Paint:
                 self._highlight_when_painted()
-            elif event.type() == QEvent.Type.Resize and self._follow and self.editor.extraSelections():
+            elif event.type() == QEvent.Type.Resize and self._follow and self._exec_line is not None:
                 # centred for the size the pane had (none while it was a hidden tab): again for
                 # this one, unless the user has scrolled away since
                 QTimer.singleShot(0, self.editor.centerCursor)
@@ -145,8 +154,52 @@ class SourceView(QWidget):
 
     def highlighted_line(self) -> Optional[int]:
         """1-based line number highlighted in the editor (None when nothing is)."""
-        sel = self.editor.extraSelections()
-        return sel[0].cursor.blockNumber() + 1 if sel else None
+        return self._exec_line
+
+    # -- line breakpoints ---------------------------------------------------------------------
+    def line_at_cursor(self) -> Optional[tuple[str, int]]:
+        """(the source map's name for the file shown, the cursor's 1-based line), or None when no
+        file of this machine is shown (a message, or a line as recorded)."""
+        if self.shown_path is None or self.shown_file is None:
+            return None
+        return self.shown_file, self.editor.textCursor().blockNumber() + 1
+
+    def toggle_breakpoint_at_cursor(self) -> Optional[str]:
+        """What F9 did here, for the status bar (None: nothing to set a breakpoint on)."""
+        where = self.line_at_cursor()
+        s = self.qdoc.doc.debug if self.qdoc is not None else None
+        if where is None or s is None:
+            return None
+        spec = s.toggle_line_breakpoint(*where)
+        if spec is None:
+            return f"Breakpoint on {where[0]}:{where[1]} removed"
+        if spec.error:
+            return f"Breakpoint on {where[0]}:{where[1]}: {spec.error}"
+        return f"Breakpoint set on {where[0]}:{where[1]} ({len(s.ticks_of(spec))} instruction(s))"
+
+    def _context_menu(self, pos) -> None:
+        menu = self.editor.createStandardContextMenu()
+        cursor = self.editor.cursorForPosition(pos)
+        if self.line_at_cursor() is not None and self.qdoc is not None and self.qdoc.doc.debug is not None:
+            line = cursor.blockNumber() + 1
+            menu.addSeparator()
+            act = menu.addAction(f"Toggle Breakpoint on Line {line}")
+            act.triggered.connect(lambda _c=False, c=cursor: (self.editor.setTextCursor(c),
+                                                              self.toggle_breakpoint_at_cursor()))
+        menu.exec(self.editor.viewport().mapToGlobal(pos))
+        menu.deleteLater()
+
+    def _breakpoint_lines(self) -> dict[int, bool]:
+        s = self.qdoc.doc.debug if self.qdoc is not None else None
+        if s is None or self.shown_path is None or self.shown_file is None:
+            return {}
+        out: dict[int, bool] = {}
+        for spec in s.breakpoints:
+            file, _, line = spec.value.rpartition(":")
+            if spec.kind == "line" and not spec.error and line.isdigit() and (file == self.shown_file
+                                                           or self.shown_file.endswith("/" + file)):
+                out[int(line)] = out.get(int(line), False) or spec.enabled
+        return out
 
     # -- drawing ----------------------------------------------------------------------------
     def _refresh(self, _source=None) -> None:
@@ -170,12 +223,17 @@ class SourceView(QWidget):
             self._show_message(f"Tick {tick} has no source map entry.")
             return
         self._show_entry(tick, entry)
+        marks = self._breakpoint_lines()
+        if marks != self._bp_lines:
+            self._bp_lines = marks
+            self._apply_selections()
 
     def _show_message(self, text: str) -> None:
         if self._shown_key == ("message", text):
             return
         self._shown_key = ("message", text)
-        self.shown_entry, self.shown_path = None, None
+        self.shown_entry, self.shown_path, self.shown_file = None, None, None
+        self._bp_lines = {}
         self.header.setText(text)
         self._show_text(None, "")
         self._highlight(None)
@@ -198,7 +256,7 @@ class SourceView(QWidget):
                 return
             self._shown_key = (entry, None, header)
             self.header.setText(header)
-            self.shown_path = None
+            self.shown_path = self.shown_file = None
             self._show_text(None, "")
             self._highlight(None)
             return
@@ -231,6 +289,7 @@ class SourceView(QWidget):
         if self._shown_key == key:           # the same stop shown again (a second event of one step)
             return
         self._shown_key = key
+        self.shown_file = entry.file
         if text is None:
             self.shown_path = None
             self._show_text(None, entry.code or "")
@@ -238,6 +297,7 @@ class SourceView(QWidget):
         else:
             self.shown_path = path
             self._show_text(path, text)
+        self._bp_lines = self._breakpoint_lines()
         self.header.setText(header)
         self.header.setToolTip(path or entry.file)
         self._highlight(line)
@@ -290,17 +350,28 @@ class SourceView(QWidget):
 
     def _highlight(self, line: Optional[int]) -> None:
         doc = self.editor.document()
-        if line is None or not 1 <= line <= doc.blockCount():
-            if self.editor.extraSelections():
-                self.editor.setExtraSelections([])
-            return
-        cursor = QTextCursor(doc.findBlockByNumber(line - 1))
-        sel = QTextEdit.ExtraSelection()
-        sel.format.setBackground(QColor(255, 214, 102, 150))
-        sel.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
-        sel.cursor = cursor
-        self.editor.setExtraSelections([sel])
-        self._scroll_to(line)
+        self._exec_line = line if line is not None and 1 <= line <= doc.blockCount() else None
+        self._apply_selections()
+        if self._exec_line is not None:
+            self._scroll_to(line)
+
+    def _apply_selections(self) -> None:
+        """The breakpoint lines' tint, then the highlighted line over it."""
+        doc = self.editor.document()
+        lines = [(ln, QColor(220, 60, 50, 70 if on else 30)) for ln, on in sorted(self._bp_lines.items())]
+        if self._exec_line is not None:
+            lines.append((self._exec_line, QColor(255, 214, 102, 150)))
+        sels = []
+        for ln, color in lines:
+            if not 1 <= ln <= doc.blockCount():
+                continue
+            sel = QTextEdit.ExtraSelection()
+            sel.format.setBackground(color)
+            sel.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
+            sel.cursor = QTextCursor(doc.findBlockByNumber(ln - 1))
+            sels.append(sel)
+        if sels or self.editor.extraSelections():
+            self.editor.setExtraSelections(sels)
 
     def _scroll_to(self, line: int) -> None:
         doc = self.editor.document()
@@ -316,7 +387,7 @@ class SourceView(QWidget):
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
-        if self.editor.extraSelections():
+        if self._exec_line is not None:
             QTimer.singleShot(0, self.editor.centerCursor)
 
     def _line_now(self, recorded: str, line: Optional[int], code: Optional[str]):

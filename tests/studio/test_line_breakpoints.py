@@ -1,0 +1,97 @@
+"""Line breakpoints in the Studio: F9 on a line of the Source pane stops the run at the ticks that
+line of the model's code made (as a line breakpoint in an editor does through `nac dap`); the
+line is tinted; the Breakpoints pane takes ``file.py:LINE`` too; a line that made no instruction
+is refused in its row; the file edited since the compile keeps each breakpoint on its code."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
+
+from nac_engine.cli import main
+from nac_engine.format.source_map import read_source_map
+from tests.dap.fixture_models import NESTED, marker_line
+from tests.studio.test_debugger_gui import press, wait_stopped
+
+
+def _compiled(tmp_path, text=NESTED):
+    (tmp_path / "model.py").write_text(text)
+    assert main(["compile", str(tmp_path / "model.py"), "-o", str(tmp_path / "model.nac")]) == 0
+    return tmp_path / "model.nac"
+
+
+def _source_pane(window):
+    window.docks["source"].show()
+    window.docks["source"].raise_()
+    return window.views["source"]
+
+
+def _f9_on_line(qtbot, view, line: int) -> None:
+    view.editor.setFocus()
+    view.editor.setTextCursor(QTextCursor(view.editor.document().findBlockByNumber(line - 1)))
+    qtbot.keyClick(view.editor, Qt.Key.Key_F9)
+
+
+def test_f9_in_the_source_pane_stops_at_that_lines_ticks(window, qtbot, tmp_path):
+    path = _compiled(tmp_path)
+    qdoc = window.open_and_wait(path)
+    s = qdoc.doc.debug
+    smap = read_source_map(qdoc.nac)
+    body, log = marker_line(NESTED, "body"), marker_line(NESTED, "log")
+    body_ticks = [e.tick for e in smap.entries if e.file and e.file.endswith("model.py") and e.line == body]
+    assert body_ticks
+    view = _source_pane(window)
+    from nac_studio.model.document import Selection
+    qdoc.select(Selection("instruction", body_ticks[0]))        # the pane shows model.py
+    qtbot.waitUntil(lambda: view.shown_path is not None, timeout=5000)
+    _f9_on_line(qtbot, view, log)
+    spec = s.breakpoints[-1]
+    assert spec.kind == "line" and spec.value.endswith(f"model.py:{log}") and spec.error == ""
+    assert "Breakpoint set on " in window.statusBar().currentMessage()
+    assert view._bp_lines == {log: True}                        # tinted
+    log_ticks = s.ticks_of(spec)
+    assert log_ticks and all(smap.entry(t).line == log for t in log_ticks)
+    assert set(log_ticks) <= set(s.breakpoint_ticks())          # the disassembly and graph marks too
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    assert s.state == "stopped" and s.tick == log_ticks[0], s.describe()
+    assert view.highlighted_line() == log and f"breakpoint #{spec.id} line " in s.describe()
+    # F9 again on the line removes it; the run goes to the end
+    _f9_on_line(qtbot, view, log)
+    assert not any(b.kind == "line" for b in s.breakpoints) and view._bp_lines == {}
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    assert s.state == "finished"
+    # typed in the Breakpoints pane; a line that made nothing says so in its row
+    bp_view = window.views["breakpoints"]
+    bp_view.kind.setCurrentText("line")
+    bp_view.value.setText(f"model.py:{body}")
+    bp_view.add_from_editor()
+    assert s.breakpoints[-1].error == "" and s.ticks_of(s.breakpoints[-1]) == body_ticks
+    blank = next(i for i, ln in enumerate(NESTED.splitlines(), 1) if not ln.strip())
+    bad = s.add_breakpoint("line", f"model.py:{blank}")
+    qtbot.waitUntil(lambda: "no instruction" in bad.error, timeout=5000)      # the host's word (a run is live)
+    # kept with the file, and back after a reopen (checked before any run there)
+    window.close_document(qdoc)
+    qdoc = window.open_and_wait(path)
+    kept = [b for b in qdoc.doc.debug.breakpoints if b.kind == "line"]
+    assert [b.value for b in kept] == [f"model.py:{body}", f"model.py:{blank}"]
+    assert kept[0].error == "" and "no instruction" in kept[1].error
+
+
+def test_a_source_edited_since_the_compile_keeps_the_breakpoint_on_its_code(window, qtbot, tmp_path):
+    path = _compiled(tmp_path)
+    edited = "# two lines the user added\n\n" + NESTED
+    (tmp_path / "model.py").write_text(edited)
+    qdoc = window.open_and_wait(path)
+    s = qdoc.doc.debug
+    softmax_now = marker_line(edited, "softmax")
+    spec = s.add_breakpoint("line", f"model.py:{softmax_now}")       # the line as the file reads now
+    ticks = s.ticks_of(spec)
+    smap = read_source_map(qdoc.nac)
+    assert ticks and all(smap.entry(t).line == marker_line(NESTED, "softmax") for t in ticks)
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    assert s.state == "stopped" and s.tick == ticks[0], s.describe()
+    view = _source_pane(window)
+    qtbot.waitUntil(lambda: view.highlighted_line() == softmax_now, timeout=5000)
+    assert view._bp_lines == {softmax_now: True}
