@@ -234,6 +234,16 @@ class DebugController(QObject):
         return self._launch("reverse_continue", from_command=True)
 
     def run_to_cursor(self) -> Optional[Future]:
+        line = self._source_line()
+        if line is not None:              # Ctrl+F10 in the Source pane: to that line
+            where, ticks = line
+            if not ticks:
+                self.window.show_message(f"Run to Cursor: {where} made no instruction of this model")
+                return None
+            s = self.session
+            now = s.tick if s.active and s.tick is not None else -1
+            # the line's next pass after the execution point, else its first (backwards)
+            return self._launch("run_to", next((t for t in ticks if t > now), ticks[0]), True, from_command=True)
         tick = self.cursor_tick()
         if tick is None:
             self.window.show_message("Run to Cursor: select an instruction (a disassembly row or a graph node)")
@@ -348,6 +358,18 @@ class DebugController(QObject):
             dock.show()
             dock.raise_()
         return view.inspect(subject)
+
+    def _source_line(self) -> Optional[tuple[str, list[int]]]:
+        """With the Source pane focused on a file of this machine: ("file.py:LINE", the ticks that
+        line made) for its cursor's line; else None (the command acts on the selected tick)."""
+        source, s = self.window.views.get("source"), self.session
+        if source is None or s is None or not source.editor.hasFocus():
+            return None
+        at = source.line_at_cursor()
+        if at is None:
+            return None
+        where = f"{at[0]}:{at[1]}"
+        return where, s.line_ticks(where)
 
     def cursor_tick(self) -> Optional[int]:
         """The selected instruction (the editor cursor, not the execution point)."""

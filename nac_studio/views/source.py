@@ -10,7 +10,7 @@ in a file changed since the compile (the user's edits, another library release) 
 
 F9 (or the editor's context menu) on a line of a file shown here sets a line breakpoint there: the
 run stops at the ticks that line made (``DebugSession.toggle_line_breakpoint``); the lines with one
-are tinted red (paler when disabled).
+are tinted red (paler when disabled). Ctrl+F10 runs to the line's next pass.
 
 A debugger step must not cost work proportional to the source file: each file is loaded and
 highlighted once into its own text document (kept per path; the editor switches documents
@@ -113,6 +113,9 @@ class SourceView(QWidget):
         self.editor.viewport().installEventFilter(self)
         self.editor.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.editor.customContextMenuRequested.connect(self._context_menu)
+        #: the window's Run to Cursor and Toggle Breakpoint (they act on the cursor's line while
+        #: this editor has the focus), offered on a right-click
+        self.line_actions: list = []
         self._follow = False       # the view is centred on the highlighted line, and the user has not scrolled
         self.editor.verticalScrollBar().actionTriggered.connect(self._user_scrolled)
         self.set_document(qdoc)
@@ -183,11 +186,20 @@ class SourceView(QWidget):
         if self.line_at_cursor() is not None and self.qdoc is not None and self.qdoc.doc.debug is not None:
             line = cursor.blockNumber() + 1
             menu.addSeparator()
-            act = menu.addAction(f"Toggle Breakpoint on Line {line}")
-            act.triggered.connect(lambda _c=False, c=cursor: (self.editor.setTextCursor(c),
-                                                              self.toggle_breakpoint_at_cursor()))
+            for action in self.line_actions:
+                label = action.text().replace("&", "").replace("Cursor", f"Line {line}")
+                if label == action.text().replace("&", ""):
+                    label += f" on Line {line}"
+                item = menu.addAction(label)
+                item.setEnabled(action.isEnabled())
+                item.triggered.connect(lambda _c=False, c=cursor, a=action: self._on_line(c, a))
         menu.exec(self.editor.viewport().mapToGlobal(pos))
         menu.deleteLater()
+
+    def _on_line(self, cursor, action) -> None:
+        self.editor.setTextCursor(cursor)
+        self.editor.setFocus()          # the window's command acts on this line while the editor has it
+        action.trigger()
 
     def _breakpoint_lines(self) -> dict[int, bool]:
         s = self.qdoc.doc.debug if self.qdoc is not None else None

@@ -95,3 +95,49 @@ def test_a_source_edited_since_the_compile_keeps_the_breakpoint_on_its_code(wind
     view = _source_pane(window)
     qtbot.waitUntil(lambda: view.highlighted_line() == softmax_now, timeout=5000)
     assert view._bp_lines == {softmax_now: True}
+
+
+def test_run_to_a_source_line_and_the_source_context_menu(window, qtbot, tmp_path):
+    from PySide6.QtCore import QPoint, QTimer
+    from PySide6.QtWidgets import QApplication
+    path = _compiled(tmp_path)
+    qdoc = window.open_and_wait(path)
+    s = qdoc.doc.debug
+    smap = read_source_map(qdoc.nac)
+    body, softmax = marker_line(NESTED, "body"), marker_line(NESTED, "softmax")
+    from nac_studio.model.document import Selection
+    view = _source_pane(window)
+    first_body = min(e.tick for e in smap.entries if e.file and e.line == body)
+    qdoc.select(Selection("instruction", first_body))
+    qtbot.waitUntil(lambda: view.shown_path is not None, timeout=5000)
+    # Ctrl+F10 on a line of the Source pane: the run goes to the first tick that line made
+    view.editor.setFocus()
+    view.editor.setTextCursor(QTextCursor(view.editor.document().findBlockByNumber(body - 1)))
+    qtbot.keyClick(view.editor, Qt.Key.Key_F10, Qt.KeyboardModifier.ControlModifier)
+    wait_stopped(qtbot, window)
+    assert s.tick == first_body, s.describe()
+    # the context menu offers the same on the clicked line
+    seen = {}
+
+    def read_menu():
+        menu = QApplication.activePopupWidget()
+        if menu is None:
+            QTimer.singleShot(20, read_menu)
+            return
+        seen["items"] = [a.text() for a in menu.actions() if a.text()]
+        run = next(a for a in menu.actions() if a.text().startswith("Run to Line"))
+        menu.close()
+        run.trigger()
+    QTimer.singleShot(50, read_menu)
+    block = view.editor.document().findBlockByNumber(softmax - 1)
+    where = view.editor.cursorRect(QTextCursor(block)).center()
+    view.editor.customContextMenuRequested.emit(QPoint(where.x(), where.y()))
+    assert f"Run to Line {softmax}" in seen["items"] and f"Toggle Breakpoint on Line {softmax}" in seen["items"]
+    wait_stopped(qtbot, window)
+    softmax_ticks = sorted(e.tick for e in smap.entries if e.file and e.line == softmax)
+    assert s.tick == softmax_ticks[0], s.describe()
+    # a line that made nothing says so
+    view.editor.setFocus()
+    view.editor.setTextCursor(QTextCursor(view.editor.document().findBlockByNumber(0)))
+    qtbot.keyClick(view.editor, Qt.Key.Key_F10, Qt.KeyboardModifier.ControlModifier)
+    assert "made no instruction of this model" in window.statusBar().currentMessage()
