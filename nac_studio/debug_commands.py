@@ -322,21 +322,24 @@ class DebugController(QObject):
     def add_logpoint(self) -> None:
         """A logpoint on the selected instruction: its message (with {expressions}) goes to the
         Debug Console each time the run passes, and the run goes on."""
+        line = self._source_line()        # in the Source pane: on the cursor's line
         s, tick = self.session, self.cursor_tick()
-        if s is None or tick is None:
+        if s is None or (tick is None and line is None):
             self.window.show_message("Add Logpoint: select an instruction first")
             return
+        where = f"line {line[0]}" if line is not None else f"tick {tick}"
         text, ok = QInputDialog.getText(self.window, "Add Logpoint",
-                                        f"Print each time tick {tick} runs ({{expressions}} are evaluated there):",
-                                        text=f"v{tick} max {{max(abs(x))}}")
+                                        f"Print each time {where} runs ({{expressions}} are evaluated there):",
+                                        text=f"{line[0] if line else f'v{tick}'} max {{max(abs(x))}}")
         if not ok or not text.strip():
             return
-        spec = s.add_breakpoint("tick", str(tick), log=text)
+        spec = s.add_breakpoint("line", line[0], log=text) if line is not None else \
+            s.add_breakpoint("tick", str(tick), log=text)
         dock = self.window.docks.get("debug_console")
         if dock is not None:
             dock.show()
             dock.raise_()
-        self.window.show_message(f"Logpoint #{spec.id} on tick {tick}" + (f": {spec.error}" if spec.error else ""))
+        self.window.show_message(f"Logpoint #{spec.id} on {where}" + (f": {spec.error}" if spec.error else ""))
 
     def inspect_selection(self):
         """Pin an inspector on the selected parameter, or the selected tick's result."""

@@ -215,7 +215,7 @@ class MainWindow(QMainWindow):
                         ("debug.runToCursor", "debug.toggleBreakpoint", "debug.addLogpoint", None, "debug.inspect")]
         self.disassembly_view.row_actions = node_actions
         self.graph.node_actions = node_actions
-        self.views["source"].line_actions = [node_actions[0], node_actions[1]]    # run to / break at a line
+        self.views["source"].line_actions = node_actions[:3]     # run to, break and log at a line
         self._build_toolbar()
         self._build_statusbar()
         self.tasks.started.connect(self._task_started)

@@ -187,9 +187,10 @@ class SourceView(QWidget):
             line = cursor.blockNumber() + 1
             menu.addSeparator()
             for action in self.line_actions:
-                label = action.text().replace("&", "").replace("Cursor", f"Line {line}")
-                if label == action.text().replace("&", ""):
-                    label += f" on Line {line}"
+                text = action.text().replace("&", "")
+                label = text.replace("Cursor", f"Line {line}")
+                if label == text:
+                    label = text.replace("…", "") + f" on Line {line}" + ("…" if text.endswith("…") else "")
                 item = menu.addAction(label)
                 item.setEnabled(action.isEnabled())
                 item.triggered.connect(lambda _c=False, c=cursor, a=action: self._on_line(c, a))

@@ -141,3 +141,32 @@ def test_run_to_a_source_line_and_the_source_context_menu(window, qtbot, tmp_pat
     view.editor.setTextCursor(QTextCursor(view.editor.document().findBlockByNumber(0)))
     qtbot.keyClick(view.editor, Qt.Key.Key_F10, Qt.KeyboardModifier.ControlModifier)
     assert "made no instruction of this model" in window.statusBar().currentMessage()
+
+
+def test_a_logpoint_on_a_source_line(window, qtbot, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QInputDialog
+
+    from nac_studio.model.document import Selection
+    path = _compiled(tmp_path)
+    qdoc = window.open_and_wait(path)
+    s = qdoc.doc.debug
+    smap = read_source_map(qdoc.nac)
+    log = marker_line(NESTED, "log")
+    view = _source_pane(window)
+    qdoc.select(Selection("instruction", min(e.tick for e in smap.entries if e.file and e.line == log)))
+    qtbot.waitUntil(lambda: view.shown_path is not None, timeout=5000)
+    view.editor.setFocus()
+    view.editor.setTextCursor(QTextCursor(view.editor.document().findBlockByNumber(log - 1)))
+    monkeypatch.setattr(QInputDialog, "getText", staticmethod(lambda *a, **k: ("nan {count_nan(x)}", True)))
+    window.commands.run("debug.addLogpoint")
+    (spec,) = s.breakpoints
+    assert spec.kind == "line" and spec.value.endswith(f"model.py:{log}") and spec.log == "nan {count_nan(x)}"
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    assert s.state == "finished"
+    console = window.views["debug_console"]
+    ticks = s.ticks_of(spec)
+    qtbot.waitUntil(lambda: len(console.lines()) == len(ticks), timeout=5000)
+    assert [ln.split("]")[0] for ln in console.lines()] == [f"[tick {t}" for t in ticks]
+    import numpy as np
+    assert console.lines()[-1].endswith(f"nan {int(np.isnan(s.result(ticks[-1]).tensor).sum())}")
