@@ -34,7 +34,8 @@ from .model.input_slots import InputSlotInfo, input_slots  # noqa: F401  (re-exp
 #: Execution states shown in the status bar.
 IDLE, RUNNING, STOPPED, FINISHED, ERROR = "idle", "running", "stopped", "finished", "error"
 #: Breakpoint kinds the pane offers; ``value`` means: tick number, op glob, parameter glob,
-#: nothing (nan/inf), or an expression of the engine's condition language.
+#: nothing (nan/inf), an expression of the engine's condition language, or ``FILE:LINE`` of the
+#: model's source (the ticks that line made).
 BREAKPOINT_KINDS = ("tick", "op", "param", "nan", "inf", "expr", "line")
 #: ``breakpoint_ticks()``'s mark of a tick where only logpoints are enabled.
 LOGPOINT = "log"
