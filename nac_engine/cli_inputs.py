@@ -116,15 +116,25 @@ def split_inputs(items, base_dir: Optional[str] = None) -> tuple[dict, list]:
 
 def shaped_inputs(nac, shaped, seed: int) -> dict:
     """``--input NAME=SHAPE[:DTYPE]``: seeded random values of that shape, drawn from the value
-    range the file's input signature records for NAME (token ids stay in the vocabulary)."""
+    range the file's input signature records for NAME (token ids stay in the vocabulary);
+    ``--input NAME=[1,15043,29892]``: those values, as the dtype and shape the signature records."""
     from .format.input_signature import InputSpec, make_inputs, read_input_signature
+    from .runtime.input_spec import is_literal, parse_literal
     from .runtime.shapes import parse_input_spec
     try:
         recorded = {s.name: s for s in read_input_signature(nac) or []}
     except NacFormatError:
         recorded = {}
-    specs = []
+    specs, typed = [], {}
     for name, text in shaped:
+        if is_literal(text):
+            known = recorded.get(name)
+            try:
+                typed[name] = parse_literal(text, known.dtype if known is not None else None,
+                                            known.shape if known is not None else None)
+            except ValueError as e:
+                raise CliError(f"--input {name}: {e}") from None
+            continue
         try:
             spec = parse_input_spec(text)
         except ValueError as e:
@@ -133,7 +143,7 @@ def shaped_inputs(nac, shaped, seed: int) -> dict:
         low, high = (known.low, known.high) if known is not None and known.dtype == spec.dtype else (None, None)
         specs.append(InputSpec(name, tuple(spec.shape), spec.dtype, "input", low, high))
     try:
-        return make_inputs(specs, seed=seed)
+        return {**make_inputs(specs, seed=seed), **typed}
     except ValueError as e:
         raise CliError(f"--input: {e}") from None
 

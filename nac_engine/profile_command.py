@@ -14,7 +14,7 @@ def add_parser(sub) -> None:
                                    "--hw PRESET the simulator's cycles and time for the same instructions are "
                                    "printed beside the measured time.")
     s.add_argument("file")
-    s.add_argument("--input", action="append", metavar="NAME=x.npy|NAME=SHAPE[:DTYPE]",
+    s.add_argument("--input", action="append", metavar="NAME=x.npy|NAME=SHAPE[:DTYPE]|NAME=[VALUES]",
                    help="a named user input (default: the file's recorded input signature, seeded random)")
     s.add_argument("--feed", action="append", metavar="x.npy",
                    help="positional value for each <INPUT B=0>/<INPUT B=3> in instruction order")

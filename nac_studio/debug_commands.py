@@ -522,7 +522,7 @@ class DebugController(QObject):
 
 async def run_to_from_cli(window, tick: int, inspect: Optional[str] = None, inputs: tuple = (),
                           timeout: float = 120.0) -> bool:
-    """``nac-studio FILE --run-to TICK [--inspect vN] [--input NAME=x.npy]``: run the active file's
+    """``nac-studio FILE --run-to TICK [--inspect vN] [--input NAME=x.npy|NAME=[1,2,3]]``: run the active file's
     debugger to ``tick`` and show that state (for screenshots in docs and reviews)."""
     import sys
 
@@ -543,7 +543,9 @@ async def run_to_from_cli(window, tick: int, inspect: Optional[str] = None, inpu
                 print(f"nac-studio: --input {item!r}: the file's inputs are "
                       f"{', '.join(sl.label for sl in s.slots) or 'none'}", file=sys.stderr)
                 return False
-            choices[slot.position] = InputChoice(mode="npy", path=path)
+            from nac_engine.runtime.input_spec import is_literal
+            choices[slot.position] = InputChoice(mode="values", values=path) if is_literal(path) \
+                else InputChoice(mode="npy", path=path)
         s.set_choices({**{sl.position: s.choice(sl) for sl in s.slots}, **choices})
     if s.needs_inputs():
         print("nac-studio: --run-to: the file records no input shapes; give --input NAME=FILE.npy "

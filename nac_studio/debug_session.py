@@ -41,7 +41,7 @@ BREAKPOINT_KINDS = ("tick", "op", "param", "nan", "inf", "expr", "line")
 LOGPOINT = "log"
 #: Lines the Debug Console keeps (a logpoint in a loop prints per pass).
 CONSOLE_LINES = 5000
-INPUT_MODES = ("random", "zeros", "ones", "npy", "text", "stored")
+INPUT_MODES = ("random", "zeros", "ones", "npy", "text", "values", "stored")
 
 
 # --------------------------------------------------------------------------- inputs
@@ -54,6 +54,7 @@ class InputChoice:
     seed: int = 0
     path: str = ""
     text: str = ""
+    values: str = ""              # typed values, a JSON list: [1, 15043, 29892]
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -62,7 +63,7 @@ class InputChoice:
     def from_json(cls, d: dict) -> "InputChoice":
         c = cls()
         if isinstance(d, dict):
-            for k in ("mode", "dtype", "path", "text"):
+            for k in ("mode", "dtype", "path", "text", "values"):
                 if isinstance(d.get(k), str):
                     setattr(c, k, d[k])
             if isinstance(d.get("seed"), int):
@@ -134,6 +135,12 @@ def make_value(slot: InputSlotInfo, choice: InputChoice, tokenizer=None) -> Any:
             raise ValueError(f"{slot.label}: {e.reason}") from None
     if mode == "text":
         return tokenized(slot, choice, tokenizer)[0]
+    if mode == "values":
+        from nac_engine.runtime.input_spec import parse_literal
+        try:
+            return parse_literal(choice.values, slot.dtype, slot.shape)
+        except ValueError as e:
+            raise ValueError(f"{slot.label}: {e}") from None
     shape = choice.shape if choice.shape is not None else (list(slot.shape) if slot.shape is not None else None)
     if shape is None:
         raise ValueError(f"{slot.label}: the file records no shape; give one")

@@ -328,3 +328,31 @@ def test_a_model_file_given_where_a_nac_belongs_gets_the_command_to_run(capsys, 
     junk.write_bytes(b"XYZ" + bytes(64))
     code, _, err = run(capsys, "info", str(junk))
     assert code != 0 and "not a NAC file" in err and "compile" not in err
+
+
+def test_an_input_given_as_its_values(capsys, tmp_path):
+    """``--input NAME=[...]``: the values themselves (token ids for a file without a tokenizer),
+    as the dtype and shape the file records; the run equals the one on the same values from an
+    .npy; values that are not a rectangular list of numbers are refused on one line."""
+    import numpy as np
+
+    from nac_engine.runtime.input_spec import parse_literal
+    from tests.resources_path import DEMO
+    bert = DEMO.with_name("demo_bert_tiny.nac")
+    ids = [101] + list(range(2000, 2014)) + [102]
+    mask = [1] * 16
+    out_typed, out_npy = tmp_path / "typed", tmp_path / "npy"
+    assert main(["run", str(bert), "--input", f"input_ids={ids}", "--input", f"attention_mask={mask}",
+                 "--out", str(out_typed)]) == 0
+    np.save(tmp_path / "ids.npy", np.asarray([ids], np.int64))
+    np.save(tmp_path / "mask.npy", np.asarray([mask], np.int64))
+    assert main(["run", str(bert), "--input", f"input_ids={tmp_path / 'ids.npy'}",
+                 "--input", f"attention_mask={tmp_path / 'mask.npy'}", "--out", str(out_npy)]) == 0
+    for k in range(2):
+        np.testing.assert_array_equal(np.load(out_typed / f"output_{k}.npy"), np.load(out_npy / f"output_{k}.npy"))
+    capsys.readouterr()
+    code, _, err = run(capsys, "run", bert, "--input", "input_ids=[[1, 2], [3]]")
+    assert code == 2 and "--input input_ids: values: the rows are not all the same length" in err
+    code, _, err = run(capsys, "run", bert, "--input", "input_ids=[1, 2,")
+    assert code == 2 and "not a list of numbers" in err
+    assert parse_literal("[true, false]").dtype == bool and parse_literal("[NaN, 1]").dtype == np.float32

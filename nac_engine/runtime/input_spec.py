@@ -73,3 +73,44 @@ def parse_input_spec(text: str) -> InputSpec:
 
 
 _EXTRA_DTYPES = {"uint16", "uint32", "uint64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2"}
+
+
+#: Values typed as text (a JSON list) at most: a debugging input, not a dataset.
+LITERAL_MAX_CHARS = 1 << 20
+
+
+def is_literal(text: str) -> bool:
+    """Whether ``text`` gives the values themselves (``[1, 15043, 29892]``) rather than a shape."""
+    return text.lstrip().startswith("[")
+
+
+def parse_literal(text: str, dtype=None, shape=None):
+    """``"[1, 15043, 29892]"`` or ``"[[0.5, 1], [2, 3]]"`` → a numpy array: JSON numbers (no
+    ``eval``), rectangular, as ``dtype`` (default: int64 for whole numbers, else float32) and,
+    when ``shape`` is given and only the count agrees (token ids typed flat for ``[1, 32]``),
+    reshaped to it. ValueError says what is wrong."""
+    import json
+
+    import numpy as np
+    if len(text) > LITERAL_MAX_CHARS:
+        raise ValueError(f"values: {len(text):,} characters; type at most {LITERAL_MAX_CHARS:,} (use an .npy file)")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"values {text[:40]!r}: not a list of numbers ({e.msg} at character {e.pos})") from None
+    try:
+        arr = np.asarray(data)
+    except ValueError:
+        raise ValueError("values: the rows are not all the same length") from None
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise ValueError("values: give numbers in lists of equal length, e.g. [[1, 2], [3, 4]]")
+    if dtype is None:
+        dtype = {"b": "bool", "i": "int64", "u": "int64"}.get(arr.dtype.kind, "float32")
+    np_dtype = "float32" if dtype == "bfloat16" else dtype
+    try:
+        arr = arr.astype(np_dtype)
+    except TypeError:
+        raise ValueError(f"values: not a numpy dtype {dtype!r}") from None
+    if shape is not None and tuple(arr.shape) != tuple(shape) and arr.size == int(np.prod(shape)):
+        arr = arr.reshape(tuple(int(d) for d in shape))
+    return arr

@@ -21,7 +21,7 @@ from ..debug_session import INPUT_MODES, DebugSession, InputChoice, InputSlotInf
 
 DTYPES = ("float32", "float16", "float64", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
 _MODE_TITLES = {"random": "Random (seeded)", "zeros": "Zeros", "ones": "Ones", "npy": ".npy file",
-                "text": "Text (tokenised)", "stored": "Stored in the file"}
+                "text": "Text (tokenised)", "values": "Typed values", "stored": "Stored in the file"}
 
 
 def parse_shape(text: str) -> Optional[list]:
@@ -65,6 +65,10 @@ class InputRow:
         self.browse.clicked.connect(lambda _c=False: self._browse())
         self.text = QLineEdit(choice.text, dlg)
         self.text.setPlaceholderText("text to tokenise")
+        self.values = QLineEdit(choice.values, dlg)
+        self.values.setPlaceholderText("values, e.g. [1, 15043, 29892] or [[0.5, 1], [2, 3]]")
+        self.values.setToolTip("The values themselves, as a list (nested for more dimensions); a flat list "
+                               "of as many values as the input has takes its shape")
         self.ids = QLabel("", dlg)
         self.ids.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.ids.setWordWrap(True)
@@ -88,6 +92,7 @@ class InputRow:
         self.path.setVisible(m == "npy")
         self.browse.setVisible(m == "npy")
         self.text.setVisible(m == "text")
+        self.values.setVisible(m == "values")
         self.ids.setVisible(m == "text")
         if m == "text":
             self._tokenise()
@@ -111,7 +116,8 @@ class InputRow:
     def choice(self) -> InputChoice:
         m = self.mode.currentData()
         return InputChoice(mode=m, shape=parse_shape(self.shape.text()), dtype=self.dtype.currentText(),
-                           seed=self.seed.value(), path=self.path.text().strip(), text=self.text.text())
+                           seed=self.seed.value(), path=self.path.text().strip(), text=self.text.text(),
+                           values=self.values.text())
 
 
 class InputsDialog(QDialog):
@@ -136,7 +142,7 @@ class InputsDialog(QDialog):
             grid.addWidget(QLabel(what, self), r, 0)
             grid.addWidget(row.mode, r, 1, Qt.AlignmentFlag.AlignTop)
             value = QHBoxLayout()
-            for w in (row.shape, row.dtype, row.seed, row.path, row.browse, row.text):
+            for w in (row.shape, row.dtype, row.seed, row.path, row.browse, row.text, row.values):
                 value.addWidget(w)
             box = QVBoxLayout()
             box.addLayout(value)

@@ -341,3 +341,27 @@ def test_a_mind_program_is_debugged_as_its_nac_with_breakpoints_on_its_lines(tmp
         client.wait_event("terminated")
     finally:
         client.close()
+
+
+def test_an_input_given_or_set_as_its_values(models):
+    """A launch's ``inputs`` and the Inputs scope's setVariable take the values themselves."""
+    client = DapClient()
+    try:
+        launched = client.start({"program": str(models / "model.nac"), "stopOnEntry": True,
+                                 "inputs": {"x": "[[1, 2, 3, 4, 5, 6], [0, 0, 0, 0, 0, 0]]"}})
+        assert launched["success"], launched.get("message")
+        client.stopped()
+
+        def input_x():
+            scopes = client.request("scopes", {"frameId": client.top()["id"]})["body"]["scopes"]
+            ref = next(s for s in scopes if s["name"].startswith("Inputs"))["variablesReference"]
+            return ref, client.request("variables", {"variablesReference": ref})["body"]["variables"][0]
+        _, x = input_x()
+        assert x["value"].startswith("f32[2,6] min 0 max 6"), x       # float32: the file records it so
+        ref, _ = input_x()
+        set_ = client.request("setVariable", {"variablesReference": ref, "name": "x", "value": "[" + "2, " * 11 + "2]"})
+        assert set_["body"]["value"].startswith("f32[2,6] min 2 max 2"), set_      # 12 values take its shape
+        bad = client.request("setVariable", {"variablesReference": ref, "name": "x", "value": "[1, [2]]"}, ok=False)
+        assert not bad["success"] and "values" in bad["message"]
+    finally:
+        client.close()
