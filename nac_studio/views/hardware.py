@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSize, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QSizePolicy, QAbstractItemView, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel,
                                QMenu, QSpinBox, QSplitter, QTableView, QTabWidget, QTextBrowser, QToolBar, QToolButton,
                                QVBoxLayout, QWidget)
@@ -583,6 +583,13 @@ class HardwareView(QWidget):
             self.status.setText("")
 
     # -- drawing ----------------------------------------------------------------------------
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self.plot is None:
+            # the lanes' plots are built (hidden) once the pane is on screen, not in the turn
+            # that draws the first simulation: that turn then only draws (~40 ms less of a stall)
+            QTimer.singleShot(0, lambda: self.plot is None and self._ensure_plot().hide())
+
     def _ensure_plot(self):
         if self.plot is not None:
             return self.plot
@@ -765,6 +772,7 @@ class HardwareView(QWidget):
 
         from ..widgets.lanes_plot import RectBatch
         plot = self._ensure_plot()
+        plot.show()                       # (built hidden when the pane first showed)
         units, dma, sram = plot.plots["units"], plot.plots["dma"], plot.plots["sram"]
         if "units" not in self.items:
             self.items["units"] = RectBatch([_UNIT_COLOR[u] for u in UNIT_LANES], pad=0.15)
