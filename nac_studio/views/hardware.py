@@ -588,7 +588,7 @@ class HardwareView(QWidget):
         if self.plot is None:
             # the lanes' plots are built (hidden) once the pane is on screen, not in the turn
             # that draws the first simulation: that turn then only draws (~40 ms less of a stall)
-            QTimer.singleShot(0, lambda: self.plot is None and self._ensure_plot().hide())
+            QTimer.singleShot(0, self, lambda: self.plot is None and self._ensure_plot().hide())
 
     def _ensure_plot(self):
         if self.plot is not None:
