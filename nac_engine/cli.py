@@ -24,7 +24,8 @@ EXIT_CODES_HELP = ("exit codes (every command): 0 ok; 1 the answer is no (verify
 
 from .cli_error import CliError  # noqa: E402  (one class whether cli.py runs as __main__ or not)
 from .cli_inputs import input_hint, load_npy as _load_npy, open_nac as _open, open_peer_file as _open_peer  # noqa: E402
-from .cli_inputs import converted_peer, named_items, shaped_inputs as _shaped_inputs, split_inputs  # noqa: E402
+from .cli_inputs import (converted_peer, named_items, shaped_inputs as _shaped_inputs, split_inputs,  # noqa: E402
+                         with_companions)
 from .cli_inputs import add_import_argument, load_imports  # noqa: E402
 
 
@@ -287,6 +288,8 @@ def cmd_run(args) -> int:
         if not args.input and feeds is None:      # a freshly compiled file records its inputs
             from .format.input_signature import signature_inputs
             inputs = signature_inputs(nac, seed=args.seed) or {}
+        else:
+            inputs = with_companions(nac, inputs)
         try:
             if args.breaks:
                 outputs = _run_with_breakpoints(nac, inputs or None, feeds, args.breaks)

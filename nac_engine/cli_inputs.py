@@ -148,6 +148,25 @@ def shaped_inputs(nac, shaped, seed: int) -> dict:
         raise CliError(f"--input: {e}") from None
 
 
+def with_companions(nac, inputs: dict, say=None) -> dict:
+    """``inputs`` with the companions of a given ``input_ids`` that the file takes but the user
+    left out (attention_mask, token_type_ids, position_ids) set to what transformers assumes
+    then; ``say(text)`` (default: a note on stderr) names each one filled."""
+    import sys
+    from .format.input_signature import read_input_signature
+    from .runtime.input_spec import fill_companions
+    try:
+        dtypes = {s.name: s.dtype for s in read_input_signature(nac) or ()}
+    except NacFormatError:
+        dtypes = {}
+    filled = fill_companions(list(nac.input_name_map.values()), inputs, dtypes)
+    if filled:
+        text = (f"{', '.join(filled)} not given: set as transformers assumes without one (a mask of ones, "
+                "type 0, positions 0..n-1)")
+        (say or (lambda t: print(f"nac: note: {t}", file=sys.stderr)))(text)
+    return inputs
+
+
 def _dtype_name(v) -> str:
     """``float16`` for a numpy array's or a torch tensor's dtype alike."""
     return str(getattr(v.dtype, "name", v.dtype)).removeprefix("torch.")

@@ -33,7 +33,8 @@ def add_parser(sub) -> None:
 
 
 def _inputs(args, nac_path: str):
-    from .cli_inputs import load_npy as _load_npy, named_items, open_nac as _open, shaped_inputs as _shaped_inputs
+    from .cli_inputs import (load_npy as _load_npy, named_items, open_nac as _open, shaped_inputs as _shaped_inputs,
+                             with_companions)
     if not args.inputs:
         return None
     inputs, shaped = {}, []
@@ -42,10 +43,10 @@ def _inputs(args, nac_path: str):
             inputs[name] = _load_npy(value)
         else:
             shaped.append((name, value))
-    if shaped:
-        with _open(nac_path) as nac:
+    with _open(nac_path) as nac:
+        if shaped:
             inputs.update(_shaped_inputs(nac, shaped, args.seed))
-    return inputs
+        return with_companions(nac, inputs)
 
 
 def _check_file(label: str, path: str) -> None:

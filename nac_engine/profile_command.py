@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
 
 
 def _inputs(args, nac):
-    from .cli_inputs import load_npy, named_items, shaped_inputs, split_inputs
+    from .cli_inputs import load_npy, named_items, shaped_inputs, split_inputs, with_companions
     from .format.input_signature import signature_inputs
     feeds = [load_npy(p) for p in args.feed] if args.feed else None
     items = named_items(args.input)
@@ -38,6 +38,8 @@ def _inputs(args, nac):
         inputs.update(shaped_inputs(nac, shaped, args.seed))
     if not items and feeds is None:
         inputs = signature_inputs(nac, seed=args.seed) or {}
+    else:
+        inputs = with_companions(nac, inputs)
     return inputs or None, feeds
 
 

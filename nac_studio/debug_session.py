@@ -28,6 +28,8 @@ import numpy as np
 from nac_engine.errors import NacFormatError
 from nac_engine.format.model import NacFile
 from nac_engine.isa.optable import OP_INPUT
+# a tokenizer's companion inputs (attention mask, ...): they follow the ids typed as text
+from nac_engine.runtime.input_spec import TEXT_COMPANIONS
 
 from .model.input_slots import InputSlotInfo, input_slots  # noqa: F401  (re-exported)
 
@@ -106,15 +108,6 @@ def tokenized(slot: InputSlotInfo, choice: InputChoice, tokenizer) -> tuple[np.n
         ids = ids[:n] + [pad] * max(0, n - len(ids))
         real = min(real, n)
     return np.asarray([ids], dtype=dtype), real
-
-
-#: Inputs that go with a tokenizer's ids and follow them when the ids come from text:
-#: name -> the value for ``real`` tokens out of ``n`` (the rest is padding).
-TEXT_COMPANIONS = {
-    "attention_mask": lambda real, n: (np.arange(n) < real).astype(np.int64),
-    "token_type_ids": lambda real, n: np.zeros(n, np.int64),
-    "position_ids": lambda real, n: np.arange(n, dtype=np.int64),
-}
 
 
 def make_value(slot: InputSlotInfo, choice: InputChoice, tokenizer=None) -> Any:

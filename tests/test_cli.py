@@ -350,6 +350,13 @@ def test_an_input_given_as_its_values(capsys, tmp_path):
                  "--input", f"attention_mask={tmp_path / 'mask.npy'}", "--out", str(out_npy)]) == 0
     for k in range(2):
         np.testing.assert_array_equal(np.load(out_typed / f"output_{k}.npy"), np.load(out_npy / f"output_{k}.npy"))
+    # the ids alone: the mask is what transformers assumes without one (ones), and a note says so
+    capsys.readouterr()
+    out_ids = tmp_path / "ids_only"
+    assert main(["run", str(bert), "--input", f"input_ids={ids}", "--out", str(out_ids)]) == 0
+    assert "nac: note: attention_mask not given: set as transformers assumes" in capsys.readouterr().err
+    for k in range(2):
+        np.testing.assert_array_equal(np.load(out_ids / f"output_{k}.npy"), np.load(out_npy / f"output_{k}.npy"))
     capsys.readouterr()
     code, _, err = run(capsys, "run", bert, "--input", "input_ids=[[1, 2], [3]]")
     assert code == 2 and "--input input_ids: values: the rows are not all the same length" in err

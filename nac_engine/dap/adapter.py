@@ -262,6 +262,9 @@ class Adapter:
             inputs.update(shaped_inputs(nac, shaped, seed))
         if not given:
             inputs = signature_inputs(nac, seed=seed) or {}
+        else:
+            from ..cli_inputs import with_companions
+            with_companions(nac, inputs, say=lambda text: self.output(f"{program}: {text}", "console"))
         known = {n for _, n in slots if n}
         unknown = [k for k in inputs if k not in known]
         if unknown:

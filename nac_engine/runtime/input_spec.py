@@ -114,3 +114,40 @@ def parse_literal(text: str, dtype=None, shape=None):
     if shape is not None and tuple(arr.shape) != tuple(shape) and arr.size == int(np.prod(shape)):
         arr = arr.reshape(tuple(int(d) for d in shape))
     return arr
+
+
+def _companions():
+    import numpy as np
+    return {
+        "attention_mask": lambda real, n: (np.arange(n) < real).astype(np.int64),
+        "token_type_ids": lambda real, n: np.zeros(n, np.int64),
+        "position_ids": lambda real, n: np.arange(n, dtype=np.int64),
+    }
+
+
+#: Inputs that go with a tokenizer's ``input_ids``: name -> the value for ``real`` tokens out of
+#: ``n`` (the rest padding), which is also what transformers assumes when one is not given (a
+#: mask of ones, type 0, positions 0..n-1).
+TEXT_COMPANIONS = _companions()
+
+
+def fill_companions(names, inputs: dict, dtypes=None) -> list[str]:
+    """Give each companion of ``inputs["input_ids"]`` among ``names`` that ``inputs`` lacks its
+    default (all tokens real); returns the names filled. ``dtypes``: name -> recorded dtype."""
+    ids = inputs.get("input_ids")
+    shape = getattr(ids, "shape", None)
+    if shape is None or len(shape) != 2:
+        return []
+    import numpy as np
+    batch, n = shape
+    filled = []
+    for name in names:
+        make = TEXT_COMPANIONS.get((name or "").lower())
+        if make is None or name in inputs:
+            continue
+        dtype = (dtypes or {}).get(name) or "int64"
+        if not (dtype.startswith(("int", "uint")) or dtype == "bool"):
+            dtype = "int64"
+        inputs[name] = np.tile(make(n, n), (batch, 1)).astype(dtype)
+        filled.append(name)
+    return filled
