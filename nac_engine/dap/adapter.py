@@ -956,10 +956,20 @@ class Adapter:
             raise RequestError("setVariable: inputs can be set before the first tick only (restart first)")
         k = labels.index(name)
         feeds = list(self._feeds)          # a new list: the service keeps the old one to compare
-        feeds[k] = self._input_value(name, str(value), feeds[k])
-        self._feeds = feeds
+        try:
+            feeds[k] = self._input_value(name, str(value), feeds[k])
+        except CliError as e:               # (the command line's words: --input NAME: ...)
+            raise RequestError(f"setVariable: {name}: {str(e).split(': ', 1)[-1]}") from None
+        old, self._feeds = self._feeds, feeds
         self._wait_idle()
-        self._start_service()
+        try:
+            self._start_service()
+        except RequestError:
+            # a value the file cannot take (another shape, say): the run goes on with the old one
+            self._feeds = old
+            self._start_service()
+            self._install()
+            raise
         self._install()
         v = self._feeds[k]
         return {"value": V.summary(v), "type": f"{V.dtype_of(v)}{list(v.shape)}"}

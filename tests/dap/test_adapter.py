@@ -362,6 +362,13 @@ def test_an_input_given_or_set_as_its_values(models):
         set_ = client.request("setVariable", {"variablesReference": ref, "name": "x", "value": "[" + "2, " * 11 + "2]"})
         assert set_["body"]["value"].startswith("f32[2,6] min 2 max 2"), set_      # 12 values take its shape
         bad = client.request("setVariable", {"variablesReference": ref, "name": "x", "value": "[1, [2]]"}, ok=False)
-        assert not bad["success"] and "values" in bad["message"]
+        assert not bad["success"] and bad["message"].startswith("setVariable: x: values: ")
+        # a value of another shape is refused, and the run goes on with the one it had
+        bad = client.request("setVariable", {"variablesReference": ref, "name": "x", "value": "3x3:float32"}, ok=False)
+        assert not bad["success"] and "expects 2x6 float32, got 3x3" in bad["message"]
+        _, x = input_x()
+        assert x["value"].startswith("f32[2,6] min 2 max 2"), x
+        client.request("next", {"threadId": 1})
+        client.stopped()
     finally:
         client.close()
