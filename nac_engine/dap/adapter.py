@@ -43,7 +43,6 @@ EXCEPTION_FILTERS = [
      "default": False},
     {"filter": "error", "label": "Kernel error", "description": "Stop where a kernel fails", "default": True},
 ]
-_V_TOKEN = re.compile(r"\bv(\d+)\b")
 
 
 
@@ -994,12 +993,12 @@ class Adapter:
         if not isinstance(text, str) or not text.strip():
             raise RequestError("evaluate: 'expression' is required")
         from ..runtime.expr import ExprError
-        expr = _V_TOKEN.sub(r"t\1", text.strip())
+        expr = text.strip()           # (v12 and t12 both name tick 12's value in the language)
         try:
             value = d.evaluate(expr)
         except ExprError as e:
             raise RequestError(str(e)) from None
-        m = re.fullmatch(r"t(\d+)", expr)
+        m = re.fullmatch(r"[tv](\d+)", expr)
         memref = f"t{m.group(1)}" if m else (f"param:{expr}" if self.nac.param_by_name(expr) is not None else None)
         var = self._var(text, value, expr, memref)
         out = {"result": var["value"], "variablesReference": var["variablesReference"]}

@@ -372,3 +372,34 @@ def test_an_input_given_or_set_as_its_values(models):
         client.stopped()
     finally:
         client.close()
+
+
+def test_evaluate_takes_a_parameter_named_like_a_tick(tmp_path):
+    """``v1.weight`` is a parameter (a module called v1), not tick 1's value: evaluate reads the
+    expression as the language does (it rewrote v1 to t1 before, and failed)."""
+    import torch
+
+    import nac_engine
+    from nac_engine.compiler.external import write_compiled
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.v1 = torch.nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.v1(x)
+    torch.manual_seed(0)
+    m = M().eval()
+    write_compiled(nac_engine.compile(m, (torch.randn(1, 3),)), str(tmp_path / "m.nac"))
+    client = DapClient()
+    try:
+        assert client.start({"program": str(tmp_path / "m.nac"), "stopOnEntry": True})["success"]
+        client.stopped()
+        got = client.request("evaluate", {"expression": "max(abs(v1.weight))", "context": "repl"})["body"]
+        assert float(got["result"]) == pytest.approx(float(m.v1.weight.detach().abs().max()), rel=1e-6)
+        client.request("next", {"threadId": 1})
+        client.stopped()
+        assert client.request("evaluate", {"expression": "v0", "context": "watch"})["body"]["result"].startswith("f32[1,3]")
+    finally:
+        client.close()
