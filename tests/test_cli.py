@@ -363,3 +363,6 @@ def test_an_input_given_as_its_values(capsys, tmp_path):
     code, _, err = run(capsys, "run", bert, "--input", "input_ids=[1, 2,")
     assert code == 2 and "not a list of numbers" in err
     assert parse_literal("[true, false]").dtype == bool and parse_literal("[NaN, 1]").dtype == np.float32
+    for hostile in ("[" * 100_000 + "]" * 100_000, "[" * 70 + "1" + "]" * 70, "[1]" + " " * (2 << 20)):
+        with pytest.raises(ValueError):
+            parse_literal(hostile)

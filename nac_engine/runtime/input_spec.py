@@ -98,10 +98,12 @@ def parse_literal(text: str, dtype=None, shape=None):
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"values {text[:40]!r}: not a list of numbers ({e.msg} at character {e.pos})") from None
+    except RecursionError:
+        raise ValueError("values: lists nested too deep") from None
     try:
         arr = np.asarray(data)
     except ValueError:
-        raise ValueError("values: the rows are not all the same length") from None
+        raise ValueError("values: the rows are not all the same length (or nested too deep)") from None
     if arr.dtype == object or arr.dtype.kind not in "biuf":
         raise ValueError("values: give numbers in lists of equal length, e.g. [[1, 2], [3, 4]]")
     if dtype is None:
