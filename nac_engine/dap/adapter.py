@@ -168,6 +168,7 @@ class Adapter:
             "supportsEvaluateForHovers": True, "supportsSetVariable": True, "supportsSteppingGranularity": False,
             "supportsDelayedStackTraceLoading": False, "supportsValueFormattingOptions": False,
             "supportsCancelRequest": False, "supportsLogPoints": True, "supportsCompletionsRequest": True,
+            "supportsLoadedSourcesRequest": True,
             "completionTriggerCharacters": ["."],
             "exceptionBreakpointFilters": EXCEPTION_FILTERS})
         return _ANSWERED
@@ -742,6 +743,13 @@ class Adapter:
             self._source_refs[ref] = recorded
         return {"name": os.path.basename(recorded), "sourceReference": ref,
                 "origin": "lines recorded at compile time (the file is not on this machine)"}
+
+    def _req_loadedSources(self, args, request):
+        """Every source file the model's instructions came from or were called through, as the
+        source map names them (VS Code's Loaded Scripts view), and the disassembly."""
+        self._need_nac()
+        files = self._files() if self._smap is not None else []
+        return {"sources": [self._source(f) for f in files] + [self._disassembly_source()]}
 
     def _req_source(self, args, request):
         self._need_nac()

@@ -403,3 +403,14 @@ def test_evaluate_takes_a_parameter_named_like_a_tick(tmp_path):
         assert client.request("evaluate", {"expression": "v0", "context": "watch"})["body"]["result"].startswith("f32[1,3]")
     finally:
         client.close()
+
+
+def test_loaded_sources_list_the_models_code_and_the_disassembly(client, models):
+    client.start({"program": str(models / "model.nac"), "stopOnEntry": True})
+    client.stopped()
+    caps = client.request("initialize", {"adapterID": "nac"}, ok=False)
+    sources = client.request("loadedSources", {})["body"]["sources"]
+    paths = [s.get("path") for s in sources]
+    assert str(models / "model.py") in paths
+    assert sources[-1]["sourceReference"] and "disassembly" in sources[-1]["name"]
+    assert caps["body"].get("supportsLoadedSourcesRequest") is True
