@@ -362,6 +362,11 @@ class DebugController(QObject):
             dock.raise_()
         return view.inspect(subject)
 
+    def source_line_shown(self) -> bool:
+        """Whether the Source pane shows a file of this machine (F9 there acts on its lines)."""
+        source = self.window.views.get("source")
+        return source is not None and self.session is not None and source.line_at_cursor() is not None
+
     def _source_line(self) -> Optional[tuple[str, list[int]]]:
         """With the Source pane focused on a file of this machine: ("file.py:LINE", the ticks that
         line made) for its cursor's line; else None (the command acts on the selected tick)."""
@@ -599,19 +604,21 @@ def register_debug_commands(window) -> DebugController:
           group="b", order=5, enabled=lambda: ctl.can_run() and ctl.session.tick is not None and ctl.session.tick >= 0,
           tip="Go back to the last tick where a breakpoint stops (or to before tick 0)")
     c.add("debug.runToCursor", "Run to Cursor", ctl.run_to_cursor, shortcut="Ctrl+F10", icon="debug-run-to",
-          menu="Debug", group="b", order=2, enabled=lambda: ctl.can_run() and ctl.cursor_tick() is not None,
-          tip="Run (or go back) to the selected instruction")
+          menu="Debug", group="b", order=2,
+          enabled=lambda: ctl.can_run() and (ctl.cursor_tick() is not None or ctl.source_line_shown()),
+          tip="Run (or go back) to the selected instruction (in the Source pane: to the cursor's line)")
     c.add("debug.restart", "Restart", ctl.restart, shortcut="Ctrl+Shift+F5", icon="debug-restart", menu="Debug",
           group="c", enabled=ctl.can_run, tip="Back to before tick 0 and run")
     c.add("debug.stop", "Stop", ctl.stop, shortcut="Shift+F5", icon="debug-stop", menu="Debug", group="c",
           order=1, enabled=ctl.is_active, tip="End the run (breakpoints and watches stay)")
     c.add("debug.toggleBreakpoint", "Toggle Breakpoint", ctl.toggle_breakpoint, shortcut="F9", icon="breakpoint",
-          menu="Debug", group="d", enabled=lambda: has_doc() and ctl.cursor_tick() is not None,
-          tip="Break on the selected instruction")
+          menu="Debug", group="d",
+          enabled=lambda: has_doc() and (ctl.cursor_tick() is not None or ctl.source_line_shown()),
+          tip="Break on the selected instruction (in the Source pane: on the cursor's line)")
     c.add("debug.addLogpoint", "Add Logpoint…", ctl.add_logpoint, menu="Debug", group="d", order=1,
-          enabled=lambda: has_doc() and ctl.cursor_tick() is not None,
+          enabled=lambda: has_doc() and (ctl.cursor_tick() is not None or ctl.source_line_shown()),
           tip="Print a message (with {expressions} evaluated there) to the Debug Console each time the selected "
-              "instruction runs, without stopping")
+              "instruction (in the Source pane: the cursor's line) runs, without stopping")
     c.add("debug.inspect", "Inspect Tensor", ctl.inspect_selection, icon="tensor", menu="Debug", group="e", order=1,
           enabled=lambda: has_doc() and window.active.selection is not None and not ctl.is_running(),
           tip="Pin a tensor inspector on the selected parameter or executed instruction")

@@ -170,3 +170,4 @@ def test_a_logpoint_on_a_source_line(window, qtbot, tmp_path, monkeypatch):
     assert [ln.split("]")[0] for ln in console.lines()] == [f"[tick {t}" for t in ticks]
     import numpy as np
     assert console.lines()[-1].endswith(f"nan {int(np.isnan(s.result(ticks[-1]).tensor).sum())}")
+
