@@ -148,6 +148,7 @@ class InputsDialog(QDialog):
             box.addLayout(value)
             box.addWidget(row.ids)
             grid.addLayout(box, r, 2)
+        grid.setRowStretch(len(self.rows) + 1, 1)      # the rows stay together at the top
         inner = QWidget(self)
         inner.setLayout(grid)
         scroll = QScrollArea(self)
