@@ -5,7 +5,6 @@ subcommands living outside ``cli.py`` (sim, diff, convert) need not import the c
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 from .cli_error import CliError
 from .errors import NacFormatError, with_compile_hint
@@ -98,15 +97,14 @@ def named_items(items, option: str = "--input") -> list[tuple[str, str]]:
     return out
 
 
-def split_inputs(items, base_dir: Optional[str] = None) -> tuple[dict, list]:
+def split_inputs(items, base_dirs=()) -> tuple[dict, list]:
     """``(name, text)`` pairs as the user gave them (``x=x.npy``, ``x=1x8:int64``): the .npy files
-    loaded (a relative path looked for under ``base_dir`` first, when given), and the
-    ``(name, SHAPE[:DTYPE])`` pairs left for :func:`shaped_inputs`."""
+    loaded (a relative path looked for under each of ``base_dirs`` in turn, then where it is), and
+    the ``(name, SHAPE[:DTYPE])`` pairs left for :func:`shaped_inputs`."""
     loaded, shaped = {}, []
     for name, value in items:
-        path = os.path.join(base_dir, value) if base_dir and not os.path.isabs(value) else value
-        if not os.path.exists(path):
-            path = value
+        candidates = [] if os.path.isabs(value) else [os.path.join(d, value) for d in base_dirs]
+        path = next((c for c in candidates if os.path.exists(c)), value)
         if value.endswith(".npy") or os.path.isfile(path):
             loaded[name] = load_npy(path)
         else:

@@ -29,7 +29,7 @@ from nac_engine.errors import NacFormatError
 from nac_engine.format.model import NacFile
 from nac_engine.isa.optable import OP_INPUT
 # a tokenizer's companion inputs (attention mask, ...): they follow the ids typed as text
-from nac_engine.runtime.input_spec import TEXT_COMPANIONS
+from nac_engine.runtime.input_spec import companion_value
 
 from .model.input_slots import InputSlotInfo, input_slots  # noqa: F401  (re-exported)
 
@@ -332,13 +332,13 @@ class DebugSession:
         ids, real = tokenized(text, self.choice(text), tok)
         n = ids.shape[1]
         for s in self.slots:
-            make = TEXT_COMPANIONS.get((s.name or "").lower())
-            if make is None or s is text or self.choice(s).mode in ("npy", "stored", "text"):
+            if s is text or self.choice(s).mode in ("npy", "stored", "text", "values"):
                 continue
             if s.shape is not None and tuple(s.shape) != (1, n):
                 continue
-            dtype = s.dtype if s.dtype and (s.dtype.startswith("int") or s.dtype == "bool") else "int64"
-            values[s.position] = make(real, n).reshape(1, n).astype(dtype)
+            value = companion_value(s.name, real, n, s.dtype)
+            if value is not None:
+                values[s.position] = value
 
     def needs_inputs(self) -> bool:
         """True when a run cannot start without asking (no signature and no remembered choice)."""

@@ -45,20 +45,6 @@ EXCEPTION_FILTERS = [
 ]
 
 
-
-def _under(cwd: str, program_dir: str, inputs):
-    """A launch's ``inputs`` with each relative .npy path that is not next to the program but is
-    under ``cwd`` made absolute (the program's directory is looked in first, as without ``cwd``)."""
-    if not isinstance(inputs, dict):
-        return inputs
-    out = {}
-    for name, value in inputs.items():
-        if isinstance(value, str) and not os.path.isabs(value) and not os.path.exists(os.path.join(program_dir, value)) \
-                and os.path.exists(os.path.join(cwd, value)):
-            value = os.path.join(cwd, value)
-        out[name] = value
-    return out
-
 class RequestError(Exception):
     """A request the adapter refuses; its text is the error response's message."""
 
@@ -193,8 +179,7 @@ class Adapter:
                 raise RequestError(f"launch: 'cwd' {cwd!r} is not a directory")
             program = os.path.join(cwd, program)
             imports = [os.path.join(cwd, r) if r.endswith(".py") else r for r in imports]
-            args = {**args, "program": program, "imports": imports,
-                    "inputs": _under(cwd, os.path.dirname(os.path.abspath(program)), args.get("inputs"))}
+            args = {**args, "program": program, "imports": imports}
         from ..compiler.command import import_operator_code
         try:
             import_operator_code(imports)     # the program's custom operators (torch.library)
@@ -256,8 +241,9 @@ class Adapter:
         bad = [name for name, value in given.items() if not isinstance(value, str)]
         if bad:
             raise RequestError(f"launch: input {bad[0]!r} must be a path to an .npy file or SHAPE:DTYPE text")
-        # a relative .npy path is the launch configuration's: next to the program first
-        inputs, shaped = split_inputs(given.items(), os.path.dirname(os.path.abspath(program)))
+        # a relative .npy path is the launch configuration's: next to the program first, then under its cwd
+        inputs, shaped = split_inputs(given.items(), [os.path.dirname(os.path.abspath(program))]
+                                      + ([args["cwd"]] if isinstance(args.get("cwd"), str) else []))
         if shaped:
             inputs.update(shaped_inputs(nac, shaped, seed))
         if not given:
@@ -1021,16 +1007,11 @@ class Adapter:
         text, column = args.get("text"), args.get("column")
         if not isinstance(text, str) or type(column) is not int:
             raise RequestError("completions: 'text' and 'column' are required")
-        nac = self.service.nac if self.service is not None else None
         d = self.service.debugger if self.service is not None else None
         cursor = column - self._column_base
-        if nac is None:
-            from ..runtime.expr import completions as complete
-            start, found = complete(text, cursor)
-        else:
-            start, found = completions(nac, d.tick if d is not None else None, text, cursor)
-        kinds = {"function": "function", "value": "value", "variable": "variable"}
-        return {"targets": [{"label": label, "text": label, "type": kinds[kind], "start": start + self._column_base,
+        start, found = completions(self.service.nac if self.service is not None else None,
+                                   d.tick if d is not None else None, text, cursor)
+        return {"targets": [{"label": label, "text": label, "type": kind, "start": start + self._column_base,
                              "length": max(0, cursor - start)} for label, kind in found]}
 
     def _req_readMemory(self, args, request):

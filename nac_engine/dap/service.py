@@ -376,7 +376,10 @@ def _hit_ok(rule: tuple, hits: int) -> bool:
 
 def completion_names(nac, tick: Optional[int]) -> list[str]:
     """The names an expression at ``tick`` may want completed: the file's parameters, then the
-    values this tick reads and its own result as ``vN`` (what the views call them)."""
+    values this tick reads and its own result as ``vN`` (what the views call them); none before
+    a file is loaded (``nac`` None)."""
+    if nac is None:
+        return []
     names = [p.name for p in nac.params.values()]
     if tick is not None and 0 <= tick < len(nac.instructions):
         ins = nac.instructions[tick]

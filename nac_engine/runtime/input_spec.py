@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
+
+import numpy as np
 
 from ..format import layout as L
 
@@ -90,8 +92,6 @@ def parse_literal(text: str, dtype=None, shape=None):
     when ``shape`` is given and only the count agrees (token ids typed flat for ``[1, 32]``),
     reshaped to it. ValueError says what is wrong."""
     import json
-
-    import numpy as np
     if len(text) > LITERAL_MAX_CHARS:
         raise ValueError(f"values: {len(text):,} characters; type at most {LITERAL_MAX_CHARS:,} (use an .npy file)")
     try:
@@ -118,38 +118,38 @@ def parse_literal(text: str, dtype=None, shape=None):
     return arr
 
 
-def _companions():
-    import numpy as np
-    return {
-        "attention_mask": lambda real, n: (np.arange(n) < real).astype(np.int64),
-        "token_type_ids": lambda real, n: np.zeros(n, np.int64),
-        "position_ids": lambda real, n: np.arange(n, dtype=np.int64),
-    }
-
-
 #: Inputs that go with a tokenizer's ``input_ids``: name -> the value for ``real`` tokens out of
 #: ``n`` (the rest padding), which is also what transformers assumes when one is not given (a
 #: mask of ones, type 0, positions 0..n-1).
-TEXT_COMPANIONS = _companions()
+TEXT_COMPANIONS = {
+    "attention_mask": lambda real, n: (np.arange(n) < real).astype(np.int64),
+    "token_type_ids": lambda real, n: np.zeros(n, np.int64),
+    "position_ids": lambda real, n: np.arange(n, dtype=np.int64),
+}
+
+
+def companion_value(name: Optional[str], real: int, n: int, dtype: Optional[str] = None) -> Optional[np.ndarray]:
+    """The ``[1, n]`` value of companion input ``name`` for ``real`` tokens out of ``n``, as the
+    file's recorded integer or bool ``dtype`` (int64 otherwise); None when ``name`` is no companion."""
+    make = TEXT_COMPANIONS.get((name or "").lower())
+    if make is None:
+        return None
+    if not dtype or not (dtype.startswith(("int", "uint")) or dtype == "bool"):
+        dtype = "int64"
+    return make(real, n).reshape(1, n).astype(dtype)
 
 
 def fill_companions(names, inputs: dict, dtypes=None) -> list[str]:
     """Give each companion of ``inputs["input_ids"]`` among ``names`` that ``inputs`` lacks its
     default (all tokens real); returns the names filled. ``dtypes``: name -> recorded dtype."""
-    ids = inputs.get("input_ids")
-    shape = getattr(ids, "shape", None)
+    shape = getattr(inputs.get("input_ids"), "shape", None)
     if shape is None or len(shape) != 2:
         return []
-    import numpy as np
     batch, n = shape
     filled = []
     for name in names:
-        make = TEXT_COMPANIONS.get((name or "").lower())
-        if make is None or name in inputs:
-            continue
-        dtype = (dtypes or {}).get(name) or "int64"
-        if not (dtype.startswith(("int", "uint")) or dtype == "bool"):
-            dtype = "int64"
-        inputs[name] = np.tile(make(n, n), (batch, 1)).astype(dtype)
-        filled.append(name)
+        value = None if name in inputs else companion_value(name, n, n, (dtypes or {}).get(name))
+        if value is not None:
+            inputs[name] = np.tile(value, (batch, 1))
+            filled.append(name)
     return filled
