@@ -217,6 +217,17 @@ class Subject:
         return self.kind == "result" and self.key is None
 
 
+def _file_line(value: str) -> tuple[str, Optional[int]]:
+    """A line breakpoint's ``FILE:LINE`` as (FILE, LINE), LINE None when it is no number."""
+    file, _, line = value.strip().rpartition(":")
+    return file, int(line) if file and line.strip().isdigit() else None
+
+
+def _names(file: str, recorded: str) -> bool:
+    """Whether ``file`` (as typed: ``model.py``) names the source map's ``recorded`` file."""
+    return file == recorded or recorded.replace("\\", "/").endswith("/" + file.lstrip("/"))
+
+
 # --------------------------------------------------------------------------- the session
 class DebugSession:
     """Debug state of one open file. ``notify`` is called (on the UI thread) after every
@@ -257,7 +268,6 @@ class DebugSession:
         self._summaries: dict[int, Any] = {}  # tick -> TickResult without its array (too big to send)
         self._tokenizer: Any = False
         self._bp_ticks: Optional[tuple] = None   # (what the breakpoints were, their ticks): one glob match per edit
-        self._smap: Any = False                  # the source map (None without one), read on first use
         self._sources = None                     # SourceFiles: a line breakpoint's file as it reads now
         self._host_kept = False                  # the host keeps the last run's loaded weights
         # values given by a program rather than chosen by the user (a generation's decode step:
@@ -643,34 +653,35 @@ class DebugSession:
         (or the end of that name: ``model.py``), LINE as the file reads now (it may have been
         edited since the compile)."""
         from nac_engine.format.source_map import SourceFiles, line_ticks
-        file, _, line = value.strip().rpartition(":")
-        smap = self.source_map()
-        if not file or not line.strip().isdigit() or smap is None:
+        smap, (file, line) = self.source_map(), _file_line(value)
+        if smap is None or line is None:
             return []
         files = {e.file for e in smap.entries if e.file} | {f[1] for e in smap.entries for f in e.stack if f[1]}
-        recorded = file if file in files else next(
-            (f for f in sorted(files) if f.replace("\\", "/").endswith("/" + file.lstrip("/"))), None)
+        recorded = next((f for f in sorted(files) if _names(file, f)), None)
         if recorded is None:
             return []
         if self._sources is None:
             self._sources = SourceFiles()
-        sources = self._sources
+        return line_ticks(smap, recorded, line, lambda rec, ln, code: self._sources.current_line(rec, ln, code,
+                                                                                                   self.path))
 
-        def now(rec, ln, code):
-            local = sources.locate(rec, self.path) if ln else None
-            return (sources.line_now(local, ln, code) or ln) if local and sources.readable(local) else ln
-        return line_ticks(smap, recorded, int(line), now)
+    def line_marks(self, recorded: str) -> dict[int, bool]:
+        """line -> enabled, of the line breakpoints (the engine took) on ``recorded``'s lines."""
+        out: dict[int, bool] = {}
+        for spec in self.breakpoints:
+            file, line = _file_line(spec.value) if spec.kind == "line" and not spec.error else ("", None)
+            if line is not None and _names(file, recorded):
+                out[line] = out.get(line, False) or spec.enabled
+        return out
 
     def source_map(self):
         """The file's SourceMap, or None (none recorded, or one that does not decode)."""
-        if self._smap is False:
-            from nac_engine.errors import NacFormatError
-            from nac_engine.format.source_map import read_source_map
-            try:
-                self._smap = read_source_map(self.nac)
-            except NacFormatError:
-                self._smap = None
-        return self._smap
+        from nac_engine.errors import NacFormatError
+        from nac_engine.format.source_map import read_source_map
+        try:
+            return read_source_map(self.nac)         # (decoded once per file and kept by the engine)
+        except NacFormatError:
+            return None
 
     def breakpoint_ticks(self) -> dict[int, bool | str]:
         """tick -> True (an enabled breakpoint), False (disabled ones only) or ``LOGPOINT`` (enabled

@@ -305,6 +305,16 @@ class SourceFiles:
         return self._found[key]
 
 
+    def current_line(self, recorded: str, line: Optional[int], code: Optional[str],
+                     near: Optional[str] = None) -> Optional[int]:
+        """Recorded ``line`` of ``recorded`` as its local copy reads now; the recorded number
+        where there is no readable copy or no line near it reads ``code``."""
+        local = self.locate(recorded, near) if line else None
+        if local is None or not self.readable(local):
+            return line
+        return self.line_now(local, line, code) or line
+
+
 #: What a source map may name as its source: PyTorch code, and a MIND program converted to NAC.
 SOURCE_SUFFIXES = (".py", ".ir")
 

@@ -111,6 +111,7 @@ class InstructionModel(QAbstractTableModel):
         self.rows: list = []
         self.other: dict = {}          # tick -> cycles in the run compared against
         self.measured: dict = {}       # tick -> seconds measured by a Profile run on this CPU
+        self._sort = (-1, Qt.SortOrder.AscendingOrder)     # the header's (column, order); -1: as simulated
 
     def set_rows(self, records: list, other: Optional[dict] = None, measured: Optional[dict] = None) -> None:
         self.beginResetModel()
@@ -129,7 +130,7 @@ class InstructionModel(QAbstractTableModel):
         self.endResetModel()
 
     def _apply_sort(self) -> None:
-        column, order = getattr(self, "_sort", (-1, Qt.SortOrder.AscendingOrder))
+        column, order = self._sort
         if not 0 <= column < self.columnCount():
             return
 
@@ -987,9 +988,11 @@ class HardwareView(QWidget):
             atomic_write(path, run.result.to_csv().encode("utf-8"))
         elif what == "lanes" and self.plot is not None:
             self.plot.export(path)
-        elif what == "roofline" and (self._roofline_if_shown(force=True) or self.roof is not None):
-            from ..widgets.lanes_plot import export_scene
-            export_scene(self.roof.scene(), path)
+        elif what == "roofline":
+            self._roofline_if_shown(force=True)       # (drawn when its tab shows: maybe not yet)
+            if self.roof is not None:
+                from ..widgets.lanes_plot import export_scene
+                export_scene(self.roof.scene(), path)
         self.message.emit(f"Exported {Path(path).name}")
 
     def _export_dialog(self, what: str) -> None:

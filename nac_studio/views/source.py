@@ -206,13 +206,7 @@ class SourceView(QWidget):
         s = self.qdoc.doc.debug if self.qdoc is not None else None
         if s is None or self.shown_path is None or self.shown_file is None:
             return {}
-        out: dict[int, bool] = {}
-        for spec in s.breakpoints:
-            file, _, line = spec.value.rpartition(":")
-            if spec.kind == "line" and not spec.error and line.isdigit() and (file == self.shown_file
-                                                           or self.shown_file.endswith("/" + file)):
-                out[int(line)] = out.get(int(line), False) or spec.enabled
-        return out
+        return s.line_marks(self.shown_file)
 
     # -- drawing ----------------------------------------------------------------------------
     def _refresh(self, _source=None) -> None:
@@ -405,8 +399,7 @@ class SourceView(QWidget):
 
     def _line_now(self, recorded: str, line: Optional[int], code: Optional[str]):
         """A caller's line as the file reads now (the recorded number where it cannot be found)."""
-        path = self._sources.locate(recorded, getattr(self.qdoc.doc, "path", None)) if line else None
-        return (self._sources.line_now(path, line, code) or line) if path else line
+        return self._sources.current_line(recorded, line, code, getattr(self.qdoc.doc, "path", None))
 
 
 def _esc(text: str) -> str:
