@@ -531,6 +531,8 @@ async def run_to_from_cli(window, tick: int, inspect: Optional[str] = None, inpu
     debugger to ``tick`` and show that state (for screenshots in docs and reviews)."""
     import sys
 
+    from nac_engine.runtime.input_spec import is_literal
+
     from .debug_session import InputChoice, Subject
     qdoc = window.active
     s = window.debug.attach(qdoc)
@@ -548,7 +550,6 @@ async def run_to_from_cli(window, tick: int, inspect: Optional[str] = None, inpu
                 print(f"nac-studio: --input {item!r}: the file's inputs are "
                       f"{', '.join(sl.label for sl in s.slots) or 'none'}", file=sys.stderr)
                 return False
-            from nac_engine.runtime.input_spec import is_literal
             choices[slot.position] = InputChoice(mode="values", values=path) if is_literal(path) \
                 else InputChoice(mode="npy", path=path)
         s.set_choices({**{sl.position: s.choice(sl) for sl in s.slots}, **choices})

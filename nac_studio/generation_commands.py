@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from .debug_session import FINISHED
@@ -189,7 +190,6 @@ class GenerationController(QObject):
     def _print_token(self, stepper, step: int, token: int, logits) -> None:
         if stepper is not self.stepper:
             return
-        import numpy as np
         last = np.asarray(logits, np.float32).ravel()
         has_text = self.qdoc.doc.debug.tokenizer is not None
 
