@@ -694,13 +694,6 @@ class InspectorPanel(QWidget):
         self._ensure_image()
         self._draw_held(sl)
 
-    def showEvent(self, event) -> None:
-        super().showEvent(event)
-        if self._image is None:
-            # the heatmap (pyqtgraph's image and histogram items, ~20 ms) is built once the panel
-            # is on screen, not in the turn that shows the first stop's value
-            QTimer.singleShot(0, self, self._ensure_image)   # (self: not after it is gone)
-
     def _ensure_image(self) -> None:
         if self._image is None:
             from ..widgets.heatmap import Heatmap

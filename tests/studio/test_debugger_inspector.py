@@ -253,3 +253,24 @@ def test_with_no_value_the_inspector_shows_its_note_not_an_empty_plot(qtbot):
     assert panel.stats.geometry().bottom() < panel.height() // 3
     panel.show_loaded(loaded_for(np.arange(12, dtype=np.float32).reshape(3, 4)))
     assert not panel.tabs.isHidden() and panel.tabs.height() > panel.height() // 2
+
+
+def test_the_followers_heatmap_is_drawn_on_screen(window, qtbot):
+    """What the user sees: after a stop the inspector's heatmap shows the values (many colours),
+    not a blank view (a heatmap built before its panel had a size once stayed black)."""
+    from PySide6.QtCore import Qt as _Qt
+    from tests.studio.test_debugger_gui import press
+    window.resize(1600, 1000)
+    qdoc = window.open_and_wait(DEMO.with_name("demo_bert_tiny.nac"))
+    s = qdoc.doc.debug
+    s.add_breakpoint("op", "aten.linear*")
+    press(qtbot, window, _Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    insp = window.views["tensor_inspector"].follower
+    window.docks["tensor_inspector"].show()
+    window.docks["tensor_inspector"].raise_()
+    qtbot.waitUntil(lambda: insp._image is not None and insp.array is not None, timeout=10000)
+    qtbot.wait(200)
+    img = insp._image.grab().toImage()
+    colours = {img.pixel(x, y) for x in range(0, img.width(), 5) for y in range(0, img.height(), 5)}
+    assert img.width() > 50 and len(colours) > 30, (img.width(), img.height(), len(colours))
