@@ -96,7 +96,9 @@ def program_shapes(nac: NacFile, inputs: Optional[Mapping[str, Any]] = None,
     """Run ``nac`` for shapes and describe every instruction. ``device="meta"`` (the default)
     computes on the CPU only what cannot run on meta, within ``cpu_budget`` bytes (an int or
     ``"256M"``; see the module docstring); ``"cpu"`` runs the whole program on the CPU at once.
-    ``progress(tick, n)`` is called before each instruction of the meta run; it may raise to stop."""
+    ``progress(done, total)`` is called as the work goes on (the meta run, then describing the
+    results, each one instruction at a time: ``total`` is twice the instruction count); it may
+    raise to stop."""
     if device not in ("meta", "cpu"):
         raise ValueError(f"device must be 'meta' or 'cpu', not {device!r}")
     budget = parse_size(cpu_budget)
@@ -110,9 +112,12 @@ def program_shapes(nac: NacFile, inputs: Optional[Mapping[str, Any]] = None,
     s = ShapeSession(nac, inputs=_values(inputs, True), feeds=_feed_values(feeds, True),
                      states=_values(states, True), meta=True, raw_inputs=inputs, raw_feeds=feeds,
                      raw_states=states, cpu_budget=budget)
-    s.progress = progress
+    n = len(nac.instructions)
+    if progress is not None:
+        s.progress = lambda tick, _n: progress(tick, 2 * n)
     s.run()
-    prog = _describe(nac, s, "mixed" if s.cpu_ticks else "meta", list(s.cpu_notes), label)
+    prog = _describe(nac, s, "mixed" if s.cpu_ticks else "meta", list(s.cpu_notes), label,
+                     None if progress is None else (lambda k: progress(n + k, 2 * n)))
     prog.cpu_ticks = s.cpu_ticks
     if s.cpu_ticks:
         prog.notes.append(f"shapes: {len(s.cpu_ticks)} value(s) computed on the CPU "
@@ -207,11 +212,14 @@ def _arg(v: Any):
     return ("c", _const(v))
 
 
-def _describe(nac: NacFile, session, source: str, notes: list, name: str) -> Program:
+def _describe(nac: NacFile, session, source: str, notes: list, name: str, progress=None) -> Program:
+    """``progress(k)`` every 256 instructions (as long as the run itself on a long program)."""
     from .session import NotTaken
     results = session.results
     out: list[InstrInfo] = []
-    for ins in nac.instructions:
+    for k, ins in enumerate(nac.instructions):
+        if progress is not None and not k & 255:
+            progress(k)
         i = ins.index
         value = results.get(i)
         op = nac.instruction_name(ins)

@@ -24,8 +24,8 @@ from ..runtime.shapes import DEFAULT_CPU_BUDGET, Program, program_shapes
 def prepare(program: Any, inputs: Optional[Mapping[str, Any]] = None, feeds: Optional[Sequence[Any]] = None,
             states: Optional[Mapping[int, Any]] = None, *, cpu_budget: Any = DEFAULT_CPU_BUDGET,
             progress=None) -> Program:
-    """Shapes of every instruction (runs the program on the meta device). ``progress(tick, n)``
-    is called before each instruction and may raise to stop (see :func:`.shapes.program_shapes`)."""
+    """Shapes of every instruction (runs the program on the meta device). ``progress(done, total)``
+    is called as the work goes on and may raise to stop (see :func:`.shapes.program_shapes`)."""
     if isinstance(program, Program):
         return program
     if isinstance(program, NacFile):

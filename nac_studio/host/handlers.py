@@ -114,12 +114,8 @@ def shapes(ctx: Context, args: dict) -> Any:
     """``{path}`` -> {tick: "f32[1,16,768]"} from the meta-device shape pass (the graph's edges);
     empty when the file records no input signature or its shapes cannot be propagated."""
     from ..model.graph_shapes import propagated_shapes
-
-    def progress(tick: int, n: int) -> None:
-        if tick % 64 == 0:
-            ctx.progress(tick, max(1, n))
     try:
-        found = propagated_shapes(ctx.state.nac(args["path"]), progress=progress)
+        found = propagated_shapes(ctx.state.nac(args["path"]), progress=ctx.progress)
     except Exception as exc:      # noqa: BLE001 - shapes are a nicety: the Studio keeps the file's
         from .server import Cancelled
         if isinstance(exc, Cancelled):

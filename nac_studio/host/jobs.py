@@ -17,13 +17,6 @@ def _hardware(args: dict) -> Any:
     return args.get("hardware") if isinstance(args.get("hardware"), (str, dict)) else "edge-32x32"
 
 
-def _sim_progress(ctx: Context):
-    def progress(stage, done, total):
-        ctx.check()
-        ctx.progress((0.0 if stage == "shapes" else 0.5) + 0.5 * (done / total if total else 1.0), 1.0, stage)
-    return progress
-
-
 def simulate(ctx: Context, args: dict) -> Any:
     """``{path, hardware, overrides, feeds}`` -> ``{result: SimResult data, seconds}``."""
     from ..model.simulation_state import run_simulation
@@ -41,7 +34,7 @@ def simulate_file(ctx: Context, args: dict) -> Any:
     from nac_engine.sim.api import simulate as sim
 
     from ..model.input_slots import input_slots
-    from ..model.simulation_state import InputsUnknown
+    from ..model.simulation_state import InputsUnknown, simulation_progress
     path = args["path"]
     nac = ctx.state.nac(path)
     this_feeds = decode_feeds(args.get("feeds")) or []
@@ -60,7 +53,7 @@ def simulate_file(ctx: Context, args: dict) -> Any:
                                     f"file takes {len(slots)} inputs where this one takes {len(this_feeds)}")
     t0 = time.perf_counter()
     res = sim(nac, _hardware(args), feeds=feeds, overrides=args.get("overrides") or None,
-              progress=_sim_progress(ctx))
+              progress=simulation_progress(ctx))
     return {"result": res.to_data(), "seconds": time.perf_counter() - t0, "inputs": inputs,
             "count": len(nac.instructions)}
 
@@ -78,11 +71,8 @@ def value_sizes(ctx: Context, args: dict) -> Any:
     from nac_engine.compiler.replan import value_nbytes_of
     from nac_engine.runtime.shapes import program_shapes
 
-    def progress(tick, n):
-        ctx.check()
-        if tick % 64 == 0:
-            ctx.progress(tick, max(1, n))
-    prog = program_shapes(ctx.state.nac(args["path"]), None, decode_feeds(args.get("feeds")), progress=progress)
+    prog = program_shapes(ctx.state.nac(args["path"]), None, decode_feeds(args.get("feeds")),
+                          progress=ctx.progress)
     return {str(k): int(v) for k, v in value_nbytes_of(prog).items()}
 
 

@@ -43,7 +43,7 @@ def file_shapes(nac) -> dict[int, str]:
 def propagated_shapes(nac, progress: Optional[Callable[[int, int], None]] = None) -> dict[int, str]:
     """Tick → label of every instruction's result from the meta shape pass (torch), using
     the input signature's shapes. Empty when the file records no input signature.
-    ``progress(tick, n)`` may raise to stop (a cancelled task)."""
+    ``progress(done, total)`` may raise to stop (a cancelled task)."""
     from nac_engine.format.input_signature import read_input_signature
     from nac_engine.runtime.shapes import InputSpec, program_shapes
     specs = read_input_signature(nac)

@@ -223,6 +223,18 @@ def _progress(ctx, base: float, span: float):
     return cb
 
 
+def simulation_progress(ctx):
+    """``simulate``'s ``progress(stage, done, total)`` as one fraction of the request: the shape
+    pass is the first half, the timed passes the second; it raises once the request is cancelled."""
+    def progress(stage, done, total):
+        if ctx is None:
+            return
+        ctx.check()
+        base = 0.0 if stage == "shapes" else 0.5
+        ctx.progress(base + 0.5 * (done / total if total else 1.0), 1.0, stage)
+    return progress
+
+
 def hardware_argument(hardware: Any) -> Any:
     """A hardware choice as it crosses to the engine host: a preset name or TOML path as text,
     anything else (a HardwareConfig, a table) as its table."""
@@ -266,14 +278,7 @@ def run_simulation(ctx, nac, hardware: Any, overrides: dict, feeds: list):
 
     from nac_engine.sim.api import simulate
     t0 = time.perf_counter()
-
-    def progress(stage, done, total):
-        if ctx is None:
-            return
-        ctx.check()
-        base = 0.0 if stage == "shapes" else 0.5
-        ctx.progress(base + 0.5 * (done / total if total else 1.0), 1.0, stage)
-    res = simulate(nac, hardware, feeds=feeds, overrides=overrides or None, progress=progress)
+    res = simulate(nac, hardware, feeds=feeds, overrides=overrides or None, progress=simulation_progress(ctx))
     return res, time.perf_counter() - t0
 
 

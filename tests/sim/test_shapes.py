@@ -102,3 +102,25 @@ def test_memoised_meta_results_equal_fresh_ones(monkeypatch):
     assert _shape_session._memo_key("aten.add.Tensor", [x, x]) is not None
     t = _shape_session._thaw(_shape_session._freeze(x.t()))
     assert t.shape == (3, 2) and t.stride() == (1, 3) and t is not x
+
+
+def test_progress_covers_describing_the_results_and_can_stop_there(tmp_path):
+    """The shape pass has two halves of like cost on a long program (running it on meta, then
+    describing every result); both report progress, so Cancel stops either one promptly."""
+    from tests.studio.long_stream import long_stream
+    nac = long_stream(1200)
+    n = len(nac.instructions)
+    seen = []
+    program_shapes(nac, feeds=[InputSpec((4, 16), "float32")], progress=lambda d, t: seen.append((d, t)))
+    assert {t for _d, t in seen} == {2 * n}
+    described = [d for d, _t in seen if d >= n]
+    assert described[:2] == [n, n + 256] and max(described) >= 2 * n - 256
+
+    class Stop(Exception):
+        pass
+
+    def stop_while_describing(done, total):
+        if done >= n + 512:
+            raise Stop
+    with pytest.raises(Stop):
+        program_shapes(nac, feeds=[InputSpec((4, 16), "float32")], progress=stop_while_describing)

@@ -70,8 +70,10 @@ def test_totals_and_cycles_equal_nac_sim_json(window, qtbot, name):
 
 @pytest.mark.timing
 def test_cancel_stops_promptly(window, qtbot, tmp_path):
+    # long enough that the simulation runs for seconds on a fast machine too: a warm run of 4,000
+    # instructions took 0.35 s here and ended before a faster CI machine could cancel it
     path = tmp_path / "long.nac"
-    nac_engine.write(long_stream(4000), str(path))
+    nac_engine.write(long_stream(20000), str(path))
     qdoc = window.open_and_wait(path)
     qdoc.doc.simulation.set_feeds(["4x16"])
     view = window.views["hardware"]
