@@ -258,9 +258,9 @@ class DebugController(QObject):
         s = self.session
         if s is None:
             return None
-        if s.active:
-            return self._launch("restart", from_command=True)
-        return self._launch("continue_", from_command=True)
+        # as an IDE's Restart: from the start to the first breakpoint (or the end), not to before
+        # tick 0 (the same run as Stop then F5, with the loaded weights kept)
+        return self._launch("rerun" if s.active else "continue_", from_command=True)
 
     def pause(self) -> None:
         s = self.session
@@ -609,7 +609,7 @@ def register_debug_commands(window) -> DebugController:
           enabled=lambda: ctl.can_run() and (ctl.cursor_tick() is not None or ctl.source_line_shown()),
           tip="Run (or go back) to the selected instruction (in the Source pane: to the cursor's line)")
     c.add("debug.restart", "Restart", ctl.restart, shortcut="Ctrl+Shift+F5", icon="debug-restart", menu="Debug",
-          group="c", enabled=ctl.can_run, tip="Back to before tick 0 and run")
+          group="c", enabled=ctl.can_run, tip="Run again from the start, to the first breakpoint")
     c.add("debug.stop", "Stop", ctl.stop, shortcut="Shift+F5", icon="debug-stop", menu="Debug", group="c",
           order=1, enabled=ctl.is_active, tip="End the run (breakpoints and watches stay)")
     c.add("debug.toggleBreakpoint", "Toggle Breakpoint", ctl.toggle_breakpoint, shortcut="F9", icon="breakpoint",

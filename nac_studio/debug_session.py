@@ -377,10 +377,7 @@ class DebugSession:
         this file's last run."""
         from .host.remote_debugger import RemoteDebugger
         feeds = self.feeds()
-        if self.console and not self.console[-1].startswith("──"):
-            # the Debug Console keeps earlier runs' lines: mark where this one starts (unless a
-            # front end just marked it, as a generation does for each token's run)
-            self.console_print("── new run ──")
+        self._mark_new_run()
         self.debugger = RemoteDebugger(self.connection, self.path, self.nac)
         self._stats.clear()
         self._summaries.clear()
@@ -389,6 +386,12 @@ class DebugSession:
         launched = self.debugger.launch(feeds, self._specs(), list(self.watches), list(self.imports))
         launched.add_done_callback(lambda f, d=self.debugger: self.post(lambda: self._verdicts(d, f)))
         self.state, self.reason, self.error, self.error_tick = STOPPED, None, "", None
+
+    def _mark_new_run(self) -> None:
+        """The Debug Console keeps earlier runs' lines: mark where this one starts (unless a front
+        end just marked it, as a generation does for each token's run)."""
+        if self.console and not self.console[-1].startswith("──"):
+            self.console_print("── new run ──")
 
     def end(self) -> None:
         """Stop debugging: the run and its values are dropped (breakpoints stay). The host keeps
@@ -453,13 +456,14 @@ class DebugSession:
 
     def begin(self, action: str, *args) -> Future:
         """Run a Debugger action (``continue_``, ``step``, ``run_to``, ``step_back``, ``restart``,
-        ``step_in``, ``step_out``, ``reverse_continue``)
+        ``rerun`` (restart, then continue), ``step_in``, ``step_out``, ``reverse_continue``)
         in the engine host; call :meth:`complete` with the Future on the UI thread."""
         if self.debugger is None:
             self.start()
-        if action in ("restart",):
+        if action in ("restart", "rerun"):
             self._stats.clear()
             self._summaries.clear()
+            self._mark_new_run()
         self.state, self.action, self.error, self.error_tick = RUNNING, action, "", None
         self._started = time.perf_counter()
         self.debugger.extra = dict(self.extra_arguments)

@@ -151,7 +151,8 @@ class DebugService:
     # -- actions ----------------------------------------------------------------------------------
     def act(self, action: str, tick: Optional[int] = None, breakpoints: bool = False) -> dict:
         """``next`` | ``continue`` | ``stepBack`` | ``reverseContinue`` | ``runTo`` (``tick``) |
-        ``stepIn`` | ``stepOut`` | ``restart`` -> state.
+        ``stepIn`` | ``stepOut`` | ``restart`` | ``rerun`` (restart, then continue: an IDE's Restart,
+        which stops at the first breakpoint, not before tick 0) -> state.
         A kernel's error ends the action; the state then carries ``error`` (message and tick)."""
         d = self._need()
         if action in ("stepIn", "stepOut"):         # where it ends is decided once, from here
@@ -175,6 +176,8 @@ class DebugService:
             if self._failure is not None or r is None or r.kind != "breakpoint" or not ids \
                     or any(sid not in self._logs for sid in wanted):
                 break
+            if action == "rerun":        # on past a hit that does not stop: from here, not the start
+                action = "continue"
         if dropped:
             log.append({"id": None, "tick": d.tick, "text": f"… and {dropped:,} more log lines"})
         state = self.state()
@@ -192,10 +195,12 @@ class DebugService:
                 d.step_back()
             elif action == "runTo":
                 d.run_to(int(tick), breakpoints=breakpoints)
-            elif action == "restart":
+            elif action in ("restart", "rerun"):
                 for bp in self._engine_bps.values():     # a hit condition counts within a run
                     bp.hits = 0
                 d.restart()
+                if action == "rerun":
+                    d.continue_()
             elif action == "reverseContinue":
                 d.reverse_continue()
             else:

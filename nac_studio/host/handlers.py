@@ -401,7 +401,8 @@ def handlers() -> dict[str, Handler]:
            "stepBack": Handler(_action("stepBack"), "debug"), "stepIn": Handler(_action("stepIn"), "debug"),
            "stepOut": Handler(_action("stepOut"), "debug"),
            "reverseContinue": Handler(_action("reverseContinue"), "debug"), "nac/runTo": Handler(_action("runTo"), "debug"),
-           "restart": Handler(_action("restart"), "debug"), "nac/result": Handler(result, "debug"),
+           "restart": Handler(_action("restart"), "debug"), "nac/rerun": Handler(_action("rerun"), "debug"),
+           "nac/result": Handler(result, "debug"),
            "nac/outputs": Handler(outputs, "debug"), "terminate": Handler(terminate, "debug"),
            "nac/closeDebug": Handler(close_debug, "debug"),
            "nac/closeFile": Handler(close_file, "debug"), "nac/warmUp": Handler(warm_up, "debug")}

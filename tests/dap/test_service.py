@@ -214,3 +214,18 @@ def test_logpoints_and_hit_conditions_serve_both_front_ends(nac):
     assert state["tick"] == linears[0] and [e["id"] for e in state["log"]] == [1]
     assert svc.evaluate(f"v{linears[0]}[0, 0]")["value"] == pytest.approx(float(state["log"][0]["text"][3:]), rel=1e-5)
     assert svc.evaluate("v99999")["error"]
+
+
+def test_rerun_goes_from_the_start_to_the_first_breakpoint_that_stops(nac):
+    """The Studio's Restart (``rerun``): back to the start, then on to the first stop, hits
+    counted afresh; a hit its condition rejects is passed, not re-run from the start for ever."""
+    linears = [i.index for i in nac.instructions if nac.instruction_name(i) == "aten.linear.default"]
+    svc = DebugService(nac)
+    svc.set_breakpoints([{"id": 7, "kind": "op", "value": "aten.linear*", "hitCondition": "2"}])
+    svc.launch(feeds_of(nac))
+    assert svc.act("continue")["tick"] == linears[1]
+    state = svc.act("continue")
+    assert state["finished"]
+    state = svc.act("rerun")
+    assert state["reason"]["kind"] == "breakpoint" and state["tick"] == linears[1]
+    assert svc.act("restart")["tick"] == -1
