@@ -21,7 +21,7 @@ from ..model.document import Selection
 from ..icons import icon
 from ..qt_document import rebind
 
-COLUMNS = ("On", "#", "Kind", "Where / expression", "Condition", "Hit condition", "Log message", "Hits", "Problem")
+COLUMNS = ("On", "#", "Kind", "Where", "Condition", "Hit condition", "Log message", "Hits", "Problem")
 COL_ON, COL_ID, COL_KIND, COL_VALUE, COL_COND, COL_HIT, COL_LOG, COL_HITS, COL_ERROR = range(9)
 HIT_TIP = ("Which hits in a run stop (or print): 5 or >=5 from the 5th on, >5 after the 5th, ==5 the 5th only, "
            "%5 every 5th; empty: every hit")
@@ -72,12 +72,23 @@ class BreakpointsView(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked
                                    | QAbstractItemView.EditTrigger.EditKeyPressed)
+        # one line per breakpoint; a long path keeps its end (the file and line) in view
+        self.table.setWordWrap(False)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideLeft)
         hh = self.table.horizontalHeader()
         hh.setStretchLastSection(True)
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        ch = self.fontMetrics().horizontalAdvance("0")
-        for col, w in enumerate((4, 4, 7, 24, 18, 8, 18, 6)):
+        self.table.horizontalHeaderItem(COL_VALUE).setToolTip("Where it stops: a tick, an op or parameter glob, "
+                                                              "FILE:LINE of your model's code, or an expression")
+        fm = self.fontMetrics()
+        ch = fm.horizontalAdvance("0")
+        for col, w in enumerate((3, 2, 5, 24, 18, 8, 18, 6)):
             self.table.setColumnWidth(col, ch * w + 12)
+        # the check box and the breakpoint dot side by side
+        self.table.setColumnWidth(COL_ON, max(self.table.columnWidth(COL_ON), 2 * self.style().pixelMetric(
+            self.style().PixelMetric.PM_IndicatorWidth) + 24))
+        self.table.setColumnWidth(COL_KIND, max(fm.horizontalAdvance(k) for k in ("Kind", *BREAKPOINT_KINDS)) + 16)
+        self._where_width = self.table.columnWidth(COL_VALUE)
         self.table.itemChanged.connect(self._item_changed)
         self.table.cellDoubleClicked.connect(self._double_clicked)
         lay = QVBoxLayout(self)
@@ -87,6 +98,21 @@ class BreakpointsView(QWidget):
         lay.addWidget(self.table, 1)
         self._kind_changed(self.kind.currentText())
         self.set_document(qdoc)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_where()
+
+    def _fit_where(self) -> None:
+        """In a pane too narrow for every column (a docked pane at 1024 px), the Where column
+        takes the width the first columns leave, so what each breakpoint is shows without
+        scrolling; the optional columns (condition, hit condition, log, ...) are to its right."""
+        t = self.table
+        lead = sum(t.columnWidth(c) for c in range(COL_VALUE))
+        rest = sum(t.columnWidth(c) for c in range(COL_VALUE + 1, t.columnCount() - 1))
+        room = t.viewport().width() - lead
+        wide_enough = room >= self._where_width + rest
+        t.setColumnWidth(COL_VALUE, self._where_width if wide_enough else max(room, 8 * self.fontMetrics().horizontalAdvance("0")))
 
     @property
     def session(self):
@@ -178,6 +204,8 @@ class BreakpointsView(QWidget):
                     item.setFlags(flags)
                     if col == COL_ID:
                         item.setData(Qt.ItemDataRole.UserRole, spec.id)
+                    if col == COL_VALUE and text:
+                        item.setToolTip(text)
                     if col == COL_HIT:
                         item.setToolTip(HIT_TIP)
                     if col == COL_LOG:

@@ -27,13 +27,14 @@ from typing import Optional
 from PySide6.QtCore import QEvent, QRegularExpression, Qt, QTimer
 from PySide6.QtGui import (QColor, QFont, QFontDatabase, QSyntaxHighlighter, QTextCharFormat, QTextCursor,
                            QTextDocument, QTextFormat)
-from PySide6.QtWidgets import QLabel, QPlainTextDocumentLayout, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QPlainTextDocumentLayout, QTextEdit, QVBoxLayout, QWidget
 
 from nac_engine.errors import NacFormatError
 from nac_engine.format.source_map import SourceEntry, SourceFiles, read_source_map
 from nac_engine.isa.optable import OP_OUTPUT
 
 from ..qt_document import rebind
+from ..widgets.code_editor import CodeEditor
 
 #: Readers of a parameter (or values an output returns) looked at for a source line.
 LINE_SEARCH_MAX = 64
@@ -94,9 +95,8 @@ class SourceView(QWidget):
         self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.header.setWordWrap(True)
         self.header.setContentsMargins(6, 3, 6, 3)
-        self.editor = QPlainTextEdit(self)
-        self.editor.setReadOnly(True)
-        self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.editor = CodeEditor(self)
+        self.editor.gutterClicked.connect(self._gutter_clicked)
         self.editor.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         # messages and recorded lines; owned here, since the editor deletes a document it owns
         # when it is given another one
@@ -113,8 +113,9 @@ class SourceView(QWidget):
         self.editor.viewport().installEventFilter(self)
         self.editor.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.editor.customContextMenuRequested.connect(self._context_menu)
-        #: the window's Run to Cursor and Toggle Breakpoint (they act on the cursor's line while
-        #: this editor has the focus), offered on a right-click
+        #: the window's Run to Cursor, Toggle Breakpoint and Add Logpoint (they act on the cursor's
+        #: line while this editor has the focus), offered on a right-click; a click in the gutter
+        #: is the second on that line
         self.line_actions: list = []
         self._follow = False       # the view is centred on the highlighted line, and the user has not scrolled
         self.editor.verticalScrollBar().actionTriggered.connect(self._user_scrolled)
@@ -197,6 +198,11 @@ class SourceView(QWidget):
         menu.exec(self.editor.viewport().mapToGlobal(pos))
         menu.deleteLater()
 
+    def _gutter_clicked(self, line: int) -> None:
+        if len(self.line_actions) > 1 and self.line_at_cursor() is not None:
+            doc = self.editor.document()
+            self._on_line(QTextCursor(doc.findBlockByNumber(line - 1)), self.line_actions[1])
+
     def _on_line(self, cursor, action) -> None:
         self.editor.setTextCursor(cursor)
         self.editor.setFocus()          # the window's command acts on this line while the editor has it
@@ -234,6 +240,8 @@ class SourceView(QWidget):
         if marks != self._bp_lines:
             self._bp_lines = marks
             self._apply_selections()
+        else:
+            self._update_gutter()       # a run that started or ended on the same line
 
     def _show_message(self, text: str) -> None:
         if self._shown_key == ("message", text):
@@ -354,6 +362,7 @@ class SourceView(QWidget):
             self.editor.setExtraSelections([])
             self.editor.setDocument(doc)
             self.editor.setProperty("path", path)
+        self.editor.set_numbered(path is not None)
 
     def _highlight(self, line: Optional[int]) -> None:
         doc = self.editor.document()
@@ -379,6 +388,14 @@ class SourceView(QWidget):
             sels.append(sel)
         if sels or self.editor.extraSelections():
             self.editor.setExtraSelections(sels)
+        self._update_gutter()
+
+    def _update_gutter(self) -> None:
+        s = self.qdoc.doc.debug if self.qdoc is not None else None
+        # the arrow marks an execution point; a selected instruction's line is only tinted
+        running_here = s is not None and s.active and self.shown_path is not None
+        self.editor.set_marks(self._bp_lines if self.shown_path is not None else {},
+                              self._exec_line if running_here else None)
 
     def _scroll_to(self, line: int) -> None:
         doc = self.editor.document()

@@ -171,3 +171,50 @@ def test_a_logpoint_on_a_source_line(window, qtbot, tmp_path, monkeypatch):
     import numpy as np
     assert console.lines()[-1].endswith(f"nan {int(np.isnan(s.result(ticks[-1]).tensor).sum())}")
 
+
+
+def test_the_gutter_numbers_lines_marks_breakpoints_and_a_click_toggles_one(window, qtbot, tmp_path):
+    """As an IDE's gutter: line numbers, a dot on a line with a breakpoint, an arrow at the
+    execution point; a click sets a breakpoint on that line and a second click removes it."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QColor
+    from nac_studio.model.document import Selection
+    from nac_studio.widgets.code_editor import BREAKPOINT_ON
+    path = _compiled(tmp_path)
+    qdoc = window.open_and_wait(path)
+    s = qdoc.doc.debug
+    smap = read_source_map(qdoc.nac)
+    body, log = marker_line(NESTED, "body"), marker_line(NESTED, "log")
+    body_ticks = [e.tick for e in smap.entries if e.file and e.file.endswith("model.py") and e.line == body]
+    view = _source_pane(window)
+    qdoc.select(Selection("instruction", body_ticks[0]))
+    qtbot.waitUntil(lambda: view.shown_path is not None, timeout=5000)
+    editor = view.editor
+    assert editor.gutter.isVisible() and editor.viewportMargins().left() == editor.gutter.width() > 0
+    block = editor.document().findBlockByNumber(log - 1)
+    editor.centerCursor()
+    editor.setTextCursor(QTextCursor(block))
+    editor.centerCursor()
+    y = int(editor.blockBoundingGeometry(block).translated(editor.contentOffset()).center().y())
+    assert editor.line_at(y) == log
+    qtbot.mouseClick(editor.gutter, Qt.MouseButton.LeftButton, pos=QPoint(6, y))
+    spec = s.breakpoints[-1]
+    assert spec.kind == "line" and spec.value.endswith(f"model.py:{log}") and spec.error == ""
+    assert "Breakpoint set on " in window.statusBar().currentMessage()
+    qtbot.waitUntil(lambda: editor.marks == {log: True}, timeout=3000)
+    # what the gutter paints: the dot on that line's row, the number beside it
+    image = editor.gutter.grab().toImage()
+    dot_y = y * image.height() // editor.gutter.height()
+    reds = [image.pixelColor(x, dot_y) for x in range(image.width() // 3)]
+    assert any(abs(c.red() - BREAKPOINT_ON.red()) < 30 and c.green() < 120 for c in reds), reds
+    assert editor.execution_line is None                      # no run: no arrow
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    assert s.state == "stopped" and editor.execution_line == log
+    window.commands.run("debug.stop")
+    qtbot.waitUntil(lambda: editor.execution_line is None, timeout=3000)
+    y = int(editor.blockBoundingGeometry(block).translated(editor.contentOffset()).center().y())  # scrolled since
+    dot_y = y * image.height() // editor.gutter.height()
+    qtbot.mouseClick(editor.gutter, Qt.MouseButton.LeftButton, pos=QPoint(6, y))
+    assert not any(b.kind == "line" for b in s.breakpoints) and editor.marks == {}
+    assert QColor(editor.gutter.grab().toImage().pixelColor(8, dot_y)).red() != BREAKPOINT_ON.red()
