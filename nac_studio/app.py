@@ -86,6 +86,8 @@ async def _startup(win, args, app) -> int:
         from .debug_commands import run_to_from_cli
         if not await run_to_from_cli(win, args.run_to, args.inspect, args.input, timeout=args.timeout):
             return 1
+        if args.dock:       # the stop raised the debugger's panes: the one asked for stays in front
+            win.docks[args.dock].raise_()
         ok = await win.wait_idle(timeout=args.timeout) and ok
     if not args.screenshot:
         return 0
