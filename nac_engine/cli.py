@@ -556,7 +556,7 @@ def main(argv=None) -> int:
         print("nac: interrupted", file=sys.stderr)
         return 130
     except (NacFormatError, NacEncodeError) as e:   # a file's problem reached here: still the user's to fix
-        print("nac: error: " + one_line(str(e)), file=sys.stderr)
+        print("nac: error: " + one_line(e.message if isinstance(e, NacFormatError) else str(e)), file=sys.stderr)
         return EXIT_UNREADABLE
     except OSError as e:      # a path the user gave cannot be read or written
         where = f"{e.filename}: " if e.filename else ""

@@ -25,6 +25,12 @@ class NacFormatError(ValueError):
     def to_dict(self) -> dict:
         return {"section": self.section, "offset": self.offset, "reason": self.reason}
 
+    @property
+    def message(self) -> str:
+        """What to tell a person: the reason alone where it is about the path itself (a directory,
+        a FIFO: section ``file`` at offset 0, the path named in the reason), else where and why."""
+        return self.reason if self.section == "file" and self.offset == 0 else str(self)
+
 
 class NacEncodeError(ValueError):
     """A model that cannot be written: a value exceeds what its field can encode.

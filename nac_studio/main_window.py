@@ -18,10 +18,10 @@ from PySide6.QtCore import QByteArray, QEvent, QRect, QSettings, QSize, Qt, QTim
 from PySide6.QtGui import QGuiApplication, QKeySequence, QPalette
 from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QDockWidget, QFileDialog, QHBoxLayout, QInputDialog,
                                QLabel, QListWidget, QListWidgetItem, QMainWindow, QMenu, QMessageBox,
-                               QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
+                               QSizePolicy, QStackedWidget, QTabBar, QTableWidget, QTableWidgetItem,
                                QToolBar, QToolButton, QVBoxLayout, QWidget)
 
-from nac_engine.errors import with_compile_hint
+from nac_engine.errors import NacFormatError, with_compile_hint
 
 from .widgets.image_files import could_not_write
 from . import dock_layout, icons, ui_gc
@@ -117,6 +117,24 @@ class WelcomePage(QWidget):
         hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         hint.setEnabled(False)
         lay.addWidget(hint)
+        # a file that could not be opened: the whole reason (with the command that makes a .nac of
+        # it), where the user is looking, not only for ten seconds in the status bar
+        self.failure = QLabel(self)
+        self.failure.setObjectName("openFailure")
+        self.failure.setWordWrap(True)
+        self.failure.setMaximumWidth(620)
+        # as wide as it may be (a word-wrapped label otherwise picks a narrow column)
+        self.failure.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.failure.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.failure.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.failure.setStyleSheet("color: #c0392b")
+        self.failure.hide()
+        failure_row = QHBoxLayout()
+        failure_row.addStretch(1)
+        failure_row.addWidget(self.failure, 10)
+        failure_row.addStretch(1)
+        lay.addSpacing(10)
+        lay.addLayout(failure_row)
         self.recent = QListWidget(self)
         self.recent.setMaximumWidth(520)
         self.recent.setMaximumHeight(220)
@@ -129,6 +147,11 @@ class WelcomePage(QWidget):
         lay.addSpacing(12)
         lay.addLayout(row)
         lay.addStretch(3)
+
+    def show_failure(self, text: str) -> None:
+        """Say why the last open failed ("" hides it: a file opened since)."""
+        self.failure.setText(text)
+        self.failure.setVisible(bool(text))
 
     def refresh(self, recent: list[str]) -> None:
         self.recent.clear()
@@ -468,6 +491,7 @@ class MainWindow(QMainWindow):
         self.tabs.blockSignals(False)
         self._retitle_tabs()
         self.set_active(qdoc)
+        self.welcome.show_failure("")
         self._add_recent(path)
         self.settings.setValue("lastDir", str(Path(path).parent)) if self.persist else None
         self.open_times[path] = time.perf_counter() - started
@@ -554,8 +578,9 @@ class MainWindow(QMainWindow):
         if isinstance(exc, Cancelled):
             self.show_message(f"Opening {Path(path).name} cancelled")
             return
-        reason = with_compile_hint(path, str(exc))
+        reason = with_compile_hint(path, exc.message if isinstance(exc, NacFormatError) else str(exc))
         self.show_message(f"Could not open {path}: {reason}", 10000)
+        self.welcome.show_failure(f"Could not open {path}:\n{reason}")
         self.openFailed.emit(path, reason)
 
     def reload_active(self) -> None:

@@ -121,3 +121,12 @@ def test_a_hugging_face_directory_is_refused_with_the_command_that_compiles_it(w
     assert f"nac compile --hf {model} -o model.nac" in blocker.args[1]
     assert "nac compile --hf" in window.statusBar().currentMessage()
     assert not window.docs
+    # said where the user looks, in full (the status bar cuts it and clears it after 10 s), without
+    # the byte-offset prefix of a problem inside a file
+    failure = window.welcome.failure
+    assert window.stack.currentWidget() is window.welcome and failure.isVisible()
+    assert f"nac compile --hf {model} -o model.nac" in failure.text() and "@ 0x0" not in failure.text()
+    # a file that opens takes its place
+    from tests.resources_path import DEMO
+    window.open_and_wait(DEMO.parent / "demo_bert_tiny.nac")
+    assert not failure.isVisible() and failure.text() == ""
