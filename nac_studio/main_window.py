@@ -135,6 +135,7 @@ class WelcomePage(QWidget):
         failure_row.addStretch(1)
         lay.addSpacing(10)
         lay.addLayout(failure_row)
+
         self.recent = QListWidget(self)
         self.recent.setMaximumWidth(520)
         self.recent.setMaximumHeight(220)
@@ -449,9 +450,30 @@ class MainWindow(QMainWindow):
         for p in paths:
             self.open_path(p)
 
+    def compile_dialog(self, source: str = "") -> QDialog:
+        """File ▸ Compile Model…: a model file or Hugging Face directory to a .nac, then opened."""
+        from .widgets.compile_dialog import CompileDialog
+        if not source:
+            source = self.settings.value("lastCompiled", "", type=str) if self.persist else ""
+        dlg = CompileDialog(self, source)
+        dlg.setObjectName("compileDialog")
+        dlg.compiled.connect(self.open_path)
+        if self.persist:
+            dlg.compiled.connect(lambda _p, d=dlg: self.settings.setValue("lastCompiled", d.source.text().strip()))
+        dlg.finished.connect(dlg.deleteLater)
+        dlg.open()          # window-modal, not a nested event loop
+        return dlg
+
     def open_path(self, path: str) -> Optional[Task]:
-        """Open ``path`` in the background; an already open file just becomes active."""
+        """Open ``path`` in the background; an already open file just becomes active. A model
+        (a ``.py`` file, a Hugging Face directory) is no .nac yet: the Compile Model dialog opens
+        on it instead."""
         path = os.path.abspath(os.fspath(path))
+        from .widgets.compile_dialog import compilable
+        if compilable(path):
+            self.compile_dialog(path)
+            self.show_message(f"{Path(path).name} is a model, not a .nac: compile it to open it")
+            return None
         for i, qd in enumerate(self.docs):
             if qd.doc.path and os.path.abspath(qd.doc.path) == path:
                 self.tabs.setCurrentIndex(i)

@@ -16,6 +16,8 @@ def register_window_commands(window) -> None:
     # File
     c.add("file.open", "Open…", window.open_dialog, shortcut="Ctrl+O", icon="open", menu="File", group="a",
           toolbar=True, tip="Open a .nac file")
+    c.add("file.compile", "Compile Model…", window.compile_dialog, shortcut="Ctrl+Shift+B", icon="file", menu="File",
+          group="a", order=1, tip="Compile a PyTorch model (a model.py, or a Hugging Face directory) to .nac and open it")
     c.add("file.reload", "Reload", window.reload_active, shortcut="Ctrl+R", icon="reload", menu="File", group="a",
           order=2, enabled=has_doc, tip="Read the file again from disk")
     c.add("file.close", "Close", window.close_active, shortcut="Ctrl+W", icon="close", menu="File", group="a",

@@ -110,23 +110,20 @@ def test_a_fifo_or_a_device_is_refused_not_waited_on(window, qtbot, tmp_path):
     assert not window.docs
 
 
-def test_a_hugging_face_directory_is_refused_with_the_command_that_compiles_it(window, qtbot, tmp_path):
-    """Opening (or dropping) a model's directory instead of its .nac: the refusal says how to
-    make one, as the command line does."""
-    model = tmp_path / "my-model"
-    model.mkdir()
-    (model / "config.json").write_text('{"model_type": "gpt2"}')
+def test_a_failed_open_is_said_on_the_welcome_page_in_full(window, qtbot, tmp_path):
+    """Opening (or dropping) a folder that is no model: the refusal is said where the user looks, in
+    full (the status bar cuts it and clears it after 10 s), without the byte-offset prefix of a
+    problem inside a file; a file that opens takes its place. (A model's folder or file opens the
+    Compile Model dialog instead: test_compile_dialog.)"""
+    folder = tmp_path / "photos"
+    folder.mkdir()
     with qtbot.waitSignal(window.openFailed, timeout=10000) as blocker:
-        window.open_path(str(model))
-    assert f"nac compile --hf {model} -o model.nac" in blocker.args[1]
-    assert "nac compile --hf" in window.statusBar().currentMessage()
+        window.open_path(str(folder))
+    assert "is a directory" in blocker.args[1] and "is a directory" in window.statusBar().currentMessage()
     assert not window.docs
-    # said where the user looks, in full (the status bar cuts it and clears it after 10 s), without
-    # the byte-offset prefix of a problem inside a file
     failure = window.welcome.failure
     assert window.stack.currentWidget() is window.welcome and failure.isVisible()
-    assert f"nac compile --hf {model} -o model.nac" in failure.text() and "@ 0x0" not in failure.text()
-    # a file that opens takes its place
+    assert f"{folder} is a directory" in failure.text() and "@ 0x0" not in failure.text()
     from tests.resources_path import DEMO
     window.open_and_wait(DEMO.parent / "demo_bert_tiny.nac")
     assert not failure.isVisible() and failure.text() == ""

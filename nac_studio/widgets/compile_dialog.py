@@ -1,0 +1,297 @@
+"""Compile Model dialog: a PyTorch model (a Python file's factory, or a Hugging Face directory) to a
+``.nac``, from the Studio, then opened.
+
+It runs ``nac compile`` itself, in a process of its own (``QProcess``; the window never waits): the
+model's code is the user's and runs there, not in the window, the command line's checks and
+messages are the ones a user gets, and Cancel ends that process (the file is written atomically,
+so a cancelled compile leaves nothing half-written). What the command says on stderr (its notes,
+its one-line error) is shown as it comes.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from PySide6.QtCore import QProcess, Qt, QTimer, Signal
+from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel,
+                               QLineEdit, QProgressBar, QPushButton, QSpinBox, QVBoxLayout, QWidget)
+
+#: The command line's choices (nac_engine.compiler.command.QUANT_CHOICES; not imported: that module
+#: imports the compiler's dependencies, which the window does not need).
+QUANT_CHOICES = ("none", "fp16", "int8_tensor", "int8_channel", "block_fp8")
+STDERR_KEPT = 20_000          # characters of the command's stderr kept for the message
+
+
+def is_hf_directory(path: str) -> bool:
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, "config.json"))
+
+
+def compilable(path: str) -> bool:
+    """Whether ``path`` is something this dialog compiles (a ``.py`` file, a Hugging Face directory)."""
+    return path.endswith(".py") and os.path.isfile(path) or is_hf_directory(path)
+
+
+def default_output(source: str) -> str:
+    """``model.py`` -> ``model.nac`` beside it; a directory ``tiny/`` -> ``tiny.nac`` beside it."""
+    p = Path(source.rstrip("/\\") or source)
+    return str(p.with_suffix(".nac") if p.suffix == ".py" else p.parent / (p.name + ".nac"))
+
+
+def compile_arguments(source: str, output: str, *, factory: str = "", quant: str = "none",
+                      external: bool = False, seq_len: int = 0, hf_class: str = "") -> list[str]:
+    """The ``nac compile`` arguments for these choices (also what the dialog shows as the command)."""
+    if is_hf_directory(source):
+        args = ["--hf", source]
+        if seq_len > 0:
+            args += ["--seq-len", str(seq_len)]
+        if hf_class and hf_class != "AutoModel":
+            args += ["--hf-class", hf_class]
+    else:
+        args = [f"{source}:{factory}" if factory and factory != "make_model" else source]
+    if quant != "none":
+        args += ["--quant", quant]
+    if external:
+        args += ["--weights", "external"]
+    return ["compile", *args, "-o", output]
+
+
+class CompileDialog(QDialog):
+    """``compiled(path)`` once the file is written (the window opens it)."""
+    compiled = Signal(str)
+
+    def __init__(self, parent: Optional[QWidget] = None, source: str = ""):
+        super().__init__(parent)
+        self.setWindowTitle("Compile Model")
+        self.setMinimumWidth(560)
+        self.process: Optional[QProcess] = None
+        self._stderr = ""
+        self._started = 0.0
+        self.source = QLineEdit(self)
+        self.source.setPlaceholderText("model.py (its make_model() returns the model and example inputs), "
+                                       "or a Hugging Face model directory")
+        self.pickers: list[QPushButton] = []
+        pick_file = QPushButton("File…", self)
+        pick_file.clicked.connect(self._pick_file)
+        pick_dir = QPushButton("Folder…", self)
+        pick_dir.clicked.connect(self._pick_dir)
+        src_row = QHBoxLayout()
+        src_row.addWidget(self.source, 1)
+        src_row.addWidget(pick_file)
+        src_row.addWidget(pick_dir)
+        self.factory = QLineEdit(self)
+        self.factory.setPlaceholderText("make_model")
+        self.seq_len = QSpinBox(self)
+        self.seq_len.setRange(0, 1 << 20)
+        self.seq_len.setSpecialValueText("the model's default")
+        self.hf_class = QLineEdit(self)
+        self.hf_class.setPlaceholderText("AutoModel (or LlamaForCausalLM, BertModel, …)")
+        self.quant = QComboBox(self)
+        self.quant.addItems(list(QUANT_CHOICES))
+        self.weights = QComboBox(self)
+        self.weights.addItem("in the .nac file", False)
+        self.weights.addItem("beside it (.safetensors)", True)
+        self.output = QLineEdit(self)
+        self._auto_output = True         # follows the model's name until the user picks one
+        self.output.textEdited.connect(lambda _t: setattr(self, "_auto_output", False))
+        pick_out = QPushButton("Save As…", self)
+        pick_out.clicked.connect(self._pick_output)
+        self.pickers = [pick_file, pick_dir, pick_out]
+        out_row = QHBoxLayout()
+        out_row.addWidget(self.output, 1)
+        out_row.addWidget(pick_out)
+        form = QFormLayout()
+        form.addRow("Model", src_row)
+        form.addRow("Factory", self.factory)
+        form.addRow("Tokens", self.seq_len)
+        form.addRow("Model class", self.hf_class)
+        form.addRow("Quantisation", self.quant)
+        form.addRow("Weights", self.weights)
+        form.addRow("Output", out_row)
+        self._form = form
+        self.command = QLabel(self)            # the same compile from a terminal
+        self.command.setWordWrap(True)
+        self.command.setEnabled(False)
+        self.command.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.progress = QProgressBar(self)
+        self.progress.setRange(0, 0)
+        self.progress.setTextVisible(False)
+        self.progress.hide()
+        self.status = QLabel(self)
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.buttons = QDialogButtonBox(self)
+        self.compile_button = self.buttons.addButton("Compile", QDialogButtonBox.ButtonRole.AcceptRole)
+        self.compile_button.setDefault(True)
+        self.close_button = self.buttons.addButton(QDialogButtonBox.StandardButton.Close)
+        self.compile_button.clicked.connect(self.start)
+        self.close_button.clicked.connect(self.reject)
+        lay = QVBoxLayout(self)
+        lay.addLayout(form)
+        lay.addWidget(self.command)
+        lay.addWidget(self.progress)
+        lay.addWidget(self.status)
+        lay.addWidget(self.buttons)
+        self._tick = QTimer(self)
+        self._tick.setInterval(500)
+        self._tick.timeout.connect(self._show_running)
+        self.source.textChanged.connect(self._source_changed)
+        for w in (self.factory, self.hf_class, self.output):
+            w.textChanged.connect(lambda _t: self._update())
+        for w in (self.quant, self.weights):
+            w.currentIndexChanged.connect(lambda _i: self._update())
+        self.seq_len.valueChanged.connect(lambda _v: self._update())
+        self.source.setText(source)
+        self._source_changed(source)
+
+    # -- choices --------------------------------------------------------------------------------
+    def _pick_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Model file", self.source.text(), "Python (*.py)")
+        if path:
+            self.source.setText(path)
+
+    def _pick_dir(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Hugging Face model directory", self.source.text())
+        if path:
+            self.source.setText(path)
+
+    def _pick_output(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Compile to", self.output.text(), "NAC files (*.nac)")
+        if path:
+            self._auto_output = False
+            self.output.setText(path if path.endswith(".nac") else path + ".nac")
+
+    def _source_changed(self, text: str) -> None:
+        text = text.strip()
+        hf = is_hf_directory(text)
+        for w, show in ((self.factory, not hf), (self.seq_len, hf), (self.hf_class, hf)):
+            self._form.setRowVisible(w, show)
+        if text and self._auto_output:
+            self.output.setText(default_output(text))
+        self._update()
+
+    def arguments(self) -> list[str]:
+        return compile_arguments(self.source.text().strip(), self.output.text().strip(),
+                                 factory=self.factory.text().strip(), quant=self.quant.currentText(),
+                                 external=bool(self.weights.currentData()), seq_len=self.seq_len.value(),
+                                 hf_class=self.hf_class.text().strip())
+
+    def _problem(self) -> str:
+        src, out = self.source.text().strip(), self.output.text().strip()
+        if not src:
+            return "Choose a model file or a Hugging Face directory."
+        if not compilable(src):
+            return (f"{src}: not a .py file or a directory with config.json" if os.path.exists(src)
+                    else f"{src}: no such file or directory")
+        if not out:
+            return "Choose where the .nac goes."
+        return ""
+
+    def _update(self) -> None:
+        if self.running:
+            return
+        problem = self._problem()
+        self.compile_button.setEnabled(not problem)
+        self.command.setText("" if problem else "nac " + " ".join(shlex.quote(a) for a in self.arguments()))
+        out = self.output.text().strip()
+        self._say(problem if problem and self.source.text().strip() else
+                  f"{out} exists and will be replaced." if out and os.path.exists(out) else "")
+
+    def _say(self, text: str, error: bool = False) -> None:
+        self.status.setStyleSheet("color: #c0392b" if error else "")
+        self.status.setText(text)
+
+    # -- the compile ----------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self.process is not None
+
+    def start(self) -> None:
+        if self.running or self._problem():
+            return
+        proc = QProcess(self)
+        proc.setProgram(sys.executable)
+        proc.setArguments(["-m", "nac_engine.cli", *self.arguments()])
+        proc.readyReadStandardError.connect(self._read_stderr)
+        proc.finished.connect(self._finished)
+        proc.errorOccurred.connect(self._failed_to_start)
+        self._stderr = ""
+        self._started = time.monotonic()
+        self.process = proc
+        self._set_running(True)
+        proc.start()
+
+    def cancel(self) -> None:
+        """End a running compile (its process); nothing is written."""
+        if self.process is not None:
+            proc, self.process = self.process, None
+            proc.finished.disconnect(self._finished)
+            proc.finished.connect(proc.deleteLater)      # not waited for: a killed process ends at once
+            proc.kill()
+            self._set_running(False)
+            self._say("Cancelled; nothing was written.")
+
+    def _set_running(self, running: bool) -> None:
+        for w in (self.source, self.factory, self.seq_len, self.hf_class, self.quant, self.weights, self.output,
+                  self.compile_button, *self.pickers):
+            w.setEnabled(not running)
+        self.close_button.setText("Cancel" if running else "Close")
+        self.progress.setVisible(running)
+        if running:
+            self._tick.start()
+            self._show_running()
+        else:
+            self._tick.stop()
+
+    def _show_running(self) -> None:
+        note = self._last_line()
+        self._say(f"Compiling… {time.monotonic() - self._started:.0f} s" + (f"\n{note}" if note else ""))
+
+    def _read_stderr(self) -> None:
+        if self.process is not None:
+            text = bytes(self.process.readAllStandardError()).decode("utf-8", "replace")
+            self._stderr = (self._stderr + text)[-STDERR_KEPT:]
+
+    def _last_line(self) -> str:
+        lines = [ln.strip() for ln in self._stderr.replace("\r", "\n").splitlines() if ln.strip()]
+        return lines[-1].removeprefix("nac: ") if lines else ""
+
+    def _failed_to_start(self, _error) -> None:
+        if self.process is not None and self.process.state() == QProcess.ProcessState.NotRunning:
+            message = self.process.errorString()
+            self.process.deleteLater()
+            self.process = None
+            self._set_running(False)
+            self._say(f"Could not run the compiler: {message}", error=True)
+
+    def _finished(self, code: int, _status) -> None:
+        proc = self.process
+        if proc is None:
+            return
+        self._read_stderr()
+        self.process = None
+        proc.deleteLater()
+        self._set_running(False)
+        out = self.output.text().strip()
+        if code == 0 and os.path.isfile(out):
+            self._say(f"Compiled in {time.monotonic() - self._started:.1f} s.")
+            self.compiled.emit(out)
+            self.accept()
+            return
+        errors = [ln for ln in self._stderr.splitlines() if ln.startswith("nac: error:")]
+        self._say(errors[-1].removeprefix("nac: error: ") if errors else
+                  (self._last_line() or f"the compiler ended with exit code {code}"), error=True)
+
+    def reject(self) -> None:
+        if self.running:                 # Cancel while compiling: stop it, keep the dialog
+            self.cancel()
+            return
+        super().reject()
+
+    def closeEvent(self, event) -> None:
+        self.cancel()
+        super().closeEvent(event)
+

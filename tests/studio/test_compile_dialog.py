@@ -1,0 +1,131 @@
+"""File ▸ Compile Model… and opening a model: a model.py or a Hugging Face folder given where a .nac
+belongs (Open, a drop, the command line) opens the Compile Model dialog on it; Compile runs
+`nac compile` in a process of its own, says its error in the dialog, can be cancelled (nothing is
+written), and opens the file it wrote."""
+from __future__ import annotations
+
+import os
+import time
+
+from PySide6.QtCore import Qt
+
+from nac_studio.widgets.compile_dialog import CompileDialog, compile_arguments, default_output
+from tests.studio.test_debugger_gui import press, wait_stopped
+
+MODEL = '''import time
+import torch
+
+
+class Small(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+def make_model():
+    return Small(), (torch.randn(2, 8),)
+
+
+def slow_model():
+    time.sleep(120)
+    return make_model()
+'''
+
+
+def _dialog(window) -> CompileDialog:
+    found = [w for w in window.findChildren(CompileDialog) if w.isVisible()]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_opening_a_model_file_compiles_it_and_opens_the_result(window, qtbot, tmp_path):
+    model = tmp_path / "model.py"
+    model.write_text(MODEL)
+    assert window.open_path(str(model)) is None
+    dlg = _dialog(window)
+    assert dlg.source.text() == str(model) and dlg.output.text() == str(tmp_path / "model.nac")
+    assert dlg.command.text() == f"nac compile {model} -o {tmp_path / 'model.nac'}"
+    assert not window.docs and "compile it" in window.statusBar().currentMessage()
+    dlg.quant.setCurrentText("fp16")
+    with qtbot.waitSignal(window.documentOpened, timeout=180000) as opened:
+        qtbot.mouseClick(dlg.compile_button, Qt.MouseButton.LeftButton)
+        assert dlg.running and not dlg.compile_button.isEnabled() and dlg.close_button.text() == "Cancel"
+    qdoc = opened.args[0]
+    assert qdoc.doc.path == str(tmp_path / "model.nac") and qdoc.nac.header.quant_method != 0
+    # a model compiled here runs like any other
+    press(qtbot, window, Qt.Key.Key_F5)
+    wait_stopped(qtbot, window)
+    assert qdoc.doc.debug.state == "finished", qdoc.doc.debug.describe()
+
+
+def test_the_compilers_error_is_said_in_the_dialog_and_cancel_writes_nothing(window, qtbot, tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import torch\n\ndef make_model(:\n    pass\n")
+    dlg = window.compile_dialog(str(bad))
+    qtbot.mouseClick(dlg.compile_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not dlg.running, timeout=120000)
+    assert dlg.isVisible() and f"{bad}:3: syntax error" in dlg.status.text() and not window.docs
+    assert "Traceback" not in dlg.status.text() and dlg.compile_button.isEnabled()
+    # a compile that takes long: Cancel ends its process at once and writes nothing
+    model = tmp_path / "model.py"
+    model.write_text(MODEL)
+    dlg.source.setText(str(model))
+    dlg.factory.setText("slow_model")
+    out = tmp_path / "slow.nac"
+    dlg.output.setText(str(out))
+    assert dlg.command.text().startswith(f"nac compile {model}:slow_model -o ")
+    qtbot.mouseClick(dlg.compile_button, Qt.MouseButton.LeftButton)
+    proc = dlg.process
+    qtbot.waitUntil(lambda: "Compiling… 1 s" in dlg.status.text() or "Compiling… 2 s" in dlg.status.text(),
+                    timeout=10000)
+    pid = proc.processId()
+    t0 = time.monotonic()
+    qtbot.mouseClick(dlg.close_button, Qt.MouseButton.LeftButton)      # "Cancel" while it runs
+    assert not dlg.running and dlg.isVisible() and "Cancelled" in dlg.status.text()
+
+    def gone() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        with open(f"/proc/{pid}/stat") as f:          # a zombie until Qt reaps it: ended all the same
+            return f.read().split(")")[-1].split()[0] == "Z"
+    qtbot.waitUntil(gone, timeout=5000)
+    assert time.monotonic() - t0 < 5 and not out.exists() and not window.docs
+    # Close then closes the dialog
+    qtbot.mouseClick(dlg.close_button, Qt.MouseButton.LeftButton)
+    assert not dlg.isVisible()
+
+
+def test_a_hugging_face_folder_opens_the_dialog_with_its_options(window, qtbot, tmp_path):
+    folder = tmp_path / "tiny-llama"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "llama"}')
+    window.open_path(str(folder))
+    dlg = _dialog(window)
+    form = dlg._form
+    assert form.isRowVisible(dlg.seq_len) and form.isRowVisible(dlg.hf_class) and not form.isRowVisible(dlg.factory)
+    assert dlg.output.text() == str(tmp_path / "tiny-llama.nac")
+    dlg.seq_len.setValue(32)
+    dlg.hf_class.setText("LlamaForCausalLM")
+    dlg.weights.setCurrentIndex(1)
+    dlg.quant.setCurrentText("int8_channel")
+    assert dlg.arguments() == ["compile", "--hf", str(folder), "--seq-len", "32", "--hf-class", "LlamaForCausalLM",
+                               "--quant", "int8_channel", "--weights", "external", "-o", str(tmp_path / "tiny-llama.nac")]
+    # an output the user typed is kept when the model changes; one that followed the model follows it
+    dlg.output.setText(str(tmp_path / "mine.nac"))
+    dlg.output.textEdited.emit(dlg.output.text())
+    dlg.source.setText(str(folder) + "/")
+    assert dlg.output.text() == str(tmp_path / "mine.nac")
+    dlg.reject()
+
+
+def test_what_the_dialog_runs():
+    assert default_output("/a/b/model.py") == "/a/b/model.nac"
+    assert default_output("/a/b/tiny/") == "/a/b/tiny.nac"
+    assert compile_arguments("/a/m.py", "/o.nac", factory="make_model") == ["compile", "/a/m.py", "-o", "/o.nac"]
+    assert compile_arguments("/a/m.py", "/o.nac", factory="big", quant="fp16", external=True) == \
+        ["compile", "/a/m.py:big", "--quant", "fp16", "--weights", "external", "-o", "/o.nac"]
