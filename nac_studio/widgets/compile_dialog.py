@@ -20,9 +20,8 @@ from PySide6.QtCore import QProcess, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel,
                                QLineEdit, QProgressBar, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
-#: The command line's choices (nac_engine.compiler.command.QUANT_CHOICES; not imported: that module
-#: imports the compiler's dependencies, which the window does not need).
-QUANT_CHOICES = ("none", "fp16", "int8_tensor", "int8_channel", "block_fp8")
+from nac_engine.compiler.command import QUANT_CHOICES      # the command's own choices (torch-free module)
+
 STDERR_KEPT = 20_000          # characters of the command's stderr kept for the message
 
 
