@@ -277,8 +277,9 @@ def _fail(message: str) -> int:
 @contextlib.contextmanager
 def weight_progress(nac):
     """A progress callback for writing external weights: a bar (parameters, bytes/s) on a
-    terminal, nothing when stderr is piped or the weights are internal."""
-    if nac.header.weights_internal or not sys.stderr.isatty():
+    terminal, nothing when stderr is piped (unless ``NAC_PROGRESS=1``: a front end that shows the
+    bar's last line, as the Studio's Compile Model dialog does) or the weights are internal."""
+    if nac.header.weights_internal or not (sys.stderr.isatty() or os.environ.get("NAC_PROGRESS") == "1"):
         yield None
         return
     try:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QProcess, Qt, QTimer, Signal
+from PySide6.QtCore import QProcess, QProcessEnvironment, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel,
                                QLineEdit, QProgressBar, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
@@ -214,6 +214,9 @@ class CompileDialog(QDialog):
         proc = QProcess(self)
         proc.setProgram(sys.executable)
         proc.setArguments(["-m", "nac_engine.cli", *self.arguments()])
+        env = QProcessEnvironment.systemEnvironment()
+        env.insert("NAC_PROGRESS", "1")          # the weights' progress bar, whose last line is shown
+        proc.setProcessEnvironment(env)
         proc.readyReadStandardError.connect(self._read_stderr)
         proc.finished.connect(self._finished)
         proc.errorOccurred.connect(self._failed_to_start)

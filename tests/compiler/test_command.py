@@ -129,3 +129,15 @@ def test_compile_does_not_import_torch_at_parser_build():
     code = "import sys; from nac_engine.cli import build_parser; build_parser(); print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "False"
+
+
+def test_the_weights_progress_bar_is_shown_when_asked_for_on_a_pipe(tmp_path, factory, capsys, monkeypatch):
+    """Piped stderr has no bar (logs stay clean) unless NAC_PROGRESS=1: the Studio's Compile Model
+    dialog reads the bar's last line from its process."""
+    out = tmp_path / "ext.nac"
+    args = ["compile", f"{factory}:bare", "--input", "1x3x8x8", "-o", str(out), "--weights", "external"]
+    assert main(args) == 0
+    assert "weights:" not in capsys.readouterr().err
+    monkeypatch.setenv("NAC_PROGRESS", "1")
+    assert main(args) == 0
+    assert "weights:" in capsys.readouterr().err
