@@ -457,12 +457,22 @@ class MainWindow(QMainWindow):
             source = self.settings.value("lastCompiled", "", type=str) if self.persist else ""
         dlg = CompileDialog(self, source)
         dlg.setObjectName("compileDialog")
-        dlg.compiled.connect(self.open_path)
+        dlg.compiled.connect(self._open_compiled)
         if self.persist:
             dlg.compiled.connect(lambda _p, d=dlg: self.settings.setValue("lastCompiled", d.source.text().strip()))
         dlg.finished.connect(dlg.deleteLater)
         dlg.open()          # window-modal, not a nested event loop
         return dlg
+
+    def _open_compiled(self, path: str) -> None:
+        """A file just compiled: opened, or read again where its older version is open."""
+        path = os.path.abspath(path)
+        for i, qd in enumerate(self.docs):
+            if qd.doc.path and os.path.abspath(qd.doc.path) == path:
+                self.tabs.setCurrentIndex(i)
+                self.reload_active()
+                return
+        self.open_path(path)
 
     def open_path(self, path: str) -> Optional[Task]:
         """Open ``path`` in the background; an already open file just becomes active. A model

@@ -59,6 +59,16 @@ def test_opening_a_model_file_compiles_it_and_opens_the_result(window, qtbot, tm
     press(qtbot, window, Qt.Key.Key_F5)
     wait_stopped(qtbot, window)
     assert qdoc.doc.debug.state == "finished", qdoc.doc.debug.describe()
+    # compiled again over the open file (Ctrl+Shift+B, now without quantisation): the tab shows
+    # the new file, not the version read before
+    window.commands.run("file.compile")
+    dlg = _dialog(window)
+    dlg.source.setText(str(model))
+    assert dlg.output.text() == str(tmp_path / "model.nac")
+    with qtbot.waitSignal(window.documentOpened, timeout=180000) as opened:
+        qtbot.mouseClick(dlg.compile_button, Qt.MouseButton.LeftButton)
+    assert len(window.docs) == 1 and window.active is opened.args[0] is not qdoc
+    assert window.active.nac.header.quant_method == 0
 
 
 def test_the_compilers_error_is_said_in_the_dialog_and_cancel_writes_nothing(window, qtbot, tmp_path):
