@@ -305,11 +305,12 @@ def test_stub_names_stay_off_collapsed_blocks(qtbot):
         assert names >= len(rest)
 
 
-def test_a_model_source_opened_by_mistake_says_how_to_compile_it(window, tmp_path):
-    """Opening model.py (a PyTorch model, not a compiled file) shows its bytes and, where the
-    graph would be, the nac compile command that makes a .nac of it."""
-    src = tmp_path / "model.py"
-    src.write_text("import torch\n\n\ndef make_model():\n    return torch.nn.Linear(4, 2)\n")
+def test_a_model_file_of_another_kind_shows_its_bytes_and_how_to_compile_the_model(window, tmp_path):
+    """Opening model.onnx (a model, but no compiled file and nothing the Studio compiles) shows its
+    bytes and, where the graph would be, how to make a .nac. (A model.py or a Hugging Face folder
+    opens the Compile Model dialog: test_compile_dialog.)"""
+    src = tmp_path / "model.onnx"
+    src.write_bytes(b"\x08\x07\x12\x07pytorch" + bytes(200))
     window.open_and_wait(src)
     message = window.graph_view.canvas.message
-    assert "not a NAC file" in message and f"nac compile {src} -o model.nac" in message
+    assert "not a NAC file" in message and "compile the model first: nac compile MODEL.py" in message
