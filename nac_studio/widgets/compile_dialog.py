@@ -41,8 +41,10 @@ def default_output(source: str) -> str:
 
 
 def compile_arguments(source: str, output: str, *, factory: str = "", quant: str = "none",
-                      external: bool = False, seq_len: int = 0, hf_class: str = "") -> list[str]:
-    """The ``nac compile`` arguments for these choices (also what the dialog shows as the command)."""
+                      external: bool = False, seq_len: int = 0, hf_class: str = "", inputs: str = "") -> list[str]:
+    """The ``nac compile`` arguments for these choices (also what the dialog shows as the command).
+    ``inputs``: a factory that returns the model alone needs one ``SHAPE[:DTYPE]`` per forward
+    argument, separated by spaces or commas."""
     if is_hf_directory(source):
         args = ["--hf", source]
         if seq_len > 0:
@@ -51,6 +53,8 @@ def compile_arguments(source: str, output: str, *, factory: str = "", quant: str
             args += ["--hf-class", hf_class]
     else:
         args = [f"{source}:{factory}" if factory and factory != "make_model" else source]
+        for spec in inputs.replace(",", " ").split():
+            args += ["--input", spec]
     if quant != "none":
         args += ["--quant", quant]
     if external:
@@ -83,6 +87,9 @@ class CompileDialog(QDialog):
         src_row.addWidget(pick_dir)
         self.factory = QLineEdit(self)
         self.factory.setPlaceholderText("make_model")
+        self.inputs = QLineEdit(self)
+        self.inputs.setPlaceholderText("when the factory returns the model alone: a shape per input, "
+                                       "e.g. 1x3x224x224 or 1x16:int64")
         self.seq_len = QSpinBox(self)
         self.seq_len.setRange(0, 1 << 20)
         self.seq_len.setSpecialValueText("the model's default")
@@ -105,6 +112,7 @@ class CompileDialog(QDialog):
         form = QFormLayout()
         form.addRow("Model", src_row)
         form.addRow("Factory", self.factory)
+        form.addRow("Inputs", self.inputs)
         form.addRow("Tokens", self.seq_len)
         form.addRow("Model class", self.hf_class)
         form.addRow("Quantisation", self.quant)
@@ -138,7 +146,7 @@ class CompileDialog(QDialog):
         self._tick.setInterval(500)
         self._tick.timeout.connect(self._show_running)
         self.source.textChanged.connect(self._source_changed)
-        for w in (self.factory, self.hf_class, self.output):
+        for w in (self.factory, self.inputs, self.hf_class, self.output):
             w.textChanged.connect(lambda _t: self._update())
         for w in (self.quant, self.weights):
             w.currentIndexChanged.connect(lambda _i: self._update())
@@ -166,7 +174,7 @@ class CompileDialog(QDialog):
     def _source_changed(self, text: str) -> None:
         text = text.strip()
         hf = is_hf_directory(text)
-        for w, show in ((self.factory, not hf), (self.seq_len, hf), (self.hf_class, hf)):
+        for w, show in ((self.factory, not hf), (self.inputs, not hf), (self.seq_len, hf), (self.hf_class, hf)):
             self._form.setRowVisible(w, show)
         if text and self._auto_output:
             self.output.setText(default_output(text))
@@ -176,7 +184,7 @@ class CompileDialog(QDialog):
         return compile_arguments(self.source.text().strip(), self.output.text().strip(),
                                  factory=self.factory.text().strip(), quant=self.quant.currentText(),
                                  external=bool(self.weights.currentData()), seq_len=self.seq_len.value(),
-                                 hf_class=self.hf_class.text().strip())
+                                 hf_class=self.hf_class.text().strip(), inputs=self.inputs.text())
 
     def _problem(self) -> str:
         src, out = self.source.text().strip(), self.output.text().strip()
@@ -237,7 +245,7 @@ class CompileDialog(QDialog):
             self._say("Cancelled; nothing was written.")
 
     def _set_running(self, running: bool) -> None:
-        for w in (self.source, self.factory, self.seq_len, self.hf_class, self.quant, self.weights, self.output,
+        for w in (self.source, self.factory, self.inputs, self.seq_len, self.hf_class, self.quant, self.weights, self.output,
                   self.compile_button, *self.pickers):
             w.setEnabled(not running)
         self.close_button.setText("Cancel" if running else "Close")

@@ -9,6 +9,7 @@ import time
 
 from PySide6.QtCore import Qt
 
+from nac_engine.format.input_signature import read_input_signature
 from nac_studio.widgets.compile_dialog import CompileDialog, compile_arguments, default_output
 from tests.studio.test_debugger_gui import press, wait_stopped
 
@@ -139,3 +140,18 @@ def test_what_the_dialog_runs():
     assert compile_arguments("/a/m.py", "/o.nac", factory="make_model") == ["compile", "/a/m.py", "-o", "/o.nac"]
     assert compile_arguments("/a/m.py", "/o.nac", factory="big", quant="fp16", external=True) == \
         ["compile", "/a/m.py:big", "--quant", "fp16", "--weights", "external", "-o", "/o.nac"]
+    assert compile_arguments("/a/m.py", "/o.nac", inputs="1x3x8x8, 1x16:int64") == \
+        ["compile", "/a/m.py", "--input", "1x3x8x8", "--input", "1x16:int64", "-o", "/o.nac"]
+
+
+def test_a_factory_that_returns_the_model_alone_is_given_its_inputs(window, qtbot, tmp_path):
+    bare = tmp_path / "bare.py"
+    bare.write_text("import torch\n\ndef make_model():\n    return torch.nn.Linear(4, 2)\n")
+    dlg = window.compile_dialog(str(bare))
+    qtbot.mouseClick(dlg.compile_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not dlg.running, timeout=120000)
+    assert "give its inputs with --input SHAPE" in dlg.status.text() and not window.docs
+    dlg.inputs.setText("3x4")
+    with qtbot.waitSignal(window.documentOpened, timeout=180000) as opened:
+        qtbot.mouseClick(dlg.compile_button, Qt.MouseButton.LeftButton)
+    assert [s.shape for s in read_input_signature(opened.args[0].nac)] == [(3, 4)]
