@@ -88,8 +88,9 @@ class CompileDialog(QDialog):
         self.factory = QLineEdit(self)
         self.factory.setPlaceholderText("make_model")
         self.inputs = QLineEdit(self)
-        self.inputs.setPlaceholderText("when the factory returns the model alone: a shape per input, "
-                                       "e.g. 1x3x224x224 or 1x16:int64")
+        self.inputs.setPlaceholderText("a shape per input, e.g. 1x3x224x224 1x16:int64")
+        self.inputs.setToolTip("Only for a factory that returns the model alone (without example inputs): "
+                               "one SHAPE[:DTYPE] per forward argument, in order")
         self.seq_len = QSpinBox(self)
         self.seq_len.setRange(0, 1 << 20)
         self.seq_len.setSpecialValueText("the model's default")
