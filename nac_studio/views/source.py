@@ -128,7 +128,7 @@ class SourceView(QWidget):
             elif event.type() == QEvent.Type.Resize and self._follow and self._exec_line is not None:
                 # centred for the size the pane had (none while it was a hidden tab): again for
                 # this one, unless the user has scrolled away since
-                QTimer.singleShot(0, self.editor.centerCursor)
+                QTimer.singleShot(0, self.editor, self.editor.centerCursor)    # (dropped if the editor goes)
         return False
 
     def _highlight_when_painted(self) -> None:
@@ -403,7 +403,7 @@ class SourceView(QWidget):
             return
         self.editor.setTextCursor(QTextCursor(doc.findBlockByNumber(line - 1)))
         self.editor.centerCursor()
-        QTimer.singleShot(0, self.editor.centerCursor)    # again once laid out (a dock just raised)
+        QTimer.singleShot(0, self.editor, self.editor.centerCursor)    # again once laid out (a dock just raised)
         self._follow = True
 
     def _user_scrolled(self, _action) -> None:
@@ -412,7 +412,7 @@ class SourceView(QWidget):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         if self._exec_line is not None:
-            QTimer.singleShot(0, self.editor.centerCursor)
+            QTimer.singleShot(0, self.editor, self.editor.centerCursor)
 
     def _line_now(self, recorded: str, line: Optional[int], code: Optional[str]):
         """A caller's line as the file reads now (the recorded number where it cannot be found)."""

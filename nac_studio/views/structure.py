@@ -341,7 +341,7 @@ class StructureView(QWidget):
 
     def eventFilter(self, obj, event) -> bool:
         if self._reveal_pending and obj is self.tree.viewport() and event.type() == QEvent.Type.Paint:
-            QTimer.singleShot(0, self._reveal_if_pending)    # not inside the paint itself
+            QTimer.singleShot(0, self, self._reveal_if_pending)    # not inside the paint itself
         return False
 
     def _reveal_if_pending(self) -> None:

@@ -169,7 +169,7 @@ class TimelineView(QWidget):
         super().paintEvent(ev)
         if self._compute_on_paint:
             self._compute_on_paint = False
-            QTimer.singleShot(0, self.ensure_computed)      # not inside the paint itself
+            QTimer.singleShot(0, self, self.ensure_computed)      # not inside the paint itself
 
     def ensure_computed(self) -> None:
         """Start the timeline computation for the document unless it is done or running."""
@@ -275,7 +275,7 @@ class TimelineView(QWidget):
     def _queue_plot_slice(self) -> None:
         if not self._plot_slices and not self.plot_complete():
             self._plot_slices = True
-            QTimer.singleShot(0, self._plot_slice)
+            QTimer.singleShot(0, self, self._plot_slice)
 
     def _plot_slice(self) -> None:
         self._plot_slices = False

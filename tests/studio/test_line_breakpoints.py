@@ -218,3 +218,24 @@ def test_the_gutter_numbers_lines_marks_breakpoints_and_a_click_toggles_one(wind
     qtbot.mouseClick(editor.gutter, Qt.MouseButton.LeftButton, pos=QPoint(6, y))
     assert not any(b.kind == "line" for b in s.breakpoints) and editor.marks == {}
     assert QColor(editor.gutter.grab().toImage().pixelColor(8, dot_y)).red() != BREAKPOINT_ON.red()
+
+
+def test_a_source_pane_deleted_right_after_it_scrolled_raises_nothing(qapp, qtbot, tmp_path):
+    """The pane centres its line again on the next turn of the event loop; a pane (a window)
+    deleted before that turn must not have the call land on its deleted editor."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+    from nac_engine.format.reader import read
+    from nac_studio.model.document import Document, Selection
+    from nac_studio.qt_document import QtDocument
+    from nac_studio.views.source import SourceView
+    path = _compiled(tmp_path)
+    qdoc = QtDocument(Document(read(str(path)), str(path)))
+    view = SourceView(qdoc)
+    view.show()
+    body = marker_line(NESTED, "body")
+    tick = next(e.tick for e in read_source_map(qdoc.nac).entries if e.file and e.line == body)
+    qdoc.select(Selection("instruction", tick))
+    assert view.highlighted_line() == body
+    view.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    qtbot.wait(50)          # the deferred centring's turn: pytest-qt fails the test on an error there
