@@ -168,7 +168,8 @@ class Adapter:
     def _open(self, args: dict) -> None:
         program = args.get("program")
         if not isinstance(program, str) or not program:
-            raise RequestError("launch: 'program' (the .nac file to debug) is required")
+            raise RequestError("launch: 'program' (the .nac file to debug, or a model.py to compile and debug) "
+                               "is required")
         imports = args.get("imports") or []
         if not isinstance(imports, list) or not all(isinstance(r, str) and r for r in imports):
             raise RequestError("launch: 'imports' must be a list of .py files or module names")
@@ -180,6 +181,22 @@ class Adapter:
             program = os.path.join(cwd, program)
             imports = [os.path.join(cwd, r) if r.endswith(".py") else r for r in imports]
             args = {**args, "program": program, "imports": imports}
+        from .model_program import CompileFailed, compile_model_program, is_model_program
+        if is_model_program(program):         # the model's own file: compiled, then debugged
+            extra = args.get("compileArgs") or []
+            output = args.get("output")
+            if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra):
+                raise RequestError("launch: 'compileArgs' must be a list of nac compile arguments, e.g. "
+                                   "[\"--quant\", \"fp16\"]")
+            if output is not None and not isinstance(output, str):
+                raise RequestError("launch: 'output' must be the path of the .nac to write")
+            if output and cwd is not None:
+                output = os.path.join(cwd, output)
+            try:
+                program = compile_model_program(program, output, extra, self.output)
+            except CompileFailed as e:
+                raise RequestError(f"launch: {e}") from None
+            args = {**args, "program": program}
         from ..compiler.command import import_operator_code
         try:
             import_operator_code(imports)     # the program's custom operators (torch.library)

@@ -28,18 +28,33 @@ class ConfigurationProvider {
 			}
 		}
 		if (!config.program) {
-			return vscode.window.showErrorMessage('NAC: give "program", the .nac file to debug').then(() => undefined);
+			return vscode.window.showErrorMessage('NAC: give "program", the .nac file to debug (or your model.py)')
+				.then(() => undefined);
 		}
 		return config;
 	}
 }
 
+// "NAC: Compile and Debug This Model" on an open model.py: `nac dap` compiles it (nac compile, to
+// model.nac beside it) and stops at the breakpoints set in it
+function debugModelFile() {
+	const editor = vscode.window.activeTextEditor;
+	const file = editor && editor.document.fileName;
+	if (!file || !file.endsWith('.py')) {
+		return vscode.window.showErrorMessage('NAC: open your model.py (its make_model() returns the model) first');
+	}
+	const folder = vscode.workspace.getWorkspaceFolder ? vscode.workspace.getWorkspaceFolder(editor.document.uri) : undefined;
+	return vscode.debug.startDebugging(folder, { type: 'nac', request: 'launch',
+		name: 'Compile and debug ' + file.split(/[\\/]/).pop(), program: file });
+}
+
 function activate(context) {
 	context.subscriptions.push(
 		vscode.debug.registerDebugAdapterDescriptorFactory('nac', new AdapterFactory()),
-		vscode.debug.registerDebugConfigurationProvider('nac', new ConfigurationProvider()));
+		vscode.debug.registerDebugConfigurationProvider('nac', new ConfigurationProvider()),
+		vscode.commands.registerCommand('nac.debugModelFile', debugModelFile));
 }
 
 function deactivate() {}
 
-module.exports = { activate, deactivate, AdapterFactory, ConfigurationProvider };
+module.exports = { activate, deactivate, AdapterFactory, ConfigurationProvider, debugModelFile };

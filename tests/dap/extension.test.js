@@ -11,13 +11,16 @@ let settingPath = 'nac';
 let activeFile = null;
 const fakeVscode = {
 	DebugAdapterExecutable: class { constructor(command, args) { this.command = command; this.args = args; } },
+	commands: { registerCommand: (id, fn) => { registered.commands = { ...(registered.commands || {}), [id]: fn }; return { dispose() {} }; } },
 	debug: {
+		startDebugging: (folder, config) => { registered.started = [folder, config]; return Promise.resolve(true); },
 		registerDebugAdapterDescriptorFactory: (type, f) => { registered.factory = [type, f]; return { dispose() {} }; },
 		registerDebugConfigurationProvider: (type, p) => { registered.provider = [type, p]; return { dispose() {} }; },
 	},
-	workspace: { getConfiguration: section => ({ get: key => (section === 'nac' && key === 'path' ? settingPath : undefined) }) },
+	workspace: { getWorkspaceFolder: uri => ({ uri, name: 'project' }),
+		getConfiguration: section => ({ get: key => (section === 'nac' && key === 'path' ? settingPath : undefined) }) },
 	window: {
-		get activeTextEditor() { return activeFile ? { document: { fileName: activeFile } } : undefined; },
+		get activeTextEditor() { return activeFile ? { document: { fileName: activeFile, uri: 'file://' + activeFile } } : undefined; },
 		showErrorMessage: msg => { registered.error = msg; return Promise.resolve(); },
 	},
 };
@@ -61,5 +64,20 @@ describe('the VS Code extension', function () {
 		assert.match(registered.error, /program/);
 		const kept = { type: 'nac', request: 'launch', name: 'x', program: 'a.nac' };
 		assert.strictEqual(provider.resolveDebugConfiguration(undefined, kept), kept);
+	});
+
+	it('compiles and debugs the open model.py from its command (the editor title\'s run menu)', async () => {
+		const run = registered.commands['nac.debugModelFile'];
+		activeFile = '/src/model.py';
+		await run();
+		const [folder, config] = registered.started;
+		assert.deepStrictEqual([config.type, config.request, config.program], ['nac', 'launch', '/src/model.py']);
+		assert.strictEqual(config.name, 'Compile and debug model.py');
+		assert.strictEqual(folder.name, 'project');
+		registered.started = null;
+		activeFile = '/models/gpt2.nac';
+		await run();
+		assert.strictEqual(registered.started, null);
+		assert.match(registered.error, /model\.py/);
 	});
 });

@@ -414,3 +414,37 @@ def test_loaded_sources_list_the_models_code_and_the_disassembly(client, models)
     assert str(models / "model.py") in paths
     assert sources[-1]["sourceReference"] and "disassembly" in sources[-1]["name"]
     assert caps["body"].get("supportsLoadedSourcesRequest") is True
+
+
+def test_a_model_py_program_is_compiled_beside_it_then_debugged_at_its_lines(tmp_path):
+    """``program: model.py`` (an editor's F5 on the model's own file): `nac compile` writes model.nac
+    beside it, in a process of its own (nothing it prints reaches the protocol's stream), and the
+    run stops at a breakpoint on the file's line; `compileArgs` pass options; a model that does not
+    compile is the launch's error, file:line first."""
+    model = tmp_path / "model.py"
+    model.write_text(NESTED)
+    line = marker_line(NESTED, "softmax")
+    client = DapClient(cwd=str(tmp_path))
+    try:
+        launched = client.start({"program": "model.py", "cwd": str(tmp_path), "compileArgs": ["--quant", "fp16"]},
+                                breakpoints={str(model): [line]})
+        assert launched["success"], launched.get("message")
+        assert client.stopped()["reason"] == "breakpoint" and client.top()["line"] == line
+        assert client.protocol_errors == []
+        outputs = "".join(m["body"]["output"] for m in client.received if m.get("event") == "output")
+        assert f"nac compile {model} --quant fp16 -o {tmp_path / 'model.nac'}" in outputs and "compiled model.py in" in outputs
+        from nac_engine.format.reader import read
+        with read(str(tmp_path / "model.nac")) as nac:
+            assert nac.header.quant_name == "FP16"
+    finally:
+        client.close()
+    (tmp_path / "broken.py").write_text("import torch\n\ndef make_model(:\n    pass\n")
+    client = DapClient(cwd=str(tmp_path))
+    try:
+        r = client.start({"program": str(tmp_path / "broken.py")})
+        assert not r["success"] and f"{tmp_path / 'broken.py'}:3: syntax error" in r["message"], r["message"]
+        assert not (tmp_path / "broken.nac").exists()
+        r = client.start({"program": str(tmp_path / "model.py"), "compileArgs": "--quant fp16"})
+        assert not r["success"] and "'compileArgs'" in r["message"]
+    finally:
+        client.close()

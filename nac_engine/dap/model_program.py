@@ -1,0 +1,61 @@
+"""A ``model.py`` given to ``nac dap`` as the program: compiled first, then debugged.
+
+An editor's F5 on the model's own file is the shortest way from code to a run that stops at its
+lines. The compile is ``nac compile`` itself, in a process of its own: the model's code runs there
+(as it would under the command), what it prints cannot reach this adapter's standard output (the
+protocol's channel), and its errors are the command's one-line messages. The ``.nac`` goes beside the
+model (``model.py`` -> ``model.nac``, or the launch's ``output``), where the Studio finds it too.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from typing import Callable, Optional
+
+#: Longest a compile may take before the launch gives up (a 7B model's streaming compile is minutes).
+COMPILE_TIMEOUT_S = 3600.0
+
+
+class CompileFailed(Exception):
+    """The model did not compile; the message is the command's error (file:line first)."""
+
+
+def is_model_program(program: str) -> bool:
+    """``model.py`` or ``model.py:FACTORY``."""
+    return program.endswith(".py") or ".py:" in program
+
+
+def model_file(program: str) -> str:
+    return program[:program.index(".py:") + 3] if ".py:" in program else program
+
+
+def compile_model_program(program: str, output: Optional[str], extra: list, say: Callable[[str], None],
+                          timeout: float = COMPILE_TIMEOUT_S) -> str:
+    """Compile ``program`` (``model.py[:FACTORY]``) with ``nac compile`` and the ``extra`` arguments
+    (``--quant fp16``, ``--input 1x8``, ...); the path of the ``.nac`` written. ``say`` gets the
+    command's notes as they are the user's to read."""
+    source = model_file(program)
+    if not os.path.isfile(source):
+        raise CompileFailed(f"{source}: no such file")
+    out = output or os.path.splitext(source)[0] + ".nac"
+    command = [sys.executable, "-m", "nac_engine.cli", "compile", program, *extra, "-o", out]
+    say(f"nac compile {program} {' '.join(extra)} -o {out}".replace("  ", " "))
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                              cwd=os.path.dirname(os.path.abspath(source)), stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise CompileFailed(f"compiling {program} took longer than {timeout:.0f} s") from None
+    errors = []
+    for line in done.stderr.splitlines():
+        if line.startswith("nac: error: "):
+            errors.append(line[len("nac: error: "):])
+        elif line.startswith("nac: note: "):
+            say(line[len("nac: "):])
+    if done.returncode != 0:
+        raise CompileFailed(errors[-1] if errors else
+                            f"nac compile ended with exit code {done.returncode}: {done.stderr.strip()[-400:]}")
+    say(f"compiled {os.path.basename(source)} in {time.perf_counter() - started:.1f} s: {done.stdout.strip()}")
+    return out
