@@ -10,6 +10,7 @@ its one-line error) is shown as it comes.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 import time
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFileDialog
 from nac_engine.compiler.command import QUANT_CHOICES      # the command's own choices (torch-free module)
 
 STDERR_KEPT = 20_000          # characters of the command's stderr kept for the message
+_BAR = re.compile(r"weights:\s+(\d+)%")
 
 
 def is_hf_directory(path: str) -> bool:
@@ -251,6 +253,7 @@ class CompileDialog(QDialog):
             w.setEnabled(not running)
         self.close_button.setText("Cancel" if running else "Close")
         self.progress.setVisible(running)
+        self.progress.setRange(0, 0)          # busy until the weights' bar says how far
         if running:
             self._tick.start()
             self._show_running()
@@ -259,6 +262,11 @@ class CompileDialog(QDialog):
 
     def _show_running(self) -> None:
         note = self._last_line()
+        # the weights' bar (tqdm's "weights:  70%|███ | 2.71G/3.85G [...]"): its fraction fills the bar
+        bar = _BAR.match(note)
+        if bar:
+            self.progress.setRange(0, 100)
+            self.progress.setValue(int(bar.group(1)))
         self._say(f"Compiling… {time.monotonic() - self._started:.0f} s" + (f"\n{note}" if note else ""))
 
     def _read_stderr(self) -> None:

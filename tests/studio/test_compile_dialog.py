@@ -155,3 +155,18 @@ def test_a_factory_that_returns_the_model_alone_is_given_its_inputs(window, qtbo
     with qtbot.waitSignal(window.documentOpened, timeout=180000) as opened:
         qtbot.mouseClick(dlg.compile_button, Qt.MouseButton.LeftButton)
     assert [s.shape for s in read_input_signature(opened.args[0].nac)] == [(3, 4)]
+
+
+def test_the_weights_bar_of_the_compiler_fills_the_dialogs(qapp, tmp_path):
+    """nac compile's progress bar (on its stderr, NAC_PROGRESS=1) is shown as its last line and its
+    fraction fills the dialog's bar, which is busy until then."""
+    (tmp_path / "m.py").write_text("")
+    dlg = CompileDialog(None, str(tmp_path / "m.py"))
+    dlg._set_running(True)
+    assert dlg.progress.maximum() == 0                       # busy: no fraction known yet
+    dlg._stderr = "nac: note: x\rweights:  70%|####  | 2.71G/3.85G [00:07<00:03, 409MB/s]"
+    dlg._show_running()
+    assert (dlg.progress.maximum(), dlg.progress.value()) == (100, 70)
+    assert dlg.status.text().endswith("weights:  70%|####  | 2.71G/3.85G [00:07<00:03, 409MB/s]")
+    dlg._set_running(False)
+    dlg.deleteLater()
