@@ -96,7 +96,8 @@ def test_pause_cancels_a_running_continue_between_two_instructions(client, model
     assert int(client.top()["instructionPointerReference"]) == tick
 
 
-def test_bad_requests_are_error_responses(client, models):
+def test_bad_requests_are_error_responses(client, models, tmp_path):
+    (tmp_path / "model.onnx").write_bytes(b"\x08\x07\x12\x07pytorch" + bytes(100))
     r = client.request("initialize", {"adapterID": "nac"})
     assert r["body"]["supportsStepBack"] and r["body"]["supportsDisassembleRequest"]
     for command, args, message in [
@@ -105,7 +106,7 @@ def test_bad_requests_are_error_responses(client, models):
             ("launch", {"program": str(models)}, "is a directory"),
             ("launch", {"program": str(models / "model.nac"), "inputs": ["x"]}, "'inputs' must map"),
             ("launch", {"program": str(models / "model.nac"), "seed": "one"}, "'seed'"),
-            ("launch", {"program": str(models / "model.py")}, "model.py: "),
+            ("launch", {"program": str(tmp_path / "model.onnx")}, "not a NAC file"),   # (a model.py compiles)
             ("next", {"threadId": 1}, "launch first"),
             ("evaluate", {"expression": "1"}, "launch first"),
             ("frobnicate", {}, "unsupported request"),
