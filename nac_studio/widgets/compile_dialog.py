@@ -78,7 +78,6 @@ class CompileDialog(QDialog):
         self.source = QLineEdit(self)
         self.source.setPlaceholderText("model.py (its make_model() returns the model and example inputs), "
                                        "or a Hugging Face model directory")
-        self.pickers: list[QPushButton] = []
         pick_file = QPushButton("File…", self)
         pick_file.clicked.connect(self._pick_file)
         pick_dir = QPushButton("Folder…", self)
@@ -108,7 +107,7 @@ class CompileDialog(QDialog):
         self.output.textEdited.connect(lambda _t: setattr(self, "_auto_output", False))
         pick_out = QPushButton("Save As…", self)
         pick_out.clicked.connect(self._pick_output)
-        self.pickers = [pick_file, pick_dir, pick_out]
+        self.pickers: list[QPushButton] = [pick_file, pick_dir, pick_out]
         out_row = QHBoxLayout()
         out_row.addWidget(self.output, 1)
         out_row.addWidget(pick_out)
