@@ -11,7 +11,7 @@ expression can only ever call the whitelisted tensor functions below)::
     sum   := term (('+'|'-') term)*
     term  := unary (('*'|'/') unary)*
     unary := ('-'|'+') unary | post
-    post  := atom ('[' index (',' index)* ']')*
+    post  := atom ('[' index (',' index)* ']' | '.' METHOD '(' [expr (',' expr)*] ')' | '.shape')*
     index := expr | [expr] ':' [expr] [':' expr] | '...'
     atom  := NUMBER | NAME | FUNC '(' expr (',' expr)* ')' | '(' expr ')'
 
@@ -19,7 +19,10 @@ Names: ``x`` (the tick's result), ``t<N>`` or ``v<N>`` (the result of tick N, e.
 is how every view names that value), ``nan``, ``inf``,
 ``true``, ``false``, and the caller's ``extra_names`` — the debugger passes the file's parameter
 names, so ``max(abs(fc1.weight))`` works. A dotted name is one token that must be in
-``extra_names``: there is no attribute access (``x.__class__`` is an error). Values are torch tensors or Python numbers; reductions use the population
+``extra_names``. There is no attribute access (``x.__class__`` is an error), but what a PyTorch
+user types out of habit reads as the functions: ``x.f(a)`` is ``f(x, a)`` for the functions below
+(``x.abs().max()``, ``fc1.weight.mean(-1)``), ``x.size()`` and ``x.shape`` are ``shape(x)``; no
+object's attributes are ever looked up. Values are torch tensors or Python numbers; reductions use the population
 standard deviation (like numpy's ``std``) and compute in float64 so int tensors work too;
 ``mean``, ``sum``, ``std``, ``argmax`` and ``argmin`` take an optional dimension (``mean(x, -1)``).
 Indexing is numpy's basic indexing with integers, slices and ``...`` (``v12[0, -1, :8]``); an
@@ -124,6 +127,9 @@ FUNCTIONS: dict[str, tuple[Callable, int, int]] = {
     "tanh": (lambda a: torch.tanh(_f(_t(a))), 1, 1),
     "sigmoid": (lambda a: torch.sigmoid(_f(_t(a))), 1, 1),
 }
+#: ``x.m(...)`` -> the function it stands for, ``f(x, ...)``; ``x.a`` (no call) -> ``f(x)``
+METHODS = {**{name: name for name in FUNCTIONS if name != "shape"}, "size": "shape"}
+ATTRIBUTES = {"shape": "shape"}
 CONSTANTS = {"nan": math.nan, "inf": math.inf, "true": True, "false": False}
 TICK_NAME = re.compile(r"[tv]\d+\Z")   # t12 and v12 both name tick 12's result
 _TICK_NAME = TICK_NAME
@@ -133,7 +139,7 @@ _TOKEN = re.compile(r"""
     (?P<ws>\s+)
   | (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<name>[A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_0-9]+)*)
-  | (?P<op><=|>=|==|!=|\.\.\.|[-+*/<>(),\[\]:])
+  | (?P<op><=|>=|==|!=|\.\.\.|[-+*/<>(),\[\]:.])
 """, re.VERBOSE)
 
 
@@ -257,9 +263,37 @@ class _Parser:
             self.depth -= 1
             return ("neg", node) if tok.text == "-" else node
         node = self.atom()
-        while self.peek().text == "[":
-            node = self.subscript(node)
+        while self.peek().text in ("[", "."):
+            if self.peek().text == "[":
+                node = self.subscript(node)
+                continue
+            dot = self.take()
+            name = self.take()
+            if name.kind != "name":
+                self.error("expected a method or 'shape' after '.'", name if name.kind != "end" else dot)
+            node = self.members(node, name.text, name.col)
         return node
+
+    def members(self, node, dotted: str, col: int):
+        """``node.a.b`` (one dotted name token, the last member possibly called)."""
+        parts = dotted.split(".")
+        for k, name in enumerate(parts):
+            node = self.member(node, _Tok("name", name, col), k == len(parts) - 1)
+            col += len(name) + 1
+        return node
+
+    def member(self, node, name: _Tok, last: bool):
+        """``node.name(...)`` or ``node.name``: only the functions' sugar (see the module docstring)."""
+        if last and self.peek().text == "(":
+            if name.text not in METHODS:
+                self.error(f"no method {name.text!r}: the methods are the functions "
+                           f"({', '.join(sorted(METHODS))}); x.f(a) means f(x, a)", name)
+            return self.call(_Tok("name", METHODS[name.text], name.col), first=node)
+        if name.text not in ATTRIBUTES:
+            hint = "; call it: x.f() means f(x)" if name.text in METHODS else ""
+            self.error(f"values have no attribute {name.text!r} (only shape, and the functions as methods)"
+                       f"{hint}", name)
+        return ("call", ATTRIBUTES[name.text], [node])
 
     def subscript(self, node):
         self.nested(self.take())                      # '['
@@ -301,36 +335,53 @@ class _Parser:
             self.depth -= 1
             return node
         if tok.kind == "name" and tok.text not in _KEYWORDS:
+            if self.peek().text == "(" and tok.text in FUNCTIONS:
+                return self.call(tok)
+            split = self.value_and_members(tok.text)
+            if split is not None:
+                head, rest = split
+                self.names.add(head)
+                return self.members(("var", head), rest, tok.col + len(head) + 1) if rest else ("var", head)
             if self.peek().text == "(":
                 return self.call(tok)
-            if tok.text == "x" or _TICK_NAME.match(tok.text) or tok.text in self.extra_names:
-                self.names.add(tok.text)
-                return ("var", tok.text)
             if "." in tok.text and not self.extra_names:
                 self.error("attribute access is not allowed", _Tok("op", ".", tok.col + tok.text.index(".")))
-            head, _, attr = tok.text.rpartition(".")
-            if head and (head == "x" or _TICK_NAME.match(head) or head in self.extra_names):
-                hint = f"; write shape({head})" if attr in ("shape", "size") else ""
-                self.error(f"values have no attributes ({tok.text!r}){hint}", tok)
             if tok.text in CONSTANTS:
                 return ("num", CONSTANTS[tok.text])
             self.error(f"unknown name {tok.text!r} (names: x, t<N> or v<N>, nan, inf, true, false"
                        + (", parameter names" if self.extra_names else "") + ")", tok)
         self.unexpected(tok)
 
-    def call(self, name: _Tok):
+    def value_and_members(self, dotted: str):
+        """``(value name, "member.member")`` of a dotted name token whose longest leading part
+        names a value (``fc1.weight.abs`` with parameter ``fc1.weight``: ``abs``), else None."""
+        parts = dotted.split(".")
+        for k in range(len(parts), 0, -1):
+            head = ".".join(parts[:k])
+            if head == "x" or _TICK_NAME.match(head) or head in self.extra_names:
+                return head, ".".join(parts[k:])
+        return None
+
+    def call(self, name: _Tok, first=None):
+        """``name(args)``; ``first``: the value a method was called on, its first argument."""
         if name.text not in FUNCTIONS:
             self.error(f"unknown function {name.text!r} (known: {', '.join(sorted(FUNCTIONS))})", name)
         self.nested(self.take())                      # '('
-        args = [self.or_()]
-        while self.accept(","):
+        args = [] if first is None else [first]
+        if first is None or self.peek().text != ")":
             args.append(self.or_())
+            while self.accept(","):
+                args.append(self.or_())
         if not self.accept(")"):
             self.error("expected ')' or ','", self.peek())
         _, lo, hi = FUNCTIONS[name.text]
         if not lo <= len(args) <= hi:
+            if first is not None:       # as the method reads: x.mean(0) has one argument, not two
+                lo, hi, got = lo - 1, hi - 1, len(args) - 1
+            else:
+                got = len(args)
             n = str(lo) if lo == hi else f"{lo} or {hi}"
-            self.error(f"{name.text}() takes {n} argument(s), got {len(args)}", name)
+            self.error(f"{name.text}() takes {n} argument(s), got {got}", name)
         self.depth -= 1
         return ("call", name.text, args)
 
@@ -490,12 +541,22 @@ def completions(text: str, cursor: int, names=()) -> tuple[int, list[tuple[str, 
     m = _PARTIAL.search(head, max(0, len(head) - 1024))     # a name is short: the search stays linear
     prefix = m.group(0) if m else ""
     start = len(head) - len(prefix)
+    if start and head[start - 1] == "." and head[:start - 1].rstrip()[-1:] in (")", "]"):
+        return start, _members(prefix)                     # x.abs().m|
     if start and (head[start - 1].isdigit() or head[start - 1] == "."):
         return len(head), []
+    base, _, part = prefix.rpartition(".")
+    if base and (base == "x" or TICK_NAME.match(base) or base in set(names)):
+        return start + len(base) + 1, _members(part)        # x.me|, fc1.weight.ab|
     found = [(f + "(", "function") for f in sorted(FUNCTIONS) if f.startswith(prefix)]
     found += [(v, "value") for v in ("x", *CONSTANTS) if v.startswith(prefix) and v != prefix]
     found += [(n, "variable") for n in sorted(set(names)) if n.startswith(prefix) and n != prefix]
     return start, found[:COMPLETIONS_MAX]
+
+
+def _members(prefix: str) -> list[tuple[str, str]]:
+    found = [(m + "(", "function") for m in sorted(METHODS) if m.startswith(prefix)]
+    return found + [(a, "value") for a in sorted(ATTRIBUTES) if a.startswith(prefix) and a != prefix]
 
 
 def compile_expr(text: str, extra_names=()) -> Expr:

@@ -49,7 +49,7 @@ def test_names_reported():
 
 @pytest.mark.parametrize("text, column, words", [
     ("__import__('os')", 1, "unknown function"),
-    ("x.__class__", 2, "attribute access"),
+    ("x.__class__", 3, "no attribute '__class__'"),
     ("foo(x)", 1, "unknown function"),
     ("y > 1", 1, "unknown name"),
     ("max(x", 6, "expected ')'"),
@@ -114,10 +114,31 @@ def test_reductions_along_a_dimension_and_more_functions():
 def test_shape_is_a_function_and_attributes_say_so():
     t = torch.zeros(2, 3, 5)
     assert ev("shape(x)[2] * numel(x[0])", t).item() == 75
-    for text, words in (("x.shape", "write shape(x)"), ("v12.size", "write shape(v12)"),
-                        ("fc1.weight.shape", "write shape(fc1.weight)"), ("x.T", "values have no attributes")):
+    for text, words in (("x.T", "values have no attribute 'T'"), ("x.dtype", "values have no attribute 'dtype'"),
+                        ("x.mean", "call it: x.f() means f(x)"), ("x.__class__", "no attribute '__class__'"),
+                        ("x.flatten()", "no method 'flatten'"), ("x.abs().__dict__", "no attribute '__dict__'"),
+                        ("x.mean(0, 1)", "mean() takes 0 or 1 argument(s), got 2"), ("x.", "expected a method"),
+                        ("(x).1", "unexpected")):
         with pytest.raises(ExprError, match=words.replace("(", r"\(").replace(")", r"\)")):
             Expr(text, extra_names=["fc1.weight"])
+
+
+def test_methods_and_shape_read_as_the_functions_a_pytorch_user_means():
+    """``x.abs().max()`` is ``max(abs(x))``: the sugar maps to the same whitelisted functions (no
+    attribute of any object is looked up), on ticks, parameters and results of calls alike."""
+    t = torch.tensor([[1.0, -5.0, 3.0], [4.0, 2.0, -6.0]])
+    w = torch.tensor([[0.5, -0.25]])
+    lookup = {"x": t, "v3": t * 2, "fc1.weight": w}.__getitem__
+    for sugar, plain in (("x.abs().max()", "max(abs(x))"), ("x.mean(-1)", "mean(x, -1)"),
+                         ("x.shape", "shape(x)"), ("x.size()[1]", "shape(x)[1]"), ("v3.sum()", "sum(v3)"),
+                         ("fc1.weight.abs().sum()", "sum(abs(fc1.weight))"), ("fc1.weight.shape[1]", "shape(fc1.weight)[1]"),
+                         ("x[1].argmax()", "argmax(x[1])"), ("(x * 2).min()", "min(x * 2)"),
+                         ("x.max(v3).sum() > 0 and x.isnan().any() == false", "sum(max(x, v3)) > 0 and any(isnan(x)) == false"),
+                         ("x.numel()", "numel(x)")):
+        a = Expr(sugar, extra_names=["fc1.weight"]).evaluate(lookup)
+        b = Expr(plain, extra_names=["fc1.weight"]).evaluate(lookup)
+        assert torch.equal(torch.as_tensor(a), torch.as_tensor(b)), (sugar, a, b)
+    assert Expr("v3.mean() + x.std()").names == {"v3", "x"}
 
 
 def test_completions_replace_the_name_typed_before_the_cursor():
@@ -128,6 +149,14 @@ def test_completions_replace_the_name_typed_before_the_cursor():
     start, found = completions("", 0, ["p"])
     assert start == 0 and ("x", "value") in found and ("p", "variable") in found and ("mean(", "function") in found
     assert completions("abs", 99)[0] == 0                    # a cursor past the end is the end
+    # after a value and a dot: the methods (and shape), replacing what follows the dot
+    assert completions("x.me", 4) == (2, [("mean(", "function")])
+    assert completions("fc1.weight.s", 12, ["fc1.weight"]) == \
+        (11, [("sigmoid(", "function"), ("sin(", "function"), ("size(", "function"), ("sqrt(", "function"),
+              ("std(", "function"), ("sum(", "function"), ("shape", "value")])
+    assert completions("x.abs().ma", 10) == (8, [("max(", "function")])
+    assert completions("v12[0].", 7)[1][0] == ("abs(", "function")
+    assert completions("fc1.we", 6, ["fc1.weight"]) == (0, [("fc1.weight", "variable")])   # a dotted name still
     # a long line costs a short look back, not a scan of all of it
     import time
     text = "a" * 2_000_000 + "("
