@@ -54,7 +54,8 @@ def add_parser(sub) -> None:
     src = s.add_mutually_exclusive_group(required=True)
     src.add_argument("model", nargs="?", metavar="MODEL", help="FILE.py[:FACTORY] or package.module[:FACTORY]")
     src.add_argument("--hf", metavar="DIR_OR_CONFIG", help="Hugging Face model directory or config.json")
-    s.add_argument("-o", "--output", required=True, help="the .nac to write (external weights go beside it)")
+    s.add_argument("-o", "--output", help="the .nac to write (external weights go beside it; default: beside the "
+                                          "model, model.py -> model.nac, a folder tiny/ -> tiny.nac)")
     g = s.add_argument_group("inputs")
     g.add_argument("--batch", type=int, default=1, help="--hf: batch size (default 1)")
     g.add_argument("--seq-len", type=int, help="--hf text/audio models: tokens, or audio samples (default: 16 "
@@ -296,9 +297,23 @@ def weight_progress(nac):
         yield progress
 
 
+def default_output(source: str) -> str:
+    """Where a compile writes without ``-o``: ``model.py[:FACTORY]`` -> ``model.nac`` beside it; a
+    Hugging Face folder ``tiny/`` (or its ``tiny/config.json``) -> ``tiny.nac`` beside the folder."""
+    if ".py:" in source:
+        source = source[:source.index(".py:") + 3]
+    if os.path.basename(source) == "config.json":
+        source = os.path.dirname(source) or "."
+    source = source.rstrip("/\\") or source
+    base, ext = os.path.splitext(source)
+    return (base if ext == ".py" else os.path.abspath(source)) + ".nac"
+
+
 def cmd_compile(args) -> int:
     from .errors import CompileError
     try:
+        if not args.output:
+            args.output = default_output(args.hf or args.model)
         check_output_path(args.output)
         tokenizer = _tokenizer_dir(args)
         if args.lookahead < 0:

@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Callable, Optional
 
+from ..compiler.command import default_output
+
 #: Longest a compile may take before the launch gives up (a 7B model's streaming compile is minutes).
 COMPILE_TIMEOUT_S = 3600.0
 
@@ -39,7 +41,7 @@ def compile_model_program(program: str, output: Optional[str], extra: list, say:
     source = model_file(program)
     if not os.path.isfile(source):
         raise CompileFailed(f"{source}: no such file")
-    out = output or os.path.splitext(source)[0] + ".nac"
+    out = output or default_output(source)
     command = [sys.executable, "-m", "nac_engine.cli", "compile", program, *extra, "-o", out]
     say(f"nac compile {program} {' '.join(extra)} -o {out}".replace("  ", " "))
     started = time.perf_counter()

@@ -14,14 +14,14 @@ import re
 import shlex
 import sys
 import time
-from pathlib import Path
 from typing import Optional
 
 from PySide6.QtCore import QProcess, QProcessEnvironment, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel,
                                QLineEdit, QProgressBar, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
-from nac_engine.compiler.command import QUANT_CHOICES      # the command's own choices (torch-free module)
+# the command's own choices and default output (a torch-free module)
+from nac_engine.compiler.command import QUANT_CHOICES, default_output
 
 STDERR_KEPT = 20_000          # characters of the command's stderr kept for the message
 _BAR = re.compile(r"weights:\s+(\d+)%")
@@ -34,12 +34,6 @@ def is_hf_directory(path: str) -> bool:
 def compilable(path: str) -> bool:
     """Whether ``path`` is something this dialog compiles (a ``.py`` file, a Hugging Face directory)."""
     return path.endswith(".py") and os.path.isfile(path) or is_hf_directory(path)
-
-
-def default_output(source: str) -> str:
-    """``model.py`` -> ``model.nac`` beside it; a directory ``tiny/`` -> ``tiny.nac`` beside it."""
-    p = Path(source.rstrip("/\\") or source)
-    return str(p.with_suffix(".nac") if p.suffix == ".py" else p.parent / (p.name + ".nac"))
 
 
 def compile_arguments(source: str, output: str, *, factory: str = "", quant: str = "none",

@@ -141,3 +141,15 @@ def test_the_weights_progress_bar_is_shown_when_asked_for_on_a_pipe(tmp_path, fa
     monkeypatch.setenv("NAC_PROGRESS", "1")
     assert main(args) == 0
     assert "weights:" in capsys.readouterr().err
+
+
+def test_without_o_the_nac_goes_beside_the_model(tmp_path, factory, capsys, monkeypatch):
+    """`nac compile model.py` writes model.nac beside it (as the Studio's dialog and `nac dap` do);
+    a Hugging Face folder's goes beside the folder, named after it."""
+    from nac_engine.compiler.command import default_output
+    monkeypatch.chdir(tmp_path)
+    assert main(["compile", f"{factory.name}:bare", "--input", "1x3x8x8"]) == 0
+    assert capsys.readouterr().out.startswith(f"{factory.stem}.nac: ") and (tmp_path / f"{factory.stem}.nac").is_file()
+    assert default_output("/m/model.py:big") == "/m/model.nac"
+    assert default_output("/m/tiny/") == "/m/tiny.nac" and default_output("/m/tiny/config.json") == "/m/tiny.nac"
+    assert default_output("tiny") == str(tmp_path / "tiny.nac")
