@@ -313,7 +313,12 @@ class InspectorPanel(QWidget):
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.tabs.addTab(self.table, "Values")
-        self.tabs.currentChanged.connect(lambda _i: self._refresh_page())
+        # a 1-D value opens on the Line tab (a one-row heatmap says little) and the next 2-D one on
+        # the heatmap again, unless the user picked a tab themselves
+        self._switching = False
+        self._auto_line = False            # the Line tab shows because a 1-D value switched to it
+        self._heatmap_for_1d = False       # the user chose the heatmap while a 1-D value showed
+        self.tabs.currentChanged.connect(self._tab_changed)
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 2, 4, 2)
@@ -417,7 +422,34 @@ class InspectorPanel(QWidget):
         self.copy_button.setEnabled(bool(text))
         self._rebuild_axes()
         self.values.set_array(self.array if self.array is not None and self.array.dtype.kind != "O" else None)
+        if not self._fit_page_to_rank():
+            self._refresh_page()
+
+    def _tab_changed(self, _index: int) -> None:
+        if not self._switching:               # the user's choice
+            self._auto_line = False
+            self._heatmap_for_1d = self.tabs.currentWidget() is self.heat_page and self._rank() == 1
         self._refresh_page()
+
+    def _rank(self) -> Optional[int]:
+        return self.array.ndim if self.array is not None else None
+
+    def _fit_page_to_rank(self) -> bool:
+        """Line for a 1-D value shown on the heatmap; the heatmap back for a 2-D one after that
+        switch. True when the page changed (and was drawn)."""
+        nd, page = self._rank(), self.tabs.currentWidget()
+        if nd == 1 and page is self.heat_page and not self._heatmap_for_1d:
+            target, self._auto_line = self.line_page, True
+        elif nd is not None and nd >= 2 and page is self.line_page and self._auto_line:
+            target, self._auto_line = self.heat_page, False
+        else:
+            return False
+        self._switching = True
+        try:
+            self.tabs.setCurrentWidget(target)
+        finally:
+            self._switching = False
+        return True
 
     # -- a parameter too large to hold ------------------------------------------------------
     def _show_large(self, large: Optional[LargeTensor]) -> None:

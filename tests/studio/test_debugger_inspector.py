@@ -106,6 +106,26 @@ def test_a_new_shape_shows_its_two_largest_axes(qtbot):
     assert (panel.y_axis.currentIndex(), panel.x_axis.currentIndex()) == (0, 2)
 
 
+def test_a_1d_value_opens_on_the_line_and_the_next_2d_one_on_the_heatmap(qtbot):
+    """A bias or a pooled vector drawn as a one-row heatmap says little: a 1-D value shows on the
+    Line tab; the next 2-D value goes back to the heatmap. A tab the user picks is kept."""
+    panel = InspectorPanel(Subject("result", 1))
+    qtbot.addWidget(panel)
+    panel.show_loaded(loaded_for(np.zeros((3, 7), np.float32)))
+    assert panel.tabs.currentWidget() is panel.heat_page
+    panel.show_loaded(loaded_for(np.arange(2304, dtype=np.float32)))
+    assert panel.tabs.currentWidget() is panel.line_page
+    panel.show_loaded(loaded_for(np.ones((4, 5), np.float32)))
+    assert panel.tabs.currentWidget() is panel.heat_page
+    # the user's Histogram stays through a 1-D value; their Heatmap for a 1-D value stays for the next
+    panel.tabs.setCurrentWidget(panel.hist_page)
+    panel.show_loaded(loaded_for(np.arange(8, dtype=np.float32)))
+    assert panel.tabs.currentWidget() is panel.hist_page
+    panel.tabs.setCurrentWidget(panel.heat_page)
+    panel.show_loaded(loaded_for(np.arange(9, dtype=np.float32)))
+    assert panel.tabs.currentWidget() is panel.heat_page
+
+
 def test_nan_and_inf_cells_stand_out_with_a_legend(qtbot):
     """Debugging numerics: NaN cells were drawn as holes (the view's black background) and ±Inf
     in the colour map's end colours, like the largest and smallest finite values. They are
