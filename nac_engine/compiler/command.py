@@ -297,11 +297,20 @@ def weight_progress(nac):
         yield progress
 
 
+def model_file(ref: str) -> str:
+    """The file of a ``model.py[:FACTORY]`` reference."""
+    return ref[:ref.index(".py:") + 3] if ".py:" in ref else ref
+
+
+def is_hf_directory(path: str) -> bool:
+    """A Hugging Face model's folder (what ``--hf`` takes): a directory with a ``config.json``."""
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, "config.json"))
+
+
 def default_output(source: str) -> str:
     """Where a compile writes without ``-o``: ``model.py[:FACTORY]`` -> ``model.nac`` beside it; a
     Hugging Face folder ``tiny/`` (or its ``tiny/config.json``) -> ``tiny.nac`` beside the folder."""
-    if ".py:" in source:
-        source = source[:source.index(".py:") + 3]
+    source = model_file(source)
     if os.path.basename(source) == "config.json":
         source = os.path.dirname(source) or "."
     source = source.rstrip("/\\") or source

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Callable, Optional
 
-from ..compiler.command import default_output
+from ..compiler.command import default_output, model_file
 
 #: Longest a compile may take before the launch gives up (a 7B model's streaming compile is minutes).
 COMPILE_TIMEOUT_S = 3600.0
@@ -27,10 +27,6 @@ class CompileFailed(Exception):
 def is_model_program(program: str) -> bool:
     """``model.py`` or ``model.py:FACTORY``."""
     return program.endswith(".py") or ".py:" in program
-
-
-def model_file(program: str) -> str:
-    return program[:program.index(".py:") + 3] if ".py:" in program else program
 
 
 def compile_model_program(program: str, output: Optional[str], extra: list, say: Callable[[str], None],

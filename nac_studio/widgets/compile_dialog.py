@@ -21,14 +21,10 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFileDialog
                                QLineEdit, QProgressBar, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
 # the command's own choices and default output (a torch-free module)
-from nac_engine.compiler.command import QUANT_CHOICES, default_output
+from nac_engine.compiler.command import QUANT_CHOICES, default_output, is_hf_directory
 
 STDERR_KEPT = 20_000          # characters of the command's stderr kept for the message
 _BAR = re.compile(r"weights:\s+(\d+)%")
-
-
-def is_hf_directory(path: str) -> bool:
-    return os.path.isdir(path) and os.path.isfile(os.path.join(path, "config.json"))
 
 
 def compilable(path: str) -> bool:
