@@ -669,13 +669,18 @@ class DebugSession:
         return line_ticks(smap, recorded, line, lambda rec, ln, code: self._sources.current_line(rec, ln, code,
                                                                                                    self.path))
 
-    def line_marks(self, recorded: str) -> dict[int, bool]:
-        """line -> enabled, of the line breakpoints (the engine took) on ``recorded``'s lines."""
-        out: dict[int, bool] = {}
+    def line_marks(self, recorded: str) -> dict[int, Optional[bool]]:
+        """line -> enabled, of the line breakpoints on ``recorded``'s lines; ``None`` for one the
+        engine refused (a line that made no instruction: an editor's unverified breakpoint)."""
+        out: dict[int, Optional[bool]] = {}
         for spec in self.breakpoints:
-            file, line = _file_line(spec.value) if spec.kind == "line" and not spec.error else ("", None)
-            if line is not None and _names(file, recorded):
-                out[line] = out.get(line, False) or spec.enabled
+            file, line = _file_line(spec.value) if spec.kind == "line" else ("", None)
+            if line is None or not _names(file, recorded):
+                continue
+            if spec.error:
+                out.setdefault(line, None)
+            else:
+                out[line] = bool(out.get(line)) or spec.enabled
         return out
 
     def source_map(self):

@@ -90,7 +90,8 @@ class SourceView(QWidget):
         self.shown_entry: Optional[SourceEntry] = None
         self.shown_file: Optional[str] = None    # the source map's name for the file on screen
         self._exec_line: Optional[int] = None    # the highlighted (execution or selected) line
-        self._bp_lines: dict[int, bool] = {}     # line -> enabled, of the line breakpoints in the shown file
+        # line -> enabled (None: refused, no instruction there), of the line breakpoints in the shown file
+        self._bp_lines: dict[int, Optional[bool]] = {}
         self.header = QLabel(self)
         self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.header.setWordWrap(True)
@@ -374,7 +375,8 @@ class SourceView(QWidget):
     def _apply_selections(self) -> None:
         """The breakpoint lines' tint, then the highlighted line over it."""
         doc = self.editor.document()
-        lines = [(ln, QColor(220, 60, 50, 70 if on else 30)) for ln, on in sorted(self._bp_lines.items())]
+        lines = [(ln, QColor(220, 60, 50, 70 if on else 30)) for ln, on in sorted(self._bp_lines.items())
+                 if on is not None]
         if self._exec_line is not None:
             lines.append((self._exec_line, QColor(255, 214, 102, 150)))
         sels = []

@@ -1,5 +1,6 @@
 """A read-only code editor with a gutter: line numbers, a dot on each line that holds a breakpoint
-(paler when disabled) and an arrow at the execution point; a click in the gutter is
+(paler when disabled, a grey ring when refused: no instruction there) and an arrow at the
+execution point; a click in the gutter is
 ``gutterClicked(line)`` (the Source pane toggles a breakpoint there, as an IDE's gutter does).
 
 The gutter is painted from the editor's visible blocks only (Qt's line-number-area pattern), so a
@@ -10,12 +11,13 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtCore import QPoint, QPointF, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QPainter, QPalette, QPolygonF
+from PySide6.QtGui import QColor, QPainter, QPalette, QPen, QPolygonF
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 BREAKPOINT_ON = QColor(220, 60, 50)
 BREAKPOINT_OFF = QColor(220, 60, 50, 90)
 EXECUTION = QColor(232, 170, 20)
+UNVERIFIED = QColor(140, 140, 140)
 
 
 class _Gutter(QWidget):
@@ -46,7 +48,7 @@ class CodeEditor(QPlainTextEdit):
         super().__init__(parent)
         self.setReadOnly(True)
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.marks: dict[int, bool] = {}          # line -> breakpoint enabled
+        self.marks: dict[int, Optional[bool]] = {}   # line -> breakpoint enabled (None: unverified)
         self.execution_line: Optional[int] = None
         self.numbered = True                       # False: a message, not a file (no gutter)
         self.gutter = _Gutter(self)
@@ -55,7 +57,7 @@ class CodeEditor(QPlainTextEdit):
         self._fit_gutter()
 
     # -- what the gutter shows ----------------------------------------------------------------
-    def set_marks(self, marks: dict[int, bool], execution_line: Optional[int]) -> None:
+    def set_marks(self, marks: dict[int, Optional[bool]], execution_line: Optional[int]) -> None:
         if marks != self.marks or execution_line != self.execution_line:
             self.marks, self.execution_line = dict(marks), execution_line
             self.gutter.update()
@@ -124,11 +126,14 @@ class CodeEditor(QPlainTextEdit):
             if block.isVisible() and top + height >= rect.top():
                 line = block.blockNumber() + 1
                 row = QRect(0, int(top), width, int(height))
-                marked = self.marks.get(line)
-                if marked is not None:
-                    p.setPen(Qt.PenStyle.NoPen)
-                    p.setBrush(BREAKPOINT_ON if marked else BREAKPOINT_OFF)
-                    d = dot * 0.7
+                if line in self.marks:
+                    marked, d = self.marks[line], dot * 0.7
+                    if marked is None:        # unverified (no instruction there): a hollow grey ring
+                        p.setPen(QPen(UNVERIFIED, 1.5))
+                        p.setBrush(Qt.BrushStyle.NoBrush)
+                    else:
+                        p.setPen(Qt.PenStyle.NoPen)
+                        p.setBrush(BREAKPOINT_ON if marked else BREAKPOINT_OFF)
                     p.drawEllipse(QPointF(3 + dot / 2, top + height / 2), d / 2, d / 2)
                 if line == self.execution_line:
                     p.setPen(Qt.PenStyle.NoPen)

@@ -218,6 +218,22 @@ def test_the_gutter_numbers_lines_marks_breakpoints_and_a_click_toggles_one(wind
     qtbot.mouseClick(editor.gutter, Qt.MouseButton.LeftButton, pos=QPoint(6, y))
     assert not any(b.kind == "line" for b in s.breakpoints) and editor.marks == {}
     assert QColor(editor.gutter.grab().toImage().pixelColor(8, dot_y)).red() != BREAKPOINT_ON.red()
+    # a line that made no instruction: the breakpoint is kept, refused (an editor's unverified
+    # breakpoint), as a ring the next click removes
+    blank = next(i for i, ln in enumerate(NESTED.splitlines(), 1) if not ln.strip() and i > log)
+    block = editor.document().findBlockByNumber(blank - 1)
+    yb = int(editor.blockBoundingGeometry(block).translated(editor.contentOffset()).center().y())
+    if editor.line_at(yb) != blank:                     # scrolled out of view: bring it in
+        editor.setTextCursor(QTextCursor(block))
+        editor.centerCursor()
+        yb = int(editor.blockBoundingGeometry(block).translated(editor.contentOffset()).center().y())
+    qtbot.mouseClick(editor.gutter, Qt.MouseButton.LeftButton, pos=QPoint(6, yb))
+    refused = s.breakpoints[-1]
+    qtbot.waitUntil(lambda: "no instruction" in refused.error, timeout=5000)
+    qtbot.waitUntil(lambda: editor.marks == {blank: None}, timeout=3000)
+    assert blank not in view._bp_lines or view._bp_lines[blank] is None     # no red tint on it
+    qtbot.mouseClick(editor.gutter, Qt.MouseButton.LeftButton, pos=QPoint(6, yb))
+    assert not any(b.kind == "line" for b in s.breakpoints)
 
 
 def test_a_source_pane_deleted_right_after_it_scrolled_raises_nothing(qapp, qtbot, tmp_path):
