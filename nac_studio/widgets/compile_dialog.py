@@ -17,11 +17,12 @@ import time
 from typing import Optional
 
 from PySide6.QtCore import QProcess, QProcessEnvironment, Qt, QTimer, Signal
-from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel,
                                QLineEdit, QProgressBar, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
 # the command's own choices and default output (a torch-free module)
 from nac_engine.compiler.command import QUANT_CHOICES, default_output, is_hf_directory
+from nac_engine.compiler.tokenizer import TOKENIZER_FILES
 
 STDERR_KEPT = 20_000          # characters of the command's stderr kept for the message
 _BAR = re.compile(r"weights:\s+(\d+)%")
@@ -32,8 +33,14 @@ def compilable(path: str) -> bool:
     return path.endswith(".py") and os.path.isfile(path) or is_hf_directory(path)
 
 
+def has_tokenizer(folder: str) -> bool:
+    """A Hugging Face folder that carries its tokenizer (what ``--tokenizer`` embeds)."""
+    return any(os.path.isfile(os.path.join(folder, f)) for f in TOKENIZER_FILES)
+
+
 def compile_arguments(source: str, output: str, *, factory: str = "", quant: str = "none",
-                      external: bool = False, seq_len: int = 0, hf_class: str = "", inputs: str = "") -> list[str]:
+                      external: bool = False, seq_len: int = 0, hf_class: str = "", inputs: str = "",
+                      tokenizer: bool = False) -> list[str]:
     """The ``nac compile`` arguments for these choices (also what the dialog shows as the command).
     ``inputs``: a factory that returns the model alone needs one ``SHAPE[:DTYPE]`` per forward
     argument, separated by spaces or commas."""
@@ -43,6 +50,8 @@ def compile_arguments(source: str, output: str, *, factory: str = "", quant: str
             args += ["--seq-len", str(seq_len)]
         if hf_class and hf_class != "AutoModel":
             args += ["--hf-class", hf_class]
+        if tokenizer:
+            args += ["--tokenizer"]
     else:
         args = [f"{source}:{factory}" if factory and factory != "make_model" else source]
         for spec in inputs.replace(",", " ").split():
@@ -87,6 +96,7 @@ class CompileDialog(QDialog):
         self.seq_len.setSpecialValueText("the model's default")
         self.hf_class = QLineEdit(self)
         self.hf_class.setPlaceholderText("AutoModel (or LlamaForCausalLM, BertModel, …)")
+        self.tokenizer = QCheckBox("embed it, to give text as the input in the Studio and nac generate", self)
         self.quant = QComboBox(self)
         self.quant.addItems(list(QUANT_CHOICES))
         self.weights = QComboBox(self)
@@ -107,6 +117,7 @@ class CompileDialog(QDialog):
         form.addRow("Inputs", self.inputs)
         form.addRow("Tokens", self.seq_len)
         form.addRow("Model class", self.hf_class)
+        form.addRow("Tokenizer", self.tokenizer)
         form.addRow("Quantisation", self.quant)
         form.addRow("Weights", self.weights)
         form.addRow("Output", out_row)
@@ -143,6 +154,7 @@ class CompileDialog(QDialog):
         for w in (self.quant, self.weights):
             w.currentIndexChanged.connect(lambda _i: self._update())
         self.seq_len.valueChanged.connect(lambda _v: self._update())
+        self.tokenizer.toggled.connect(lambda _c: self._update())
         self.source.setText(source)
         self._source_changed(source)
 
@@ -166,8 +178,11 @@ class CompileDialog(QDialog):
     def _source_changed(self, text: str) -> None:
         text = text.strip()
         hf = is_hf_directory(text)
-        for w, show in ((self.factory, not hf), (self.inputs, not hf), (self.seq_len, hf), (self.hf_class, hf)):
+        tok = hf and has_tokenizer(text)
+        for w, show in ((self.factory, not hf), (self.inputs, not hf), (self.seq_len, hf), (self.hf_class, hf),
+                        (self.tokenizer, tok)):
             self._form.setRowVisible(w, show)
+        self.tokenizer.setChecked(tok)
         if text and self._auto_output:
             self.output.setText(default_output(text))
         self._update()
@@ -176,7 +191,8 @@ class CompileDialog(QDialog):
         return compile_arguments(self.source.text().strip(), self.output.text().strip(),
                                  factory=self.factory.text().strip(), quant=self.quant.currentText(),
                                  external=bool(self.weights.currentData()), seq_len=self.seq_len.value(),
-                                 hf_class=self.hf_class.text().strip(), inputs=self.inputs.text())
+                                 hf_class=self.hf_class.text().strip(), inputs=self.inputs.text(),
+                                 tokenizer=self.tokenizer.isVisibleTo(self) and self.tokenizer.isChecked())
 
     def _problem(self) -> str:
         src, out = self.source.text().strip(), self.output.text().strip()
@@ -237,7 +253,8 @@ class CompileDialog(QDialog):
             self._say("Cancelled; nothing was written.")
 
     def _set_running(self, running: bool) -> None:
-        for w in (self.source, self.factory, self.inputs, self.seq_len, self.hf_class, self.quant, self.weights, self.output,
+        for w in (self.source, self.factory, self.inputs, self.seq_len, self.hf_class, self.tokenizer, self.quant,
+                  self.weights, self.output,
                   self.compile_button, *self.pickers):
             w.setEnabled(not running)
         self.close_button.setText("Cancel" if running else "Close")

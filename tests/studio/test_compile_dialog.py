@@ -128,10 +128,17 @@ def test_a_hugging_face_folder_opens_the_dialog_with_its_options(window, qtbot, 
     dlg.quant.setCurrentText("int8_channel")
     assert dlg.arguments() == ["compile", "--hf", str(folder), "--seq-len", "32", "--hf-class", "LlamaForCausalLM",
                                "--quant", "int8_channel", "--weights", "external", "-o", str(tmp_path / "tiny-llama.nac")]
+    assert not form.isRowVisible(dlg.tokenizer)              # the folder has no tokenizer to embed
+    (folder / "tokenizer.json").write_text("{}")
+    dlg.source.setText(str(folder) + "/")                     # looked at again
+    assert form.isRowVisible(dlg.tokenizer) and dlg.tokenizer.isChecked()   # on: text inputs in the Studio
+    assert "--tokenizer" in dlg.arguments()
+    dlg.tokenizer.setChecked(False)
+    assert "--tokenizer" not in dlg.arguments()
     # an output the user typed is kept when the model changes; one that followed the model follows it
     dlg.output.setText(str(tmp_path / "mine.nac"))
     dlg.output.textEdited.emit(dlg.output.text())
-    dlg.source.setText(str(folder) + "/")
+    dlg.source.setText(str(folder))
     assert dlg.output.text() == str(tmp_path / "mine.nac")
     dlg.reject()
 
