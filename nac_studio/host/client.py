@@ -21,6 +21,17 @@ from .connection import EngineStopped, HostConnection, HostError, Request, Reque
 __all__ = ["EngineHost", "HostTask", "EngineStopped", "HostError"]
 
 
+def _unless_gone(emit):
+    """``emit`` for the connection's reader thread: a task deleted with its window before the host
+    answered has nobody waiting, and its signal's "source has been deleted" is no error."""
+    def call(*args) -> None:
+        try:
+            emit(*args)
+        except RuntimeError:
+            pass
+    return call
+
+
 class HostTask(QObject):
     """One request in flight; quacks like :class:`~nac_studio.tasks.Task` (status bar, views).
     A cancelled or superseded request fails with :class:`~nac_studio.tasks.Cancelled`."""
@@ -38,8 +49,9 @@ class HostTask(QObject):
         self.traceback = ""
         self._settled.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
         self._progress.connect(self.progressed, Qt.ConnectionType.QueuedConnection)
-        request.on_progress = self._progress.emit
-        request.future.add_done_callback(lambda _f: self._settled.emit())
+        request.on_progress = _unless_gone(self._progress.emit)
+        settled = _unless_gone(self._settled.emit)
+        request.future.add_done_callback(lambda _f: settled())
 
     @property
     def future(self):

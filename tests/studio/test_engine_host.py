@@ -212,3 +212,21 @@ def test_the_engine_stopped_message_names_the_signal_and_for_sigbus_the_likely_c
     assert describe_exit(-signal.SIGKILL) == "engine stopped: killed by signal 9 (SIGKILL)"
     bus = describe_exit(-signal.SIGBUS)
     assert "SIGBUS" in bus and "truncated on disk" in bus
+
+
+def test_an_answer_to_a_task_deleted_with_its_window_is_no_error(qapp, caplog):
+    """The host answers (or reports progress) on its reader thread after the window that asked went
+    away: nobody waits, and nothing is logged as an error."""
+    import logging
+
+    import shiboken6
+
+    from nac_studio.host.client import HostTask
+    from nac_studio.host.connection import Request
+    request = Request(connection=None, seq=1, command="nac/stats")
+    task = HostTask(request, "statistics")
+    shiboken6.delete(task)                      # its C++ side gone, as when the window closed
+    with caplog.at_level(logging.ERROR):
+        request.on_progress(0.5, "")
+        request.future.set_result({"ok": True})
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
