@@ -53,7 +53,10 @@ def compile_model_program(program: str, output: Optional[str], extra: list, say:
         elif line.startswith("nac: note: "):
             say(line[len("nac: "):])
     if done.returncode != 0:
-        raise CompileFailed(errors[-1] if errors else
-                            f"nac compile ended with exit code {done.returncode}: {done.stderr.strip()[-400:]}")
+        message = errors[-1] if errors else \
+            f"nac compile ended with exit code {done.returncode}: {done.stderr.strip()[-400:]}"
+        if "--input SHAPE" in message:      # said in the command's words; here it is a launch argument
+            message += ' (in the launch configuration: "compileArgs": ["--input", "1x3x32x32"], one per input)'
+        raise CompileFailed(message)
     say(f"compiled {os.path.basename(source)} in {time.perf_counter() - started:.1f} s: {done.stdout.strip()}")
     return out

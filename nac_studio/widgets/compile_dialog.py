@@ -307,8 +307,13 @@ class CompileDialog(QDialog):
             self.accept()
             return
         errors = [ln for ln in self._stderr.splitlines() if ln.startswith("nac: error:")]
-        self._say(errors[-1].removeprefix("nac: error: ") if errors else
-                  (self._last_line() or f"the compiler ended with exit code {code}"), error=True)
+        message = errors[-1].removeprefix("nac: error: ") if errors else \
+            (self._last_line() or f"the compiler ended with exit code {code}")
+        if "--input SHAPE" in message:      # the command's words; here it is the Inputs field
+            message += " — give them in the Inputs field"
+            self._form.setRowVisible(self.inputs, True)
+            self.inputs.setFocus()
+        self._say(message, error=True)
 
     def reject(self) -> None:
         if self.running:                 # Cancel while compiling: stop it, keep the dialog

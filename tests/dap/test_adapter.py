@@ -447,5 +447,8 @@ def test_a_model_py_program_is_compiled_beside_it_then_debugged_at_its_lines(tmp
         assert not (tmp_path / "broken.nac").exists()
         r = client.start({"program": str(tmp_path / "model.py"), "compileArgs": "--quant fp16"})
         assert not r["success"] and "'compileArgs'" in r["message"]
+        (tmp_path / "bare.py").write_text("import torch\n\ndef make_model():\n    return torch.nn.Linear(4, 2)\n")
+        r = client.start({"program": str(tmp_path / "bare.py")})
+        assert not r["success"] and '"compileArgs": ["--input"' in r["message"], r["message"]
     finally:
         client.close()
