@@ -111,8 +111,8 @@ class BreakpointsView(QWidget):
         lead = sum(t.columnWidth(c) for c in range(COL_VALUE))
         rest = sum(t.columnWidth(c) for c in range(COL_VALUE + 1, t.columnCount() - 1))
         room = t.viewport().width() - lead
-        wide_enough = room >= self._where_width + rest
-        t.setColumnWidth(COL_VALUE, self._where_width if wide_enough else max(room, 8 * self.fontMetrics().horizontalAdvance("0")))
+        narrowest = 8 * self.fontMetrics().horizontalAdvance("0")
+        t.setColumnWidth(COL_VALUE, self._where_width if room >= self._where_width + rest else max(room, narrowest))
 
     @property
     def session(self):
