@@ -34,6 +34,33 @@ def compilable(path: str) -> bool:
     return path.endswith(".py") and os.path.isfile(path) or is_hf_directory(path)
 
 
+#: A model file larger than this is not read for its function names (the field stays free text).
+FACTORY_SCAN_MAX = 2 << 20
+
+
+def factories(path: str) -> list[str]:
+    """The top-level functions of a model file that can be called with no argument (what
+    ``nac compile FILE.py:NAME`` calls), ``make_model`` first; the file is parsed, never run.
+    Empty when it cannot be read or parsed (the compile will say why)."""
+    import ast
+    try:
+        if os.path.getsize(path) > FACTORY_SCAN_MAX:
+            return []
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), filename=path)
+    except (OSError, SyntaxError, ValueError):
+        return []
+    names = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+            a = node.args
+            required = len(a.posonlyargs) + len(a.args) - len(a.defaults) + \
+                sum(1 for d in a.kw_defaults if d is None)
+            if required == 0:
+                names.append(node.name)
+    return sorted(names, key=lambda n: n != "make_model")
+
+
 def has_tokenizer(folder: str) -> bool:
     """A Hugging Face folder that carries its tokenizer (what ``--tokenizer`` embeds)."""
     return any(os.path.isfile(os.path.join(folder, f)) for f in TOKENIZER_FILES)
@@ -86,8 +113,10 @@ class CompileDialog(QDialog):
         src_row.addWidget(self.source, 1)
         src_row.addWidget(pick_file)
         src_row.addWidget(pick_dir)
-        self.factory = QLineEdit(self)
-        self.factory.setPlaceholderText("make_model")
+        # the file's functions that take no argument (read with ast, never run), make_model first
+        self.factory = QComboBox(self)
+        self.factory.setEditable(True)
+        self.factory.lineEdit().setPlaceholderText("make_model")
         self.inputs = QLineEdit(self)
         self.inputs.setPlaceholderText("a shape per input, e.g. 1x3x224x224 1x16:int64")
         self.inputs.setToolTip("Only for a factory that returns the model alone (without example inputs): "
@@ -150,7 +179,8 @@ class CompileDialog(QDialog):
         self._tick.setInterval(500)
         self._tick.timeout.connect(self._show_running)
         self.source.textChanged.connect(self._source_changed)
-        for w in (self.factory, self.inputs, self.hf_class, self.output):
+        self.factory.currentTextChanged.connect(lambda _t: self._update())
+        for w in (self.inputs, self.hf_class, self.output):
             w.textChanged.connect(lambda _t: self._update())
         for w in (self.quant, self.weights):
             w.currentIndexChanged.connect(lambda _i: self._update())
@@ -184,13 +214,20 @@ class CompileDialog(QDialog):
                         (self.tokenizer, tok)):
             self._form.setRowVisible(w, show)
         self.tokenizer.setChecked(tok)
+        if not hf and text.endswith(".py"):
+            names = factories(text)
+            self.factory.blockSignals(True)
+            self.factory.clear()
+            self.factory.addItems(names)
+            self.factory.setCurrentText(names[0] if names else "")
+            self.factory.blockSignals(False)
         if text and self._auto_output:
             self.output.setText(default_output(text))
         self._update()
 
     def arguments(self) -> list[str]:
         return compile_arguments(self.source.text().strip(), self.output.text().strip(),
-                                 factory=self.factory.text().strip(), quant=self.quant.currentText(),
+                                 factory=self.factory.currentText().strip(), quant=self.quant.currentText(),
                                  external=bool(self.weights.currentData()), seq_len=self.seq_len.value(),
                                  hf_class=self.hf_class.text().strip(), inputs=self.inputs.text(),
                                  tokenizer=self.tokenizer.isVisibleTo(self) and self.tokenizer.isChecked())

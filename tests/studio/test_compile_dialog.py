@@ -84,7 +84,8 @@ def test_the_compilers_error_is_said_in_the_dialog_and_cancel_writes_nothing(win
     model = tmp_path / "model.py"
     model.write_text(MODEL)
     dlg.source.setText(str(model))
-    dlg.factory.setText("slow_model")
+    assert [dlg.factory.itemText(i) for i in range(dlg.factory.count())] == ["make_model", "slow_model"]
+    dlg.factory.setCurrentText("slow_model")
     out = tmp_path / "slow.nac"
     dlg.output.setText(str(out))
     assert dlg.command.text().startswith(f"nac compile {model}:slow_model -o ")
@@ -141,6 +142,20 @@ def test_a_hugging_face_folder_opens_the_dialog_with_its_options(window, qtbot, 
     dlg.source.setText(str(folder))
     assert dlg.output.text() == str(tmp_path / "mine.nac")
     dlg.reject()
+
+
+def test_the_factory_is_picked_from_the_files_functions_without_running_it(qapp, tmp_path):
+    from nac_studio.widgets.compile_dialog import factories
+    src = tmp_path / "net.py"
+    src.write_text("import torch\n\ndef helper(x):\n    return x\n\ndef _private():\n    pass\n\n"
+                   "def build(width=8, *, depth=2):\n    return torch.nn.Linear(width, 2), (torch.randn(1, width),)\n\n"
+                   "raise SystemExit('never run')\n")
+    assert factories(str(src)) == ["build"]
+    dlg = CompileDialog(None, str(src))
+    assert dlg.factory.currentText() == "build" and dlg.arguments()[1] == f"{src}:build"
+    (tmp_path / "broken.py").write_text("def make_model(:\n")
+    assert factories(str(tmp_path / "broken.py")) == []
+    dlg.deleteLater()
 
 
 def test_what_the_dialog_runs():
