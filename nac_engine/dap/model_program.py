@@ -1,4 +1,5 @@
-"""A ``model.py`` given to ``nac dap`` as the program: compiled first, then debugged.
+"""A ``model.py`` (or a Hugging Face model's folder) given to ``nac dap`` as the program: compiled
+first, then debugged.
 
 An editor's F5 on the model's own file is the shortest way from code to a run that stops at its
 lines. The compile is ``nac compile`` itself, in a process of its own: the model's code runs there
@@ -14,7 +15,7 @@ import sys
 import time
 from typing import Callable, Optional
 
-from ..compiler.command import default_output, model_file
+from ..compiler.command import default_output, is_hf_directory, model_file
 
 #: Longest a compile may take before the launch gives up (a 7B model's streaming compile is minutes).
 COMPILE_TIMEOUT_S = 3600.0
@@ -25,21 +26,23 @@ class CompileFailed(Exception):
 
 
 def is_model_program(program: str) -> bool:
-    """``model.py`` or ``model.py:FACTORY``."""
-    return program.endswith(".py") or ".py:" in program
+    """``model.py``, ``model.py:FACTORY`` or a Hugging Face model's folder."""
+    return program.endswith(".py") or ".py:" in program or is_hf_directory(program)
 
 
 def compile_model_program(program: str, output: Optional[str], extra: list, say: Callable[[str], None],
                           timeout: float = COMPILE_TIMEOUT_S) -> str:
-    """Compile ``program`` (``model.py[:FACTORY]``) with ``nac compile`` and the ``extra`` arguments
-    (``--quant fp16``, ``--input 1x8``, ...); the path of the ``.nac`` written. ``say`` gets the
-    command's notes as they are the user's to read."""
-    source = model_file(program)
-    if not os.path.isfile(source):
+    """Compile ``program`` (``model.py[:FACTORY]``, or a Hugging Face folder: ``--hf``) with ``nac
+    compile`` and the ``extra`` arguments (``--quant fp16``, ``--input 1x8``, ``--seq-len 32``, ...);
+    the path of the ``.nac`` written. ``say`` gets the command's notes as they are the user's to read."""
+    folder = is_hf_directory(program)
+    source = program if folder else model_file(program)
+    if not folder and not os.path.isfile(source):
         raise CompileFailed(f"{source}: no such file")
     out = output or default_output(source)
-    command = [sys.executable, "-m", "nac_engine.cli", "compile", program, *extra, "-o", out]
-    say(f"nac compile {program} {' '.join(extra)} -o {out}".replace("  ", " "))
+    what = ["--hf", program] if folder else [program]
+    command = [sys.executable, "-m", "nac_engine.cli", "compile", *what, *extra, "-o", out]
+    say(" ".join(["nac compile", *what, *extra, "-o", out]))
     started = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
@@ -58,5 +61,5 @@ def compile_model_program(program: str, output: Optional[str], extra: list, say:
         if "--input SHAPE" in message:      # said in the command's words; here it is a launch argument
             message += ' (in the launch configuration: "compileArgs": ["--input", "1x3x32x32"], one per input)'
         raise CompileFailed(message)
-    say(f"compiled {os.path.basename(source)} in {time.perf_counter() - started:.1f} s: {done.stdout.strip()}")
+    say(f"compiled {os.path.basename(source.rstrip('/'))} in {time.perf_counter() - started:.1f} s: {done.stdout.strip()}")
     return out

@@ -452,3 +452,23 @@ def test_a_model_py_program_is_compiled_beside_it_then_debugged_at_its_lines(tmp
         assert not r["success"] and '"compileArgs": ["--input"' in r["message"], r["message"]
     finally:
         client.close()
+
+
+def test_a_hugging_face_folder_program_is_compiled_with_hf_then_debugged(tmp_path):
+    """``program: ./my-bert`` (a model's folder): `nac compile --hf` writes my-bert.nac beside it."""
+    import json
+    folder = tmp_path / "my-bert"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(dict(
+        model_type="bert", vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=32)))
+    client = DapClient(cwd=str(tmp_path))
+    try:
+        launched = client.start({"program": str(folder), "compileArgs": ["--seq-len", "6"], "stopOnEntry": True})
+        assert launched["success"], launched.get("message")
+        assert client.stopped()["reason"] == "entry"
+        outputs = "".join(m["body"]["output"] for m in client.received if m.get("event") == "output")
+        assert f"nac compile --hf {folder} --seq-len 6 -o {tmp_path / 'my-bert.nac'}" in outputs
+        assert (tmp_path / "my-bert.nac").is_file()
+    finally:
+        client.close()
