@@ -61,3 +61,37 @@ def test_the_main_window_declares_no_fixed_command():
              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
              and "." in node.args[0].value]
     assert fixed == [], f"commands declared in main_window.py at lines {fixed}"
+
+
+def test_panes_never_import_each_other():
+    """A pane (a module of nac_studio/views defining a class with an ``object_name``: what a dock
+    shows) never imports another pane: they meet in the Document. A view's own helper modules
+    (large_tensor for the inspector, peer_text for the IR Text pane) define no pane and may be."""
+    import ast
+    views = Path(nac_engine.__file__).resolve().parents[1] / "nac_studio" / "views"
+
+    def is_pane(tree) -> bool:
+        return any(isinstance(c, ast.ClassDef) and any(
+            isinstance(s, ast.Assign) and any(getattr(t, "id", "") == "object_name" for t in s.targets)
+            for s in c.body) for c in tree.body)
+    trees = {p.stem: ast.parse(p.read_text()) for p in views.glob("*.py") if p.stem != "__init__"}
+    panes = {name for name, tree in trees.items() if is_pane(tree)}
+    assert {"watches", "debug_console", "source", "breakpoints"} <= panes
+    crossing = []
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                targets = [node.module] if node.module else [a.name for a in node.names]
+                crossing += [(name, t) for t in targets if t in panes and t != name]
+    assert not crossing, crossing
+
+
+def test_a_value_reads_as_one_line():
+    import numpy as np
+
+    from nac_studio.model.value_text import format_value
+    assert format_value(np.array([1, 12, 16, 64])) == "[1, 12, 16, 64]"          # shape(x)
+    assert format_value(0.1234567891) == "0.1234568"
+    assert format_value(np.arange(100, dtype=np.int64)).count("...") == 1
+    assert format_value(np.array([0.5, 1.25], np.float32)) == "[0.5  1.25]"
+    assert format_value(list(range(20))).endswith("… (20 values)]")

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLineEdit, QPlainTextEdit, QToolButto
 from ..qt_document import rebind
 from ..theme import mono_font
 from ..widgets.expression_completer import ExpressionCompleter
-from .watches import format_value
+from ..model.value_text import format_value
 
 #: Expressions the input line remembers (Up/Down).
 HISTORY = 100

@@ -24,6 +24,8 @@ from PySide6.QtWidgets import (QSizePolicy, QAbstractItemView, QComboBox, QDoubl
                                QMenu, QSpinBox, QSplitter, QTableView, QTabWidget, QTextBrowser, QToolBar, QToolButton,
                                QVBoxLayout, QWidget)
 
+from nac_engine.sim.config import preset_names
+
 from ..widgets.image_files import could_not_write
 from ..model.document import Selection
 from ..icons import icon
@@ -41,11 +43,6 @@ FORM_KEYS = (("array.rows", "rows", "int", 1, 65536), ("array.cols", "cols", "in
              ("dma.engines", "DMA", "int", 1, 64), ("dram.bytes_per_cycle", "DRAM B/cycle", "float", 0.01, 1e6))
 COLUMNS = ("tick", "op", "unit", "issue", "start", "end", "cycles", "compute", "stall", "stall cause", "MACs",
            "out bytes")
-
-
-def presets() -> list[str]:
-    from nac_engine.sim.config import PRESET_DIR
-    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
 
 
 def _dig(raw: dict, key: str) -> Any:
@@ -223,7 +220,7 @@ class HardwareView(QWidget):
         self.x_mode = "cycles"
         # -- controls
         self.preset = QComboBox(self)
-        self.preset.addItems(presets())
+        self.preset.addItems(preset_names())
         self.preset.setCurrentText("edge-32x32")
         self.preset.setToolTip("Hardware preset (nac_engine/sim/presets)")
         self.preset.activated.connect(lambda _i: self.load_hardware(self.preset.currentText()))
@@ -410,7 +407,7 @@ class HardwareView(QWidget):
         self.hardware = hardware
         self.base = load_hardware(hardware)
         self.show_error("")
-        if isinstance(hardware, str) and hardware in presets():
+        if isinstance(hardware, str) and hardware in preset_names():
             self.preset.setCurrentText(hardware)
         raw = cfg.to_dict()
         for key, _label, kind, _lo, _hi in FORM_KEYS:

@@ -58,9 +58,9 @@ class SweepView(QWidget):
         self.task = None
         self.plot = None
         self.items: dict = {}
-        from .hardware import presets
+        from nac_engine.sim.config import preset_names
         self.preset = QComboBox(self)
-        self.preset.addItems(presets())
+        self.preset.addItems(preset_names())
         self.preset.setCurrentText("edge-32x32")
         self.axes = QLineEdit("array.rows=8,16,32,64; dram.bytes_per_cycle=8,16,32", self)
         self.axes.setToolTip("KEY=V1,V2,... separated by ';' (a grid over every key)")

@@ -5,27 +5,17 @@ from __future__ import annotations
 
 from typing import Optional
 
-import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLineEdit, QTableWidget,
                                QTableWidgetItem, QToolButton, QVBoxLayout, QWidget)
 
 from ..icons import icon
+from ..model.value_text import format_value
 from ..qt_document import rebind
 from ..widgets.expression_completer import ExpressionCompleter
 
 COLUMNS = ("Expression", "Value")
-
-
-def format_value(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.7g}"
-    if isinstance(v, np.ndarray):
-        return np.array2string(v, precision=5, threshold=12, max_line_width=200)
-    if isinstance(v, (list, tuple)) and len(v) > 12:
-        return f"[{', '.join(format_value(x) for x in v[:12])}, … ({len(v)} values)]"
-    return repr(v) if not isinstance(v, str) else v
 
 
 class WatchesView(QWidget):
