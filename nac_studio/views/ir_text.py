@@ -62,8 +62,8 @@ class IrTextView(QWidget):
         self.editor.setFont(mono_font())
         self.editor.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
                                             | Qt.TextInteractionFlag.TextSelectableByKeyboard)
-        self.highlighter = IrHighlighter(self.editor.document(), is_dark(self.palette()))
-        self.tvmr_highlighter = peer_text.TvmrHighlighter(None, is_dark(self.palette()))
+        self.highlighter = IrHighlighter(self.editor.document(), is_dark())
+        self.tvmr_highlighter = peer_text.TvmrHighlighter(None, is_dark())
         self.info = QLabel(self)
         self.info.setWordWrap(True)
         lay = QVBoxLayout(self)
@@ -254,7 +254,7 @@ class IrTextView(QWidget):
     def _mark_lines(self, lines: list, light: str, dark: str, exec_line: Optional[int] = None) -> None:
         from ..debug_marks import exec_row_color
         sels = []
-        dark_theme = is_dark(self.palette())
+        dark_theme = is_dark()
         color = QColor(dark if dark_theme else light)
         marks = [(line, color) for line in lines]
         if exec_line is not None:                   # the execution point first: it is scrolled to
@@ -304,6 +304,6 @@ class IrTextView(QWidget):
                 self.qdoc.select(Selection("instruction", ticks[-1]), source=self)
 
     def retint(self) -> None:
-        self.highlighter.set_dark(is_dark(self.palette()))
-        self.tvmr_highlighter.set_dark(is_dark(self.palette()))
+        self.highlighter.set_dark(is_dark())
+        self.tvmr_highlighter.set_dark(is_dark())
         self._on_problems(None)

@@ -24,9 +24,8 @@ import re
 import weakref
 from typing import Optional
 
-from PySide6.QtCore import QEvent, QRegularExpression, Qt, QTimer
-from PySide6.QtGui import (QColor, QFont, QFontDatabase, QSyntaxHighlighter, QTextCharFormat, QTextCursor,
-                           QTextDocument, QTextFormat)
+from PySide6.QtCore import QEvent, Qt, QTimer
+from PySide6.QtGui import QColor, QFontDatabase, QTextCursor, QTextDocument, QTextFormat
 from PySide6.QtWidgets import QLabel, QPlainTextDocumentLayout, QTextEdit, QVBoxLayout, QWidget
 
 from nac_engine.errors import NacFormatError
@@ -34,42 +33,29 @@ from nac_engine.format.source_map import SourceEntry, SourceFiles, read_source_m
 from nac_engine.isa.optable import OP_OUTPUT
 
 from ..qt_document import rebind
+from ..theme import is_dark
+from ..widgets.rule_highlighter import RuleHighlighter
 from ..widgets.code_editor import CodeEditor
 
 #: Readers of a parameter (or values an output returns) looked at for a source line.
 LINE_SEARCH_MAX = 64
 
 
-def _format(color: str, bold: bool = False, italic: bool = False) -> QTextCharFormat:
-    f = QTextCharFormat()
-    f.setForeground(QColor(color))
-    if bold:
-        f.setFontWeight(QFont.Weight.Bold)
-    f.setFontItalic(italic)
-    return f
-
-
-class PythonHighlighter(QSyntaxHighlighter):
+class PythonHighlighter(RuleHighlighter):
     """Keywords, builtins-ish names, numbers, strings and comments: enough to read model code."""
 
-    def __init__(self, document):
-        super().__init__(document)
-        kw = "|".join(sorted(keyword.kwlist, key=len, reverse=True))
-        self.rules = [
-            (QRegularExpression(rf"\b(?:{kw})\b"), _format("#8f3fb0", bold=True)),
-            (QRegularExpression(r"\b(?:self|torch|nn|F|np)\b"), _format("#1f6fb2")),
-            (QRegularExpression(r"\bdef\s+(\w+)|\bclass\s+(\w+)"), _format("#a15c00", bold=True)),
-            (QRegularExpression(r"\b[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?\b"), _format("#2e7d32")),
-            (QRegularExpression(r"\"[^\"\\]*(?:\\.[^\"\\]*)*\"|'[^'\\]*(?:\\.[^'\\]*)*'"), _format("#b3541e")),
-            (QRegularExpression(r"#[^\n]*"), _format("#7a7a7a", italic=True)),
-        ]
-
-    def highlightBlock(self, text: str) -> None:
-        for rx, fmt in self.rules:
-            it = rx.globalMatch(text)
-            while it.hasNext():
-                m = it.next()
-                self.setFormat(m.capturedStart(), m.capturedLength(), fmt)
+    RULES = (
+        ("keyword", r"\b(?:" + "|".join(sorted(keyword.kwlist, key=len, reverse=True)) + r")\b"),
+        ("module", r"\b(?:self|torch|nn|F|np)\b"),
+        ("definition", r"\bdef\s+(\w+)|\bclass\s+(\w+)"),
+        ("number", r"\b[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?\b"),
+        ("string", r"\"[^\"\\]*(?:\\.[^\"\\]*)*\"|'[^'\\]*(?:\\.[^'\\]*)*'"),
+        ("comment", r"#[^\n]*"),
+    )
+    LIGHT = {"keyword": ("#8f3fb0", True), "module": ("#1f6fb2",), "definition": ("#a15c00", True),
+             "number": ("#2e7d32",), "string": ("#b3541e",), "comment": ("#7a7a7a", False, True)}
+    DARK = {"keyword": ("#d29bff", True), "module": ("#79a9ff",), "definition": ("#f0a45d", True),
+            "number": ("#8fd18f",), "string": ("#f2a27a",), "comment": ("#8a8a8a", False, True)}
 
 
 class SourceView(QWidget):
@@ -104,7 +90,7 @@ class SourceView(QWidget):
         self._scratch = QTextDocument(self)
         self._scratch.setDocumentLayout(QPlainTextDocumentLayout(self._scratch))
         self._scratch.setDefaultFont(self.editor.font())
-        self.highlighter = PythonHighlighter(self._scratch)
+        self.highlighter = PythonHighlighter(self._scratch, is_dark())
         self.editor.setDocument(self._scratch)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -137,7 +123,13 @@ class SourceView(QWidget):
         path = self.editor.property("path")
         cached = self._documents.get(path) if path else None
         if cached is not None and cached[1] is None:
-            self._documents[path] = (cached[0], PythonHighlighter(cached[0]), cached[2])
+            self._documents[path] = (cached[0], PythonHighlighter(cached[0], is_dark()), cached[2])
+
+    def retint(self) -> None:
+        """The theme changed: the code's colours for it."""
+        dark = is_dark()          # the application's palette: this widget's follows it later
+        for highlighter in [self.highlighter] + [c[1] for c in self._documents.values() if c[1] is not None]:
+            highlighter.set_dark(dark)
 
     # -- document ---------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:

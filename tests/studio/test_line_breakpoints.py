@@ -255,3 +255,31 @@ def test_a_source_pane_deleted_right_after_it_scrolled_raises_nothing(qapp, qtbo
     view.deleteLater()
     QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     qtbot.wait(50)          # the deferred centring's turn: pytest-qt fails the test on an error there
+
+
+def test_the_models_code_is_coloured_for_the_theme(window, qtbot, tmp_path):
+    """The Source pane's Python colouring follows a theme switch (the light palette's purple
+    keywords were hard to read on the dark one)."""
+    from nac_studio.model.document import Selection
+    path = _compiled(tmp_path)
+    qdoc = window.open_and_wait(path)
+    view = _source_pane(window)
+    body = marker_line(NESTED, "body")
+    tick = next(e.tick for e in read_source_map(qdoc.nac).entries if e.file and e.line == body)
+    qdoc.select(Selection("instruction", tick))
+    qtbot.waitUntil(lambda: view.shown_path is not None, timeout=5000)
+    line = next(i for i, ln in enumerate(NESTED.splitlines()) if ln.lstrip().startswith("return "))
+
+    def keyword_colour() -> str:
+        view.editor.viewport().repaint()                 # its highlighter is made when first painted
+        qtbot.waitUntil(lambda: bool(view.editor.document().findBlockByNumber(line).layout().formats()),
+                        timeout=3000)
+        block = view.editor.document().findBlockByNumber(line)
+        start = block.text().index("return")
+        formats = block.layout().formats()            # kept alive while read
+        return next(f.format.foreground().color().name() for f in formats if f.start <= start < f.start + f.length)
+    window.set_theme("light")
+    assert keyword_colour() == "#8f3fb0"
+    window.set_theme("dark")
+    qtbot.waitUntil(lambda: keyword_colour() == "#d29bff", timeout=3000)
+    window.set_theme("light")

@@ -144,3 +144,19 @@ def test_breakpoint_on_an_ir_line_stops_there(window, qtbot):
     qtbot.waitUntil(lambda: s.active and not s.running, timeout=30000)
     wait_idle(qtbot, window)
     assert s.tick == 4 and ir.exec_line == 21
+
+
+def test_the_ir_text_is_coloured_for_the_theme_even_as_a_hidden_tab(window, qtbot, tmp_path):
+    """A theme switch recolours the IR Text pane's MIND colouring, also while the pane is a tab
+    not on screen (it asked its own palette, which a hidden widget learns of later)."""
+    ir = tmp_path / "net.ir"
+    ir.write_bytes(b'%0 = Input() {name: "x"} : Tensor<f32, [2, 3]>\n%1 = Relu(%0) : Tensor<f32, [2, 3]>\n'
+                   b'outputs: %1\n')
+    window.set_theme("light")
+    window.open_and_wait(ir)
+    view = window.views["ir_text"]
+    number = lambda: next(f.foreground().color().name() for _, f in view.highlighter._rules)   # noqa: E731
+    assert number() == "#b35900"
+    window.set_theme("dark")
+    assert number() == "#f0a45d"
+    window.set_theme("light")
