@@ -75,11 +75,23 @@ class VariablesModel(QAbstractTableModel):
         value = getattr(r, _STATS[col])
         return str(value) if col >= 6 else _num(value)
 
+    def summary(self, row: int) -> str:
+        """The whole row on one line (a row's tooltip: a docked pane shows its first columns only)."""
+        cells = {name: self.cell(row, col) for col, name in enumerate(COLUMNS)}
+        parts = [f"t{cells['Tick']}  {cells['Name']}", " ".join(x for x in (cells["dtype"], cells["Shape"]) if x)]
+        if cells["min"] not in ("", "…"):
+            parts.append(f"min {cells['min']}  max {cells['max']}  mean {cells['mean']}  "
+                         f"NaN {cells['NaN']}  Inf {cells['Inf']}")
+        parts.append(cells["Where"])
+        return "\n".join(p for p in parts if p)
+
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not (0 <= index.row() < len(self.rows)):
             return None
         if role == Qt.ItemDataRole.DisplayRole:
             return self.cell(index.row(), index.column())
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self.summary(index.row())
         if role == Qt.ItemDataRole.TextAlignmentRole and (index.column() == 0 or 3 <= index.column() <= 7):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ForegroundRole:

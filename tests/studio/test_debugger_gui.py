@@ -82,6 +82,9 @@ def test_mlp_step_with_shortcuts_matches_debugger(window, qtbot):
     assert var.model.cell(0, 6) == str(expected.nan_count) and var.model.cell(0, 7) == str(expected.inf_count)
     assert var.model.cell(0, 2) == "×".join(map(str, expected.shape))
     assert var.model.cell(0, 8) == expected.dtype
+    # the whole row as its tooltip (a docked pane shows its first columns only)
+    tip = var.model.data(var.model.index(0, 1), Qt.ItemDataRole.ToolTipRole)
+    assert tip.startswith(f"t3  {var.model.cell(0, 1)}\n{expected.dtype} ") and f"max {expected.max:.6g}" in tip
     # the selection did not move with the execution point (two cursors); every view marks it
     assert qdoc.selection == selected
     assert_marks_at(window, qdoc, 3)
