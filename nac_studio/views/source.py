@@ -84,6 +84,7 @@ class SourceView(QWidget):
         self.header.setContentsMargins(6, 3, 6, 3)
         self.editor = CodeEditor(self)
         self.editor.gutterClicked.connect(self._gutter_clicked)
+        self.editor.line_tip = self.line_tip
         self.editor.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         # messages and recorded lines; owned here, since the editor deletes a document it owns
         # when it is given another one
@@ -190,6 +191,19 @@ class SourceView(QWidget):
                 item.triggered.connect(lambda _c=False, c=cursor, a=action: self._on_line(c, a))
         menu.exec(self.editor.viewport().mapToGlobal(pos))
         menu.deleteLater()
+
+    def line_tip(self, line: int) -> str:
+        """The gutter's tooltip: which instructions the line made (where a breakpoint there stops)."""
+        where = self.line_at_cursor()
+        s = self.qdoc.doc.debug if self.qdoc is not None else None
+        if where is None or s is None:
+            return ""
+        ticks = s.line_ticks(f"{where[0]}:{line}")
+        if not ticks:
+            return f"Line {line} made no instruction of this model"
+        shown = ", ".join(f"v{t}" for t in ticks[:8]) + (f", … ({len(ticks)})" if len(ticks) > 8 else "")
+        return (f"Line {line} made {len(ticks)} instruction{'s' if len(ticks) != 1 else ''}: {shown}\n"
+                "Click to set or remove a breakpoint here (F9)")
 
     def _gutter_clicked(self, line: int) -> None:
         if len(self.line_actions) > 1 and self.line_at_cursor() is not None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtCore import QPoint, QPointF, QRect, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPalette, QPen, QPolygonF
-from PySide6.QtWidgets import QPlainTextEdit, QWidget
+from PySide6.QtWidgets import QPlainTextEdit, QToolTip, QWidget
 
 BREAKPOINT_ON = QColor(220, 60, 50)
 BREAKPOINT_OFF = QColor(220, 60, 50, 90)
@@ -25,7 +25,17 @@ class _Gutter(QWidget):
         super().__init__(editor)
         self.editor = editor
         self.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.setToolTip("Click to set or remove a breakpoint on a line (F9)")
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.Type.ToolTip:
+            line = self.editor.line_at(event.pos().y())
+            tip = "" if line is None else self.editor.line_tip(line)
+            if tip:
+                QToolTip.showText(event.globalPos(), tip, self)
+            else:
+                QToolTip.hideText()
+            return True
+        return super().event(event)
 
     def sizeHint(self) -> QSize:
         return QSize(self.editor.gutter_width(), 0)
@@ -51,6 +61,8 @@ class CodeEditor(QPlainTextEdit):
         self.marks: dict[int, Optional[bool]] = {}   # line -> breakpoint enabled (None: unverified)
         self.execution_line: Optional[int] = None
         self.numbered = True                       # False: a message, not a file (no gutter)
+        #: ``line_tip(line)``: the gutter's tooltip for a line (the Source pane: what it made)
+        self.line_tip = lambda line: "Click to set or remove a breakpoint on this line (F9)"
         self.gutter = _Gutter(self)
         self.blockCountChanged.connect(self._fit_gutter)
         self.updateRequest.connect(self._scroll_gutter)

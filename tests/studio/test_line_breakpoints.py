@@ -208,6 +208,10 @@ def test_the_gutter_numbers_lines_marks_breakpoints_and_a_click_toggles_one(wind
     reds = [image.pixelColor(x, dot_y) for x in range(image.width() // 3)]
     assert any(abs(c.red() - BREAKPOINT_ON.red()) < 30 and c.green() < 120 for c in reds), reds
     assert editor.execution_line is None                      # no run: no arrow
+    # hovering the gutter says what the line made (where a breakpoint there would stop)
+    log_ticks = s.ticks_of(spec)
+    tip = editor.line_tip(log)
+    assert tip.startswith(f"Line {log} made {len(log_ticks)} instruction") and f"v{log_ticks[0]}" in tip
     press(qtbot, window, Qt.Key.Key_F5)
     wait_stopped(qtbot, window)
     assert s.state == "stopped" and editor.execution_line == log
@@ -227,6 +231,7 @@ def test_the_gutter_numbers_lines_marks_breakpoints_and_a_click_toggles_one(wind
         editor.setTextCursor(QTextCursor(block))
         editor.centerCursor()
         yb = int(editor.blockBoundingGeometry(block).translated(editor.contentOffset()).center().y())
+    assert editor.line_tip(blank) == f"Line {blank} made no instruction of this model"
     qtbot.mouseClick(editor.gutter, Qt.MouseButton.LeftButton, pos=QPoint(6, yb))
     refused = s.breakpoints[-1]
     qtbot.waitUntil(lambda: "no instruction" in refused.error, timeout=5000)
