@@ -43,8 +43,14 @@ def _array(v: Any) -> Optional[np.ndarray]:
     return arr if arr.dtype.kind in "biufc" else None
 
 
+#: A vector this short is shown by its values (``i64[4] [1, 12, 16, 64]``: a shape, a bias of a toy
+#: model, two softmax scores), not by its statistics.
+INLINE_VALUES = 8
+
+
 def summary(v: Any) -> str:
-    """``f32[2,3] min -1 max 2 mean 0.5 NaN 0`` for a tensor; the value's text otherwise."""
+    """``f32[2,3] min -1 max 2 mean 0.5 NaN 0`` for a tensor (``f32[2] [0.3, 0.7]`` for a short
+    vector); the value's text otherwise."""
     if v is None:
         return "None"
     if isinstance(v, (tuple, list)):
@@ -58,6 +64,8 @@ def summary(v: Any) -> str:
         return head
     if arr.ndim == 0:
         return f"{head} {arr.item()!r}"
+    if arr.ndim == 1 and arr.size <= INLINE_VALUES:
+        return f"{head} [{', '.join(element_text(x) for x in arr.tolist())}]"
     r = TickResult(-1, "", arr)
     text = f"{head} min {_num(r.min)} max {_num(r.max)} mean {_num(r.mean)} NaN {r.nan_count}"
     return text + (f" Inf {r.inf_count}" if r.inf_count else "")

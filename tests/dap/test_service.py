@@ -229,3 +229,13 @@ def test_rerun_goes_from_the_start_to_the_first_breakpoint_that_stops(nac):
     state = svc.act("rerun")
     assert state["reason"]["kind"] == "breakpoint" and state["tick"] == linears[1]
     assert svc.act("restart")["tick"] == -1
+
+
+def test_a_short_vector_is_summarised_by_its_values():
+    """What an editor's Variables view, hover and logpoints show for a tensor: its statistics, but
+    a vector of up to eight values (a shape, two softmax scores) by the values themselves."""
+    from nac_engine.dap.values import summary
+    assert summary(np.array([1, 12, 16, 64])) == "i64[4] [1, 12, 16, 64]"
+    assert summary(np.array([0.25, 0.75], np.float32)) == "f32[2] [0.25, 0.75]"
+    assert summary(np.arange(9.0)).startswith("f64[9] min 0 max 8 mean 4 NaN 0")
+    assert summary(np.zeros((2, 2), np.float32)).startswith("f32[2,2] min 0 max 0")
