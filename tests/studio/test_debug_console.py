@@ -53,7 +53,7 @@ def test_a_logpoint_prints_to_the_console_and_f5_runs_through(window, qtbot, tmp
     console = window.views["debug_console"]
     qtbot.waitUntil(lambda: len(console.lines()) >= 2, timeout=5000)
     lines = console.lines()
-    assert lines[0].startswith(f"[tick {linears[0]}] linear 6 wide, max ") and " row f32[2] min " in lines[0]
+    assert lines[0].startswith(f"[tick {linears[0]}] linear 6 wide, max ") and " row f32[2] [" in lines[0]   # the two values
     assert lines[1].startswith(f"[tick {linears[1]}] linear 3 wide, max ")
     assert s.breakpoints[0].hits == 2
     # the input line evaluates at the execution point (here: the end)
