@@ -24,8 +24,7 @@ EXIT_CODES_HELP = ("exit codes (every command): 0 ok; 1 the answer is no (verify
 
 from .cli_error import CliError  # noqa: E402  (one class whether cli.py runs as __main__ or not)
 from .cli_inputs import input_hint, load_npy as _load_npy, open_nac as _open, open_peer_file as _open_peer  # noqa: E402
-from .cli_inputs import (converted_peer, named_items, shaped_inputs as _shaped_inputs, split_inputs,  # noqa: E402
-                         with_companions)
+from .cli_inputs import converted_peer, named_items, run_inputs  # noqa: E402
 from .cli_inputs import add_import_argument, load_imports  # noqa: E402
 
 
@@ -279,17 +278,12 @@ def cmd_run(args) -> int:
     peer = _open_peer(args.file)
     if peer is not None and peer.format == "tvmr":
         return _run_tvmr(args, peer)
-    inputs, shaped = split_inputs(named_items(args.input))
+    items = named_items(args.input)
     feeds = [_load_npy(p) for p in args.feed] if args.feed else None
     load_imports(args.imports)
     with (converted_peer(args.file, peer.format) if peer is not None else _open(args.file)) as nac:
-        if shaped:
-            inputs.update(_shaped_inputs(nac, shaped, args.seed))
-        if not args.input and feeds is None:      # a freshly compiled file records its inputs
-            from .format.input_signature import signature_inputs
-            inputs = signature_inputs(nac, seed=args.seed) or {}
-        else:
-            inputs = with_companions(nac, inputs)
+        # none given: a freshly compiled file records its inputs
+        inputs = run_inputs(nac, items, args.seed, default=not items and feeds is None)
         try:
             if args.breaks:
                 outputs = _run_with_breakpoints(nac, inputs or None, feeds, args.breaks)

@@ -146,6 +146,20 @@ def shaped_inputs(nac, shaped, seed: int) -> dict:
         raise CliError(f"--input: {e}") from None
 
 
+def run_inputs(nac, items, seed: int, *, default: bool = False, base_dirs=(), say=None) -> dict:
+    """The named inputs of a run of ``nac`` (``nac run``, ``profile``, ``diff``, ``nac dap``):
+    ``items`` (``(name, text)``: an .npy file, SHAPE[:DTYPE] or the values) as arrays with their
+    companions filled (:func:`with_companions`; ``say`` names them); with ``default`` (the user
+    gave no input at all), the file's input signature, seeded random."""
+    if default:
+        from .format.input_signature import signature_inputs
+        return signature_inputs(nac, seed=seed) or {}
+    inputs, shaped = split_inputs(items, base_dirs)
+    if shaped:
+        inputs.update(shaped_inputs(nac, shaped, seed))
+    return with_companions(nac, inputs, say)
+
+
 def with_companions(nac, inputs: dict, say=None) -> dict:
     """``inputs`` with the companions of a given ``input_ids`` that the file takes but the user
     left out (attention_mask, token_type_ids, position_ids) set to what transformers assumes

@@ -33,20 +33,12 @@ def add_parser(sub) -> None:
 
 
 def _inputs(args, nac_path: str):
-    from .cli_inputs import (load_npy as _load_npy, named_items, open_nac as _open, shaped_inputs as _shaped_inputs,
-                             with_companions)
+    from .cli_inputs import named_items, open_nac, run_inputs
     if not args.inputs:
         return None
-    inputs, shaped = {}, []
-    for name, value in named_items(args.inputs, "--inputs"):
-        if value.endswith(".npy"):
-            inputs[name] = _load_npy(value)
-        else:
-            shaped.append((name, value))
-    with _open(nac_path) as nac:
-        if shaped:
-            inputs.update(_shaped_inputs(nac, shaped, args.seed))
-        return with_companions(nac, inputs)
+    items = named_items(args.inputs, "--inputs")
+    with open_nac(nac_path) as nac:
+        return run_inputs(nac, items, args.seed)
 
 
 def _check_file(label: str, path: str) -> None:

@@ -29,17 +29,10 @@ def add_parser(sub) -> None:
 
 
 def _inputs(args, nac):
-    from .cli_inputs import load_npy, named_items, shaped_inputs, split_inputs, with_companions
-    from .format.input_signature import signature_inputs
+    from .cli_inputs import load_npy, named_items, run_inputs
     feeds = [load_npy(p) for p in args.feed] if args.feed else None
     items = named_items(args.input)
-    inputs, shaped = split_inputs(items)
-    if shaped:
-        inputs.update(shaped_inputs(nac, shaped, args.seed))
-    if not items and feeds is None:
-        inputs = signature_inputs(nac, seed=args.seed) or {}
-    else:
-        inputs = with_companions(nac, inputs)
+    inputs = run_inputs(nac, items, args.seed, default=not items and feeds is None)
     return inputs or None, feeds
 
 

@@ -245,8 +245,7 @@ class Adapter:
     def _make_feeds(self, nac, program: str, args: dict) -> tuple[list, list]:
         """(one value per input slot, the slots as (tick, name)) from the launch's ``inputs``, or
         from the file's input signature when it gives none."""
-        from ..cli_inputs import shaped_inputs, split_inputs
-        from ..format.input_signature import signature_inputs
+        from ..cli_inputs import run_inputs
         from ..runtime.session import input_slots
         seed = args.get("seed", 0)
         if type(seed) is not int:
@@ -259,15 +258,10 @@ class Adapter:
         if bad:
             raise RequestError(f"launch: input {bad[0]!r} must be a path to an .npy file or SHAPE:DTYPE text")
         # a relative .npy path is the launch configuration's: next to the program first, then under its cwd
-        inputs, shaped = split_inputs(given.items(), [os.path.dirname(os.path.abspath(program))]
-                                      + ([args["cwd"]] if isinstance(args.get("cwd"), str) else []))
-        if shaped:
-            inputs.update(shaped_inputs(nac, shaped, seed))
-        if not given:
-            inputs = signature_inputs(nac, seed=seed) or {}
-        else:
-            from ..cli_inputs import with_companions
-            with_companions(nac, inputs, say=lambda text: self.output(f"{program}: {text}", "console"))
+        inputs = run_inputs(nac, given.items(), seed, default=not given,
+                            base_dirs=[os.path.dirname(os.path.abspath(program))]
+                            + ([args["cwd"]] if isinstance(args.get("cwd"), str) else []),
+                            say=lambda text: self.output(f"{program}: {text}", "console"))
         known = {n for _, n in slots if n}
         unknown = [k for k in inputs if k not in known]
         if unknown:

@@ -215,24 +215,21 @@ def _sim_dtype(dtype: Optional[str]) -> str:
 
 
 # --------------------------------------------------------------------------- background work
-def _progress(ctx, base: float, span: float):
+def _progress(ctx, base: float, span: float, text: Optional[str] = None):
+    """``progress(done, total)`` of a part of a request (``base`` to ``base + span`` of it); it
+    raises once the request is cancelled."""
     def cb(done, total):
         if ctx is not None:
             ctx.check()
-            ctx.progress(base + span * (done / total if total else 1.0), 1.0)
+            ctx.progress(base + span * (done / total if total else 1.0), 1.0, text)
     return cb
 
 
 def simulation_progress(ctx):
     """``simulate``'s ``progress(stage, done, total)`` as one fraction of the request: the shape
-    pass is the first half, the timed passes the second; it raises once the request is cancelled."""
-    def progress(stage, done, total):
-        if ctx is None:
-            return
-        ctx.check()
-        base = 0.0 if stage == "shapes" else 0.5
-        ctx.progress(base + 0.5 * (done / total if total else 1.0), 1.0, stage)
-    return progress
+    pass is the first half, the timed passes the second."""
+    shapes, timed = _progress(ctx, 0.0, 0.5, "shapes"), _progress(ctx, 0.5, 0.5, "simulate")
+    return lambda stage, done, total: (shapes if stage == "shapes" else timed)(done, total)
 
 
 def hardware_argument(hardware: Any) -> Any:
