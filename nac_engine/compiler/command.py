@@ -307,6 +307,25 @@ def is_hf_directory(path: str) -> bool:
     return os.path.isdir(path) and os.path.isfile(os.path.join(path, "config.json"))
 
 
+def model_arguments(source: str) -> list[str]:
+    """How ``nac compile`` is told the model: ``--hf FOLDER`` for a Hugging Face model's folder,
+    else the ``model.py[:FACTORY]`` itself."""
+    return ["--hf", source] if is_hf_directory(source) else [source]
+
+
+def nac_process(arguments) -> list[str]:
+    """The argv of ``nac ARGUMENTS`` in a process of its own, with this interpreter (how the
+    Studio's Compile dialog and ``nac dap`` compile: the model's code never runs in theirs)."""
+    return [sys.executable, "-m", "nac_engine.cli", *arguments]
+
+
+def compile_failure(stderr: str, returncode: int) -> str:
+    """What a failed ``nac compile`` process said: its last one-line error (file:line first),
+    else how it ended."""
+    errors = [ln[len("nac: error: "):] for ln in stderr.splitlines() if ln.startswith("nac: error: ")]
+    return errors[-1] if errors else f"nac compile ended with exit code {returncode}: {stderr.strip()[-400:]}"
+
+
 def default_output(source: str) -> str:
     """Where a compile writes without ``-o``: ``model.py[:FACTORY]`` -> ``model.nac`` beside it; a
     Hugging Face folder ``tiny/`` (or its ``tiny/config.json``) -> ``tiny.nac`` beside the folder."""

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from typing import Callable, Optional
 
-from ..compiler.command import default_output, is_hf_directory, model_file
+from ..compiler.command import (compile_failure, default_output, is_hf_directory, model_arguments, model_file,
+                                nac_process)
 
 #: Longest a compile may take before the launch gives up (a 7B model's streaming compile is minutes).
 COMPILE_TIMEOUT_S = 3600.0
@@ -40,24 +40,19 @@ def compile_model_program(program: str, output: Optional[str], extra: list, say:
     if not folder and not os.path.isfile(source):
         raise CompileFailed(f"{source}: no such file")
     out = output or default_output(source)
-    what = ["--hf", program] if folder else [program]
-    command = [sys.executable, "-m", "nac_engine.cli", "compile", *what, *extra, "-o", out]
-    say(" ".join(["nac compile", *what, *extra, "-o", out]))
+    arguments = ["compile", *model_arguments(program), *extra, "-o", out]
+    say(" ".join(["nac", *arguments]))
     started = time.perf_counter()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+        done = subprocess.run(nac_process(arguments), capture_output=True, text=True, timeout=timeout,
                               cwd=os.path.dirname(os.path.abspath(source)), stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise CompileFailed(f"compiling {program} took longer than {timeout:.0f} s") from None
-    errors = []
     for line in done.stderr.splitlines():
-        if line.startswith("nac: error: "):
-            errors.append(line[len("nac: error: "):])
-        elif line.startswith("nac: note: "):
+        if line.startswith("nac: note: "):
             say(line[len("nac: "):])
     if done.returncode != 0:
-        message = errors[-1] if errors else \
-            f"nac compile ended with exit code {done.returncode}: {done.stderr.strip()[-400:]}"
+        message = compile_failure(done.stderr, done.returncode)
         if "--input SHAPE" in message:      # said in the command's words; here it is a launch argument
             message += ' (in the launch configuration: "compileArgs": ["--input", "1x3x32x32"], one per input)'
         raise CompileFailed(message)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import sys
 import time
 from typing import Optional
 
@@ -22,7 +21,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
                                QWidget)
 
 # the command's own choices and default output (a torch-free module)
-from nac_engine.compiler.command import QUANT_CHOICES, default_output, is_hf_directory
+from nac_engine.compiler.command import (QUANT_CHOICES, compile_failure, default_output, is_hf_directory,
+                                         model_arguments, nac_process)
 from nac_engine.compiler.tokenizer import TOKENIZER_FILES
 
 STDERR_KEPT = 20_000          # characters of the command's stderr kept for the message
@@ -72,8 +72,9 @@ def compile_arguments(source: str, output: str, *, factory: str = "", quant: str
     """The ``nac compile`` arguments for these choices (also what the dialog shows as the command).
     ``inputs``: a factory that returns the model alone needs one ``SHAPE[:DTYPE]`` per forward
     argument, separated by spaces or commas."""
-    if is_hf_directory(source):
-        args = ["--hf", source]
+    hf = is_hf_directory(source)
+    args = model_arguments(source if hf or factory in ("", "make_model") else f"{source}:{factory}")
+    if hf:
         if seq_len > 0:
             args += ["--seq-len", str(seq_len)]
         if hf_class and hf_class != "AutoModel":
@@ -81,7 +82,6 @@ def compile_arguments(source: str, output: str, *, factory: str = "", quant: str
         if tokenizer:
             args += ["--tokenizer"]
     else:
-        args = [f"{source}:{factory}" if factory and factory != "make_model" else source]
         for spec in inputs.replace(",", " ").split():
             args += ["--input", spec]
     if quant != "none":
@@ -266,8 +266,9 @@ class CompileDialog(QDialog):
         if self.running or self._problem():
             return
         proc = QProcess(self)
-        proc.setProgram(sys.executable)
-        proc.setArguments(["-m", "nac_engine.cli", *self.arguments()])
+        program, *arguments = nac_process(self.arguments())
+        proc.setProgram(program)
+        proc.setArguments(arguments)
         env = QProcessEnvironment.systemEnvironment()
         env.insert("NAC_PROGRESS", "1")          # the weights' progress bar, whose last line is shown
         proc.setProcessEnvironment(env)
@@ -344,9 +345,7 @@ class CompileDialog(QDialog):
             self.compiled.emit(out)
             self.accept()
             return
-        errors = [ln for ln in self._stderr.splitlines() if ln.startswith("nac: error:")]
-        message = errors[-1].removeprefix("nac: error: ") if errors else \
-            (self._last_line() or f"the compiler ended with exit code {code}")
+        message = compile_failure(self._stderr, code)
         if "--input SHAPE" in message:      # the command's words; here it is the Inputs field
             message += " — give them in the Inputs field"
             self._form.setRowVisible(self.inputs, True)
