@@ -269,6 +269,7 @@ class DebugSession:
         self._tokenizer: Any = False
         self._bp_ticks: Optional[tuple] = None   # (what the breakpoints were, their ticks): one glob match per edit
         self._sources = None                     # SourceFiles: a line breakpoint's file as it reads now
+        self._recorded_files: Optional[tuple] = None   # (source map, the files it names, sorted)
         self._host_kept = False                  # the host keeps the last run's loaded weights
         # values given by a program rather than chosen by the user (a generation's decode step:
         # the last step's cache and token); by input name, they win over the choices
@@ -660,8 +661,11 @@ class DebugSession:
         smap, (file, line) = self.source_map(), _file_line(value)
         if smap is None or line is None:
             return []
-        files = {e.file for e in smap.entries if e.file} | {f[1] for e in smap.entries for f in e.stack if f[1]}
-        recorded = next((f for f in sorted(files) if _names(file, f)), None)
+        if self._recorded_files is None or self._recorded_files[0] is not smap:
+            # every file the map names, once per map (a hover in the Source pane's gutter asks too)
+            named = {e.file for e in smap.entries if e.file} | {f[1] for e in smap.entries for f in e.stack if f[1]}
+            self._recorded_files = (smap, sorted(named))
+        recorded = next((f for f in self._recorded_files[1] if _names(file, f)), None)
         if recorded is None:
             return []
         if self._sources is None:

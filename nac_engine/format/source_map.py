@@ -304,7 +304,6 @@ class SourceFiles:
             self._found[key] = find_recorded_line(lines, line, code)
         return self._found[key]
 
-
     def current_line(self, recorded: str, line: Optional[int], code: Optional[str],
                      near: Optional[str] = None) -> Optional[int]:
         """Recorded ``line`` of ``recorded`` as its local copy reads now; the recorded number

@@ -18,7 +18,8 @@ from .connection import HostConnection
 
 #: The Studio's action names -> the host's requests.
 _REQUESTS = {"continue_": "continue", "step": "next", "step_back": "stepBack", "run_to": "nac/runTo",
-             "restart": "restart", "rerun": "nac/rerun", "step_in": "stepIn", "step_out": "stepOut", "reverse_continue": "reverseContinue"}
+             "restart": "restart", "rerun": "nac/rerun", "step_in": "stepIn", "step_out": "stepOut",
+             "reverse_continue": "reverseContinue"}
 
 
 @dataclass(frozen=True)

@@ -215,7 +215,7 @@ class SourceView(QWidget):
         self.editor.setFocus()          # the window's command acts on this line while the editor has it
         action.trigger()
 
-    def _breakpoint_lines(self) -> dict[int, bool]:
+    def _breakpoint_lines(self) -> dict[int, Optional[bool]]:
         s = self.qdoc.doc.debug if self.qdoc is not None else None
         if s is None or self.shown_path is None or self.shown_file is None:
             return {}
