@@ -131,6 +131,7 @@ class SourceView(QWidget):
         dark = is_dark()          # the application's palette: this widget's follows it later
         for highlighter in [self.highlighter] + [c[1] for c in self._documents.values() if c[1] is not None]:
             highlighter.set_dark(dark)
+        self._apply_selections()
 
     # -- document ---------------------------------------------------------------------------
     def set_document(self, qdoc) -> None:
@@ -384,7 +385,8 @@ class SourceView(QWidget):
         lines = [(ln, QColor(220, 60, 50, 70 if on else 30)) for ln, on in sorted(self._bp_lines.items())
                  if on is not None]
         if self._exec_line is not None:
-            lines.append((self._exec_line, QColor(255, 214, 102, 150)))
+            # fainter on a dark theme, where the code's light text must stay readable over it
+            lines.append((self._exec_line, QColor(255, 214, 102, 70 if is_dark() else 150)))
         sels = []
         for ln, color in lines:
             if not 1 <= ln <= doc.blockCount():

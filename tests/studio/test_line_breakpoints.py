@@ -285,6 +285,12 @@ def test_the_models_code_is_coloured_for_the_theme(window, qtbot, tmp_path):
         return next(f.format.foreground().color().name() for f in formats if f.start <= start < f.start + f.length)
     window.set_theme("light")
     assert keyword_colour() == "#8f3fb0"
+    def line_alpha() -> int:
+        selections = view.editor.extraSelections()          # kept alive while read
+        return selections[-1].format.background().color().alpha()
+    light_line = line_alpha()
     window.set_theme("dark")
     qtbot.waitUntil(lambda: keyword_colour() == "#d29bff", timeout=3000)
+    # the highlighted line fainter on the dark theme: the light text over it stays readable
+    assert line_alpha() < light_line
     window.set_theme("light")
