@@ -211,7 +211,9 @@ def model_from_factory(ref: str, inputs):
     kwargs = None
     if isinstance(made, torch.nn.Module):
         if not inputs:
-            raise ValueError(f"{ref} returned a bare module: give its inputs with --input SHAPE[:DTYPE]")
+            raise ValueError(f"{ref} returned a bare module{_forward_takes(made)}: give its inputs with "
+                             f"--input SHAPE[:DTYPE], one per argument (e.g. --input 1x3x32x32), or return "
+                             f"(model, example_inputs) from the factory")
         model, args = made, tuple(_parse_input(s) for s in inputs)
     elif isinstance(made, tuple) and len(made) in (2, 3) and isinstance(made[0], torch.nn.Module):
         model, args = made[0], made[1]
@@ -221,6 +223,18 @@ def model_from_factory(ref: str, inputs):
         raise ValueError(f"{ref} must return a module, (module, args) or (module, args, kwargs), "
                          f"not {type(made).__name__}")
     return model, args, kwargs
+
+
+def _forward_takes(model) -> str:
+    """`` whose forward takes (x, mask)``: what a user must give --input for (empty when the
+    signature cannot be read)."""
+    import inspect
+    try:
+        params = [p.name for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return ""
+    return f" whose forward takes ({', '.join(params)})"
 
 
 def hf_model(path: str, options: dict, seed: int, stream: bool = True):

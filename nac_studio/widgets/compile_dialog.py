@@ -347,7 +347,9 @@ class CompileDialog(QDialog):
             return
         message = compile_failure(self._stderr, code)
         if "--input SHAPE" in message:      # the command's words; here it is the Inputs field
-            message += " — give them in the Inputs field"
+            head = message.split(": give its inputs", 1)[0]
+            message = (f"{head}: give one shape per argument in the Inputs field (e.g. 1x3x32x32), "
+                       f"or return (model, example_inputs) from the factory")
             self._form.setRowVisible(self.inputs, True)
             self.inputs.setFocus()
         self._say(message, error=True)

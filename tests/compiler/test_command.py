@@ -116,7 +116,9 @@ def test_errors_are_one_line_with_the_users_source(tmp_path, factory, capsys):
     assert "models.py:15: if x.sum() > 0: — torch.export failed: " in err and "torch.where" in err
     assert not (tmp_path / "x.nac").exists()
     assert main(["compile", f"{factory}:bare", "-o", str(tmp_path / "x.nac")]) == 2
-    assert "--input SHAPE" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # what to give: how many inputs forward takes, and the other way (return the example inputs)
+    assert "--input SHAPE" in err and "forward takes (input)" in err and "(model, example_inputs)" in err
     assert main(["compile", f"{factory}:nope", "-o", str(tmp_path / "x.nac")]) == 2
     assert "no callable 'nope'" in capsys.readouterr().err
     assert main(["compile", str(factory), "--tokenizer", "-o", str(tmp_path / "x.nac")]) == 2

@@ -174,8 +174,9 @@ def test_a_factory_that_returns_the_model_alone_is_given_its_inputs(window, qtbo
     dlg = window.compile_dialog(str(bare))
     qtbot.mouseClick(dlg.compile_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not dlg.running, timeout=120000)
-    assert "give its inputs with --input SHAPE" in dlg.status.text() and not window.docs
-    assert "in the Inputs field" in dlg.status.text()
+    text = dlg.status.text()
+    assert "returned a bare module whose forward takes (input)" in text and not window.docs
+    assert "give one shape per argument in the Inputs field" in text and "--input" not in text
     dlg.inputs.setText("3x4")
     with qtbot.waitSignal(window.documentOpened, timeout=180000) as opened:
         qtbot.mouseClick(dlg.compile_button, Qt.MouseButton.LeftButton)
