@@ -124,7 +124,7 @@ def generate(prefill, decode, prompt_ids, tokens: int,
              eos: Optional[int] = None) -> Generation:
     """Greedy generation (module docstring). ``prefill``/``decode``: NacFiles or paths."""
     from .format import read
-    from .runtime.session import Session
+    from .runtime.session import Session, can_hold, weight_bytes
     pre = prefill if not isinstance(prefill, (str, bytes)) and hasattr(prefill, "instructions") else read(prefill)
     dec = decode if not isinstance(decode, (str, bytes)) and hasattr(decode, "instructions") else read(decode)
     stepper = Stepper(pre, dec, prompt_ids, tokens, eos)
@@ -135,6 +135,11 @@ def generate(prefill, decode, prompt_ids, tokens: int,
         session = Session(dec, inputs=inputs)
         if previous is not None:
             session.share_loaded(previous)        # prepared calls (and held weights) carry over
+        elif stepper.wanted - len(stepper.tokens) > 1 and not session.holds_weights \
+                and can_hold(weight_bytes(dec)):
+            # the decode file runs once per token: its weights are held across the steps when
+            # they fit (as transformers' generate holds the model), not read again per token
+            session.holds_weights = True
         outputs = session.run()
         previous = session
         inputs = stepper.after_step(outputs)

@@ -120,14 +120,20 @@ class DebugService:
         return self.state()
 
     def _session(self, feeds: list):
-        from ..runtime.session import Session
+        from ..runtime.session import Session, can_hold, weight_bytes
         kept, self._kept = self._kept, None
         if kept is not None and _same_feeds(kept[0], feeds):
-            return kept[1]
-        session = Session(self.nac, feeds=feeds)
-        if kept is not None:
-            session.share_loaded(kept[1])     # the weights and prepared calls come along
-        self._feeds = list(feeds)
+            session = kept[1]
+        else:
+            session = Session(self.nac, feeds=feeds)
+            if kept is not None:
+                session.share_loaded(kept[1])     # the weights and prepared calls come along
+            self._feeds = list(feeds)
+        if kept is not None and not session.holds_weights and can_hold(weight_bytes(self.nac)):
+            # the file runs again (F5 after a Stop, new inputs, a generation's next token): a
+            # model too big to hold for one run is held from its second on when it fits, instead
+            # of reading every weight again per run (4.4 GB for a 1.1B-parameter float32 model)
+            session.holds_weights = True
         return session
 
     def terminate(self) -> None:

@@ -198,6 +198,7 @@ class Session:
         if other.nac is not self.nac or other.device != self.device or other.kernels is not self.kernels:
             raise ValueError("share_loaded: the sessions run different files, devices or kernels")
         self._params = other._params
+        self.holds_weights = other.holds_weights
         self._prepared = other._prepared
         self._shared_prepared = other._shared_prepared
 
@@ -954,6 +955,21 @@ _MISSING = _Missing()
 
 #: Weights together above this many bytes are not held by a session (``Session.holds_weights``).
 RESIDENT_WEIGHTS_MAX = 1 << 30
+
+
+def can_hold(nbytes: int) -> bool:
+    """Whether ``nbytes`` of weights may be held for a run that repeats (a generation's decode
+    step): they fit in half the memory the system says is available now (``MemAvailable``), so
+    holding them cannot push the machine into swap. Reading them again at every step costs
+    their whole size in reads per token (4.4 GB for a 1.1B-parameter model in float32)."""
+    try:
+        with open("/proc/meminfo", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"MemAvailable:"):
+                    return nbytes <= int(line.split()[1]) * 1024 // 2
+    except (OSError, ValueError, IndexError):
+        pass
+    return nbytes <= RESIDENT_WEIGHTS_MAX
 
 
 def weight_bytes(nac: NacFile) -> int:

@@ -130,3 +130,25 @@ def test_other_families_decode_as_transformers_generates(tmp_path, family):
     want_tokens, want_logits = _reference(model, prompt, 6)
     for step, (a, b) in enumerate(zip(got.logits, want_logits)):
         assert float(np.abs(a - b).max() / np.abs(b).max()) <= 1e-4, step
+
+
+@pytest.mark.parametrize("fits", [True, False])
+def test_a_decode_file_too_big_for_one_run_is_held_across_the_tokens_when_it_fits(llama, monkeypatch, fits):
+    """A model above the per-run holding limit (an LLM) is read per use and released in a single
+    run; a generation runs its decode file once per token, so its weights are held across the
+    steps when they fit in memory (read once), and read again per step only when they do not."""
+    from nac_engine.runtime import session as session_module
+    _, files, _ = llama
+    monkeypatch.setattr(session_module, "RESIDENT_WEIGHTS_MAX", 0)      # every file "too big to hold"
+    monkeypatch.setattr(session_module, "can_hold", lambda nbytes: fits)
+    reads: dict = {}
+    real = session_module.Session._param_tensor
+
+    def counted(self, p, stored=None):
+        if self.nac.path == files["decode"]:
+            reads[p.name] = reads.get(p.name, 0) + 1
+        return real(self, p, stored)
+    monkeypatch.setattr(session_module.Session, "_param_tensor", counted)
+    got = generate(files["prefill"], files["decode"], [3, 17, 42], 6)
+    assert len(got.tokens) == 6 and reads
+    assert set(reads.values()) == ({1} if fits else {5})        # 5 decode runs after the prefill's token
