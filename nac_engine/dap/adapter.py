@@ -193,7 +193,8 @@ class Adapter:
             if output and cwd is not None:
                 output = os.path.join(cwd, output)
             try:
-                program = compile_model_program(program, output, extra, self.output)
+                program = compile_model_program(program, output, extra, self.output,
+                                                recompile=bool(args.get("recompile")))
             except CompileFailed as e:
                 raise RequestError(f"launch: {e}") from None
             args = {**args, "program": program}

@@ -6,11 +6,21 @@ lines. The compile is ``nac compile`` itself, in a process of its own: the model
 (as it would under the command), what it prints cannot reach this adapter's standard output (the
 protocol's channel), and its errors are the command's one-line messages. The ``.nac`` goes beside the
 model (``model.py`` -> ``model.nac``, or the launch's ``output``), where the Studio finds it too.
+
+A launch whose ``.nac`` is up to date is not compiled again, as a build tool would skip it: each
+compile is recorded in a small JSON file in the user's cache folder (``nac/dap-compiles.json``): the
+arguments, when it started, and the size and time of the ``.nac`` it wrote. The next launch with the
+same arguments reuses the file when nobody has rewritten it and no source is newer than that
+compile. The sources are the model file and the other ``.py`` files beside it (its sibling modules),
+or every file of a Hugging Face folder. Code imported from elsewhere is not watched;
+``"recompile": true`` compiles again whatever the record says.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import tempfile
 import time
 from typing import Callable, Optional
 
@@ -19,6 +29,9 @@ from ..compiler.command import (compile_failure, default_output, is_hf_directory
 
 #: Longest a compile may take before the launch gives up (a 7B model's streaming compile is minutes).
 COMPILE_TIMEOUT_S = 3600.0
+#: Compiles remembered for the up-to-date check (the oldest are forgotten), and the record's size limit.
+RECORDS_MAX = 64
+RECORD_BYTES_MAX = 1 << 20
 
 
 class CompileFailed(Exception):
@@ -31,17 +44,25 @@ def is_model_program(program: str) -> bool:
 
 
 def compile_model_program(program: str, output: Optional[str], extra: list, say: Callable[[str], None],
-                          timeout: float = COMPILE_TIMEOUT_S) -> str:
+                          timeout: float = COMPILE_TIMEOUT_S, recompile: bool = False) -> str:
     """Compile ``program`` (``model.py[:FACTORY]``, or a Hugging Face folder: ``--hf``) with ``nac
     compile`` and the ``extra`` arguments (``--quant fp16``, ``--input 1x8``, ``--seq-len 32``, ...);
-    the path of the ``.nac`` written. ``say`` gets the command's notes as they are the user's to read."""
+    the path of the ``.nac`` written. ``say`` gets the command's notes as they are the user's to read.
+    An up-to-date ``.nac`` (module docstring) is reused unless ``recompile``."""
     folder = is_hf_directory(program)
     source = program if folder else model_file(program)
     if not folder and not os.path.isfile(source):
         raise CompileFailed(f"{source}: no such file")
     out = output or default_output(source)
     arguments = ["compile", *model_arguments(program), *extra, "-o", out]
+    key = os.path.abspath(out)
+    if not recompile and _up_to_date(key, arguments, source, folder):
+        say(f"{os.path.basename(out)} is up to date with {os.path.basename(source.rstrip('/'))} "
+            f"(same nac compile arguments, no source changed since): not compiled again; "
+            f"\"recompile\": true in the launch configuration compiles it anyway")
+        return out
     say(" ".join(["nac", *arguments]))
+    began = time.time()
     started = time.perf_counter()
     try:
         done = subprocess.run(nac_process(arguments), capture_output=True, text=True, timeout=timeout,
@@ -57,4 +78,71 @@ def compile_model_program(program: str, output: Optional[str], extra: list, say:
             message += ' (in the launch configuration: "compileArgs": ["--input", "1x3x32x32"], one per input)'
         raise CompileFailed(message)
     say(f"compiled {os.path.basename(source.rstrip('/'))} in {time.perf_counter() - started:.1f} s: {done.stdout.strip()}")
+    _remember(key, arguments, began)
     return out
+
+
+def _records_path() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "nac", "dap-compiles.json")
+
+
+def _records() -> dict:
+    """The remembered compiles (empty when there are none or the file is not ours to trust)."""
+    try:
+        with open(_records_path(), "rb") as fh:
+            data = json.loads(fh.read(RECORD_BYTES_MAX + 1) or b"{}")
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _sources(source: str, folder: bool) -> list[str]:
+    """What a compile of ``source`` depends on that the check watches (module docstring)."""
+    if folder:
+        return [os.path.join(source, n) for n in os.listdir(source)]
+    here = os.path.dirname(os.path.abspath(source))
+    return [os.path.abspath(source)] + [os.path.join(here, n) for n in os.listdir(here) if n.endswith(".py")]
+
+
+def _up_to_date(key: str, arguments: list, source: str, folder: bool) -> bool:
+    record = _records().get(key)
+    if not isinstance(record, dict) or record.get("arguments") != arguments:
+        return False
+    try:
+        st = os.stat(key)
+        if [st.st_size, st.st_mtime_ns] != record.get("written"):
+            return False              # rewritten since (another compile, a copy, nac rewrite)
+        began = record.get("began")
+        if not isinstance(began, (int, float)):
+            return False
+        # a source saved during the compile may not be in the file: only ones older than its start count
+        return all(os.stat(p).st_mtime < began for p in _sources(source, folder))
+    except OSError:
+        return False
+
+
+def _remember(key: str, arguments: list, began: float) -> None:
+    """Record a compile (atomically; a cache that cannot be written only costs the next launch a
+    compile)."""
+    path = _records_path()
+    try:
+        st = os.stat(key)
+        records = _records()
+        records.pop(key, None)
+        records[key] = {"arguments": arguments, "began": began, "written": [st.st_size, st.st_mtime_ns]}
+        while len(records) > RECORDS_MAX:
+            records.pop(next(iter(records)))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".dap-compiles.")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(records, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass

@@ -21,3 +21,10 @@ def dap_models(tmp_path_factory) -> Path:
     assert main(["compile", str(d / "model.py"), "-o", str(d / "model_q8.nac"), "--quant", "int8_channel"]) == 0
     assert main(["compile", str(d / "slow.py"), "-o", str(d / "slow.nac")]) == 0
     return d
+
+
+@pytest.fixture(autouse=True)
+def own_cache_folder(tmp_path, monkeypatch):
+    """`nac dap` remembers the model programs it compiled in the user's cache folder: a test's
+    adapters (and the ones it starts) remember them in a folder of the test's own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

@@ -439,6 +439,16 @@ def test_a_model_py_program_is_compiled_beside_it_then_debugged_at_its_lines(tmp
             assert nac.header.quant_name == "FP16"
     finally:
         client.close()
+    # F5 again with nothing changed: the .nac is up to date, and is debugged without a compile
+    client = DapClient(cwd=str(tmp_path))
+    try:
+        launched = client.start({"program": "model.py", "cwd": str(tmp_path), "compileArgs": ["--quant", "fp16"]},
+                                breakpoints={str(model): [line]})
+        assert launched["success"] and client.stopped()["reason"] == "breakpoint"
+        outputs = "".join(m["body"]["output"] for m in client.received if m.get("event") == "output")
+        assert "model.nac is up to date with model.py" in outputs and f"nac compile {model}" not in outputs
+    finally:
+        client.close()
     (tmp_path / "broken.py").write_text("import torch\n\ndef make_model(:\n    pass\n")
     client = DapClient(cwd=str(tmp_path))
     try:
@@ -472,3 +482,48 @@ def test_a_hugging_face_folder_program_is_compiled_with_hf_then_debugged(tmp_pat
         assert (tmp_path / "my-bert.nac").is_file()
     finally:
         client.close()
+
+
+def test_a_model_program_is_compiled_again_only_when_something_it_was_built_from_changed(tmp_path, monkeypatch):
+    """As a build tool: the same arguments and no newer source reuse the .nac; other arguments, a
+    sibling module saved since, a .nac rewritten by someone else, or ``recompile`` compile again."""
+    import os
+    import subprocess as sp
+
+    from nac_engine.dap import model_program
+    compiles = []
+
+    def fake_compile(argv, **_kw):            # the real `nac compile` is the test above's
+        out = argv[argv.index("-o") + 1]
+        compiles.append(argv[argv.index("compile") + 1:argv.index("-o")])
+        with open(out, "wb") as fh:
+            fh.write(b"NAC")
+        return sp.CompletedProcess(argv, 0, f"{out}: 3 bytes", "")
+    monkeypatch.setattr(model_program.subprocess, "run", fake_compile)
+    model, helper = tmp_path / "model.py", tmp_path / "layers.py"
+    model.write_text("def make_model(): ...\n")
+    helper.write_text("")
+    old = os.stat(model).st_mtime - 10
+    for p in (model, helper):
+        os.utime(p, (old, old))
+
+    def launch(extra=(), recompile=False):
+        said = []
+        model_program.compile_model_program(str(model), None, list(extra), said.append, recompile=recompile)
+        return said
+    launch()
+    assert "is up to date" in launch()[0] and len(compiles) == 1
+    launch(["--quant", "fp16"])
+    assert len(compiles) == 2 and compiles[-1][-2:] == ["--quant", "fp16"]
+    launch(["--quant", "fp16"])
+    assert len(compiles) == 2
+    launch(["--quant", "fp16"], recompile=True)
+    assert len(compiles) == 3
+    helper.write_text("# saved since\n")                  # a sibling module the model imports
+    launch(["--quant", "fp16"])
+    assert len(compiles) == 4
+    (tmp_path / "model.nac").write_bytes(b"NAC, rewritten")   # someone else wrote the .nac
+    launch(["--quant", "fp16"])
+    assert len(compiles) == 5
+    launch(["--quant", "fp16"])
+    assert len(compiles) == 5
