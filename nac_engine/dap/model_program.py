@@ -117,7 +117,8 @@ def _up_to_date(key: str, arguments: list, source: str, folder: bool) -> bool:
         if not isinstance(began, (int, float)):
             return False
         # a source saved during the compile may not be in the file: only ones older than its start count
-        return all(os.stat(p).st_mtime < began for p in _sources(source, folder))
+        written = {key, os.path.splitext(key)[0] + ".safetensors"}     # (an output inside the folder)
+        return all(os.stat(p).st_mtime < began for p in _sources(source, folder) if os.path.abspath(p) not in written)
     except OSError:
         return False
 

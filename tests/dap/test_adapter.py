@@ -527,3 +527,14 @@ def test_a_model_program_is_compiled_again_only_when_something_it_was_built_from
     assert len(compiles) == 5
     launch(["--quant", "fp16"])
     assert len(compiles) == 5
+    # a Hugging Face folder: every file in it counts, but not the .nac (and weights) written into it
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    os.utime(folder / "config.json", (old, old))
+    for _ in range(2):
+        model_program.compile_model_program(str(folder), str(folder / "tiny.nac"), [], lambda _t: None)
+    assert len(compiles) == 6 and compiles[-1][:2] == ["--hf", str(folder)]
+    (folder / "model.safetensors").write_bytes(b"new weights")
+    model_program.compile_model_program(str(folder), str(folder / "tiny.nac"), [], lambda _t: None)
+    assert len(compiles) == 7
