@@ -321,6 +321,17 @@ def is_hf_directory(path: str) -> bool:
     return os.path.isdir(path) and os.path.isfile(os.path.join(path, "config.json"))
 
 
+def model_sources(source: str) -> list[str]:
+    """The files a compile of ``source`` is built from, as far as a staleness check can tell: every
+    file of a Hugging Face folder, or the ``model.py`` and the other ``.py`` files beside it (its
+    sibling modules, which it may import). Code imported from elsewhere is not among them."""
+    if is_hf_directory(source):
+        return [os.path.join(source, n) for n in os.listdir(source)]
+    path = os.path.abspath(model_file(source))
+    here = os.path.dirname(path)
+    return [path] + [os.path.join(here, n) for n in os.listdir(here) if n.endswith(".py") and n != os.path.basename(path)]
+
+
 def model_arguments(source: str) -> list[str]:
     """How ``nac compile`` is told the model: ``--hf FOLDER`` for a Hugging Face model's folder,
     else the ``model.py[:FACTORY]`` itself."""

@@ -25,7 +25,7 @@ import time
 from typing import Callable, Optional
 
 from ..compiler.command import (compile_failure, default_output, is_hf_directory, model_arguments, model_file,
-                                nac_process)
+                                model_sources, nac_process)
 
 #: Longest a compile may take before the launch gives up (a 7B model's streaming compile is minutes).
 COMPILE_TIMEOUT_S = 3600.0
@@ -56,7 +56,7 @@ def compile_model_program(program: str, output: Optional[str], extra: list, say:
     out = output or default_output(source)
     arguments = ["compile", *model_arguments(program), *extra, "-o", out]
     key = os.path.abspath(out)
-    if not recompile and _up_to_date(key, arguments, source, folder):
+    if not recompile and _up_to_date(key, arguments, source):
         say(f"{os.path.basename(out)} is up to date with {os.path.basename(source.rstrip('/'))} "
             f"(same nac compile arguments, no source changed since): not compiled again; "
             f"\"recompile\": true in the launch configuration compiles it anyway")
@@ -97,15 +97,7 @@ def _records() -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _sources(source: str, folder: bool) -> list[str]:
-    """What a compile of ``source`` depends on that the check watches (module docstring)."""
-    if folder:
-        return [os.path.join(source, n) for n in os.listdir(source)]
-    here = os.path.dirname(os.path.abspath(source))
-    return [os.path.abspath(source)] + [os.path.join(here, n) for n in os.listdir(here) if n.endswith(".py")]
-
-
-def _up_to_date(key: str, arguments: list, source: str, folder: bool) -> bool:
+def _up_to_date(key: str, arguments: list, source: str) -> bool:
     record = _records().get(key)
     if not isinstance(record, dict) or record.get("arguments") != arguments:
         return False
@@ -118,7 +110,8 @@ def _up_to_date(key: str, arguments: list, source: str, folder: bool) -> bool:
             return False
         # a source saved during the compile may not be in the file: only ones older than its start count
         written = {key, os.path.splitext(key)[0] + ".safetensors"}     # (an output inside the folder)
-        return all(os.stat(p).st_mtime < began for p in _sources(source, folder) if os.path.abspath(p) not in written)
+        return all(os.stat(p).st_mtime < began for p in model_sources(source)
+                   if os.path.abspath(p) not in written)
     except OSError:
         return False
 

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
 
 # the command's own choices and default output (a torch-free module)
 from nac_engine.compiler.command import (QUANT_CHOICES, compile_failure, default_output, is_hf_directory,
-                                         model_arguments, nac_process)
+                                         model_arguments, model_sources, nac_process)
 from nac_engine.compiler.tokenizer import TOKENIZER_FILES
 
 STDERR_KEPT = 20_000          # characters of the command's stderr kept for the message
@@ -166,6 +166,10 @@ class CompileDialog(QDialog):
         self.buttons = QDialogButtonBox(self)
         self.compile_button = self.buttons.addButton("Compile", QDialogButtonBox.ButtonRole.AcceptRole)
         self.compile_button.setDefault(True)
+        # a .nac compiled before (the second time a model.py is opened): no need to compile again
+        self.open_button = self.buttons.addButton("Open Existing", QDialogButtonBox.ButtonRole.ActionRole)
+        self.open_button.hide()
+        self.open_button.clicked.connect(self._open_existing)
         self.close_button = self.buttons.addButton(QDialogButtonBox.StandardButton.Close)
         self.compile_button.clicked.connect(self.start)
         self.close_button.clicked.connect(self.reject)
@@ -250,8 +254,32 @@ class CompileDialog(QDialog):
         self.compile_button.setEnabled(not problem)
         self.command.setText("" if problem else "nac " + " ".join(shlex.quote(a) for a in self.arguments()))
         out = self.output.text().strip()
-        self._say(problem if problem and self.source.text().strip() else
-                  f"{out} exists and will be replaced." if out and os.path.exists(out) else "")
+        exists = not problem and os.path.isfile(out)
+        text, fresh = self._existing(out) if exists else ("", False)
+        self.open_button.setVisible(exists)
+        self.open_button.setDefault(fresh)          # Enter opens an up-to-date file, else compiles
+        self.compile_button.setDefault(not fresh)
+        self._say(problem if problem and self.source.text().strip() else text)
+
+    def _existing(self, out: str) -> tuple[str, bool]:
+        """What the user should know about an output that exists, and whether nothing it was built
+        from changed since."""
+        name = os.path.basename(out)
+        try:
+            built = os.stat(out).st_mtime
+            newer = [p for p in model_sources(self.source.text().strip()) if os.stat(p).st_mtime > built]
+        except OSError:
+            return f"{out} exists and will be replaced.", False
+        if newer:
+            return (f"{name} exists, but {os.path.basename(newer[0].rstrip('/'))} was saved after it: compile "
+                    f"again (it is replaced)."), False
+        return f"{name} exists and nothing it was built from changed since: open it, or compile to replace it.", True
+
+    def _open_existing(self) -> None:
+        out = self.output.text().strip()
+        if not self.running and os.path.isfile(out):
+            self.compiled.emit(out)
+            self.accept()
 
     def _say(self, text: str, error: bool = False) -> None:
         self.status.setStyleSheet("color: #c0392b" if error else "")
@@ -294,7 +322,7 @@ class CompileDialog(QDialog):
     def _set_running(self, running: bool) -> None:
         for w in (self.source, self.factory, self.inputs, self.seq_len, self.hf_class, self.tokenizer, self.quant,
                   self.weights, self.output,
-                  self.compile_button, *self.pickers):
+                  self.compile_button, self.open_button, *self.pickers):
             w.setEnabled(not running)
         self.close_button.setText("Cancel" if running else "Close")
         self.progress.setVisible(running)

@@ -196,3 +196,30 @@ def test_the_weights_bar_of_the_compiler_fills_the_dialogs(qapp, tmp_path):
     assert dlg.status.text().endswith("weights:  70%|####  | 2.71G/3.85G [00:07<00:03, 409MB/s]")
     dlg._set_running(False)
     dlg.deleteLater()
+
+
+def test_a_model_compiled_before_is_opened_without_compiling_it_again(window, qtbot, tmp_path):
+    """The second time a model.py is opened, its model.nac is there: when nothing it was built from
+    changed since, Enter opens it (Open Existing is the default button); after the model or a module
+    beside it was saved, compiling again is the default and the dialog says which file changed."""
+    from nac_engine.cli import main
+    model = tmp_path / "model.py"
+    model.write_text(MODEL)
+    assert main(["compile", str(model)]) == 0
+    past = time.time() - 60
+    os.utime(model, (past, past))
+    window.open_path(str(model))
+    dlg = _dialog(window)
+    assert dlg.open_button.isVisible() and dlg.open_button.isDefault() and not dlg.compile_button.isDefault()
+    assert "model.nac exists and nothing it was built from changed since" in dlg.status.text()
+    with qtbot.waitSignal(window.documentOpened, timeout=30000) as opened:
+        qtbot.keyClick(dlg, Qt.Key.Key_Return)
+    assert opened.args[0].doc.path == str(tmp_path / "model.nac")
+    assert not [w for w in window.findChildren(CompileDialog) if w.isVisible()]
+    window.close_document(opened.args[0])
+    (tmp_path / "layers.py").write_text("# a module the model imports, saved since\n")
+    window.open_path(str(model))
+    dlg = _dialog(window)
+    assert dlg.open_button.isVisible() and dlg.compile_button.isDefault() and not dlg.open_button.isDefault()
+    assert "model.nac exists, but layers.py was saved after it: compile again" in dlg.status.text()
+    dlg.reject()
