@@ -9,18 +9,17 @@ model (``model.py`` -> ``model.nac``, or the launch's ``output``), where the Stu
 
 A launch whose ``.nac`` is up to date is not compiled again, as a build tool would skip it: each
 compile is recorded in a small JSON file in the user's cache folder (``nac/dap-compiles.json``): the
-arguments, when it started, and the size and time of the ``.nac`` it wrote. The next launch with the
-same arguments reuses the file when nobody has rewritten it and no source is newer than that
-compile. The sources are the model file and the other ``.py`` files beside it (its sibling modules),
-or every file of a Hugging Face folder. Code imported from elsewhere is not watched;
-``"recompile": true`` compiles again whatever the record says.
+arguments, when it started, and the size and time of what it wrote (the ``.nac``, and its external
+``.safetensors`` if any). The next launch with the same arguments reuses the file when nobody has
+rewritten those and no source is newer than that compile: the model file and the other ``.py``
+files beside it (its sibling modules), or every file of a Hugging Face folder. Code imported from
+elsewhere is not watched; ``"recompile": true`` compiles again whatever the record says.
 """
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import tempfile
 import time
 from typing import Callable, Optional
 
@@ -97,46 +96,50 @@ def _records() -> dict:
     return data if isinstance(data, dict) else {}
 
 
+def _outputs(key: str) -> list[str]:
+    """What a compile to ``key`` writes: the .nac, and its external weights when it has them."""
+    return [key, os.path.splitext(key)[0] + ".safetensors"]
+
+
+def _written(key: str) -> list:
+    """(size, time) of each output, None for one that does not exist."""
+    def stamp(path: str):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return [st.st_size, st.st_mtime_ns]
+    return [stamp(p) for p in _outputs(key)]
+
+
 def _up_to_date(key: str, arguments: list, source: str) -> bool:
     record = _records().get(key)
     if not isinstance(record, dict) or record.get("arguments") != arguments:
         return False
+    if _written(key) != record.get("written") or not os.path.isfile(key):
+        return False                  # rewritten or removed since (another compile, a copy, nac rewrite)
+    began = record.get("began")
+    if not isinstance(began, (int, float)):
+        return False
+    # a source saved during the compile may not be in the file: only ones older than its start count
+    outputs = set(_outputs(key))      # (written inside the Hugging Face folder they came from)
     try:
-        st = os.stat(key)
-        if [st.st_size, st.st_mtime_ns] != record.get("written"):
-            return False              # rewritten since (another compile, a copy, nac rewrite)
-        began = record.get("began")
-        if not isinstance(began, (int, float)):
-            return False
-        # a source saved during the compile may not be in the file: only ones older than its start count
-        written = {key, os.path.splitext(key)[0] + ".safetensors"}     # (an output inside the folder)
-        return all(os.stat(p).st_mtime < began for p in model_sources(source)
-                   if os.path.abspath(p) not in written)
+        return all(os.stat(p).st_mtime < began for p in model_sources(source) if os.path.abspath(p) not in outputs)
     except OSError:
         return False
 
 
 def _remember(key: str, arguments: list, began: float) -> None:
-    """Record a compile (atomically; a cache that cannot be written only costs the next launch a
-    compile)."""
+    """Record a compile (a cache that cannot be written only costs the next launch a compile)."""
+    from ..format.writer import atomic_write
+    records = _records()
+    records.pop(key, None)
+    records[key] = {"arguments": arguments, "began": began, "written": _written(key)}
+    while len(records) > RECORDS_MAX:
+        records.pop(next(iter(records)))
     path = _records_path()
     try:
-        st = os.stat(key)
-        records = _records()
-        records.pop(key, None)
-        records[key] = {"arguments": arguments, "began": began, "written": [st.st_size, st.st_mtime_ns]}
-        while len(records) > RECORDS_MAX:
-            records.pop(next(iter(records)))
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".dap-compiles.")
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(records, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        atomic_write(path, json.dumps(records).encode())
     except OSError:
         pass

@@ -486,7 +486,7 @@ def test_a_hugging_face_folder_program_is_compiled_with_hf_then_debugged(tmp_pat
 
 def test_a_model_program_is_compiled_again_only_when_something_it_was_built_from_changed(tmp_path, monkeypatch):
     """As a build tool: the same arguments and no newer source reuse the .nac; other arguments, a
-    sibling module saved since, a .nac rewritten by someone else, or ``recompile`` compile again."""
+    sibling module saved since, a .nac rewritten or its weights removed, or ``recompile`` compile again."""
     import os
     import subprocess as sp
 
@@ -498,6 +498,9 @@ def test_a_model_program_is_compiled_again_only_when_something_it_was_built_from
         compiles.append(argv[argv.index("compile") + 1:argv.index("-o")])
         with open(out, "wb") as fh:
             fh.write(b"NAC")
+        if "external" in argv:
+            with open(out[:-4] + ".safetensors", "wb") as fh:
+                fh.write(b"weights")
         return sp.CompletedProcess(argv, 0, f"{out}: 3 bytes", "")
     monkeypatch.setattr(model_program.subprocess, "run", fake_compile)
     model, helper = tmp_path / "model.py", tmp_path / "layers.py"
@@ -527,6 +530,12 @@ def test_a_model_program_is_compiled_again_only_when_something_it_was_built_from
     assert len(compiles) == 5
     launch(["--quant", "fp16"])
     assert len(compiles) == 5
+    launch(["--weights", "external"])
+    launch(["--weights", "external"])
+    assert len(compiles) == 6
+    (tmp_path / "model.safetensors").unlink()               # the weights the .nac needs are gone
+    launch(["--weights", "external"])
+    assert len(compiles) == 7 and (tmp_path / "model.safetensors").is_file()
     # a Hugging Face folder: every file in it counts, but not the .nac (and weights) written into it
     folder = tmp_path / "tiny"
     folder.mkdir()
@@ -534,7 +543,7 @@ def test_a_model_program_is_compiled_again_only_when_something_it_was_built_from
     os.utime(folder / "config.json", (old, old))
     for _ in range(2):
         model_program.compile_model_program(str(folder), str(folder / "tiny.nac"), [], lambda _t: None)
-    assert len(compiles) == 6 and compiles[-1][:2] == ["--hf", str(folder)]
+    assert len(compiles) == 8 and compiles[-1][:2] == ["--hf", str(folder)]
     (folder / "model.safetensors").write_bytes(b"new weights")
     model_program.compile_model_program(str(folder), str(folder / "tiny.nac"), [], lambda _t: None)
-    assert len(compiles) == 7
+    assert len(compiles) == 9
