@@ -120,20 +120,17 @@ class DebugService:
         return self.state()
 
     def _session(self, feeds: list):
-        from ..runtime.session import Session, can_hold, weight_bytes
+        # A model too big to hold for one run (Session.holds_weights) is not held across runs here
+        # either, although nac generate holds its decode file's: filling 4.4 GB of fresh memory in
+        # the engine host stalled the Studio's event loop for 151-211 ms on our test machine.
+        from ..runtime.session import Session
         kept, self._kept = self._kept, None
         if kept is not None and _same_feeds(kept[0], feeds):
-            session = kept[1]
-        else:
-            session = Session(self.nac, feeds=feeds)
-            if kept is not None:
-                session.share_loaded(kept[1])     # the weights and prepared calls come along
-            self._feeds = list(feeds)
-        if kept is not None and not session.holds_weights and can_hold(weight_bytes(self.nac)):
-            # the file runs again (F5 after a Stop, new inputs, a generation's next token): a
-            # model too big to hold for one run is held from its second on when it fits, instead
-            # of reading every weight again per run (4.4 GB for a 1.1B-parameter float32 model)
-            session.holds_weights = True
+            return kept[1]
+        session = Session(self.nac, feeds=feeds)
+        if kept is not None:
+            session.share_loaded(kept[1])     # the weights and prepared calls come along
+        self._feeds = list(feeds)
         return session
 
     def terminate(self) -> None:

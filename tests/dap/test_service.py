@@ -96,28 +96,6 @@ def test_new_inputs_share_the_loaded_weights_and_compute_with_the_new_ones(nac, 
     assert all(np.array_equal(a, b) for a, b in zip(svc.outputs(), expected))
 
 
-@pytest.mark.parametrize("fits", [True, False])
-def test_a_model_too_big_to_hold_for_one_run_is_held_from_its_second_when_it_fits(nac, weight_reads, monkeypatch,
-                                                                                  fits):
-    """An LLM's weights are read per use and released within a run; when the file runs again (F5
-    after a Stop, new inputs, a generation's next token) they are held from then on if they fit
-    in memory, and read again per run only if they do not."""
-    from nac_engine.runtime import session as session_module
-    monkeypatch.setattr(session_module, "RESIDENT_WEIGHTS_MAX", 0)      # "too big to hold" for one run
-    monkeypatch.setattr(session_module, "can_hold", lambda nbytes: fits)
-    svc = DebugService(nac)
-    reads = []
-    for seed in (0, 0, 7, 8):                     # the same inputs again, then new ones
-        weight_reads["n"] = 0
-        svc.launch(feeds_of(nac, seed=seed))
-        assert svc.act("continue")["finished"]
-        reads.append(weight_reads["n"])
-        assert all(np.array_equal(a, b) for a, b in zip(svc.outputs(), Session(nac, feeds=feeds_of(nac, seed)).run()))
-        svc.terminate()
-    n = n_params(nac)
-    assert reads == ([n, n, 0, 0] if fits else [n, n, n, n])
-
-
 def test_close_frees_the_kept_weights(nac, weight_reads):
     svc = DebugService(nac)
     svc.launch(feeds_of(nac))
