@@ -120,17 +120,19 @@ _DECODE = textwrap.dedent("""
 """).format(tokens=TOKENS)
 
 _DECODE_REF = textwrap.dedent("""
-    import json, sys
+    import json, sys, time
     import numpy as np, torch, transformers
     torch.set_num_threads(int(sys.argv[4]))
     prompt = [int(x) for x in np.random.default_rng(1).integers(0, 32000, {tokens})]
+    t0 = time.perf_counter()
     model = transformers.LlamaForCausalLM.from_pretrained(sys.argv[1], dtype=torch.float32).eval()
     n = int(sys.argv[3])
     with torch.no_grad():
         out = model.generate(torch.tensor([prompt]), max_new_tokens=n, min_new_tokens=n, do_sample=False,
                              output_logits=True, return_dict_in_generate=True)
+    wall = time.perf_counter() - t0
     np.save(sys.argv[2], np.stack([x[0].numpy() for x in out.logits]))
-    print(json.dumps({{"tokens": out.sequences[0, len(prompt):].tolist()}}))
+    print(json.dumps({{"tokens": out.sequences[0, len(prompt):].tolist(), "wall": wall}}))
 """).format(tokens=TOKENS)
 
 
@@ -240,7 +242,8 @@ def decode_chain(args, directory: Path, cache: Path, env: dict, threads: str, mi
     _, rss, out = child([sys.executable, "-c", _DECODE, str(files["prefill"]), str(files["decode"]), str(ours_npy),
                          str(steps)], env)
     ours = json.loads(out.strip().splitlines()[-1])
-    _, _, out = child([sys.executable, "-c", _DECODE_REF, str(directory), str(ref_npy), str(steps), threads], env)
+    _, ref_rss, out = child([sys.executable, "-c", _DECODE_REF, str(directory), str(ref_npy), str(steps), threads],
+                            env)
     ref = json.loads(out.strip().splitlines()[-1])
     a, b = np.load(ours_npy), np.load(ref_npy)
     rel = max(float(np.abs(x - y).max() / np.abs(y).max()) for x, y in zip(a, b))
@@ -257,7 +260,10 @@ def decode_chain(args, directory: Path, cache: Path, env: dict, threads: str, mi
            f"≤ {TARGETS['logits_rel']:g}", rel <= TARGETS["logits_rel"], missed)
     report("decode chain: greedy tokens equal up to a near-tie", f"{same} of {steps} checked equal",
            "no difference", same >= 0, missed)
-    report("decode chain: time (prefill + 16 steps), peak RSS", f"{ours['wall']:.1f} s, {rss:.2f} GB")
+    # baseline: transformers' from_pretrained of the same directory plus its greedy generate
+    report("decode chain: time (prefill + 16 steps), peak RSS",
+           f"{ours['wall']:.1f} s, {rss:.2f} GB; transformers from_pretrained + generate {ref['wall']:.1f} s, "
+           f"{ref_rss:.2f} GB = {ours['wall'] / ref['wall']:.2f}×")
 
 
 STUDIO = {"interactive_s": 1.0, "graph_s": 3.0, "stall_ms": 100.0, "inspector_s": 1.0, "anon_gb": 0.8,
