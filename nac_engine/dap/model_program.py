@@ -88,9 +88,10 @@ def _records_path() -> str:
 
 def _records() -> dict:
     """The remembered compiles (empty when there are none or the file is not ours to trust)."""
+    from ..format import bounded_json
     try:
         with open(_records_path(), "rb") as fh:
-            data = json.loads(fh.read(RECORD_BYTES_MAX + 1) or b"{}")
+            data = bounded_json.loads(fh.read(RECORD_BYTES_MAX + 1) or b"{}", what="nac dap's compile records")
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

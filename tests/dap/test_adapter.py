@@ -514,6 +514,9 @@ def test_a_model_program_is_compiled_again_only_when_something_it_was_built_from
         said = []
         model_program.compile_model_program(str(model), None, list(extra), said.append, recompile=recompile)
         return said
+    records = tmp_path / "cache" / "nac" / "dap-compiles.json"
+    records.parent.mkdir(parents=True)
+    records.write_text("[" * 200_000)                      # a damaged record file: as if there were none
     launch()
     assert "is up to date" in launch()[0] and len(compiles) == 1
     launch(["--quant", "fp16"])
