@@ -329,7 +329,8 @@ def model_sources(source: str) -> list[str]:
         return [os.path.join(source, n) for n in os.listdir(source)]
     path = os.path.abspath(model_file(source))
     here = os.path.dirname(path)
-    return [path] + [os.path.join(here, n) for n in os.listdir(here) if n.endswith(".py") and n != os.path.basename(path)]
+    siblings = [n for n in os.listdir(here) if n.endswith(".py") and n != os.path.basename(path)]
+    return [path] + [os.path.join(here, n) for n in siblings]
 
 
 def model_arguments(source: str) -> list[str]:
