@@ -163,9 +163,10 @@ def cmd_generate(args) -> int:
             raise CliError(f"--ids {args.ids!r}: give token ids, e.g. 1,15043,29892") from None
     else:
         from .compiler.tokenizer import encode_text, load_tokenizer
-        tok = load_tokenizer(pre) or load_tokenizer(dec)
+        tok = _folder_tokenizer(args.tokenizer) if args.tokenizer else load_tokenizer(pre) or load_tokenizer(dec)
         if tok is None:
-            raise CliError("neither file embeds a tokenizer (nac compile --tokenizer DIR); give --ids instead")
+            raise CliError("neither file embeds a tokenizer (nac compile --tokenizer DIR): give the model's "
+                           "folder with --tokenizer DIR, or token ids with --ids")
         ids = encode_text(tok, args.prompt)
     shown = ""
 
@@ -191,17 +192,33 @@ def cmd_generate(args) -> int:
     return 0
 
 
+def _folder_tokenizer(directory: str):
+    """The tokenizer whose files are in ``directory`` (a Hugging Face model's folder), read and
+    checked as ``nac compile --tokenizer`` embeds them."""
+    from .cli_error import CliError
+    from .compiler.tokenizer import embed_tokenizer, load_tokenizer
+    from .format.model import NacFile
+    holder = NacFile()
+    try:
+        embed_tokenizer(holder, directory)
+    except (OSError, ValueError) as e:
+        raise CliError(f"--tokenizer {directory}: {e}") from None
+    return load_tokenizer(holder)
+
+
 def add_parser(sub) -> None:
     s = sub.add_parser("generate", help="greedy text generation with a prefill and a decode-step file",
                        description=__doc__.split("\n\n")[0])
     s.add_argument("prefill", metavar="PREFILL.nac")
     s.add_argument("decode", metavar="DECODE.nac")
     g = s.add_mutually_exclusive_group(required=True)
-    g.add_argument("--prompt", help="text, encoded with the tokenizer embedded in the files")
+    g.add_argument("--prompt", help="text, encoded with the tokenizer embedded in the files (or --tokenizer's)")
     g.add_argument("--ids", help="token ids instead of text (comma- or space-separated)")
     s.add_argument("--tokens", type=int, default=16, help="tokens to generate (default 16)")
     s.add_argument("--eos", type=int, help="stop after this token id")
     s.add_argument("--echo", action="store_true", help="print the prompt before the generated text")
+    s.add_argument("--tokenizer", metavar="DIR", help="the tokenizer of this folder (a Hugging Face model's) for "
+                   "--prompt and the text printed, when the files embed none")
     s.set_defaults(func=cmd_generate)
 
 

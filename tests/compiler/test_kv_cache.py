@@ -79,6 +79,27 @@ def test_nac_generate_prints_the_text_as_it_grows(llama, capsys):
     assert capsys.readouterr().out.split() == [str(t) for t in want_tokens]
 
 
+def test_a_tokenizer_folder_stands_in_for_an_embedded_one(llama, tmp_path, capsys):
+    """Files compiled without --tokenizer still generate from text: --tokenizer DIR reads the model
+    folder's tokenizer as the compile would have embedded it."""
+    from nac_engine.compiler.tokenizer import TOKENIZER_FILES
+    from nac_engine.format import read, write
+    model, files, tok = llama
+    bare = str(tmp_path / "prefill_bare.nac")
+    with read(files["prefill"]) as prefill:
+        prefill.rsrc = [r for r in prefill.rsrc if r.name not in TOKENIZER_FILES]
+        write(prefill, bare)
+    prompt = "w3 w17 w42 w7"
+    assert nac(["generate", bare, files["decode"], "--prompt", prompt, "--tokens", "4"]) == 2
+    assert "give the model's folder with --tokenizer DIR" in capsys.readouterr().err
+    folder = str(Path(files["prefill"]).parent / "hf")
+    assert nac(["generate", bare, files["decode"], "--prompt", prompt, "--tokens", "4", "--tokenizer", folder]) == 0
+    want, _ = _reference(model, tok.encode(prompt).ids, 4)
+    assert capsys.readouterr().out.strip() == tok.decode(want)
+    assert nac(["generate", bare, files["decode"], "--prompt", prompt, "--tokenizer", str(tmp_path)]) == 2
+    assert f"--tokenizer {tmp_path}: no tokenizer files" in capsys.readouterr().err
+
+
 def test_refusals(llama, capsys):
     _, files, _ = llama
     with pytest.raises(GenerationError, match="slots"):
