@@ -9,6 +9,7 @@ and the theme are kept in ``QSettings``.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from pathlib import Path
@@ -61,6 +62,7 @@ from .widgets.task_indicator import TEXT_WIDTH as TASK_TEXT_WIDTH, TaskIndicator
 
 STATE_VERSION = 9          # bump when the dock set changes, so an old saved layout is ignored
 MAX_RECENT = 10
+COMPILES_REMEMBERED = 20     # models whose Compile dialog options are kept
 DEFAULT_SIZE = QSize(1600, 1000)
 FILE_FILTER = "NAC models (*.nac);;All files (*)"
 
@@ -455,14 +457,33 @@ class MainWindow(QMainWindow):
         from .widgets.compile_dialog import CompileDialog
         if not source:
             source = self.settings.value("lastCompiled", "", type=str) if self.persist else ""
-        dlg = CompileDialog(self, source)
+        dlg = CompileDialog(self, source, self._compile_options())
         dlg.setObjectName("compileDialog")
         dlg.compiled.connect(self._open_compiled)
         if self.persist:
-            dlg.compiled.connect(lambda _p, d=dlg: self.settings.setValue("lastCompiled", d.source.text().strip()))
+            dlg.compiled.connect(lambda _p, d=dlg: self._remember_compile(d.source.text().strip(), d.options()))
         dlg.finished.connect(dlg.deleteLater)
         dlg.open()          # window-modal, not a nested event loop
         return dlg
+
+    def _compile_options(self) -> dict:
+        """Model source -> the Compile dialog's options of its last compile (settings: JSON)."""
+        if not self.persist:
+            return {}
+        try:
+            saved = json.loads(self.settings.value("compileOptions", "{}", type=str) or "{}")
+        except ValueError:
+            return {}
+        return saved if isinstance(saved, dict) else {}
+
+    def _remember_compile(self, source: str, options: dict) -> None:
+        saved = self._compile_options()
+        saved.pop(source, None)
+        saved[source] = options
+        for old in list(saved)[:-COMPILES_REMEMBERED]:
+            del saved[old]
+        self.settings.setValue("compileOptions", json.dumps(saved))
+        self.settings.setValue("lastCompiled", source)
 
     def _open_compiled(self, path: str) -> None:
         """A file just compiled: opened, or read again where its older version is open."""

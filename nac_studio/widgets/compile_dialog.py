@@ -95,8 +95,11 @@ class CompileDialog(QDialog):
     """``compiled(path)`` once the file is written (the window opens it)."""
     compiled = Signal(str)
 
-    def __init__(self, parent: Optional[QWidget] = None, source: str = ""):
+    def __init__(self, parent: Optional[QWidget] = None, source: str = "", remembered: Optional[dict] = None):
         super().__init__(parent)
+        # source -> :meth:`options` of its last compile (the window keeps them): the model's
+        # inputs, quantisation... are filled in again when it is chosen
+        self.remembered = remembered or {}
         self.setWindowTitle("Compile Model")
         self.setMinimumWidth(560)
         self.process: Optional[QProcess] = None
@@ -227,7 +230,45 @@ class CompileDialog(QDialog):
             self.factory.blockSignals(False)
         if text and self._auto_output:
             self.output.setText(default_output(text))
+        saved = self.remembered.get(text)
+        if isinstance(saved, dict):
+            self.apply_options(saved)
         self._update()
+
+    def options(self) -> dict:
+        """The choices besides the model, as the window remembers them for its next compile (the
+        output only when the user picked it)."""
+        out = {"factory": self.factory.currentText().strip(), "inputs": self.inputs.text().strip(),
+               "seq_len": self.seq_len.value(), "hf_class": self.hf_class.text().strip(),
+               "tokenizer": self.tokenizer.isChecked(), "quant": self.quant.currentText(),
+               "external": bool(self.weights.currentData())}
+        if not self._auto_output:
+            out["output"] = self.output.text().strip()
+        return out
+
+    def apply_options(self, saved: dict) -> None:
+        """Fill the fields from :meth:`options` of an earlier compile (values of the wrong kind,
+        from a damaged settings file, are skipped)."""
+        def get(key, kind):
+            v = saved.get(key)
+            return v if isinstance(v, kind) and not (kind is int and isinstance(v, bool)) else None
+        if get("factory", str):
+            self.factory.setCurrentText(get("factory", str))
+        if get("inputs", str) is not None:
+            self.inputs.setText(get("inputs", str))
+        if get("seq_len", int) is not None:
+            self.seq_len.setValue(get("seq_len", int))
+        if get("hf_class", str) is not None:
+            self.hf_class.setText(get("hf_class", str))
+        if get("tokenizer", bool) is not None and self.tokenizer.isVisibleTo(self):
+            self.tokenizer.setChecked(get("tokenizer", bool))
+        if get("quant", str) in QUANT_CHOICES:
+            self.quant.setCurrentText(get("quant", str))
+        if get("external", bool) is not None:
+            self.weights.setCurrentIndex(1 if get("external", bool) else 0)
+        if get("output", str):
+            self._auto_output = False
+            self.output.setText(get("output", str))
 
     def arguments(self) -> list[str]:
         return compile_arguments(self.source.text().strip(), self.output.text().strip(),

@@ -66,6 +66,8 @@ def test_opening_a_model_file_compiles_it_and_opens_the_result(window, qtbot, tm
     dlg = _dialog(window)
     dlg.source.setText(str(model))
     assert dlg.output.text() == str(tmp_path / "model.nac")
+    assert dlg.quant.currentText() == "fp16"            # remembered from the last compile of this model
+    dlg.quant.setCurrentText("none")
     with qtbot.waitSignal(window.documentOpened, timeout=180000) as opened:
         qtbot.mouseClick(dlg.compile_button, Qt.MouseButton.LeftButton)
     assert len(window.docs) == 1 and window.active is opened.args[0] is not qdoc
@@ -222,4 +224,29 @@ def test_a_model_compiled_before_is_opened_without_compiling_it_again(window, qt
     dlg = _dialog(window)
     assert dlg.open_button.isVisible() and dlg.compile_button.isDefault() and not dlg.open_button.isDefault()
     assert "model.nac exists, but layers.py was saved after it: compile again" in dlg.status.text()
+    dlg.reject()
+
+
+def test_the_dialog_remembers_each_models_options_for_its_next_compile(window, qtbot, tmp_path):
+    """Edit, compile, debug, again: Compile Model (Ctrl+Shift+B) comes back with the last model and
+    the inputs, quantisation and weights chosen for it, so the loop is one key press."""
+    bare = tmp_path / "bare.py"
+    bare.write_text("import torch\n\ndef make_model():\n    return torch.nn.Linear(4, 2)\n")
+    dlg = window.compile_dialog(str(bare))
+    dlg.inputs.setText("3x4")
+    dlg.quant.setCurrentText("fp16")
+    dlg.weights.setCurrentIndex(1)
+    with qtbot.waitSignal(window.documentOpened, timeout=180000):
+        qtbot.mouseClick(dlg.compile_button, Qt.MouseButton.LeftButton)
+    bare.write_text(bare.read_text() + "# edited\n")
+    os.utime(bare, (time.time() + 5, time.time() + 5))      # saved after the compile
+    window.commands.run("file.compile")
+    dlg = _dialog(window)
+    assert dlg.source.text() == str(bare) and dlg.inputs.text() == "3x4"
+    assert dlg.quant.currentText() == "fp16" and dlg.weights.currentData() is True
+    assert dlg.compile_button.isDefault() and "bare.py was saved after it" in dlg.status.text()
+    # after another model was chosen, choosing this one again brings its options back
+    dlg.source.setText(str(tmp_path / "other.py"))
+    dlg.source.setText(str(bare))
+    assert dlg.inputs.text() == "3x4" and dlg.quant.currentText() == "fp16"
     dlg.reject()
