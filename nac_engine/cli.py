@@ -467,7 +467,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file")
     s.add_argument("--input", action="append", metavar="NAME=x.npy|NAME=SHAPE[:DTYPE]|NAME=[VALUES]",
                    help="a named user input: an .npy file, a shape (x=1x8:int64) filled with seeded "
-                        "random values (see --seed), or the values themselves (input_ids=[1,15043,29892])")
+                        "random values (see --seed), or the values themselves (input_ids=[1,15043,29892]); "
+                        "a file with one input takes it without NAME= (--input x.npy)")
     s.add_argument("--seed", type=int, default=0, help="seed for --input SHAPE values (default 0)")
     s.add_argument("--feed", action="append", metavar="x.npy",
                    help="positional value for each <INPUT B=0>/<INPUT B=3> in instruction order")

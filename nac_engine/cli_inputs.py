@@ -5,6 +5,7 @@ subcommands living outside ``cli.py`` (sim, diff, convert) need not import the c
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 from .cli_error import CliError
 from .errors import NacFormatError, with_compile_hint
@@ -86,15 +87,33 @@ def load_npy(path: str):
         raise CliError(f"{path}: cannot load as .npy ({e})") from None
 
 
-def named_items(items, option: str = "--input") -> list[tuple[str, str]]:
-    """``NAME=VALUE`` options as ``(name, value)`` pairs; one line naming ``option`` for anything else."""
+def named_items(items, option: str = "--input") -> list[tuple[Optional[str], str]]:
+    """``NAME=VALUE`` options as ``(name, value)`` pairs; a value without ``NAME=`` (``x.npy``) is
+    ``(None, value)``, for :func:`run_inputs` to give to the file's only input; one line naming
+    ``option`` for anything else."""
     out = []
     for item in items or []:
         name, sep, value = item.partition("=")
-        if not sep or not name:
+        if not sep and item:
+            out.append((None, item))
+            continue
+        if not name:
             raise CliError(f"{option} expects NAME=file.npy or NAME=SHAPE[:DTYPE] (x=1x8:int64), got {item!r}")
         out.append((name, value))
     return out
+
+
+def _named(nac, items) -> list:
+    """``items`` with a value given without ``NAME=`` named after the file's only input; with more
+    than one, the user is asked which."""
+    if all(name is not None for name, _ in items):
+        return items
+    names = list(dict.fromkeys(nac.input_name_map.values()))
+    if len(names) != 1:
+        value = next(v for n, v in items if n is None)
+        listed = ", ".join(names) if names else "none named"
+        raise CliError(f"--input {value}: which input is it? give NAME={value}; this file's inputs: {listed}")
+    return [(names[0] if name is None else name, value) for name, value in items]
 
 
 def split_inputs(items, base_dirs=()) -> tuple[dict, list]:
@@ -154,7 +173,7 @@ def run_inputs(nac, items, seed: int, *, default: bool = False, base_dirs=(), sa
     if default:
         from .format.input_signature import signature_inputs
         return signature_inputs(nac, seed=seed) or {}
-    inputs, shaped = split_inputs(items, base_dirs)
+    inputs, shaped = split_inputs(_named(nac, items), base_dirs)
     if shaped:
         inputs.update(shaped_inputs(nac, shaped, seed))
     return with_companions(nac, inputs, say)

@@ -366,3 +366,22 @@ def test_an_input_given_as_its_values(capsys, tmp_path):
     for hostile in ("[" * 100_000 + "]" * 100_000, "[" * 70 + "1" + "]" * 70, "[1]" + " " * (2 << 20)):
         with pytest.raises(ValueError):
             parse_literal(hostile)
+
+
+def test_a_files_only_input_is_given_without_its_name(capsys, tmp_path):
+    """`nac run model.nac --input x.npy` (and a bare shape) for a file with one input; with several,
+    the refusal asks which one and lists them."""
+    from pathlib import Path
+    import numpy as np
+    demos = Path(__file__).resolve().parents[1] / "nac_studio" / "demos"
+    image = tmp_path / "image.npy"
+    np.save(image, np.random.default_rng(0).random((1, 3, 16, 16), dtype=np.float32))
+    assert main(["run", str(demos / "demo_cnn.nac"), "--input", str(image)]) == 0
+    unnamed = capsys.readouterr().out
+    assert main(["run", str(demos / "demo_cnn.nac"), "--input", f"image={image}"]) == 0
+    assert capsys.readouterr().out == unnamed
+    assert main(["run", str(demos / "demo_cnn.nac"), "--input", "1x3x16x16"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(demos / "demo_bert_tiny.nac"), "--input", str(image)]) == 2
+    err = capsys.readouterr().err
+    assert "which input is it? give NAME=" in err and "this file's inputs: input_ids, attention_mask" in err
