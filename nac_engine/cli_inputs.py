@@ -89,7 +89,7 @@ def load_npy(path: str):
 
 def named_items(items, option: str = "--input") -> list[tuple[Optional[str], str]]:
     """``NAME=VALUE`` options as ``(name, value)`` pairs; a value without ``NAME=`` (``x.npy``) is
-    ``(None, value)``, for :func:`run_inputs` to give to the file's only input; one line naming
+    ``(None, value)``, for :func:`name_unnamed` to give to the file's only input; one line naming
     ``option`` for anything else."""
     out = []
     for item in items or []:
@@ -103,7 +103,7 @@ def named_items(items, option: str = "--input") -> list[tuple[Optional[str], str
     return out
 
 
-def _named(nac, items) -> list:
+def name_unnamed(nac, items) -> list:
     """``items`` with a value given without ``NAME=`` named after the file's only input; with more
     than one, the user is asked which."""
     if all(name is not None for name, _ in items):
@@ -173,7 +173,7 @@ def run_inputs(nac, items, seed: int, *, default: bool = False, base_dirs=(), sa
     if default:
         from .format.input_signature import signature_inputs
         return signature_inputs(nac, seed=seed) or {}
-    inputs, shaped = split_inputs(_named(nac, items), base_dirs)
+    inputs, shaped = split_inputs(name_unnamed(nac, items), base_dirs)
     if shaped:
         inputs.update(shaped_inputs(nac, shaped, seed))
     return with_companions(nac, inputs, say)

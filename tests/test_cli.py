@@ -369,8 +369,8 @@ def test_an_input_given_as_its_values(capsys, tmp_path):
 
 
 def test_a_files_only_input_is_given_without_its_name(capsys, tmp_path):
-    """`nac run model.nac --input x.npy` (and a bare shape) for a file with one input; with several,
-    the refusal asks which one and lists them."""
+    """`nac run model.nac --input x.npy` (and a bare shape; `nac sim` alike) for a file with one
+    input; with several, the refusal asks which one and lists them."""
     from pathlib import Path
     import numpy as np
     demos = Path(__file__).resolve().parents[1] / "nac_studio" / "demos"
@@ -385,3 +385,6 @@ def test_a_files_only_input_is_given_without_its_name(capsys, tmp_path):
     assert main(["run", str(demos / "demo_bert_tiny.nac"), "--input", str(image)]) == 2
     err = capsys.readouterr().err
     assert "which input is it? give NAME=" in err and "this file's inputs: input_ids, attention_mask" in err
+    assert main(["sim", str(demos / "demo_cnn.nac"), "--input", str(image)]) == 0     # the simulator too
+    assert main(["sim", str(demos / "demo_bert_tiny.nac"), "--input", "1x8"]) == 2
+    assert "which input is it?" in capsys.readouterr().err

@@ -101,12 +101,16 @@ def cmd_sim(args) -> int:
         raise CliError(f"{args.file}: no such file")
     if os.path.isdir(args.file):
         raise CliError(f"{args.file}: is a directory; give a .nac file")
-    inputs = {}
-    for spec in args.input or []:
-        name, sep, val = spec.partition("=")
-        if not sep or not name:
-            raise CliError(f"--input {spec!r}: expected NAME=SHAPE[:DTYPE] or NAME=x.npy")
-        inputs[name] = _value(val, f"--input {name}")
+    from ..cli_inputs import named_items, name_unnamed
+    items = named_items(args.input)
+    if any(name is None for name, _ in items):       # --input x.npy: the file's only input
+        from ..format import read
+        try:
+            with read(args.file) as nac:
+                items = name_unnamed(nac, items)
+        except NacFormatError as e:
+            raise CliError(f"{args.file}: {e}") from None
+    inputs = {name: _value(val, f"--input {name}") for name, val in items}
     feeds = [_value(f, "--feed") for f in args.feed] if args.feed else None
     if not inputs and feeds is None:
         inputs = _signature_inputs(args.file)
