@@ -12,7 +12,8 @@ The factory contract. ``FACTORY`` (default ``make_model``) is a callable that ta
 arguments and returns one of:
 
 * ``(model, args)``: ``model`` a ``torch.nn.Module``, ``args`` one example tensor or a tuple
-  of them, in the order ``forward`` takes them;
+  (or list) of them, in the order ``forward`` takes them (a ``forward`` that takes one list is
+  given ``([a, b],)``);
 * ``(model, args, kwargs)``: the same plus a dict of keyword inputs to ``forward``;
 * ``model`` alone: then give one ``--input SHAPE[:DTYPE]`` per ``forward`` argument
   (``--input 1x3x32x32``, ``--input 1x16:int64``; floats are seeded random, integers zero).
@@ -217,7 +218,8 @@ def model_from_factory(ref: str, inputs):
         model, args = made, tuple(_parse_input(s) for s in inputs)
     elif isinstance(made, tuple) and len(made) in (2, 3) and isinstance(made[0], torch.nn.Module):
         model, args = made[0], made[1]
-        args = args if isinstance(args, tuple) else (args,)
+        # a list is the positional inputs, as a tuple is ("return model, [x]" meant forward(x))
+        args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
         kwargs = made[2] if len(made) == 3 else None
     else:
         raise ValueError(f"{ref} must return a module, (module, args) or (module, args, kwargs), "

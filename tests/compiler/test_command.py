@@ -30,6 +30,10 @@ FACTORY = textwrap.dedent("""
 
     def branchy():
         return Branchy(), (torch.randn(3),)
+
+    def listed():
+        torch.manual_seed(0)
+        return nn.Linear(8, 4), [torch.randn(2, 8)]
 """)
 
 
@@ -155,3 +159,15 @@ def test_without_o_the_nac_goes_beside_the_model(tmp_path, factory, capsys, monk
     assert default_output("/m/model.py:big") == "/m/model.nac"
     assert default_output("/m/tiny/") == "/m/tiny.nac" and default_output("/m/tiny/config.json") == "/m/tiny.nac"
     assert default_output("tiny") == str(tmp_path / "tiny.nac")
+
+
+def test_example_inputs_given_as_a_list_are_forwards_arguments(tmp_path, factory, capsys):
+    """`return model, [x]` means forward(x), as `return model, (x,)` does (it was forward([x]): a
+    TypeError from inside torch.export)."""
+    out = tmp_path / "listed.nac"
+    assert main(["compile", f"{factory}:listed", "-o", str(out)]) == 0, capsys.readouterr().err
+    ns = {}
+    exec(FACTORY, ns)
+    model, (x,) = ns["listed"]()
+    got = nac_engine.run(str(out), inputs={"input": x.numpy()})[0]
+    assert np.allclose(got, model(x).detach().numpy(), rtol=0, atol=1e-6)
