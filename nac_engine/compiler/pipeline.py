@@ -13,6 +13,7 @@ from typing import Any, Optional
 import torch
 
 from ..format.input_signature import set_input_signature
+from ..format.output_names import pytree_output_names, set_output_names
 from ..format.source_map import set_source_map
 from ..isa.optable import OP_CONTROL_FLOW
 from .canonicalize import canonicalize
@@ -99,7 +100,7 @@ def compile_model(model, args=(), kwargs=None, *, optimize: bool = True, quantiz
         clock = now
 
     args = args if isinstance(args, tuple) else (args,)
-    graph, sources = _export_graph(model, args, kwargs, report, debug_info)
+    graph, sources, output_names = _export_graph(model, args, kwargs, report, debug_info)
     if checkpoint is None:                       # a model hf.load_model built without its weights
         checkpoint = getattr(model, "_nac_checkpoint", None)
     defer_large(graph, checkpoint)               # large weights are read when written: deferred.py
@@ -145,6 +146,8 @@ def compile_model(model, args=(), kwargs=None, *, optimize: bool = True, quantiz
         lap("tokenizer")
     # This project's RSRC extensions (README): default inputs for nac run/sim, and tick -> user code.
     set_input_signature(nac, signature)
+    if output_names and len(output_names) == nac.header.num_outputs:     # (a pass may have merged some)
+        set_output_names(nac, output_names)
     if entries is not None:
         set_source_map(nac, entries)
     if any(i.a == OP_CONTROL_FLOW for i in nac.instructions):
@@ -175,7 +178,8 @@ def _export_graph(model, args: tuple, kwargs, report: CompileReport, debug_info:
         graph = to_graph(decomposed)
         problems = regroup_problems(graph)
         if not problems:
-            return graph, (fx_sources(decomposed) if debug_info else {})
+            names = pytree_output_names(getattr(program, "call_spec", None) and program.call_spec.out_spec)
+            return graph, (fx_sources(decomposed) if debug_info else {}), names
         new = {}
         for p in problems:
             if p.op in lowered or p.op in new:

@@ -36,6 +36,14 @@ def summarize(nac: NacFile) -> dict:
             entry["shape"], entry["dtype"] = list(spec.shape), spec.dtype
     outputs = [{"instruction": p, "op": nac.instruction_name(nac.instructions[p])}
                for p in nac.output_producers() if 0 <= p < len(nac.instructions)]
+    try:      # what forward returned them as (nac compile records it)
+        from .output_names import read_output_names
+        names = read_output_names(nac)
+    except NacFormatError:       # verify's to report
+        names = None
+    if names is not None and len(names) == len(outputs):
+        for entry, name in zip(outputs, names):
+            entry["name"] = name
     total_bytes = 0
     params = []
     for _pid, p in parameter_items(nac.params):
@@ -95,7 +103,7 @@ def format_summary(s: dict) -> str:
         out.append(f"    v{i['instruction']:<5} {label}{shape}")
     out.append("  outputs:")
     for o in s["outputs"]:
-        out.append(f"    v{o['instruction']:<5} {o['op']}")
+        out.append(f"    v{o['instruction']:<5} " + (f"{o['name']}  ({o['op']})" if o.get("name") else o["op"]))
     out.append(f"  parameters: {len(s['parameters'])}, {s['parameter_bytes']:,} bytes stored")
     for p in s["parameters"][:12]:
         extra = f"  {p.get('dtype', '?')}{p.get('shape', '')}" + (f" {p['quant']}" if p.get("quant") not in (None, "none") else "")
