@@ -230,24 +230,14 @@ def _save_npy(path: str, arr) -> None:
     atomic_produce(path, lambda fh, _tmp: np.save(fh, np.asarray(arr), allow_pickle=False))
 
 
-def _output_line(i: int, arr, name: str = "") -> str:
+def _output_line(i: int, arr, label: str = "") -> str:
     """``output I (NAME): DTYPE[SHAPE]  min … max … mean … std …`` (the statistics for numbers only)."""
     import numpy as np
-    line = f"output {i}{f' ({name})' if name else ''}: {arr.dtype}{list(arr.shape)}"
+    line = f"{label or f'output {i}'}: {arr.dtype}{list(arr.shape)}"
     if arr.size and np.issubdtype(arr.dtype, np.number):
         f = arr.astype(np.float64)
         line += f"  min {f.min():.6g} max {f.max():.6g} mean {f.mean():.6g} std {f.std():.6g}"
     return line
-
-
-def _output_names(nac, n: int) -> list[str]:
-    """What ``forward`` returned each output as (``logits``), or "" each when the file does not say."""
-    from .format.output_names import read_output_names
-    try:
-        names = read_output_names(nac)
-    except NacFormatError:          # a broken record: verify's to report, the outputs print unnamed
-        names = None
-    return names if names is not None and len(names) == n else [""] * n
 
 
 def _run_tvmr(args, peer) -> int:
@@ -315,10 +305,11 @@ def cmd_run(args) -> int:
     if args.out:
         os.makedirs(args.out, exist_ok=True)
     worst = 0.0
-    names = _output_names(nac, len(outputs))
+    from .format.output_names import output_labels
+    labels = output_labels(nac, len(outputs))
     for i, out in enumerate(outputs):
         arr = np.asarray(out)
-        line = _output_line(i, arr, names[i])
+        line = _output_line(i, arr, labels[i])
         if i < len(refs):
             ref = refs[i].astype(np.float64)
             if ref.shape != arr.shape:

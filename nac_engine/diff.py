@@ -445,8 +445,10 @@ def _outputs(result: DiffResult, na: NacFile, outs_a, outs_b, metric, tolerance)
     if len(outs_a) != len(outs_b):
         result.notes.append(f"{len(outs_a)} outputs vs {len(outs_b)}: the first {min(len(outs_a), len(outs_b))} "
                             f"are compared")
+    from .format.output_names import output_labels
+    labels = output_labels(na, min(len(outs_a), len(outs_b)))
     for k, (x, y) in enumerate(zip(outs_a, outs_b)):
-        result.outputs.append(_pair(out_tick, None, f"output {k}", "output", "output", x, y, metric, tolerance))
+        result.outputs.append(_pair(out_tick, None, labels[k], "output", "output", x, y, metric, tolerance))
         if not any(p.diverges for p in result.pairs):
             result._keep_first(result.outputs[-1], x, y)
 

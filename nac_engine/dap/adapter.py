@@ -459,8 +459,9 @@ class Adapter:
 
     def _finish(self) -> None:
         outs = self.service.outputs() if self.service is not None and self.service.debugger is not None else []
-        for i, arr in enumerate(outs):
-            self.output(f"output {i}: {V.summary(arr)}")
+        from ..format.output_names import output_labels
+        for label, arr in zip(output_labels(self.nac, len(outs)), outs):
+            self.output(f"{label}: {V.summary(arr)}")
         self._end(0)
 
     def _end(self, code: Optional[int]) -> None:

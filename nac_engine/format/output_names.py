@@ -41,6 +41,17 @@ def read_output_names(nac) -> Optional[list[str]]:
     return names
 
 
+def output_labels(nac, n: int) -> list[str]:
+    """``output 0 (logits)``, ... for ``n`` outputs of ``nac`` (``output 0`` where the file records
+    no names, or a record that does not read: verify reports it)."""
+    try:
+        names = read_output_names(nac)
+    except NacFormatError:
+        names = None
+    names = names[:n] if names is not None and len(names) >= n else [""] * n
+    return [f"output {i} ({name})" if name else f"output {i}" for i, name in enumerate(names)]
+
+
 def pytree_output_names(out_spec) -> list[str]:
     """The names of the leaves of ``torch.export``'s output spec, joined by dots (``aux.0``);
     [] for a single tensor, which needs none."""

@@ -58,3 +58,18 @@ def test_a_single_tensor_needs_no_name_and_a_damaged_record_leaves_them_unnamed(
         nac_engine.format.write(nac, str(tmp_path / "damaged2.nac"))
     assert main(["run", str(tmp_path / "damaged2.nac")]) == 0
     assert capsys.readouterr().out.startswith("output 0: ")
+
+
+def test_the_names_label_the_outputs_in_nac_diff_and_the_editors_debug_console(tmp_path, capsys):
+    from tests.dap.dap_client import DapClient
+    path = _compiled(tmp_path, DictOut(), "dict")
+    assert main(["diff", str(path), str(path)]) == 0
+    assert "output 2 (aux.1)" in capsys.readouterr().out
+    client = DapClient(cwd=str(tmp_path))
+    try:
+        assert client.start({"program": str(path)})["success"]
+        client.wait_event("terminated")
+        outputs = [m["body"]["output"] for m in client.received if m.get("event") == "output"]
+        assert any(o.startswith("output 0 (logits): f32[2,3]") for o in outputs), outputs
+    finally:
+        client.close()
