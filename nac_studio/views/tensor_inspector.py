@@ -432,7 +432,9 @@ class InspectorPanel(QWidget):
         self._refresh_page()
 
     def _rank(self) -> Optional[int]:
-        return self.array.ndim if self.array is not None else None
+        """The axes that hold more than one value: a [1, 16] pooled output is a vector, drawn as a
+        line as a [16] one is (its heatmap is a one-row strip)."""
+        return sum(1 for n in self.array.shape if n > 1) if self.array is not None else None
 
     def _fit_page_to_rank(self) -> bool:
         """Line for a 1-D value shown on the heatmap; the heatmap back for a 2-D one after that

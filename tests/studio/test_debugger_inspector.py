@@ -117,6 +117,11 @@ def test_a_1d_value_opens_on_the_line_and_the_next_2d_one_on_the_heatmap(qtbot):
     assert panel.tabs.currentWidget() is panel.line_page
     panel.show_loaded(loaded_for(np.ones((4, 5), np.float32)))
     assert panel.tabs.currentWidget() is panel.heat_page
+    # a vector with size-1 axes around it (BERT's pooled output [1, 16]) is a vector too
+    panel.show_loaded(loaded_for(np.arange(16, dtype=np.float32).reshape(1, 16)))
+    assert panel.tabs.currentWidget() is panel.line_page and panel.current_slice().shape == (1, 16)
+    panel.show_loaded(loaded_for(np.ones((4, 5), np.float32)))
+    assert panel.tabs.currentWidget() is panel.heat_page
     # the user's Histogram stays through a 1-D value; their Heatmap for a 1-D value stays for the next
     panel.tabs.setCurrentWidget(panel.hist_page)
     panel.show_loaded(loaded_for(np.arange(8, dtype=np.float32)))
