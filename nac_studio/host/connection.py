@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable, Optional
 
 from nac_engine.dap.framing import ProtocolError, encode_message, read_message
@@ -60,6 +60,13 @@ class Request:
         if not self.future.done():
             self.cancel_requested = True
             self.connection.send("cancel", {"requestId": self.seq})
+
+    def abandon(self, reason: str) -> None:
+        """Stop waiting for it: cancelled in the host, and settled here now, so a worker thread
+        blocked on it goes on (and lets go of what it holds) whenever the host answers."""
+        if not self.future.done():
+            self.cancel()
+            self.connection._settle(self, error=RequestCancelled(reason))
 
 
 def describe_exit(returncode: Optional[int]) -> str:
@@ -340,10 +347,13 @@ class HostConnection:
         self.pending.pop(req.seq, None)
         if req.future.done():
             return
-        if error is not None:
-            req.future.set_exception(error)
-        else:
-            req.future.set_result(body)
+        try:        # (abandon() on another thread may settle it first)
+            if error is not None:
+                req.future.set_exception(error)
+            else:
+                req.future.set_result(body)
+        except InvalidStateError:
+            pass
 
     def _fail_all(self, error: BaseException) -> None:
         for req in list(self.pending.values()):

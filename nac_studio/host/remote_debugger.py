@@ -51,6 +51,7 @@ class RemoteDebugger:
         self.running_tick: Optional[int] = None     # while an action runs: the host's last report
         self.launched: Optional[Future] = None
         self.extra: dict = {}                       # arguments every action carries (test hooks)
+        self._waited: set = set()                   # requests worker threads block on (result, outputs)
         connection.listeners.append(self._on_event)
 
     def _on_event(self, msg: dict) -> None:        # reader thread
@@ -59,9 +60,22 @@ class RemoteDebugger:
             self.running_tick = int(body.get("tick", self.running_tick))
 
     def detach(self) -> None:
-        """Stop hearing the host's events (the run is over for the Studio)."""
+        """Stop hearing the host's events (the run is over for the Studio), and stop waiting for
+        answers about it: a worker blocked on one would keep the session, and through it the
+        closed file's Document, until a busy host got to it."""
         if self._on_event in self.connection.listeners:
             self.connection.listeners.remove(self._on_event)
+        for req in list(self._waited):
+            req.abandon("the run ended")
+
+    def _wait(self, command: str, arguments: dict):
+        """Send a request and wait for its body (worker threads only); :meth:`detach` ends the wait."""
+        req = self.connection.request(command, arguments)
+        self._waited.add(req)
+        try:
+            return req.future.result()
+        finally:
+            self._waited.discard(req)
 
     # -- state as of the last answer ------------------------------------------------------------
     @property
@@ -217,14 +231,14 @@ class RemoteDebugger:
         args = {"path": self.path, "tick": tick}
         if max_values is not None:
             args["maxValues"] = int(max_values)
-        return TickResult.from_summary(self.connection.call("nac/result", args))
+        return TickResult.from_summary(self._wait("nac/result", args))
 
     @property
     def outputs(self) -> Optional[list]:
         """The run's outputs once it finished (blocks: worker threads and tests only)."""
         if not self.finished:
             return None
-        return self.connection.call("nac/outputs", {"path": self.path}).get("outputs")
+        return self._wait("nac/outputs", {"path": self.path}).get("outputs")
 
     def terminate(self) -> Future:
         return self._send("terminate")

@@ -48,3 +48,54 @@ def test_closing_a_file_frees_its_document_after_open_select_and_debug(window, q
     assert not window.docs
     assert _freed(qtbot, doc_ref), "the closed file's Document is still alive"
     assert nac_ref() is None
+
+
+def test_ending_a_run_releases_the_workers_waiting_for_the_host():
+    """A worker blocked on the host's answer about a run (the inspector's statistics) held the
+    debug session, and through it the closed file's Document, until a busy host answered: the
+    flake of the test above on a loaded machine. Ending the run (detach) ends the wait."""
+    import threading
+
+    from nac_studio.host.connection import Request, RequestCancelled
+    from nac_studio.host.remote_debugger import RemoteDebugger
+
+    class SilentHost:                           # a host that never answers
+        listeners: list = []
+
+        def __init__(self):
+            self.sent, self.pending = [], {}
+
+        def request(self, command, arguments=None):
+            req = Request(self, len(self.sent) + 1, command)
+            self.pending[req.seq] = req
+            self.sent.append(command)
+            return req
+
+        def send(self, command, arguments=None):
+            self.sent.append(command)
+
+        def _settle(self, req, body=None, error=None):
+            self.pending.pop(req.seq, None)
+            req.future.set_exception(error)
+
+    host = SilentHost()
+    remote = RemoteDebugger(host, "/m.nac", None)
+    got = []
+    worker = threading.Thread(target=lambda: got.append(_raised(lambda: remote.result(3))), daemon=True)
+    worker.start()
+    for _ in range(500):                        # (at most 5 s)
+        if "nac/result" in host.sent or not worker.is_alive():
+            break
+        worker.join(0.01)
+    remote.detach()
+    worker.join(5)
+    assert not worker.is_alive() and isinstance(got[0], RequestCancelled)
+    assert host.sent == ["nac/result", "cancel"] and not host.pending     # the host is told to drop it
+
+
+def _raised(fn):
+    try:
+        fn()
+    except BaseException as e:      # noqa: BLE001 - what the worker saw
+        return e
+    return None
