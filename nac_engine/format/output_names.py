@@ -41,14 +41,19 @@ def read_output_names(nac) -> Optional[list[str]]:
     return names
 
 
-def output_labels(nac, n: int) -> list[str]:
-    """``output 0 (logits)``, ... for ``n`` outputs of ``nac`` (``output 0`` where the file records
-    no names, or a record that does not read: verify reports it)."""
+def shown_output_names(nac, n: int) -> list[str]:
+    """The names of the first ``n`` outputs, "" each where the file records none or a record that
+    does not read (verify reports it): what the views and commands label outputs with."""
     try:
         names = read_output_names(nac)
     except NacFormatError:
         names = None
-    names = names[:n] if names is not None and len(names) >= n else [""] * n
+    return names[:n] if names is not None and len(names) >= n else [""] * n
+
+
+def output_labels(nac, n: int) -> list[str]:
+    """``output 0 (logits)``, ... for ``n`` outputs of ``nac`` (``output 0`` when unnamed)."""
+    names = shown_output_names(nac, n)
     return [f"output {i} ({name})" if name else f"output {i}" for i, name in enumerate(names)]
 
 

@@ -36,13 +36,9 @@ def summarize(nac: NacFile) -> dict:
             entry["shape"], entry["dtype"] = list(spec.shape), spec.dtype
     outputs = [{"instruction": p, "op": nac.instruction_name(nac.instructions[p])}
                for p in nac.output_producers() if 0 <= p < len(nac.instructions)]
-    try:      # what forward returned them as (nac compile records it)
-        from .output_names import read_output_names
-        names = read_output_names(nac)
-    except NacFormatError:       # verify's to report
-        names = None
-    if names is not None and len(names) == len(outputs):
-        for entry, name in zip(outputs, names):
+    from .output_names import shown_output_names      # what forward returned them as
+    for entry, name in zip(outputs, shown_output_names(nac, len(outputs))):
+        if name:
             entry["name"] = name
     total_bytes = 0
     params = []

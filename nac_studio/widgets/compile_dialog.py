@@ -251,21 +251,17 @@ class CompileDialog(QDialog):
         from a damaged settings file, are skipped)."""
         def get(key, kind):
             v = saved.get(key)
-            return v if isinstance(v, kind) and not (kind is int and isinstance(v, bool)) else None
-        if get("factory", str):
-            self.factory.setCurrentText(get("factory", str))
-        if get("inputs", str) is not None:
-            self.inputs.setText(get("inputs", str))
-        if get("seq_len", int) is not None:
-            self.seq_len.setValue(get("seq_len", int))
-        if get("hf_class", str) is not None:
-            self.hf_class.setText(get("hf_class", str))
+            return v if type(v) is kind else None        # (type, not isinstance: a bool is no int)
+        setters = (("factory", str, self.factory.setCurrentText), ("inputs", str, self.inputs.setText),
+                   ("seq_len", int, self.seq_len.setValue), ("hf_class", str, self.hf_class.setText),
+                   ("external", bool, lambda v: self.weights.setCurrentIndex(1 if v else 0)))
+        for key, kind, apply in setters:
+            if get(key, kind) is not None:
+                apply(get(key, kind))
         if get("tokenizer", bool) is not None and self.tokenizer.isVisibleTo(self):
             self.tokenizer.setChecked(get("tokenizer", bool))
         if get("quant", str) in QUANT_CHOICES:
             self.quant.setCurrentText(get("quant", str))
-        if get("external", bool) is not None:
-            self.weights.setCurrentIndex(1 if get("external", bool) else 0)
         if get("output", str):
             self._auto_output = False
             self.output.setText(get("output", str))
