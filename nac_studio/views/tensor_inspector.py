@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxL
                                QScrollArea, QSizePolicy, QSlider, QSpinBox, QSplitter, QTableView, QTabWidget, QToolButton,
                                QVBoxLayout, QWidget)
 
+from nac_engine.format.output_names import shown_output_names
 from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 
 from ..widgets.image_files import could_not_write
@@ -116,11 +117,15 @@ def load_subject(session, nac, subject: Subject, host=None, path: Optional[str] 
     if r.tensor is None and ins.a == OP_OUTPUT:
         # the return instruction has no value of its own: show what it returns (after Continue to
         # the end the inspector follows it)
-        returned = [p for p in ins.producers() if 0 <= p <= session.tick]
+        prods = ins.producers()
+        names = shown_output_names(nac, len(prods)) if ins.b == 0 else [""] * len(prods)
+        returned = [(p, name) for p, name in zip(prods, names) if 0 <= p <= session.tick]
         if returned:
-            r = session.result(returned[0])
-            more = f"; {len(returned)} outputs: " + ", ".join(f"v{p}" for p in returned) if len(returned) > 1 else ""
-            title = f"t{tick}  returns v{returned[0]} {session.name_of(returned[0])}"
+            first, name = returned[0]
+            r = session.result(first)
+            more = f"; {len(returned)} outputs: " + ", ".join(
+                f"v{p} ({n})" if n else f"v{p}" for p, n in returned) if len(returned) > 1 else ""
+            title = f"t{tick}  returns v{first} {session.name_of(first)}" + (f" ({name})" if name else "")
             if r.tensor is not None:
                 return Loaded(title, r.tensor, r, _histogram(r.tensor), tick=tick, note=f"output of the run{more}")
     if r.tensor is None:
@@ -206,7 +211,7 @@ class InspectorPanel(QWidget):
         self._image = None
         self._hist_plot = None
         self._line_plot = None
-        self._sliders: list[tuple[QSlider, QSpinBox]] = []
+        self._sliders: dict[int, tuple[QSlider, QSpinBox]] = {}    # axis -> its slider (axes longer than 1)
         # a parameter too large to hold (large_tensor.py): read in windows from the engine host
         self.large: Optional[LargeTensor] = None
         self.large_stats: Optional[dict] = None
@@ -231,10 +236,12 @@ class InspectorPanel(QWidget):
         self.form.setToolTip("A quantised parameter: the float values the interpreter uses, or the stored integers")
         self.form.currentIndexChanged.connect(lambda _i: self._show_form())
         self.form.hide()
+        # one row: the title, then the form and the tools (a row of their own cost the heatmap
+        # 25 px of a short dock at 1024x700)
         buttons = QHBoxLayout()
         buttons.setSpacing(2)
+        buttons.addWidget(self.title, 1)
         buttons.addWidget(self.form)
-        buttons.addStretch(1)
         self.pin_button = self._tool("bookmark", "Pin: keep this tensor in its own panel while stepping",
                                      lambda: self.pinRequested.emit(self.pinned_subject()))
         self.export_button = self._tool("image", "Export .npy…", self.export_dialog)
@@ -269,8 +276,9 @@ class InspectorPanel(QWidget):
         self.y_axis.currentIndexChanged.connect(lambda _i: self._axes_changed())
         self.x_axis.currentIndexChanged.connect(lambda _i: self._axes_changed())
         hl.addLayout(axes)
-        # the other axes' sliders sit in a fixed-height strip (scrolling past two), so a
-        # result of another rank never resizes the heatmap below it
+        # the other axes' sliders sit in a strip as high as they need, scrolling past two; a
+        # size-1 axis has no slider (its only index is 0), so a [1, 12, 16, 64] attention map
+        # gives the heatmap two rows more than a strip of useless sliders would
         holder = QWidget(self)
         self.slider_box = QVBoxLayout(holder)
         self.slider_box.setSpacing(1)
@@ -280,7 +288,8 @@ class InspectorPanel(QWidget):
         self.slider_area.setWidgetResizable(True)
         self.slider_area.setWidget(holder)
         self.slider_area.setFrameShape(QScrollArea.Shape.NoFrame)
-        self.slider_area.setFixedHeight(2 * (QSpinBox().sizeHint().height() + 1) + 2)
+        self._slider_row_height = QSpinBox().sizeHint().height() + 1
+        self.slider_area.setFixedHeight(0)
         hl.addWidget(self.slider_area)
         # a large parameter's heatmap says what it samples ("every 32nd row shown — zoom in ...")
         self.heat_note = QLabel("", self)
@@ -323,7 +332,6 @@ class InspectorPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 2, 4, 2)
         lay.setSpacing(2)
-        lay.addWidget(self.title)
         lay.addLayout(buttons)
         lay.addWidget(self.stats)
         lay.addWidget(self.tabs, 1)
@@ -339,9 +347,15 @@ class InspectorPanel(QWidget):
         return b
 
     def _set_title(self, text: str) -> None:
-        prefix = "Current result" if self.subject.follows else "Pinned"
-        self.title.setText(f"{prefix}: {text}" if text else prefix)
-        self.title.setToolTip(self.title.text())
+        # the follower's title is the value itself (a "Current result:" prefix pushed the name out
+        # of a 250 px dock); the tooltip says what the panel follows
+        if self.subject.follows:
+            self.title.setText(text or "Current result")
+            self.title.setToolTip(f"Current result (follows the execution point): {text}" if text else
+                                  "Current result (follows the execution point)")
+        else:
+            self.title.setText(f"Pinned: {text}" if text else "Pinned")
+            self.title.setToolTip(self.title.text())
 
     def pinned_subject(self) -> Subject:
         if self.subject.follows and self.loaded is not None and self.loaded.tick is not None:
@@ -524,7 +538,7 @@ class InspectorPanel(QWidget):
         if large is None or self._host is None or not large.shape:
             return
         y, x = self._shown_axes()
-        fixed = {d: s.value() for d, (s, _spin) in zip(self._other_axes(), self._sliders)}
+        fixed = self._fixed_indices()
         y_range = y_range or ((0, large.shape[y]) if y is not None else (0, 1))
         x_range = x_range or (0, large.shape[x])
         window, steps = heat_window(large.shape, y, x, fixed, y_range, x_range)
@@ -666,9 +680,11 @@ class InspectorPanel(QWidget):
                     w = lay.takeAt(0).widget()
                     if w is not None:
                         w.deleteLater()
-        self._sliders = []
+        self._sliders = {}
         shape = self._shape()
         for d in self._other_axes():
+            if shape[d] <= 1:
+                continue
             row = QHBoxLayout()
             row.addWidget(QLabel(f"axis {d}", self))
             s = QSlider(Qt.Orientation.Horizontal, self)
@@ -681,11 +697,23 @@ class InspectorPanel(QWidget):
             row.addWidget(s, 1)
             row.addWidget(spin)
             self.slider_box.insertLayout(self.slider_box.count() - 1, row)
-            self._sliders.append((s, spin))
+            self._sliders[d] = (s, spin)
+        # the strip changes height only with the shape (same-shape steps keep the layout)
+        self.slider_area.setFixedHeight(min(len(self._sliders), 2) * self._slider_row_height
+                                        + (2 if self._sliders else 0))
+
+    @property
+    def slider_axes(self) -> list[int]:
+        """The axes that have a slider: those the heatmap does not show, longer than 1."""
+        return list(self._sliders)
+
+    def _fixed_indices(self) -> dict[int, int]:
+        """The index of every axis the heatmap does not show: a slider's, 0 for a size-1 axis."""
+        return {d: (self._sliders[d][0].value() if d in self._sliders else 0) for d in self._other_axes()}
 
     def set_slice(self, axis_values: dict[int, int]) -> None:
         """Move the sliders of the other axes (``{axis: index}``); tests and scripts."""
-        for d, (s, _spin) in zip(self._other_axes(), self._sliders):
+        for d, (s, _spin) in self._sliders.items():
             if d in axis_values:
                 s.setValue(int(axis_values[d]))
 
@@ -697,8 +725,8 @@ class InspectorPanel(QWidget):
         if arr.ndim == 0:
             return arr.reshape(1, 1)
         index: list[Any] = [slice(None)] * arr.ndim
-        for d, (s, _spin) in zip(self._other_axes(), self._sliders):
-            index[d] = s.value()
+        for d, at in self._fixed_indices().items():
+            index[d] = at
         view = arr[tuple(index)]
         if arr.ndim == 1:
             return view.reshape(1, -1)

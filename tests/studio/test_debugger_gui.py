@@ -258,6 +258,16 @@ def test_after_continue_to_the_end_the_inspector_shows_the_output(window, qtbot)
     first = ret.producers()[0]
     np.testing.assert_array_equal(follower.loaded.array, s.outputs()[0])
     assert f"returns v{first}" in follower.loaded.title
+    # the file records what forward returned them as: every view says so
+    assert "(last_hidden_state)" in follower.loaded.title
+    assert "(pooler_output)" in follower.loaded.note
+    qdoc.select(Selection("instruction", s.tick))
+    props = window.properties_view.model
+    assert props.value("Arguments", "output 0 (last_hidden_state)") == qdoc.doc.value_name(first)
+    assert props.value("Arguments", "output 1 (pooler_output)") is not None
+    from nac_studio.model.graph_model import build_graph
+    node = next(nd for nd in build_graph(qdoc.nac).nodes if nd.kind == "output")
+    assert node.detail.endswith("last_hidden_state, pooler_output"), node.detail
 
 
 def test_cli_input_takes_the_label_it_lists_for_an_unnamed_input(tmp_path):
