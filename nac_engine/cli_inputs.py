@@ -170,20 +170,32 @@ def run_inputs(nac, items, seed: int, *, default: bool = False, base_dirs=(), sa
     ``items`` (``(name, text)``: an .npy file, SHAPE[:DTYPE] or the values) as arrays with their
     companions filled (:func:`with_companions`; ``say`` names them); with ``default`` (the user
     gave no input at all), the file's input signature, seeded random."""
+    say = say or _note
     if default:
         from .format.input_signature import signature_inputs
-        return signature_inputs(nac, seed=seed) or {}
+        made = signature_inputs(nac, seed=seed) or {}
+        if made:      # a run on values nobody gave says which (a user reading outputs must know)
+            say("no input given: " + ", ".join(f"{k} = {v.dtype}{list(v.shape)}"
+                                               for k, v in list(made.items())[:4])
+                + (f" and {len(made) - 4} more" if len(made) > 4 else "")
+                + f" from the file's input signature, seeded random (--seed {seed}); --input NAME=... gives your own")
+        return made
     inputs, shaped = split_inputs(name_unnamed(nac, items), base_dirs)
     if shaped:
         inputs.update(shaped_inputs(nac, shaped, seed))
     return with_companions(nac, inputs, say)
 
 
+def _note(text: str) -> None:
+    import sys
+    print(f"nac: note: {text}", file=sys.stderr)
+
+
 def with_companions(nac, inputs: dict, say=None) -> dict:
     """``inputs`` with the companions of a given ``input_ids`` that the file takes but the user
     left out (attention_mask, token_type_ids, position_ids) set to what transformers assumes
     then; ``say(text)`` (default: a note on stderr) names each one filled."""
-    import sys
+    say = say or _note
     from .format.input_signature import read_input_signature
     from .runtime.input_spec import fill_companions
     try:
@@ -192,9 +204,8 @@ def with_companions(nac, inputs: dict, say=None) -> dict:
         dtypes = {}
     filled = fill_companions(list(nac.input_name_map.values()), inputs, dtypes)
     if filled:
-        text = (f"{', '.join(filled)} not given: set as transformers assumes without one (a mask of ones, "
-                "type 0, positions 0..n-1)")
-        (say or (lambda t: print(f"nac: note: {t}", file=sys.stderr)))(text)
+        say(f"{', '.join(filled)} not given: set as transformers assumes without one (a mask of ones, "
+            "type 0, positions 0..n-1)")
     return inputs
 
 

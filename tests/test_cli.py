@@ -388,3 +388,19 @@ def test_a_files_only_input_is_given_without_its_name(capsys, tmp_path):
     assert main(["sim", str(demos / "demo_cnn.nac"), "--input", str(image)]) == 0     # the simulator too
     assert main(["sim", str(demos / "demo_bert_tiny.nac"), "--input", "1x8"]) == 2
     assert "which input is it?" in capsys.readouterr().err
+
+
+def test_run_without_inputs_says_which_values_it_made(capsys, tmp_path):
+    """A run on the file's signature (nobody gave an input) names the inputs it made and the seed,
+    so a user reading the outputs knows what they came from; a given input makes no such note."""
+    import numpy as np
+    from tests.resources_path import DEMO
+    demo = DEMO.parent / "demo_bert_tiny.nac"
+    code, out, err = run(capsys, "run", demo, "--seed", "3")
+    assert code == 0 and out.startswith("output 0 (last_hidden_state)")
+    assert err.startswith("nac: note: no input given: input_ids = int64[1, 16], attention_mask = int64[1, 16]")
+    assert "(--seed 3)" in err
+    ids = tmp_path / "ids.npy"
+    np.save(ids, np.ones((1, 16), np.int64))
+    code, out, err = run(capsys, "run", demo, "--input", f"input_ids={ids}", "--input", f"attention_mask={ids}")
+    assert code == 0 and "no input given" not in err
