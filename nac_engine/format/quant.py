@@ -18,8 +18,15 @@ def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
 def dequantize(stored: np.ndarray, meta: TensorMeta) -> np.ndarray:
     """Stored values (in their storage dtype and stored shape) → logical float32 tensor.
 
-    Integer tensors without quantisation are returned unchanged (int buffers stay int).
+    Integer tensors without quantisation are returned unchanged (int buffers stay int). A scale
+    that overflows the product (a damaged or hostile file) gives inf/NaN values, which the views
+    count and ``verify`` names, without numpy's RuntimeWarning on the user's terminal.
     """
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _dequantize(stored, meta)
+
+
+def _dequantize(stored: np.ndarray, meta: TensorMeta) -> np.ndarray:
     q = meta.quant
     if q == L.QUANT_INT8_TENSOR:
         scale = np.float32(meta.scale if meta.scale is not None else 1.0)

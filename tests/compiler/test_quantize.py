@@ -230,3 +230,18 @@ def test_quantised_model_output_vs_pytorch(corpus_case, tmp_path, method, tol):
     got = nac_engine.run(reread(nac, tmp_path), feeds=feeds)[0]
     rel = np.abs(got - want).max() / np.abs(want).max()
     assert rel <= tol
+
+
+def test_a_scale_that_overflows_gives_inf_without_numpy_warnings(recwarn):
+    """A hostile file's scale of 3e38 times a stored 100 is inf: the values say so (the views count
+    non-finite values), and no RuntimeWarning lands on the user's terminal (the fuzz printed dozens)."""
+    import numpy as np
+    from nac_engine.format import layout as L
+    from nac_engine.format.quant import dequantize
+    from nac_engine.format.tensor_meta import TensorMeta
+    meta = TensorMeta(dtype=0, shape=(3,), quant=L.QUANT_INT8_TENSOR, scale=3e38)
+    got = dequantize(np.array([100, -100, 0], np.int8), meta)
+    assert got.tolist() == [float("inf"), float("-inf"), 0.0]
+    chan = TensorMeta(dtype=0, shape=(2, 1), quant=L.QUANT_INT8_CHANNEL, scales=np.array([3e38, np.inf], np.float32), axis=0)
+    assert np.isinf(dequantize(np.array([[100], [0]], np.int8), chan)[0, 0])
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
