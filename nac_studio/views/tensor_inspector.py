@@ -29,6 +29,7 @@ from nac_engine.format.output_names import shown_output_names
 from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 
 from ..widgets.image_files import could_not_write
+from ..widgets.task_indicator import ElidedText
 from ..debug_session import Subject
 from ..icons import icon
 from ..qt_document import rebind
@@ -101,8 +102,8 @@ def load_subject(session, nac, subject: Subject, host=None, path: Optional[str] 
         if got.get("raw") is not None:
             raw_stats = TickResult.from_summary(got["raw"])
             raw, raw_hist = raw_stats.tensor, _histogram(raw_stats.tensor)
-        dims = "×".join(str(d) for d in arr.shape)
-        return Loaded(f"{p.name}  ·  param {p.id} · {dims}", arr, stats, _histogram(stats.tensor), raw, raw_stats,
+        # no dims here: the statistics line below gives the shape
+        return Loaded(f"{p.name}  ·  param {p.id}", arr, stats, _histogram(stats.tensor), raw, raw_stats,
                       raw_hist, note="quantised: dequantised and stored forms" if raw is not None else "")
     if session is None or session.debugger is None:
         return Loaded("no run", None, None, None, note="Start the debugger (F5) or step (F10) to see values")
@@ -224,11 +225,12 @@ class InspectorPanel(QWidget):
         self._zoom_timer.setInterval(150)
         self._zoom_timer.timeout.connect(self._zoomed)
 
-        self.title = QLabel("", self)
+        # elided at the end with a mark (a clipped label read as the name "c_attn.bi"), the whole
+        # title in the tooltip; the tick and the name come first
+        self.title = ElidedText(self, align=Qt.AlignmentFlag.AlignLeft, elide=Qt.TextElideMode.ElideRight)
         f = self.title.font()
         f.setBold(True)
         self.title.setFont(f)
-        self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.title.setMinimumWidth(40)
         self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.form = QComboBox(self)

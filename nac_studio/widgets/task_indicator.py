@@ -21,11 +21,14 @@ BAR_WIDTH = 140
 
 
 class ElidedText(QWidget):
-    """One line of text, elided to the widget's fixed width; ``setText`` only repaints."""
+    """One line of text, elided to the widget's width (the whole text in its tooltip); ``setText``
+    only repaints. ``align``: where the text sits when it fits; ``elide``: where it is cut."""
 
-    def __init__(self, parent: Optional[QWidget] = None):
+    def __init__(self, parent: Optional[QWidget] = None, align=Qt.AlignmentFlag.AlignRight,
+                 elide=Qt.TextElideMode.ElideMiddle):
         super().__init__(parent)
         self._text = ""
+        self._align, self._elide = align, elide
 
     def text(self) -> str:
         return self._text
@@ -39,8 +42,8 @@ class ElidedText(QWidget):
     def paintEvent(self, _event) -> None:
         p = QPainter(self)
         p.setPen(self.palette().color(QPalette.ColorRole.WindowText))
-        text = self.fontMetrics().elidedText(self._text, Qt.TextElideMode.ElideMiddle, self.width())
-        p.drawText(self.rect(), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight, text)
+        text = self.fontMetrics().elidedText(self._text, self._elide, self.width())
+        p.drawText(self.rect(), Qt.AlignmentFlag.AlignVCenter | self._align, text)
         p.end()
 
 
