@@ -396,25 +396,29 @@ class Session:
         through :meth:`run_instruction`. For steppers (the debugger's Continue): ``results``,
         ``tick`` and ``finished`` end as run_instruction leaves them; errors are its errors."""
         ins = self.instructions[i] if i < len(self.instructions) else None
-        if ins is None or ins.a < 10 or self._gates or not _plain_kinds(type(self)):
+        if ins is None or self._gates or not _plain_kinds(type(self)) \
+                or ins.a < 10 and not (ins.a == OP_INPUT and ins.b == 1):
             return self.run_instruction(i)
         if not self._threads_chosen:            # as run_instruction: before the first kernel
             self._threads_chosen = True
             threads.apply()
-        call = self._prepared.get(i)
-        if call is None:
-            call = self.prepare(ins)
-        fast = call.fast
-        try:
-            value = fast(self.results) if fast is not None else SLOW
-            if value is SLOW:
-                value = call(self._prepared_arguments(ins, call))
-        except NacRuntimeError:
-            raise
-        except Exception as e:      # as in _run_direct: a missing value raises its precise error here
-            args = self._prepared_arguments(ins, call)
-            raise self._kernel_failure(ins, call.name, args, e) from \
-                (None if isinstance(e, InexactCoercion) else e)
+        if ins.a < 10:
+            value = self.load_param(ins)        # a weight, as _run_direct loads it
+        else:
+            call = self._prepared.get(i)
+            if call is None:
+                call = self.prepare(ins)
+            fast = call.fast
+            try:
+                value = fast(self.results) if fast is not None else SLOW
+                if value is SLOW:
+                    value = call(self._prepared_arguments(ins, call))
+            except NacRuntimeError:
+                raise
+            except Exception as e:  # as in _run_direct: a missing value raises its precise error here
+                args = self._prepared_arguments(ins, call)
+                raise self._kernel_failure(ins, call.name, args, e) from \
+                    (None if isinstance(e, InexactCoercion) else e)
         self.results[i] = value
         self.tick = i + 1
         if self.tick >= len(self.instructions) and not self.finished:
