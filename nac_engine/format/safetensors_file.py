@@ -27,6 +27,7 @@ import json
 import math
 import os
 import struct
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
@@ -137,19 +138,30 @@ class SafetensorsFile:
         e = self.entries[name]
         return self.read_bytes(name, 0, e.nbytes).view(DTYPES[e.dtype]).reshape(e.shape)
 
-    def read_bytes(self, name: str, start: int, n: int) -> np.ndarray:
-        """Bytes ``[start, start + n)`` of tensor ``name``'s data (a fresh, aligned ``uint8`` array)."""
+    def read_bytes(self, name: str, start: int, n: int, fd: Optional[int] = None) -> np.ndarray:
+        """Bytes ``[start, start + n)`` of tensor ``name``'s data (a fresh, aligned ``uint8`` array).
+        ``fd``: a descriptor of the file from :meth:`opened`, for many reads in a row."""
         from .mapped import FileChangedError, pread_aligned
         e = self.entries[name]
         if not 0 <= start <= start + n <= e.nbytes:
             raise ValueError(f"bytes {start}..{start + n} are outside tensor {name!r}'s {e.nbytes}")
-        with open_regular(self.path, buffering=0, section="weights") as fh:
-            out = pread_aligned(fh.fileno(), e.begin + start, n)
-            if out is None:
-                raise FileChangedError(f"weights/{name}", e.begin,
-                                       f"{self.path} is now {os.fstat(fh.fileno()).st_size} bytes, too short "
-                                       f"for bytes {e.begin}..{e.end}; it changed on disk after it was opened")
+        if fd is None:
+            with self.opened() as fd:
+                return self.read_bytes(name, start, n, fd)
+        out = pread_aligned(fd, e.begin + start, n)
+        if out is None:
+            raise FileChangedError(f"weights/{name}", e.begin,
+                                   f"{self.path} is now {os.fstat(fd).st_size} bytes, too short "
+                                   f"for bytes {e.begin}..{e.end}; it changed on disk after it was opened")
         return out
+
+    @contextmanager
+    def opened(self):
+        """A descriptor of the file for several :meth:`read_bytes` (a heatmap's 300 strided rows):
+        one open, not one per read. Each system call lets the engine host's other lanes take
+        Python's lock, and a view waited for it behind a busy lane at every one of them."""
+        with open_regular(self.path, buffering=0, section="weights") as fh:
+            yield fh.fileno()
 
 
 @dataclass

@@ -82,9 +82,10 @@ def _stored_rows(p, meta, rows: range) -> np.ndarray:
         f, _problem = _opened(nac.weights_path)
         if f is None or p.name not in f:
             return raw_tensor(p)[rows.start:rows.stop:rows.step]    # raises the error a run would
-
-        def read(first_row: int, count: int) -> np.ndarray:
-            return f.read_bytes(p.name, first_row * row_bytes, count * row_bytes).view(dt)
+        with f.opened() as fd:
+            def read_external(first_row: int, count: int) -> np.ndarray:
+                return f.read_bytes(p.name, first_row * row_bytes, count * row_bytes, fd).view(dt)
+            return _gather(read_external, rows, row_items, dt, out_shape)
     return _gather(read, rows, row_items, dt, out_shape)
 
 

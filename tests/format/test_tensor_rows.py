@@ -64,6 +64,13 @@ def test_rows_of_external_weights_read_only_those_rows(tmp_path, monkeypatch):
         real = mapped.pread_aligned
         monkeypatch.setattr(mapped, "pread_aligned", lambda fd, off, n: sizes.append(n) or real(fd, off, n))
         monkeypatch.setattr("nac_engine.format.tensor_rows._GAP_BYTES", 0)
+        from nac_engine.format import safetensors_file
+        opens = []
+        real_open = safetensors_file.open_regular
+        monkeypatch.setattr(safetensors_file, "open_regular", lambda *a, **k: opens.append(a[0]) or real_open(*a, **k))
         w = next(p for p in ext.params.values() if value_shape(p) == (80, 96))
         value_rows(w, 0, 80, 20)
         assert sizes == [96 * 4] * 4
+        # ... through one descriptor: a heatmap's 1,024 strided rows of an LLM's embedding opened
+        # the file 1,024 times, and each system call waited behind the engine host's busy lanes
+        assert len(opens) == 1
