@@ -38,7 +38,10 @@ class TaskContext:
 
     def progress(self, done: float, total: float = 1.0, text: Optional[str] = None) -> None:
         frac = 0.0 if total <= 0 else max(0.0, min(1.0, done / total))
-        self._task.progressed.emit(frac, text or "")
+        try:
+            self._task.progressed.emit(frac, text or "")
+        except RuntimeError:
+            pass        # the task ended and its Qt object is gone (superseded): nobody shows it
 
 
 class Task(QObject):

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
+import traceback
 from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable, Optional
 
@@ -284,13 +285,14 @@ class HostConnection:
                 except (TypeError, ValueError):
                     req = None
                 if req is not None and req.on_progress is not None:
-                    req.on_progress(float(body.get("percentage", 0)) / 100.0, str(body.get("message") or ""))
+                    _deliver(req.on_progress, float(body.get("percentage", 0)) / 100.0,
+                             str(body.get("message") or ""))
                 msg["_request"] = req
             if self.on_message is not None:
-                self.on_message(msg)
+                _deliver(self.on_message, msg)
             if msg.get("type") == "event":
                 for fn in list(self.listeners):
-                    fn(msg)
+                    _deliver(fn, msg)
             # while the next message is awaited, this one (its request, with the callbacks that
             # hold a debug session and its document) and the last listener are not kept alive
             msg = req = fn = None
@@ -360,3 +362,13 @@ class HostConnection:
             self._settle(req, error=error)
             if self.on_message is not None:
                 self.on_message({"type": "_failed", "_request": req})
+
+
+def _deliver(callback, *args) -> None:
+    """Call a receiver from the reader thread. Its error is its own: it is printed, and the reader
+    goes on (a progress callback of a superseded task whose Qt object was already deleted raised
+    here and ended the thread, after which no answer from the host ever arrived)."""
+    try:
+        callback(*args)
+    except Exception:                        # noqa: BLE001 - whatever a receiver does wrong
+        traceback.print_exc(file=sys.stderr)

@@ -137,6 +137,32 @@ def test_statistics_are_superseded_and_cancelled(window, qtbot, hooks, demo_path
     assert type(failed[1]).__name__ == "Cancelled"
 
 
+def test_a_failing_progress_receiver_does_not_end_the_hosts_reader(window, qtbot, hooks, demo_path, capfd):
+    """A superseded layout's progress went to a task whose Qt object was already deleted; the
+    RuntimeError ended the thread that reads the host's answers, and every later request (the
+    next layout, F5) waited for ever. A receiver's error is printed; the answers keep coming."""
+    window.open_and_wait(demo_path)
+    conn = window.host.connection
+    req = conn.request("nac/testHook", {"how": "sleep", "seconds": 0.3})
+
+    def deleted(_frac, _text):
+        raise RuntimeError("Signal source has been deleted")
+    req.on_progress = deleted
+    assert req.future.result(timeout=20) == {"slept": True}
+    after = conn.request("nac/testHook", {"how": "sleep", "seconds": 0.05})
+    assert after.future.result(timeout=20) == {"slept": True}
+    assert "Signal source has been deleted" in capfd.readouterr().err
+
+
+def test_progress_of_a_deleted_task_is_dropped(qtbot):
+    from shiboken6 import delete
+    from nac_studio.tasks import Task, TaskContext
+    task = Task("superseded")
+    ctx = TaskContext(task)
+    delete(task)
+    ctx.progress(0.5)                     # no RuntimeError: nobody shows it any more
+
+
 def test_the_studio_process_runs_a_model_without_importing_torch(tmp_path):
     """A fresh process: open the demo BERT, run it to the end, read a result and a weight's
     statistics through the debug session and the host; torch was never imported here."""
