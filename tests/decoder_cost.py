@@ -40,12 +40,14 @@ def best_cpu(fn, path, repeat: int = 3) -> float:
     return best
 
 
-def growth(small_fn, small_path, big_fn, big_path, bound, rounds: int = 3) -> tuple[float, float]:
+def growth(small_fn, small_path, big_fn, big_path, bound, rounds: int = 8) -> tuple[float, float]:
     """(CPU of the 1x input, CPU of the 4x one), each the least over up to ``rounds`` rounds of
     :func:`best_cpu`, stopping once ``bound(small, big)`` holds. CPU time still grows when the
     other test worker contends for the cache and memory bus (a linear PROC read measured 6.8x
-    once in CI, 3.8-4.0x alone): another round gives the pair a quieter moment, while a cost
-    that really grows faster than the input fails every round (a quadratic one is 16x)."""
+    once in CI, 3.8-4.0x alone; a tensors read 7.9x in the heavy tier of a CI run on a 2-core
+    machine whose other worker ran for three rounds, 2.3x alone): another round gives the pair
+    a quieter moment, and a linear cost usually passes in the first, while a cost that really
+    grows faster than the input fails every round (a quadratic one is 16x)."""
     small = big = float("inf")
     for _ in range(rounds):
         small = min(small, best_cpu(small_fn, small_path))
