@@ -51,10 +51,21 @@ def shown_output_names(nac, n: int) -> list[str]:
     return names[:n] if names is not None and len(names) >= n else [""] * n
 
 
+def returned_names(nac, ins) -> list[str]:
+    """The names of what the output instruction ``ins`` returns, one per value it reads: the run's
+    return (B=0) carries the outputs' names, a subgraph's return none ("" each)."""
+    n = len(ins.producers())
+    return shown_output_names(nac, n) if ins.b == 0 else [""] * n
+
+
+def output_label(i: int, name: str) -> str:
+    """``output 0 (logits)``, or ``output 0`` for an unnamed one."""
+    return f"output {i} ({name})" if name else f"output {i}"
+
+
 def output_labels(nac, n: int) -> list[str]:
-    """``output 0 (logits)``, ... for ``n`` outputs of ``nac`` (``output 0`` when unnamed)."""
-    names = shown_output_names(nac, n)
-    return [f"output {i} ({name})" if name else f"output {i}" for i, name in enumerate(names)]
+    """:func:`output_label` of each of the ``n`` outputs of ``nac``."""
+    return [output_label(i, name) for i, name in enumerate(shown_output_names(nac, n))]
 
 
 def pytree_output_names(out_spec) -> list[str]:

@@ -27,7 +27,7 @@ import json
 import math
 import os
 import struct
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
@@ -145,14 +145,12 @@ class SafetensorsFile:
         e = self.entries[name]
         if not 0 <= start <= start + n <= e.nbytes:
             raise ValueError(f"bytes {start}..{start + n} are outside tensor {name!r}'s {e.nbytes}")
-        if fd is None:
-            with self.opened() as fd:
-                return self.read_bytes(name, start, n, fd)
-        out = pread_aligned(fd, e.begin + start, n)
-        if out is None:
-            raise FileChangedError(f"weights/{name}", e.begin,
-                                   f"{self.path} is now {os.fstat(fd).st_size} bytes, too short "
-                                   f"for bytes {e.begin}..{e.end}; it changed on disk after it was opened")
+        with self.opened() if fd is None else nullcontext(fd) as fd:
+            out = pread_aligned(fd, e.begin + start, n)
+            if out is None:
+                raise FileChangedError(f"weights/{name}", e.begin,
+                                       f"{self.path} is now {os.fstat(fd).st_size} bytes, too short "
+                                       f"for bytes {e.begin}..{e.end}; it changed on disk after it was opened")
         return out
 
     @contextmanager

@@ -37,7 +37,7 @@ import numpy as np
 
 from nac_engine.isa.coerce import use_note
 from nac_engine.format.model import NacFile
-from nac_engine.format.output_names import shown_output_names
+from nac_engine.format.output_names import returned_names
 from nac_engine.text.literals import format_literal
 from nac_engine.isa.optable import CUSTOM_OP_KIN, OP_CONTROL_FLOW, OP_CONVERGENCE, OP_INPUT, OP_OUTPUT
 
@@ -443,11 +443,10 @@ def _instruction_node(nac: NacFile, ins, names: dict, memo: Optional[dict] = Non
         return Node(("ins", t), "input", label, "io", t, t, op=f"{name} {label}".strip(),
                     detail=f"v{t} · {name}" if label != name else f"v{t}")
     if ins.a == OP_OUTPUT:
-        n = len(ins.producers())
-        named = [x for x in shown_output_names(nac, n) if x] if ins.b == 0 else []
+        named = [x for x in returned_names(nac, ins) if x]
+        shown = ", ".join(named[:6]) + (f" (+{len(named) - 6} more)" if len(named) > 6 else "")
         return Node(("ins", t), "output", name, "io", t, t, op=name,
-                    detail=f"v{t} · " + (", ".join(named[:6]) + (f" (+{len(named) - 6} more)" if len(named) > 6 else "")
-                                         if named else f"{n} values"))
+                    detail=f"v{t} · {shown or f'{len(ins.producers())} values'}")
     if ins.a in (OP_CONTROL_FLOW, OP_CONVERGENCE):
         return Node(("ins", t), "instruction", name.strip("<>").lower(), "other", t, t, op=name, detail=f"v{t}")
     base = op_base_name(name)

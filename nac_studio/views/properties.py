@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeade
                                QSplitter, QTreeView, QVBoxLayout, QWidget)
 
 from nac_engine.format import layout as L
-from nac_engine.format.output_names import output_labels
+from nac_engine.format.output_names import output_label, returned_names
 from nac_engine.isa.coerce import use_note
 from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 
@@ -407,11 +407,8 @@ class PropertiesView(QWidget):
             elif ins.b == 3 and ins.c and len(ins.c) > 1:
                 args.append(("constant", doc.const_text(ins.c[1])))
         elif ins.a == OP_OUTPUT:
-            prods = ins.producers()
-            # the run's return: labelled with what forward returned them as (output 0 (logits))
-            labels = output_labels(nac, len(prods)) if ins.b == 0 else [f"output {j}" for j in range(len(prods))]
-            for label, prod in zip(labels, prods):
-                args.append((label, doc.value_name(prod)))
+            for j, (prod, name) in enumerate(zip(ins.producers(), returned_names(nac, ins))):
+                args.append((output_label(j, name), doc.value_name(prod)))
         else:
             for j, arg in enumerate(nac.arguments(ins)):
                 label = f"{j} · {arg.code} {_SIG_MEANING.get(arg.code, '')}".rstrip()

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxL
                                QScrollArea, QSizePolicy, QSlider, QSpinBox, QSplitter, QTableView, QTabWidget, QToolButton,
                                QVBoxLayout, QWidget)
 
-from nac_engine.format.output_names import shown_output_names
+from nac_engine.format.output_names import returned_names
 from nac_engine.isa.optable import OP_INPUT, OP_OUTPUT
 
 from ..widgets.image_files import could_not_write
@@ -118,9 +118,7 @@ def load_subject(session, nac, subject: Subject, host=None, path: Optional[str] 
     if r.tensor is None and ins.a == OP_OUTPUT:
         # the return instruction has no value of its own: show what it returns (after Continue to
         # the end the inspector follows it)
-        prods = ins.producers()
-        names = shown_output_names(nac, len(prods)) if ins.b == 0 else [""] * len(prods)
-        returned = [(p, name) for p, name in zip(prods, names) if 0 <= p <= session.tick]
+        returned = [(p, name) for p, name in zip(ins.producers(), returned_names(nac, ins)) if 0 <= p <= session.tick]
         if returned:
             first, name = returned[0]
             r = session.result(first)
