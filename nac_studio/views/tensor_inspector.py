@@ -124,7 +124,11 @@ def load_subject(session, nac, subject: Subject, host=None, path: Optional[str] 
             r = session.result(first)
             more = f"; {len(returned)} outputs: " + ", ".join(
                 f"v{p} ({n})" if n else f"v{p}" for p, n in returned) if len(returned) > 1 else ""
-            title = f"t{tick}  returns v{first} {session.name_of(first)}" + (f" ({name})" if name else "")
+            # "returns v87 (last_hidden_state)"; unnamed, "returns v87 aten.layer_norm.default" (name_of
+            # starts with "v87" for an op, not for a weight or an input)
+            what = session.name_of(first)
+            what = what if what.startswith(f"v{first} ") else f"v{first} {what}"
+            title = f"t{tick}  returns " + (f"v{first} ({name})" if name else what)
             if r.tensor is not None:
                 return Loaded(title, r.tensor, r, _histogram(r.tensor), tick=tick, note=f"output of the run{more}")
     if r.tensor is None:
