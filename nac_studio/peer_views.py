@@ -8,21 +8,21 @@
 * a "not available for this format" cover over every pane that only makes sense for NAC
   (disassembly, properties, debugger panes, timeline…) while a peer file is active; panes that
   read the span tree, bytes, problems or graph (structure, hex, problems, graph, IR text) work;
-* the command Convert to NAC and Open: the MIND program converted in the background (input
-  signature and source map included) into a temporary ``.nac`` opened beside the IR, where
-  Run/step/breakpoints work and the IR Text pane follows each tick to its IR line.
+* the command Convert to NAC and Open…: the MIND program converted in the background (input
+  signature and source map included) into a ``.nac`` the user names (beside the IR by default, as
+  ``nac convert -o`` writes it; not a temporary file the user could neither keep nor find), opened
+  beside the IR, where Run/step/breakpoints work and the IR Text pane follows each tick to its IR line.
 
 ``file_filter()`` is the Open dialog's filter, built from the peer registry.
 """
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Optional
 
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtWidgets import QFileDialog, QLabel, QWidget
 
 from nac_engine.peers import FORMATS, extensions
 
@@ -118,7 +118,7 @@ class PeerSupport(QObject):
         self.machine, self.machine_dock = window.add_view(TvmrMachineView)
         register_tvmr_commands(window, self.machine, self.machine_dock)
         window.documentChanged.connect(self._on_document_changed)
-        window.commands.add("peer.convertOpen", "Convert to NAC and Open", self.convert_and_open, menu="Debug",
+        window.commands.add("peer.convertOpen", "Convert to NAC and Open…", self.convert_and_open, menu="Debug",
                             group="z", enabled=self._can_convert,
                             tip="Convert this MIND Core IR program to NAC (with a source map back to its lines) "
                                 "and open it to run, step and set breakpoints")
@@ -154,14 +154,18 @@ class PeerSupport(QObject):
         return qdoc is not None and bool(getattr(qdoc.doc, "convertible", False))
 
     # -- Convert to NAC and Open -----------------------------------------------------------------
-    def convert_and_open(self):
-        """Convert in the background, write a temporary .nac, open it; returns the Task."""
+    def convert_and_open(self, out: Optional[str] = None):
+        """Convert in the background, write ``out`` (asked for when not given), open it; returns the
+        Task, or ``None`` when there is nothing to convert or the user cancelled."""
         qdoc = self.window.active
         if qdoc is None or not getattr(qdoc.doc, "convertible", False):
             return None
         doc = qdoc.doc
-        out_dir = tempfile.mkdtemp(prefix="nac-studio-ir-")
-        out = os.path.join(out_dir, Path(doc.path or "program.ir").stem + ".nac")
+        if out is None:
+            out, _ = QFileDialog.getSaveFileName(self.window, "Convert to NAC", default_output(doc.path),
+                                                 "NAC models (*.nac)")
+            if not out:
+                return None
 
         def work(ctx):
             res = doc.program()
@@ -169,12 +173,20 @@ class PeerSupport(QObject):
                 raise doc.program_error
             ctx.check()
             from nac_engine.compiler.external import write_compiled
-            write_compiled(res.nac, out)
+            write_compiled(res.nac, out)         # atomic: a failed conversion leaves any older file whole
             return out
 
         return self.window.tasks.submit(f"Converting {Path(doc.path or 'program').name} to NAC", work,
                                         on_done=lambda path: self.window.open_path(path),
                                         on_error=lambda exc: self.window.show_message(f"Cannot convert: {exc}"))
+
+
+def default_output(source: Optional[str]) -> str:
+    """Where Convert to NAC suggests writing: ``<stem>.nac`` beside the IR file, or in the home folder
+    when that folder cannot be written (a read-only checkout or corpus)."""
+    src = Path(source or "program.ir")
+    folder = src.parent if source and os.access(src.parent, os.W_OK) else Path.home()
+    return str(folder / f"{src.stem}.nac")
 
 
 def register_peer_support(window) -> PeerSupport:

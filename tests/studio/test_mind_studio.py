@@ -61,13 +61,47 @@ def test_mind_problems_are_listed_and_underlined(window, qtbot, tmp_path):
     assert not window.commands.get("peer.convertOpen").is_enabled()
 
 
-def test_convert_to_nac_and_open_maps_ticks_to_ir_lines(window, qtbot):
-    src = MIND / "simple_module.ir"
-    window.open_and_wait(src)
+def _convert(window, qtbot, monkeypatch, out, asked=None):
+    """Debug › Convert to NAC and Open…, answering its save dialog with ``out``; the opened document."""
+    from PySide6.QtWidgets import QFileDialog
+
+    def answer(_parent, _title, suggestion, _filter):
+        if asked is not None:
+            asked.append(suggestion)
+        return str(out), ""
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(answer))
     with qtbot.waitSignal(window.documentOpened, timeout=60000) as blocker:
         window.commands.run("peer.convertOpen")
     wait_idle(qtbot, window)
-    prog = blocker.args[0]
+    return blocker.args[0]
+
+
+def test_convert_writes_where_the_user_says_and_cancel_writes_nothing(window, qtbot, tmp_path, monkeypatch):
+    """The converted program is the user's file, named in a save dialog that suggests <stem>.nac
+    beside the IR (not a temporary folder left behind in /tmp that no dialog could save from)."""
+    import shutil
+
+    from PySide6.QtWidgets import QFileDialog
+    src = tmp_path / "ir" / "simple_module.ir"
+    src.parent.mkdir()
+    shutil.copy(MIND / "simple_module.ir", src)
+    window.open_and_wait(src)
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a: ("", "")))
+    assert window.commands.run("peer.convertOpen") is None          # the dialog cancelled
+    wait_idle(qtbot, window)
+    assert len(window.docs) == 1 and sorted(p.name for p in src.parent.iterdir()) == ["simple_module.ir"]
+    asked = []
+    out = tmp_path / "kept" / "mine.nac"
+    out.parent.mkdir()
+    prog = _convert(window, qtbot, monkeypatch, out, asked)
+    assert asked == [str(src.with_suffix(".nac"))]
+    assert prog.doc.path == str(out) and out.is_file() and len(prog.doc.nac.instructions) == 6
+
+
+def test_convert_to_nac_and_open_maps_ticks_to_ir_lines(window, qtbot, tmp_path, monkeypatch):
+    src = MIND / "simple_module.ir"
+    window.open_and_wait(src)
+    prog = _convert(window, qtbot, monkeypatch, tmp_path / "program.nac")
     assert prog.doc.nac is not None and len(prog.doc.nac.instructions) == 6
     assert covered_text(window.views["disassembly"]) is None
     ir = window.views["ir_text"]
@@ -80,14 +114,11 @@ def test_convert_to_nac_and_open_maps_ticks_to_ir_lines(window, qtbot):
     assert lines == [[10], [11], [12], [17], [21], [25]]
 
 
-def test_debugger_steps_on_the_converted_program_walk_the_ir_lines(window, qtbot):
+def test_debugger_steps_on_the_converted_program_walk_the_ir_lines(window, qtbot, tmp_path, monkeypatch):
     from PySide6.QtCore import Qt
     src = MIND / "simple_module.ir"
     window.open_and_wait(src)
-    with qtbot.waitSignal(window.documentOpened, timeout=60000) as blocker:
-        window.commands.run("peer.convertOpen")
-    wait_idle(qtbot, window)
-    prog = blocker.args[0]
+    prog = _convert(window, qtbot, monkeypatch, tmp_path / "program.nac")
     ir = window.views["ir_text"]
     seen = []
     for _ in range(5):
@@ -117,15 +148,12 @@ def test_open_dialog_filter_lists_the_peer_formats():
     assert f.startswith("Supported files (*.nac ") and "MIND Core IR (*.ir *.mic *.mic2)" in f
 
 
-def test_breakpoint_on_an_ir_line_stops_there(window, qtbot):
+def test_breakpoint_on_an_ir_line_stops_there(window, qtbot, tmp_path, monkeypatch):
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QTextCursor
     src = MIND / "simple_module.ir"
     window.open_and_wait(src)
-    with qtbot.waitSignal(window.documentOpened, timeout=60000) as blocker:
-        window.commands.run("peer.convertOpen")
-    wait_idle(qtbot, window)
-    prog = blocker.args[0]
+    prog = _convert(window, qtbot, monkeypatch, tmp_path / "program.nac")
     ir = window.views["ir_text"]
     # a click on IR line 21 (the Mul) selects the tick it became
     block = ir.editor.document().findBlockByNumber(20)
