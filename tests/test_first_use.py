@@ -89,6 +89,7 @@ def test_write_errors_name_the_users_path_not_a_temp(tmp_path):
     assert rc == 2 and str(tmp_path / "nowhere" / "x.nac") in line and ".tmp" not in line
 
 
+@pytest.mark.heavy       # a `nac compile --hf` process: ~7 s
 def test_compile_concrete_hf_class(tmp_path):
     import transformers  # noqa: F401  (a declared test dependency: failing to import is a failure)
     cfg = tmp_path / "config.json"

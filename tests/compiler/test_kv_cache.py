@@ -49,7 +49,9 @@ def _reference(model, prompt: list, n: int):
     return out.sequences[0, len(prompt):].tolist(), [x[0].numpy() for x in out.logits]
 
 
-@pytest.mark.parametrize("prompt_len", [8, 5, 11])       # the prefill's length, shorter (padded), longer
+# the prefill's length shorter than the file's (padded) in the default tier; equal and longer (~7 s apiece) in the heavy one
+@pytest.mark.parametrize("prompt_len", [pytest.param(8, marks=pytest.mark.heavy), 5,
+                                        pytest.param(11, marks=pytest.mark.heavy)])
 def test_chained_decode_steps_equal_greedy_generate(llama, prompt_len):
     model, files, _ = llama
     prompt = [int(x) for x in np.random.default_rng(prompt_len).integers(0, VOCAB, prompt_len)]
@@ -128,6 +130,7 @@ def test_a_decode_step_needs_no_seq_len_and_a_mismatched_pair_is_named(llama, tm
 
 
 @pytest.mark.parametrize("family", ["falcon", "mixtral"])
+@pytest.mark.heavy       # transformers' generate on two more families: ~6 s apiece
 def test_other_families_decode_as_transformers_generates(tmp_path, family):
     """Falcon's multi-query layers keep one key/value head whatever its config's num_kv_heads says
     (the cache was sized for one per attention head and the prefill's export failed); Mixtral's

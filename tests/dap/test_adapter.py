@@ -258,6 +258,7 @@ def test_logpoints_print_their_message_and_do_not_stop(client, models):
     assert caps["body"].get("supportsLogPoints") is True
 
 
+@pytest.mark.heavy       # a compile in a fresh `nac dap` process: 9-14 s
 def test_launch_imports_the_code_of_the_programs_custom_operators(client, tmp_path):
     """`imports` in the launch configuration: the code that registers the model's torch.library
     operators, imported by the adapter before the run; a bad entry is the launch's error."""
@@ -417,6 +418,7 @@ def test_loaded_sources_list_the_models_code_and_the_disassembly(client, models)
     assert caps["body"].get("supportsLoadedSourcesRequest") is True
 
 
+@pytest.mark.heavy       # a compile in a fresh `nac dap` process: 9-14 s
 def test_a_model_py_program_is_compiled_beside_it_then_debugged_at_its_lines(tmp_path):
     """``program: model.py`` (an editor's F5 on the model's own file): `nac compile` writes model.nac
     beside it, in a process of its own (nothing it prints reaches the protocol's stream), and the
@@ -464,6 +466,7 @@ def test_a_model_py_program_is_compiled_beside_it_then_debugged_at_its_lines(tmp
         client.close()
 
 
+@pytest.mark.heavy       # a compile in a fresh `nac dap` process: 9-14 s
 def test_a_hugging_face_folder_program_is_compiled_with_hf_then_debugged(tmp_path):
     """``program: ./my-bert`` (a model's folder): `nac compile --hf` writes my-bert.nac beside it."""
     import json

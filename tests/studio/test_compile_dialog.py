@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from PySide6.QtCore import Qt
 
 from nac_engine.format.input_signature import read_input_signature
@@ -42,6 +44,7 @@ def _dialog(window) -> CompileDialog:
     return found[0]
 
 
+@pytest.mark.heavy       # one or two `nac compile` processes: 9-14 s
 def test_opening_a_model_file_compiles_it_and_opens_the_result(window, qtbot, tmp_path):
     model = tmp_path / "model.py"
     model.write_text(MODEL)
@@ -170,6 +173,7 @@ def test_what_the_dialog_runs():
         ["compile", "/a/m.py", "--input", "1x3x8x8", "--input", "1x16:int64", "-o", "/o.nac"]
 
 
+@pytest.mark.heavy       # one or two `nac compile` processes: 9-14 s
 def test_a_factory_that_returns_the_model_alone_is_given_its_inputs(window, qtbot, tmp_path):
     bare = tmp_path / "bare.py"
     bare.write_text("import torch\n\ndef make_model():\n    return torch.nn.Linear(4, 2)\n")
@@ -227,6 +231,7 @@ def test_a_model_compiled_before_is_opened_without_compiling_it_again(window, qt
     dlg.reject()
 
 
+@pytest.mark.heavy       # one or two `nac compile` processes: 9-14 s
 def test_the_dialog_remembers_each_models_options_for_its_next_compile(window, qtbot, tmp_path):
     """Edit, compile, debug, again: Compile Model (Ctrl+Shift+B) comes back with the last model and
     the inputs, quantisation and weights chosen for it, so the loop is one key press."""

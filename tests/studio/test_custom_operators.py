@@ -44,6 +44,11 @@ def make_model():
 '''
 
 
+# every test here runs `nac compile`/`nac run` processes or a fresh engine host that imports the
+# operator code (7-17 s apiece): the heavy tier, which .ci/run runs
+pytestmark = pytest.mark.heavy
+
+
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("custom_op")

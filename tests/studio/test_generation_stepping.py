@@ -19,6 +19,10 @@ from tests.studio.test_debugger_gui import press
 VOCAB = 96
 
 
+# a prefill/decode pair compiled and generations stepped through the host (7 s apiece): the heavy tier
+pytestmark = pytest.mark.heavy
+
+
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     import transformers
