@@ -125,6 +125,15 @@ def program_shapes(nac: NacFile, inputs: Optional[Mapping[str, Any]] = None,
     return prog
 
 
+def load_meta_kernels() -> None:
+    """Load now what torch loads on its first meta-device op: the meta kernels, decompositions,
+    symbolic shapes and sympy (~800 modules, 1.2-1.8 s of CPU here). For a process that forks
+    workers that will run :func:`program_shapes` (the Studio's zygote): done once there, not in
+    every child's first shape pass. A meta op computes nothing and starts no thread."""
+    import torch
+    torch.empty(1, device="meta") + 1
+
+
 def _values(m: Optional[Mapping], meta: bool):
     if m is None:
         return None

@@ -366,8 +366,11 @@ def warm_up(ctx: Context, args: dict) -> Any:
 
 def test_hook(ctx: Context, args: dict) -> Any:
     """Only with ``NAC_HOST_TEST_HOOKS=1`` in the host's environment: end the host the ways a
-    kernel can (the Studio's crash tests), or wait cancellably."""
+    kernel can (the Studio's crash tests), wait cancellably, or say whether a module is loaded."""
     how = args.get("how")
+    if how == "loaded":
+        import sys
+        return {"loaded": args.get("module") in sys.modules}
     if how == "segfault":
         import ctypes
         ctypes.string_at(0)           # SIGSEGV, as a bad kernel would

@@ -25,6 +25,10 @@ def serve(sock: socket.socket) -> None:
     from .handlers import WARM_IMPORTS
     for name in ("nac_studio.host.server", *WARM_IMPORTS):
         importlib.import_module(name)
+    # and what torch loads on its first meta op: without it each forked host's first shape pass
+    # (every compiled file's graph edges) spent 1.2 s importing sympy and the meta kernels
+    from nac_engine.runtime.shapes import load_meta_kernels
+    load_meta_kernels()
     from .__main__ import main as host_main
     children: dict[int, int] = {}         # pid -> the status pipe's write end
     wake_r, wake_w = os.pipe()

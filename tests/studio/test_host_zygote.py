@@ -126,6 +126,21 @@ def test_a_forked_host_sees_the_environment_of_its_start_not_the_zygotes(warm_zy
         without.shutdown()
 
 
+
+def test_a_forked_host_finds_torchs_meta_kernels_loaded(warm_zygote, monkeypatch):
+    """The first meta-device op loads ~800 modules (sympy, the meta kernels): 1.2 s that each
+    forked host's first shape pass (the graph edges of every compiled file) used to spend."""
+    monkeypatch.setenv("NAC_HOST_TEST_HOOKS", "1")
+    conn = HostConnection()
+    try:
+        conn.start()
+        assert isinstance(conn.proc, ForkedProcess)
+        for module in ("torch._meta_registrations", "sympy"):
+            assert conn.call("nac/testHook", {"how": "loaded", "module": module}, timeout=30) == {"loaded": True}
+        assert conn.call("nac/testHook", {"how": "loaded", "module": "no_such.module"}, timeout=30) == {"loaded": False}
+    finally:
+        conn.shutdown()
+
 def test_without_a_live_zygote_the_host_is_a_plain_child(warm_zygote):
     warm_zygote.stop()
     conn = HostConnection()
