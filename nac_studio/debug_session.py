@@ -31,6 +31,7 @@ from nac_engine.isa.optable import OP_INPUT
 # a tokenizer's companion inputs (attention mask, ...): they follow the ids typed as text
 from nac_engine.runtime.input_spec import companion_value
 
+from .model.byte_sizes import human_bytes
 from .model.input_slots import InputSlotInfo, input_slots  # noqa: F401  (re-exported)
 
 #: Execution states shown in the status bar.
@@ -549,7 +550,7 @@ class DebugSession:
         if not isinstance(h, dict) or not h.get("dropped"):
             return ""
         budget = h.get("budget")
-        size = f" ({budget / 2**20:,.0f} MB)" if budget else ""
+        size = f" ({human_bytes(budget)})" if budget else ""
         return f" · step-back history full{size}: {h['dropped']:,} older results dropped, recomputed when revisited"
 
     def _label_of(self, spec_id: int) -> str:

@@ -32,6 +32,7 @@ from .debug_commands import register_debug_commands
 from .generation_commands import register_generation_commands
 from .simulation_commands import register_simulation_commands
 from .window_commands import register_help_commands, register_window_commands
+from .model.byte_sizes import human_bytes
 from .model.document import Document, Selection, severity_of
 from .icons import icon
 from .qt_compat import guard_singleton_refcounts
@@ -822,7 +823,7 @@ class MainWindow(QMainWindow):
         nac = self.active.nac
         version = f"v{nac.header.version}" if nac.header_decoded else "unreadable header"
         self.set_doc_summary(f"NAC {version} · {len(nac.instructions):,} instructions · "
-                             f"{len(nac.params):,} params · {_human_size(nac.size)}")
+                             f"{len(nac.params):,} params · {human_bytes(nac.size)}")
 
     def set_doc_summary(self, text: str) -> None:
         """The status bar's line about the active file (full text in its tooltip)."""
@@ -1055,10 +1056,3 @@ class MainWindow(QMainWindow):
             await asyncio.sleep(0.02)
         return False
 
-
-def _human_size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"

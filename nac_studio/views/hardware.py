@@ -591,12 +591,12 @@ class HardwareView(QWidget):
     def _ensure_plot(self):
         if self.plot is not None:
             return self.plot
-        from ..widgets.lanes_plot import LanesPlot
+        from ..widgets.lanes_plot import LanesPlot, set_bytes_axis
         plot = LanesPlot(self.left)
         plot.add_plot("units", stretch=4, lanes=UNIT_LANES + ("stalls",))
         plot.add_plot("dma", stretch=2)
         plot.add_plot("sram", stretch=3, left_label="SRAM")
-        plot.plots["sram"].setLabel("left", "SRAM", units="B")
+        set_bytes_axis(plot.plots["sram"], "SRAM", 0)
         plot.clicked.connect(self._clicked)
         self.left_lay.addWidget(plot)
         self.plot = plot
@@ -768,7 +768,7 @@ class HardwareView(QWidget):
         spends its time, side by side rather than as two totals."""
         import pyqtgraph as pg
 
-        from ..widgets.lanes_plot import RectBatch
+        from ..widgets.lanes_plot import RectBatch, set_bytes_axis
         plot = self._ensure_plot()
         plot.show()                       # (built hidden when the pane first showed)
         units, dma, sram = plot.plots["units"], plot.plots["dma"], plot.plots["sram"]
@@ -825,6 +825,7 @@ class HardwareView(QWidget):
         self.items["sram"].setData(sx, sy[:sx.size] if sy.size >= sx.size else np.r_[sy, sy[-1:]])
         self.items["cap"].setValue(res.sram_capacity)
         sram.setYRange(0, max(res.sram_capacity, res.peak_sram_bytes) * 1.1, padding=0)
+        set_bytes_axis(sram, "SRAM", max(res.sram_capacity, res.peak_sram_bytes))
         hi = float(self._x([res.total_cycles])[0]) if self.x_mode == "cycles" else float(len(res.instructions))
         if other is not None and self.x_mode == "cycles":
             hi = max(hi, float(other.total_cycles))

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (QSizePolicy, QCheckBox, QComboBox, QFileDialog, Q
                                QToolButton, QVBoxLayout, QWidget)
 
 from ..widgets.image_files import could_not_write
+from ..model.byte_sizes import human_bytes
 from ..model.document import Selection
 from ..icons import icon
 from ..qt_document import rebind
@@ -34,15 +35,6 @@ from ..qt_document import rebind
 _LINT_COLORS = ("#d62728", "#ff9f1c")        # error, warning
 _LANE_COLOR = {"PRELOAD": "#1f77b4", "SAVE_RESULT": "#9467bd", "FORWARD": "#2ca02c", "FREE": "#7f7f7f"}
 _PLANNER_COLORS = ("#444444", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")
-
-
-def human_bytes(n: float) -> str:
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
 
 
 #: The plots of the timeline, in order: (key, add_plot options); built one per event-loop turn.
@@ -286,7 +278,7 @@ class TimelineView(QWidget):
     def _add_next_plot(self) -> None:
         """One more of :data:`_PLOTS` (the widget itself first)."""
         from ..model.memory_timeline import LANES
-        from ..widgets.lanes_plot import LanesPlot
+        from ..widgets.lanes_plot import LanesPlot, set_bytes_axis
         if self.plot is None:
             plot = LanesPlot(self)
             plot.clicked.connect(self._clicked)
@@ -299,7 +291,7 @@ class TimelineView(QWidget):
         if key == "buffers":
             item.getViewBox().invertY(True)
         elif key == "live":
-            item.setLabel("left", "live", units="B")
+            set_bytes_axis(item, "live", 0)
 
     def _ensure_plot(self):
         """Every plot, now (the ones the slices have not made yet)."""
@@ -341,7 +333,7 @@ class TimelineView(QWidget):
         import pyqtgraph as pg
 
         from ..model.memory_timeline import LANES
-        from ..widgets.lanes_plot import RectBatch, ramp_index
+        from ..widgets.lanes_plot import RectBatch, ramp_index, set_bytes_axis
         plot = self._ensure_plot()
         if not self.items:
             lanes, bufs, live = plot.plots["lanes"], plot.plots["buffers"], plot.plots["live"]
@@ -381,6 +373,7 @@ class TimelineView(QWidget):
         plot.plots["buffers"].setYRange(0, min(max(b.rows, 1), 40), padding=0.02)
         plot.plots["buffers"].getViewBox().setLimits(yMin=-0.5, yMax=max(b.rows, 1) + 0.5)
         plot.plots["live"].setYRange(0, max(tl.peak, 1) * 1.15, padding=0)
+        set_bytes_axis(plot.plots["live"], "live", tl.peak)
         plot.set_x_limits(0, max(n, 1))
         plot.show_all()
         self._draw_markers(tl)

@@ -25,6 +25,8 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QPen
 from PySide6.QtWidgets import QToolTip
 
+from ..model.byte_sizes import binary_unit
+
 #: Colour ramp for magnitudes (bytes, cycles): light to dark, colour-blind friendly (viridis stops).
 RAMP = ("#fde725", "#b5de2b", "#6ece58", "#35b779", "#1f9e89", "#26828e", "#31688e", "#3e4989", "#482878",
         "#440154")
@@ -39,6 +41,18 @@ def ramp_index(values: np.ndarray, lo: Optional[float] = None, hi: Optional[floa
     hi = float(v.max()) if hi is None and v.size else (np.log2(max(hi, 1)) if hi else 1.0)
     span = max(hi - lo, 1e-9)
     return np.clip(((v - lo) / span * (len(RAMP) - 1)).round(), 0, len(RAMP) - 1).astype(np.int16)
+
+
+def set_bytes_axis(plot, label: str, top: float) -> None:
+    """Label ``plot``'s left axis ``label (KiB)`` and tick it in the binary unit of ``top``, the
+    unit the views write byte counts in (SRAM sizes are set in KiB; a peak reads "150.3 MiB").
+    pyqtgraph's automatic prefix is decimal: a 150.3 MiB peak stood above the "157" of an axis
+    in MB, and a 512 KiB capacity line at "524 kB"."""
+    unit, scale = binary_unit(top)
+    axis = plot.getAxis("left")
+    axis.enableAutoSIPrefix(False)
+    axis.setScale(1 / scale)
+    plot.setLabel("left", f"{label} ({unit})")
 
 
 class RectBatch(pg.GraphicsObject):

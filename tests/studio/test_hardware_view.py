@@ -321,3 +321,18 @@ def test_unit_lanes_are_named_and_the_sram_plot_readable_at_1024x700(window, qtb
         return [t for _v, t in plot.getAxis("left")._tickLevels[0]]
     assert named(units) == ["systolic", "vector", "sfu", "mover", "core", "stalls"]
     assert sram.getViewBox().height() >= 40
+
+
+def test_the_sram_axis_reads_in_the_kib_the_sram_is_set_in(window, qtbot):
+    """The SRAM size is set in KiB: its axis ticks in the binary unit of the capacity (pyqtgraph's
+    decimal prefix drew a 512 KiB capacity line at "524 kB")."""
+    path = _corpus("mlp")
+    qdoc, view = _simulate(window, qtbot, path, _feeds(path))
+    res = qdoc.doc.simulation.run.result
+    axis = view.plot.plots["sram"].getAxis("left")
+    top = max(res.sram_capacity, res.peak_sram_bytes)
+    unit = {1: "B", 1 << 10: "KiB", 1 << 20: "MiB", 1 << 30: "GiB"}[round(1 / axis.scale)]
+    assert axis.labelText == f"SRAM ({unit})" and not axis.autoSIPrefix
+    assert 1 <= top * axis.scale < 1024             # the capacity reads as 1..1023 of that unit
+    assert res.sram_capacity % 1024 == 0 and float(axis.tickStrings([res.sram_capacity], axis.scale, 1)[0]) \
+        == res.sram_capacity * axis.scale

@@ -283,3 +283,20 @@ def test_an_export_that_cannot_be_written_is_said_not_raised(window, qtbot, mlp_
     view.export_dialog()
     assert window.statusBar().currentMessage().startswith(f"Could not write {target}")
     assert not errors and not target.exists()
+
+
+def test_the_live_axis_reads_in_the_unit_of_the_peak_beside_it(window, qtbot, mlp_path):
+    """The live-bytes axis and the peak written on it use one binary unit (pyqtgraph's automatic
+    prefix is decimal: a "150.3 MiB" peak stood above the "150" tick of an axis in MB)."""
+    from nac_studio.model.byte_sizes import binary_unit, human_bytes
+    qdoc, view = _show(window, qtbot, mlp_path, _feeds(mlp_path))
+    qtbot.waitUntil(view.plot_complete, timeout=10000)
+    tl = qdoc.doc.simulation.timeline
+    unit, scale = binary_unit(tl.peak)
+    axis = view.plot.plots["live"].getAxis("left")
+    assert unit == "KiB" and human_bytes(tl.peak).endswith(" KiB") and view.items["peak_text"].textItem.toPlainText() \
+        == f"peak {human_bytes(tl.peak)} @ t{tl.peak_tick}"
+    assert axis.labelText == "live (KiB)" and axis.scale == 1 / 1024 and not axis.autoSIPrefix
+    # the tick labels are in KiB: the peak's tick value, written by the axis, is the peak in KiB
+    assert float(axis.tickStrings([tl.peak], axis.scale, 1)[0]) == pytest.approx(tl.peak / 1024, abs=1)
+    assert [binary_unit(n)[0] for n in (10, 5 << 20, 3 << 30)] == ["B", "MiB", "GiB"]
