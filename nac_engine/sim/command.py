@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
     s.add_argument("--feed", action="append", metavar="SHAPE[:DTYPE]|x.npy",
                    help="positional value for each <INPUT B=0>/<INPUT B=3> in instruction order")
     s.add_argument("--set", action="append", metavar="KEY=VALUE", dest="sets",
-                   help="override one hardware key (array.rows=64)")
+                   help="override one hardware key (array.rows=64; a byte count may say sram.bytes=512K)")
     s.add_argument("--sweep", action="append", metavar="KEY=V1,V2,...",
                    help="sweep a hardware key over values (repeat for a grid); prints a table")
     s.add_argument("--workers", type=int, metavar="N", help="processes for --sweep (default: CPU count)")
@@ -87,7 +87,7 @@ def _overrides(sets) -> dict:
         key, sep, val = s.partition("=")
         if not sep or not key.strip():
             raise CliError(f"--set {s!r}: expected KEY=VALUE")
-        out[key.strip()] = parse_value(val)
+        out[key.strip()] = parse_value(val, key.strip())
     return out
 
 

@@ -508,14 +508,29 @@ def load_hardware(spec: Any = "edge-32x32", overrides: Optional[Mapping[str, Any
     try:
         return build_hardware(_apply_overrides(doc, overrides or {}), source=str(path))
     except HardwareConfigError as e:
+        key, _, reason = str(e).partition(": ")
+        if overrides and key in overrides:      # the value came from --set/--sweep or the form, not the file
+            raise HardwareConfigError(f"{key}={overrides[key]} (set over {path.name}): {reason}") from None
         raise HardwareConfigError(f"{path.name}: {e}") from None
 
 
-def parse_value(text: str) -> Any:
-    """A command-line value for a config key: integer, number, true/false, or a string."""
+#: Keys that are byte counts: a command-line value may say 512K, 1M or 2MiB (binary, as the Studio's
+#: "SRAM KiB" field and ``--cpu-budget``); never a key in Hz or per cycle, where M would mislead.
+BYTE_KEYS = frozenset({"sram.bytes"})
+
+
+def parse_value(text: str, key: str = "") -> Any:
+    """A command-line value for config key ``key``: integer, number, true/false, or a string; a
+    byte count (:data:`BYTE_KEYS`) also as ``512K``, ``1M``, ``1MiB``."""
     t = text.strip()
     if t.lower() in ("true", "false"):
         return t.lower() == "true"
+    if key in BYTE_KEYS and t[-1:].isalpha():
+        from ..runtime.input_spec import parse_size
+        try:
+            return parse_size(t)
+        except ValueError:
+            return t                      # refused by the key's own check, with its range
     try:
         return int(t, 0)
     except ValueError:

@@ -54,7 +54,7 @@ def parse_axis(spec: str) -> tuple[str, list]:
     key = key.strip()
     if not sep or not key or not values.strip():
         raise HardwareConfigError(f"--sweep {spec!r}: expected KEY=V1,V2,... such as array.rows=16,32,64")
-    vals = [parse_value(v) for v in values.split(",") if v.strip()]
+    vals = [parse_value(v, key) for v in values.split(",") if v.strip()]
     if not vals or len(vals) > 1024:
         raise HardwareConfigError(f"--sweep {spec!r}: give between 1 and 1024 values")
     return key, vals

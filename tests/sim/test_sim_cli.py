@@ -96,6 +96,31 @@ def test_errors_are_one_line(capsys, argv, needle):
     assert needle in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+
+def test_a_bad_override_is_named_as_the_override_not_as_the_presets_line(capsys):
+    """``--set array.rows=abc``: the error names the override (it said "edge-32x32.toml: array.rows",
+    sending the user to a file they never wrote)."""
+    assert main(["sim", str(DEMO), "--input", "x=2x8", "--set", "array.rows=abc"]) == 2
+    err = capsys.readouterr().err
+    assert "array.rows=abc (set over edge-32x32.toml): expected an integer in [1, 65536], got 'abc'" in err
+
+
+def test_a_byte_count_override_takes_binary_suffixes(capsys):
+    """sram.bytes=512K is 524,288 bytes, as the Studio's "SRAM KiB" field and --cpu-budget count; a
+    clock in Hz takes no suffix (M would not mean 2**20 there)."""
+    totals = {}
+    for value in ("512K", "524288", "0.5MiB"):
+        code = main(["sim", str(DEMO), "--input", "x=2x8", "--set", f"sram.bytes={value}", "--json"])
+        out = capsys.readouterr()
+        if value == "0.5MiB":
+            assert code == 2 and "sram.bytes=0.5MiB (set over edge-32x32.toml)" in out.err
+            continue
+        assert code == 0, out.err
+        totals[value] = json.loads(out.out)["sram_capacity"]
+    assert totals == {"512K": 524288, "524288": 524288}
+    assert main(["sim", str(DEMO), "--input", "x=2x8", "--set", "clock_hz=800M"]) == 2
+    assert "clock_hz=800M (set over edge-32x32.toml): expected a number" in capsys.readouterr().err
+
 def test_missing_file(capsys, tmp_path):
     assert main(["sim", str(tmp_path / "nope.nac")]) == 2
     assert "no such file" in capsys.readouterr().err
