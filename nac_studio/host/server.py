@@ -8,7 +8,10 @@ reads responses and events on its stdout. The main thread only reads: it answers
   set before it);
 * ``view``: quick reads a view waits on to draw (a tensor's window for the heatmap, a page of the
   values table), so they never queue behind a long statistics pass or a layout;
-* ``work``: everything else (statistics, layouts, simulations...), one at a time.
+* ``inspect``: a tensor's statistics, asked for by a selection (the Properties pane, the
+  inspector), so that clicking a weight never waits behind a file's shape pass (1-3 s on a fresh
+  host: the meta kernels' imports), a layout or a simulation;
+* ``work``: everything else (layouts, shapes, simulations, sweeps...), one at a time.
 
 Each lane is one thread, so a long job on one never delays the other. A request may carry
 ``"supersede": KEY``: a queued request with the same key is then answered "superseded" without
@@ -127,7 +130,7 @@ class HostServer:
         self.lock = threading.RLock()
         self._write_lock = threading.Lock()
         self._seq = 0
-        self.lanes = {name: _Lane(self, name) for name in ("debug", "view", "work")}
+        self.lanes = {name: _Lane(self, name) for name in ("debug", "view", "inspect", "work")}
 
     # -- output ---------------------------------------------------------------------------------
     def _next_seq(self) -> int:
