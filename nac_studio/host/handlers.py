@@ -78,6 +78,7 @@ class HostState:
         finishes on what it holds, and fails where it needed the closed descriptor)."""
         held = self._files.pop(path, None)
         self.drop_debug(path)
+        self.statistics.forget(path)
         if held is not None:
             self._close_if_unused(path, held[1])
 
@@ -89,42 +90,34 @@ class HostState:
             nac.close()
 
 
-
 class SharedStatistics:
     """A parameter's statistics, computed once per version of its file and shared. Selecting a
     weight asks twice at once (the Properties pane and the tensor inspector): for GPT-2's
     embedding that was two 0.9 s passes over 38.6 M values fighting for the host's cores, 3.1 s
     until either answered. A request that finds the same pass running waits for it (its progress
     relayed); if that pass is cancelled (its view moved on), the waiter computes it itself. Done
-    results stay with the decoded file (a few KB each: the histogram is 256 bins), so going back
-    to a weight answers at once; a changed file is a new object, whose statistics start afresh."""
+    results stay until the file changes or is closed (a few KB each: the histogram is 256 bins),
+    so going back to a weight answers at once."""
 
     def __init__(self):
         import threading
-        # reentrant: a file's weak reference may die (and its callback take the lock) inside a
-        # garbage collection that an allocation under the lock set off
-        self._lock = threading.RLock()
-        self._by_file: dict[int, tuple] = {}        # id(nac) -> (weak reference, {param id: _Pass})
+        self._lock = threading.Lock()
+        self._by_path: dict[str, tuple] = {}      # path -> (weak ref to its version, {param id: _Pass})
 
-    def _held(self, nac) -> dict:
-        """The passes of ``nac`` (under the lock); they go with the decoded file (a NacFile compares
-        by value and cannot key a WeakKeyDictionary)."""
+    def forget(self, path: str) -> None:
+        with self._lock:
+            self._by_path.pop(path, None)
+
+    def of(self, ctx: Context, path: str, nac, p) -> dict:
         import weakref
-        key = id(nac)
-        slot = self._by_file.get(key)
-        if slot is None or slot[0]() is not nac:
-            def gone(ref, key=key):
-                with self._lock:
-                    if self._by_file.get(key, (None,))[0] is ref:
-                        del self._by_file[key]
-            slot = self._by_file[key] = (weakref.ref(nac, gone), {})
-        return slot[1]
 
-    def of(self, ctx: Context, nac, p) -> dict:
         from .server import Cancelled
         while True:
             with self._lock:
-                held = self._held(nac)
+                slot = self._by_path.get(path)
+                if slot is None or slot[0]() is not nac:          # first asked, or a new version
+                    slot = self._by_path[path] = (weakref.ref(nac), {})
+                held = slot[1]
                 entry = held.get(p.id)
                 mine = entry is None
                 if mine:
@@ -144,17 +137,15 @@ class SharedStatistics:
             # the pass it waited for was cancelled: take it over (its entry is gone)
 
     def _compute(self, ctx: Context, held: dict, p, entry: "_Pass") -> dict:
+        from types import SimpleNamespace
+
         from ..model.tensor_stats import param_stats
 
-        class Relay:                             # the pass's progress, for the requests waiting on it
-            check = staticmethod(ctx.check)
-
-            @staticmethod
-            def progress(done, total=1.0, text=None):
-                entry.progress = (done, total)
-                ctx.progress(done, total, text)
+        def progress(done, total=1.0, text=None):    # relayed to the requests waiting on this pass
+            entry.progress = (done, total)
+            ctx.progress(done, total, text)
         try:
-            entry.result = param_stats(Relay, p)
+            entry.result = param_stats(SimpleNamespace(check=ctx.check, progress=progress), p)
         except BaseException as exc:
             entry.error = exc
             with self._lock:
@@ -190,7 +181,7 @@ def statistics(ctx: Context, args: dict) -> Any:
     a block of rows at a time with progress (a 7B model's embedding is never held whole). Computed
     once per parameter of a file version (:class:`SharedStatistics`)."""
     nac = ctx.state.nac(args["path"])
-    out = dict(ctx.state.statistics.of(ctx, nac, _param(nac, args)))
+    out = dict(ctx.state.statistics.of(ctx, args["path"], nac, _param(nac, args)))
     if "hist" in out:
         counts, edges = out.pop("hist")
         out["hist"] = [counts, edges]
@@ -456,7 +447,6 @@ def test_hook(ctx: Context, args: dict) -> Any:
     kernel can (the Studio's crash tests), wait cancellably, or say whether a module is loaded."""
     how = args.get("how")
     if how == "loaded":
-        import sys
         return {"loaded": args.get("module") in sys.modules}
     if how == "segfault":
         import ctypes
