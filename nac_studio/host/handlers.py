@@ -25,6 +25,7 @@ class HostState:
         self._files: dict[str, tuple] = {}
         self._debug: dict[str, object] = {}
         self._progress = None
+        self.statistics = SharedStatistics()
         if array_dir:
             import mmap
             path = os.path.join(array_dir, PROGRESS_FILE)
@@ -34,8 +35,6 @@ class HostState:
                 # as one native int64 (what the Studio reads on this same machine): one store
                 # per instruction, not a bytes object and a slice copy
                 self._progress = memoryview(mmap.mmap(f.fileno(), 8)).cast("q")
-
-        self.statistics = SharedStatistics()
 
     def mark_tick(self, tick: int) -> None:
         if self._progress is not None:
